@@ -1,0 +1,248 @@
+package bpf
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"golang.org/x/sys/unix"
+)
+
+// DetectOptions says what [Detect] also collects.
+type DetectOptions struct {
+	// Functions collects the list of probe-able kernel functions.
+	Functions bool
+}
+
+// Detect reads the facts of the running kernel. It loads small probe
+// programs (never attaches them) and reads /sys and /proc; it needs root.
+func Detect(opts DetectOptions) (*Facts, error) {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return nil, fmt.Errorf("uname: %w", err)
+	}
+	release := unix.ByteSliceToString(uts.Release[:])
+	f := &Facts{Source: "live", Name: release, Release: release}
+	switch machine := unix.ByteSliceToString(uts.Machine[:]); machine {
+	case "x86_64":
+		f.Arch = ArchX86_64
+	case "aarch64", "arm64":
+		f.Arch = ArchArm64
+	default:
+		return nil, fmt.Errorf("unsupported architecture %q", machine)
+	}
+	v, err := ParseVersion(release)
+	if err != nil {
+		return nil, err
+	}
+	f.Kernel = v
+
+	var kernelBTF *btf.Spec
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
+		f.BTF = true
+		if spec, err := btf.LoadKernelSpec(); err == nil {
+			kernelBTF = spec
+		}
+	}
+
+	f.Links.Kprobe = exists("/sys/bus/event_source/devices/kprobe/type")
+	f.Links.Uprobe = exists("/sys/bus/event_source/devices/uprobe/type")
+	f.Links.Tracepoint = exists("/sys/bus/event_source/devices/tracepoint/type")
+	f.Links.KprobeMulti = supported(features.HaveBPFLinkKprobeMulti())
+	f.Links.KprobeSession = supported(features.HaveBPFLinkKprobeSession())
+	f.Links.UprobeMulti = supported(features.HaveBPFLinkUprobeMulti())
+	f.Links.Fentry = haveFentry(kernelBTF)
+
+	cfg := kernelConfig(release)
+	f.FtraceWithRegs, f.FtraceWithArgs = cfg["CONFIG_DYNAMIC_FTRACE_WITH_REGS"], cfg["CONFIG_DYNAMIC_FTRACE_WITH_ARGS"]
+	if cfg == nil { // no config to read: the arches' defaults
+		f.FtraceWithRegs = f.Arch == ArchX86_64
+		f.FtraceWithArgs = true
+	}
+
+	f.Helpers = Helpers{
+		AttachCookie:        v.AtLeast(5, 15),
+		TracingAttachCookie: v.AtLeast(5, 19),
+		FuncArg:             v.AtLeast(5, 17),
+		Ringbuf:             supported(features.HaveMapType(ebpf.RingBuf)),
+	}
+	if kernelBTF != nil {
+		var fn *btf.Func
+		if kernelBTF.TypeByName("bpf_session_cookie", &fn) == nil {
+			f.Helpers.SessionKfuncs = true
+			if proto, ok := fn.Type.(*btf.FuncProto); ok && len(proto.Params) == 1 {
+				f.Helpers.SessionKfuncsCtxArg = true
+			}
+		}
+	}
+	if n, err := ebpf.PossibleCPU(); err == nil {
+		f.CPUs = n
+	}
+	f.Derive()
+
+	if opts.Functions {
+		fns, err := KernelFunctions()
+		if err != nil {
+			return nil, err
+		}
+		f.Functions = fns
+	}
+	return f, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func supported(err error) bool { return err == nil }
+
+// haveFentry loads (without attaching) an fentry program on a function every
+// kernel has. A kernel policy that forbids tracing programs counts as absent.
+func haveFentry(kernel *btf.Spec) bool {
+	if kernel == nil {
+		return false
+	}
+	for _, fn := range []string{"vfs_read", "ksys_read", "do_sys_openat2"} {
+		var target *btf.Func
+		if kernel.TypeByName(fn, &target) != nil {
+			continue
+		}
+		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+			Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fn, License: "GPL",
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		}, ebpf.ProgramOptions{KernelTypes: kernel})
+		if err != nil {
+			return false
+		}
+		prog.Close()
+		return true
+	}
+	return false
+}
+
+// kernelConfig reads the kernel's build configuration, or returns nil.
+func kernelConfig(release string) map[string]bool {
+	var r io.Reader
+	if b, err := os.ReadFile("/proc/config.gz"); err == nil {
+		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
+			r = zr
+		}
+	}
+	if r == nil {
+		b, err := os.ReadFile("/boot/config-" + release)
+		if err != nil {
+			return nil
+		}
+		r = bytes.NewReader(b)
+	}
+	cfg := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && (v == "y" || v == "m") {
+			cfg[k] = true
+		}
+	}
+	return cfg
+}
+
+// KernelFunctions lists the kernel functions that can be probed: from
+// tracefs's available_filter_functions where it is readable, else the text
+// symbols of /proc/kallsyms.
+func KernelFunctions() ([]string, error) {
+	var names []string
+	for _, dir := range TracefsDirs {
+		b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, _, _ := strings.Cut(line, " "); name != "" {
+				names = append(names, name)
+			}
+		}
+		break
+	}
+	if names == nil {
+		b, err := os.ReadFile("/proc/kallsyms")
+		if err != nil {
+			return nil, fmt.Errorf("list kernel functions: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 3 || (fields[1] != "t" && fields[1] != "T") {
+				continue
+			}
+			names = append(names, fields[2])
+		}
+	}
+	sort.Strings(names)
+	return dedup(names), nil
+}
+
+func dedup(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TracefsDirs are where tracefs is looked for, in order.
+var TracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+
+// Tracefs returns the tracefs mount point, mounting it at
+// /sys/kernel/tracing when it is not mounted.
+func Tracefs() (string, error) {
+	for _, dir := range TracefsDirs {
+		if exists(filepath.Join(dir, "events")) {
+			return dir, nil
+		}
+	}
+	dir := TracefsDirs[0]
+	if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return "", fmt.Errorf("mount tracefs on %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// LoadTracepoints reads the formats of events from tracefs into f.
+func (f *Facts) LoadTracepoints(events []string) error {
+	if len(events) == 0 {
+		return nil
+	}
+	dir, err := Tracefs()
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if f.Tracepoints[ev] != nil {
+			continue
+		}
+		tp, err := ReadTracepointFormat(dir, ev)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the compiler reports unknown events with their range
+		}
+		if err != nil {
+			return err
+		}
+		if f.Tracepoints == nil {
+			f.Tracepoints = map[string]*TracepointFormat{}
+		}
+		f.Tracepoints[ev] = tp
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package bpf is the kit that the compiler and the runtime both lean on.
+//
+// It owns:
+//   - probe addresses ([Address]), the key used everywhere: plans, state, pin
+//     paths, metric labels and program names;
+//   - kernel facts ([Facts]): one serialisable value describing a target kernel
+//     (architecture, version, link types, fprobe backend, helpers, BTF), detected
+//     on the live kernel ([Detect]), read from a file, or taken from a built-in
+//     profile ([Profile]);
+//   - context layouts per program type and architecture ([Regs]);
+//   - instruction emission ([Emitter]): labels, stack slots and source comments
+//     on top of cilium/ebpf's asm package;
+//   - kfunc calls that are resolved against kernel BTF at load time ([KfuncCall],
+//     [ResolveKfuncs]);
+//   - tracepoint format files ([TracepointFormat]).
+//
+// Package bpf knows nothing of HCL, specs or plans, and it must not import
+// any other probectl package.
+package bpf

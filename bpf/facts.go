@@ -1,0 +1,226 @@
+package bpf
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Arch is a CPU architecture as the kernel's uname reports it, normalised.
+type Arch string
+
+// The architectures probectl generates code for.
+const (
+	ArchX86_64 Arch = "x86_64"
+	ArchArm64  Arch = "arm64"
+)
+
+// Version is a kernel version.
+type Version struct {
+	Major, Minor, Patch int
+}
+
+// ParseVersion parses "6.12.117", "6.12", or a uname release such as
+// "6.1.0-50-amd64" (the distribution suffix is ignored).
+func ParseVersion(s string) (Version, error) {
+	var v Version
+	head := s
+	if i := strings.IndexAny(head, "-+~ "); i >= 0 {
+		head = head[:i]
+	}
+	parts := strings.Split(head, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return v, fmt.Errorf("kernel version %q: want MAJOR.MINOR[.PATCH]", s)
+	}
+	nums := []*int{&v.Major, &v.Minor, &v.Patch}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return Version{}, fmt.Errorf("kernel version %q: %q is not a number", s, p)
+		}
+		*nums[i] = n
+	}
+	return v, nil
+}
+
+func (v Version) String() string {
+	if v.Patch == 0 {
+		return fmt.Sprintf("%d.%d", v.Major, v.Minor)
+	}
+	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+}
+
+// AtLeast reports whether v is major.minor or newer.
+func (v Version) AtLeast(major, minor int) bool {
+	return v.Major > major || (v.Major == major && v.Minor >= minor)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (v Version) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (v *Version) UnmarshalText(b []byte) error {
+	parsed, err := ParseVersion(string(b))
+	if err != nil {
+		return err
+	}
+	*v = parsed
+	return nil
+}
+
+// FprobeBackend is how the kernel implements fprobe, the machinery behind
+// the kprobe.multi link family.
+type FprobeBackend string
+
+// The fprobe backends.
+const (
+	// FprobeNone: CONFIG_FPROBE is off (or the kernel predates 5.18).
+	FprobeNone FprobeBackend = "none"
+	// FprobeRethook: 5.18 to 6.13, fprobe on an ftrace_ops, exits through rethook.
+	FprobeRethook FprobeBackend = "rethook"
+	// FprobeFgraph: 6.14 and later, fprobe rewritten on the function-graph tracer.
+	FprobeFgraph FprobeBackend = "fgraph"
+)
+
+// Links says which link families the kernel can attach.
+type Links struct {
+	Kprobe        bool `json:"kprobe"`         // legacy kprobe/kretprobe (perf event)
+	KprobeMulti   bool `json:"kprobe_multi"`   // kprobe.multi/kretprobe.multi, 5.18
+	KprobeSession bool `json:"kprobe_session"` // kprobe.session, 6.10
+	Fentry        bool `json:"fentry"`         // fentry/fexit trampolines
+	Uprobe        bool `json:"uprobe"`         // uprobe/uretprobe (perf event)
+	UprobeMulti   bool `json:"uprobe_multi"`   // uprobe.multi, 6.6
+	Tracepoint    bool `json:"tracepoint"`
+}
+
+// Helpers says which helpers and kfuncs that probectl's code uses exist.
+type Helpers struct {
+	AttachCookie        bool `json:"attach_cookie"`          // bpf_get_attach_cookie on kprobe, uprobe, multi links (5.15)
+	TracingAttachCookie bool `json:"tracing_attach_cookie"`  // bpf_get_attach_cookie on fentry/fexit (5.19)
+	FuncArg             bool `json:"func_arg"`               // bpf_get_func_arg/ret on fentry/fexit (5.17)
+	Ringbuf             bool `json:"ringbuf"`                // BPF_MAP_TYPE_RINGBUF (5.8)
+	SessionKfuncs       bool `json:"session_kfuncs"`         // bpf_session_cookie, bpf_session_is_return (6.10)
+	SessionKfuncsCtxArg bool `json:"session_kfuncs_ctx_arg"` // the 7.0 prototype that takes ctx in R1
+}
+
+// Facts describe a target kernel: everything the compiler needs to choose
+// routes and generate code. Facts are a plain value: detected once, written
+// to a file, embedded in plans and compared at apply time.
+type Facts struct {
+	// Source says where the facts came from: "live", "profile" or "file".
+	Source string `json:"source"`
+	// Name is the profile name, the file path, or the live kernel's release.
+	Name    string  `json:"name"`
+	Arch    Arch    `json:"arch"`
+	Kernel  Version `json:"kernel"`
+	Release string  `json:"release,omitempty"`
+	BTF     bool    `json:"btf"`
+	Links   Links   `json:"links"`
+	// Fprobe is the backend of the kprobe.multi family.
+	Fprobe FprobeBackend `json:"fprobe"`
+	// FtraceWithRegs and FtraceWithArgs are CONFIG_DYNAMIC_FTRACE_WITH_REGS
+	// and CONFIG_DYNAMIC_FTRACE_WITH_ARGS.
+	FtraceWithRegs bool `json:"ftrace_with_regs"`
+	FtraceWithArgs bool `json:"ftrace_with_args"`
+	// FprobeEntryFastPath: entry-only fprobes use a plain ftrace_ops instead
+	// of fgraph (6.19, on arches with WITH_REGS or WITH_ARGS).
+	FprobeEntryFastPath bool    `json:"fprobe_entry_fast_path"`
+	Helpers             Helpers `json:"helpers"`
+	// CPUs is the number of possible CPUs, 0 when unknown (profiles).
+	CPUs int `json:"cpus,omitempty"`
+	// Functions lists the kernel functions that can be probed, sorted.
+	// Empty when unknown: patterns then stay unresolved until apply.
+	Functions []string `json:"functions,omitempty"`
+	// Tracepoints holds the format of the tracepoint events known for this
+	// target, by "group:event".
+	Tracepoints map[string]*TracepointFormat `json:"tracepoints,omitempty"`
+}
+
+// Label is a short description such as "linux 6.12.117 x86_64 (live)".
+func (f *Facts) Label() string {
+	return fmt.Sprintf("linux %s %s (%s %s)", f.Kernel, f.Arch, f.Source, f.Name)
+}
+
+// Tracepoint returns the format of a "group:event" tracepoint, or nil.
+func (f *Facts) Tracepoint(event string) *TracepointFormat {
+	if tp := f.Tracepoints[event]; tp != nil {
+		return tp
+	}
+	return builtinTracepoint(event)
+}
+
+// HasFunction reports whether the function list is known and has name.
+func (f *Facts) HasFunction(name string) bool {
+	i := sort.SearchStrings(f.Functions, name)
+	return i < len(f.Functions) && f.Functions[i] == name
+}
+
+// Differences lists the facts in which f and other differ, ignoring where
+// they came from, the patch level, the CPU count and the lists of functions
+// and tracepoints. It is empty when a compiler would decide the same way on both.
+func (f *Facts) Differences(other *Facts) []string {
+	var diffs []string
+	add := func(what string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			diffs = append(diffs, fmt.Sprintf("%s: %v, not %v", what, a, b))
+		}
+	}
+	add("arch", f.Arch, other.Arch)
+	add("kernel", fmt.Sprintf("%d.%d", f.Kernel.Major, f.Kernel.Minor), fmt.Sprintf("%d.%d", other.Kernel.Major, other.Kernel.Minor))
+	add("btf", f.BTF, other.BTF)
+	add("links", fmt.Sprintf("%+v", f.Links), fmt.Sprintf("%+v", other.Links))
+	add("fprobe", f.Fprobe, other.Fprobe)
+	add("ftrace_with_regs", f.FtraceWithRegs, other.FtraceWithRegs)
+	add("ftrace_with_args", f.FtraceWithArgs, other.FtraceWithArgs)
+	add("fprobe_entry_fast_path", f.FprobeEntryFastPath, other.FprobeEntryFastPath)
+	add("helpers", fmt.Sprintf("%+v", f.Helpers), fmt.Sprintf("%+v", other.Helpers))
+	return diffs
+}
+
+// ReadFactsFile reads facts written by "probectl target -o FILE".
+func ReadFactsFile(path string) (*Facts, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read facts: %w", err)
+	}
+	var f Facts
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("read facts %s: %w", path, err)
+	}
+	if f.Arch != ArchX86_64 && f.Arch != ArchArm64 {
+		return nil, fmt.Errorf("read facts %s: unsupported arch %q", path, f.Arch)
+	}
+	sort.Strings(f.Functions)
+	f.Source, f.Name = "file", path
+	return &f, nil
+}
+
+// WriteFile writes the facts as indented JSON.
+func (f *Facts) WriteFile(path string) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Derive fills in the facts that follow from others: the fprobe backend and
+// its entry-only fast path. Detection and profiles both call it, so the rule
+// lives in one place.
+func (f *Facts) Derive() {
+	switch {
+	case !f.Links.KprobeMulti:
+		f.Fprobe = FprobeNone
+	case f.Kernel.AtLeast(6, 14):
+		f.Fprobe = FprobeFgraph
+	default:
+		f.Fprobe = FprobeRethook
+	}
+	// "tracing: fprobe: optimization for entry only case" and its WITH_ARGS
+	// follow-up, both in 6.19.
+	f.FprobeEntryFastPath = f.Fprobe != FprobeNone && f.Kernel.AtLeast(6, 19) &&
+		(f.FtraceWithRegs || f.FtraceWithArgs)
+}

@@ -1,0 +1,81 @@
+package bpf
+
+import (
+	"fmt"
+	"sort"
+)
+
+// ProfileNames lists the built-in profiles: the kernels of the VM matrix.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for name := range profiles {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Profile returns a copy of the built-in profile name.
+func Profile(name string) (*Facts, error) {
+	mk, ok := profiles[name]
+	if !ok {
+		return nil, fmt.Errorf("no profile %q (known: %v)", name, ProfileNames())
+	}
+	f := mk()
+	f.Source, f.Name = "profile", name
+	f.Derive()
+	return &f, nil
+}
+
+// The profiles describe Debian's kernels as the kernel lab found them
+// (shared/docs/kernel-lab.md); the VM matrix checks each against reality.
+var profiles = map[string]func() Facts{
+	"linux-6.1-amd64": func() Facts {
+		return Facts{
+			Arch: ArchX86_64, Kernel: Version{6, 1, 0}, BTF: true,
+			// CONFIG_FPROBE is off in Debian's 6.1: no kprobe.multi.
+			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, Tracepoint: true},
+			FtraceWithRegs: true, FtraceWithArgs: true,
+			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true},
+		}
+	},
+	"linux-6.12-amd64": func() Facts {
+		return Facts{
+			Arch: ArchX86_64, Kernel: Version{6, 12, 0}, BTF: true,
+			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
+				Uprobe: true, UprobeMulti: true, Tracepoint: true},
+			FtraceWithRegs: true, FtraceWithArgs: true,
+			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
+				SessionKfuncs: true},
+		}
+	},
+	"linux-7.2-amd64": func() Facts {
+		return Facts{
+			Arch: ArchX86_64, Kernel: Version{7, 2, 0}, BTF: true,
+			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
+				Uprobe: true, UprobeMulti: true, Tracepoint: true},
+			FtraceWithRegs: true, FtraceWithArgs: true,
+			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
+				SessionKfuncs: true, SessionKfuncsCtxArg: true},
+		}
+	},
+	"linux-6.12-arm64": func() Facts {
+		return Facts{
+			Arch: ArchArm64, Kernel: Version{6, 12, 0}, BTF: true,
+			// fprobe on arm64 needs the 6.14 fgraph rewrite: FPROBE is off.
+			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, UprobeMulti: true, Tracepoint: true},
+			FtraceWithArgs: true,
+			Helpers:        Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true},
+		}
+	},
+	"linux-7.2-arm64": func() Facts {
+		return Facts{
+			Arch: ArchArm64, Kernel: Version{7, 2, 0}, BTF: true,
+			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
+				Uprobe: true, UprobeMulti: true, Tracepoint: true},
+			FtraceWithArgs: true,
+			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
+				SessionKfuncs: true, SessionKfuncsCtxArg: true},
+		}
+	},
+}

@@ -1,0 +1,335 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// mapName is a kernel map name: at most 15 characters of [A-Za-z0-9_.].
+func mapName(s string) string {
+	if len(s) > 15 {
+		s = s[:15]
+	}
+	return s
+}
+
+// layoutMaps decides every map of the probe and the layouts that decode them.
+func (g *gen) layoutMaps() {
+	out := g.out
+	n := 0
+	for _, a := range g.p.Actions() {
+		if a.Kind == spec.Event {
+			ev := &EventLayout{Name: a.Name, ID: len(out.Events), Size: 8}
+			for _, f := range a.Fields {
+				size := f.Value.Type().Size()
+				ev.Fields = append(ev.Fields, KeyField{Name: f.Name, Kind: keyKind(f.Value), Offset: ev.Size, Size: size})
+				ev.Size += size
+			}
+			out.Events = append(out.Events, ev)
+			continue
+		}
+		agg := &Aggregation{Name: a.Name, Kind: a.Kind, MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
+		n++
+		for i, b := range a.By {
+			size := b.Type().Size()
+			agg.Key = append(agg.Key, KeyField{Name: keyName(b, i), Kind: keyKind(b), Offset: agg.KeySize, Size: size})
+			agg.KeySize += size
+		}
+		if a.IsHistogram() {
+			agg.KeySize += 8 // the bucket
+		}
+		if agg.KeySize == 0 {
+			agg.KeySize = 8 // one zero key
+		}
+		if a.Kind == spec.LHist {
+			agg.LinearMin, agg.LinearMax, agg.LinearStep = a.Min, a.Max, a.Step
+		}
+		maxEntries := a.MaxKeys
+		out.Aggregations = append(out.Aggregations, agg)
+		out.Maps = append(out.Maps, &Map{
+			Ref: agg.MapRef, Name: mapName(a.Name), Type: ebpf.PerCPUHash,
+			KeySize: uint32(agg.KeySize), ValueSize: 8, MaxEntries: uint32(maxEntries),
+			Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
+		})
+	}
+	out.EventsDroppedIndex = n
+	out.Maps = append(out.Maps, &Map{
+		Ref: refStats, Name: "stats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n + 1),
+		Purpose: "dropped keys per aggregation, and dropped events",
+	})
+	if g.storage == StorageMap {
+		out.Maps = append(out.Maps, &Map{
+			Ref: refEntry, Name: "entry_slots", Type: ebpf.LRUHash, KeySize: 8, ValueSize: uint32(g.entrySize()), MaxEntries: entrySlots,
+			Purpose: "entry data per (thread, function) call",
+		})
+	}
+	if len(out.Events) > 0 {
+		if !g.facts.Helpers.Ringbuf {
+			g.errorf(g.p.DeclRange, "No ring buffer", "event needs BPF ring buffers (Linux 5.8), which the target (%s) lacks. Use an aggregation.", g.facts.Label())
+		}
+		out.Maps = append(out.Maps, &Map{
+			Ref: refEvents, Name: "events", Type: ebpf.RingBuf, MaxEntries: ringSize,
+			Purpose: "event records",
+		})
+	}
+}
+
+// keyKind is how show decodes a key field or event field.
+func keyKind(x spec.Expr) string {
+	if v, ok := x.(*spec.Var); ok {
+		switch v.Name {
+		case "func", "comm":
+			return v.Name
+		}
+	}
+	return "int"
+}
+
+func keyName(x spec.Expr, i int) string {
+	switch v := x.(type) {
+	case *spec.Var:
+		return v.Name
+	case *spec.EntryRef:
+		return "entry." + v.Name
+	case *spec.ArgsField:
+		return "args." + v.Name
+	}
+	text := strings.Join(strings.Fields(x.Text()), " ")
+	if text == "" {
+		return fmt.Sprintf("key%d", i)
+	}
+	return text
+}
+
+func (g *gen) aggregation(a *spec.Action) *Aggregation {
+	for _, agg := range g.out.Aggregations {
+		if agg.Name == a.Name {
+			return agg
+		}
+	}
+	panic("no aggregation " + a.Name)
+}
+
+func (g *gen) event(a *spec.Action) *EventLayout {
+	for _, ev := range g.out.Events {
+		if ev.Name == a.Name {
+			return ev
+		}
+	}
+	panic("no event " + a.Name)
+}
+
+func (g *gen) actions(h *spec.Handler) {
+	for _, a := range h.Actions {
+		mark := g.e.StackMark()
+		skip := g.e.NewLabel(a.Name + "_done")
+		g.e.At(fmt.Sprintf("%s %q", a.Kind, a.Name), a.DeclRange)
+		if a.When != nil {
+			g.cond(a.When, skip)
+		}
+		if a.Kind == spec.Event {
+			g.emitEvent(a, skip)
+		} else {
+			g.update(a, g.aggregation(a), skip)
+		}
+		g.e.Mark(skip)
+		g.e.Release(mark)
+	}
+}
+
+// update adds one observation to an aggregation: build the key, compute the
+// value, then lookup-and-modify, or insert; a full map counts a dropped key.
+func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
+	key := g.e.Alloc(agg.KeySize)
+	if len(a.By) == 0 && !a.IsHistogram() {
+		g.e.Emit(bpf.StoreImm64(asm.RFP, key, 0))
+	}
+	for i, b := range a.By {
+		g.e.At("by "+b.Text(), b.Range())
+		g.store(b, key+int16(agg.Key[i].Offset))
+	}
+	val := g.e.Alloc(8)
+	switch a.Kind {
+	case spec.Count:
+		g.e.Emit(bpf.StoreImm64(asm.RFP, val, 1))
+	case spec.Hist, spec.LHist:
+		g.e.At("value "+a.Value.Text(), a.Value.Range())
+		g.expr(a.Value)
+		if a.Kind == spec.Hist {
+			g.log2Bucket()
+		} else {
+			g.linearBucket(a)
+		}
+		g.e.Emit(
+			asm.StoreMem(asm.RFP, key+int16(agg.KeySize-8), asm.R0, asm.DWord),
+			bpf.StoreImm64(asm.RFP, val, 1),
+		)
+	default:
+		g.e.At("value "+a.Value.Text(), a.Value.Range())
+		g.expr(a.Value)
+		g.e.Emit(asm.StoreMem(asm.RFP, val, asm.R0, asm.DWord))
+	}
+
+	found, insert, retry := g.e.NewLabel("found"), g.e.NewLabel("insert"), g.e.NewLabel("dropped")
+	lookup := func(miss string) {
+		g.e.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(agg.MapRef),
+			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, miss),
+		)
+	}
+	lookup(insert)
+	g.e.Mark(found)
+	// R0 points at this CPU's value: per-CPU maps need no atomics.
+	g.e.Emit(
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, val, asm.DWord),
+	)
+	switch a.Kind {
+	case spec.Min:
+		g.e.Emit(asm.JSLE.Reg(asm.R1, asm.R2, skip))
+		g.e.Emit(asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord))
+	case spec.Max:
+		g.e.Emit(asm.JSGE.Reg(asm.R1, asm.R2, skip))
+		g.e.Emit(asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord))
+	default:
+		g.e.Emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
+	}
+	g.e.Emit(asm.Ja.Label(skip))
+
+	g.e.Mark(insert)
+	g.e.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(agg.MapRef),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(val)),
+		asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, skip),
+	)
+	// Another CPU may have inserted the key first: look again. Still
+	// missing means the map is full.
+	lookup(retry)
+	g.e.Emit(asm.Ja.Label(found))
+	g.e.Mark(retry)
+	g.countStat(agg.DroppedIndex)
+}
+
+// countStat adds one to a counter of the stats map.
+func (g *gen) countStat(index int) {
+	mark := g.e.StackMark()
+	slot := g.e.Alloc(8)
+	done := g.e.NewLabel("stat_done")
+	g.e.Emit(
+		asm.StoreImm(asm.RFP, slot, int64(index), asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(refStats),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(slot)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+	g.e.Mark(done)
+	g.e.Release(mark)
+}
+
+// log2Bucket turns the value in R0 into its log2 bucket: 0 for negative
+// values, 1 for zero, 2+floor(log2(v)) for positive ones (1 → 2, 2..3 → 3, ...).
+func (g *gen) log2Bucket() {
+	done, pos := g.e.NewLabel("bucket"), g.e.NewLabel("positive")
+	g.e.Emit(
+		asm.JSGT.Imm(asm.R0, 0, pos),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.Ja.Label(done),
+	)
+	g.e.Mark(pos)
+	g.e.Emit(asm.Mov.Imm(asm.R1, 2))
+	for _, shift := range []int32{32, 16, 8, 4, 2, 1} {
+		next := g.e.NewLabel("shift")
+		g.e.Emit(
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.RSh.Imm(asm.R2, shift),
+			asm.JEq.Imm(asm.R2, 0, next),
+			asm.Mov.Reg(asm.R0, asm.R2),
+			asm.Add.Imm(asm.R1, shift),
+		)
+		g.e.Mark(next)
+	}
+	g.e.Mark(done)
+	g.e.Emit(asm.Mov.Reg(asm.R0, asm.R1))
+}
+
+// LinearBuckets is the number of in-range buckets of an lhist.
+func LinearBuckets(min, max, step int64) int64 { return (max - min + step - 1) / step }
+
+// linearBucket turns the value in R0 into its lhist bucket: 0 below min,
+// 1..n in range, n+1 at or above max.
+func (g *gen) linearBucket(a *spec.Action) {
+	n := LinearBuckets(a.Min, a.Max, a.Step)
+	done := g.e.NewLabel("bucket")
+	g.e.Emit(
+		asm.LoadImm(asm.R1, a.Min, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.JSLT.Reg(asm.R2, asm.R1, done),
+		asm.LoadImm(asm.R3, a.Max, asm.DWord),
+		asm.Mov.Imm(asm.R0, int32(n+1)),
+		asm.JSGE.Reg(asm.R2, asm.R3, done),
+		asm.Mov.Reg(asm.R0, asm.R2),
+		asm.Sub.Reg(asm.R0, asm.R1),
+		asm.LoadImm(asm.R3, a.Step, asm.DWord),
+		asm.Div.Reg(asm.R0, asm.R3),
+		asm.Add.Imm(asm.R0, 1),
+	)
+	g.e.Mark(done) // on the caller's next instruction
+}
+
+// emitEvent reserves a ring buffer record, fills it and submits it. A full
+// ring buffer counts a dropped event.
+func (g *gen) emitEvent(a *spec.Action, skip string) {
+	ev := g.event(a)
+	// Values are computed on the stack first: the record must be submitted
+	// on every path, so nothing may jump out while it is held.
+	area := g.e.Alloc(ev.Size)
+	g.e.Emit(bpf.StoreImm64(asm.RFP, area, int32(ev.ID)))
+	for i, f := range a.Fields {
+		g.e.At(fmt.Sprintf("field %s = %s", f.Name, f.Value.Text()), f.Range)
+		g.store(f.Value, area+int16(ev.Fields[i].Offset))
+	}
+	reserved := g.e.NewLabel("reserved")
+	g.e.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(refEvents),
+		asm.Mov.Imm(asm.R2, int32(ev.Size)),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JNE.Imm(asm.R0, 0, reserved),
+	)
+	g.countStat(g.out.EventsDroppedIndex)
+	g.e.Emit(asm.Ja.Label(skip))
+	g.e.Mark(reserved)
+	g.e.Emit(asm.Mov.Reg(regRecord, asm.R0))
+	g.copyTo(regRecord, area, ev.Size)
+	g.e.Emit(
+		asm.Mov.Reg(asm.R1, regRecord),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRingbufSubmit.Call(),
+	)
+}
+
+// copyTo copies size bytes (a multiple of 8) from the stack to the pointer in dst.
+func (g *gen) copyTo(dst asm.Register, src int16, size int) {
+	for off := 0; off < size; off += 8 {
+		g.e.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, src+int16(off), asm.DWord),
+			asm.StoreMem(dst, int16(off), asm.R1, asm.DWord),
+		)
+	}
+}

@@ -1,0 +1,381 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// ctxKind is what R1 points at when a program starts.
+type ctxKind int
+
+const (
+	ctxRegs       ctxKind = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
+	ctxTracing                   // u64 array built by a BPF trampoline: fentry, fexit
+	ctxTracepoint                // the tracepoint's record
+)
+
+// Registers with a fixed job in generated code. R0-R5 are scratch (helper
+// calls clobber them); R6 holds the context for the program's whole life.
+const (
+	regCtx    = asm.R6
+	regRecord = asm.R7 // a reserved ring buffer record, while an event is written
+)
+
+// Map refs, the names programs use for a probe's maps.
+const (
+	refStats  = "stats"
+	refEntry  = "entry"
+	refEvents = "events"
+)
+
+// Entry-data slots live in an LRU hash keyed by (thread id << 32 | function
+// cookie); see README "Entry data".
+const entrySlots = 16384
+
+// Ring buffer size for a probe's events.
+const ringSize = 256 * 1024
+
+// gen generates the programs of one probe.
+type gen struct {
+	p     *spec.Probe
+	facts *bpf.Facts
+	regs  bpf.Regs
+	tp    *bpf.TracepointFormat
+	out   *Probe
+	diags hcl.Diagnostics
+
+	// Set per program.
+	e   *bpf.Emitter
+	ctx ctxKind
+	// entryArea is the stack offset of the entry data in exit code;
+	// entryFields locate each saved value within it.
+	entryArea   int16
+	entryFields map[string]int
+	// storage is where entry data lives (StorageNone/Cookie/Map).
+	storage string
+	// slotNeeded: the exit handler runs only for calls with an entry slot.
+	slotNeeded bool
+	// slotKeyOff is the stack offset of the entry slot key, set by slotKey.
+	slotKeyOff int16
+}
+
+func (g *gen) errorf(rng hcl.Range, summary, detail string, args ...any) {
+	g.diags = append(g.diags, diagf(rng, summary, detail, args...))
+}
+
+// build emits every program for decision d and lays out the maps.
+func (g *gen) build(d decision) {
+	p := g.p
+	entry, exit := handlers(p)
+	size := p.EntryData()
+	g.slotNeeded = exit && entry && (p.Entry.When != nil || len(p.Entry.Save) > 0 || size > 0)
+	switch {
+	case d.session && size > 0 && size <= 8:
+		g.storage = StorageCookie
+	case d.session && size > 8:
+		g.storage = StorageMap
+	case !d.session && g.slotNeeded:
+		g.storage = StorageMap
+	default:
+		g.storage = StorageNone
+	}
+	if !exit {
+		size = 0
+	}
+	g.out.EntryData = EntryData{Size: size, Storage: g.storage}
+	g.entryFields = map[string]int{}
+	if p.Entry != nil {
+		off := 0
+		for _, f := range p.Entry.Save {
+			g.entryFields[f.Name] = off
+			off += f.Value.Type().Size()
+		}
+	}
+
+	g.layoutMaps()
+	if g.diags.HasErrors() {
+		return
+	}
+	for _, fam := range d.families {
+		switch fam {
+		case FamilyKprobeSession:
+			g.program("session", fam, ebpf.Kprobe, ebpf.AttachTraceKprobeSession, ctxRegs, g.sessionBody)
+		case FamilyKprobeMulti:
+			g.program("entry", fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.entryBody)
+		case FamilyKretprobeMulti:
+			g.program("exit", fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.exitBody)
+		case FamilyFentry:
+			g.program("entry", fam, ebpf.Tracing, ebpf.AttachTraceFEntry, ctxTracing, g.entryBody)
+		case FamilyFexit:
+			g.program("exit", fam, ebpf.Tracing, ebpf.AttachTraceFExit, ctxTracing, g.exitBody)
+		case FamilyKprobe, FamilyUprobe:
+			g.program("entry", fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.entryBody)
+		case FamilyKretprobe, FamilyUretprobe:
+			g.program("exit", fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.exitBody)
+		case FamilyUprobeMulti:
+			g.program("entry", fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.entryBody)
+		case FamilyUretprobeMulti:
+			g.program("exit", fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.exitBody)
+		case FamilyTracepoint:
+			g.program("event", fam, ebpf.TracePoint, ebpf.AttachNone, ctxTracepoint, g.entryBody)
+		}
+	}
+}
+
+// programName is the kernel's name: the probe name cut to fit, and the role.
+func programName(name, role string) string {
+	suffix := "_" + role[:1]
+	if len(name) > 15-len(suffix) {
+		name = name[:15-len(suffix)]
+	}
+	return name + suffix
+}
+
+func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
+	g.e, g.ctx = &bpf.Emitter{}, ctx
+	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
+	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
+	body()
+	insns, err := g.e.Finish()
+	if err != nil {
+		g.errorf(g.p.DeclRange, "Probe too large", "The %s program of %s: %s. Use fewer or smaller keys and values.", role, g.p.Addr, err)
+		return
+	}
+	g.out.Programs = append(g.out.Programs, &Program{
+		Name: programName(g.p.Addr.Name, role), Role: role, Family: family,
+		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit,
+		Instructions: insns, StackBytes: g.e.StackUsed(),
+	})
+}
+
+// ret emits "return v".
+func (g *gen) ret(v int32) {
+	g.e.Emit(asm.Mov.Imm(asm.R0, v), asm.Return())
+}
+
+// entryBody: when, actions, then the entry slot (for a separate exit program).
+func (g *gen) entryBody() {
+	h := g.p.Entry
+	if h.When != nil {
+		g.e.At("when "+h.When.Text(), h.When.Range())
+		g.cond(h.When, "filtered")
+	}
+	g.actions(h)
+	if g.storage == StorageMap {
+		area := g.saveArea()
+		g.slotKey()
+		g.e.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+			asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(area)),
+			asm.Mov.Imm(asm.R4, 0), // BPF_ANY: a recursive call takes the slot over
+			asm.FnMapUpdateElem.Call(),
+		)
+	}
+	g.ret(0)
+	if h.When != nil {
+		g.e.Mark("filtered")
+		g.ret(0)
+	}
+}
+
+// exitBody: fetch the entry slot (or give up), when, actions.
+func (g *gen) exitBody() {
+	if g.storage == StorageMap {
+		g.entryArea = g.e.Alloc(g.entrySize())
+		g.slotKey()
+		g.e.At("entry data: the (thread, function) slot", g.p.Exit.DeclRange)
+		g.e.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "no_entry"),
+		)
+		g.copyFrom(asm.R0, g.entryArea, g.entrySize())
+		g.e.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+			asm.FnMapDeleteElem.Call(),
+		)
+	}
+	g.exitHandler()
+	g.ret(0)
+	if g.storage == StorageMap {
+		g.e.Mark("no_entry")
+		g.ret(0)
+	}
+}
+
+func (g *gen) exitHandler() {
+	h := g.p.Exit
+	if h.When != nil {
+		g.e.At("when "+h.When.Text(), h.When.Range())
+		g.cond(h.When, "exit_done")
+	}
+	g.actions(h)
+	if h.When != nil {
+		g.e.Mark("exit_done")
+	}
+}
+
+// sessionBody is one kprobe.session program: bpf_session_is_return picks
+// the half. The entry half returns 1 to skip the exit (when false, or no
+// on_exit), 0 to run it. Both kfuncs get R1 = ctx (the 7.0 prototype; older
+// ones ignore it).
+func (g *gen) sessionBody() {
+	g.e.Emit(
+		asm.Mov.Reg(asm.R1, regCtx),
+		bpf.KfuncCall("bpf_session_is_return"),
+		asm.And.Imm(asm.R0, 0xff), // bool
+		asm.JNE.Imm(asm.R0, 0, "exit_half"),
+	)
+	skipExit := int32(0)
+	if g.p.Exit == nil {
+		skipExit = 1
+	}
+	if h := g.p.Entry; h != nil {
+		if h.When != nil {
+			g.e.At("when "+h.When.Text(), h.When.Range())
+			g.cond(h.When, "filtered")
+		}
+		g.actions(h)
+		switch g.storage {
+		case StorageCookie:
+			area := g.saveArea()
+			g.e.Emit(
+				asm.Mov.Reg(asm.R1, regCtx),
+				bpf.KfuncCall("bpf_session_cookie"),
+				asm.JEq.Imm(asm.R0, 0, "entry_done"),
+				asm.LoadMem(asm.R1, asm.RFP, area, asm.DWord),
+				asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			)
+			g.e.Mark("entry_done")
+		case StorageMap:
+			area := g.saveArea()
+			g.slotKey()
+			g.e.Emit(
+				asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+				asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+				asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(area)),
+				asm.Mov.Imm(asm.R4, 0),
+				asm.FnMapUpdateElem.Call(),
+			)
+		}
+		g.ret(skipExit)
+		if h.When != nil {
+			g.e.Mark("filtered")
+			g.ret(1)
+		}
+	} else {
+		g.ret(skipExit)
+	}
+
+	g.e.Mark("exit_half")
+	if g.p.Exit == nil {
+		g.ret(0)
+		return
+	}
+	switch g.storage {
+	case StorageCookie:
+		g.entryArea = g.e.Alloc(8)
+		g.e.At("entry data: the session cookie", g.p.Exit.DeclRange)
+		g.e.Emit(
+			bpf.StoreImm64(asm.RFP, g.entryArea, 0),
+			asm.Mov.Reg(asm.R1, regCtx),
+			bpf.KfuncCall("bpf_session_cookie"),
+			asm.JEq.Imm(asm.R0, 0, "cookie_done"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+			asm.StoreMem(asm.RFP, g.entryArea, asm.R1, asm.DWord),
+		)
+		g.e.Mark("cookie_done")
+	case StorageMap:
+		g.entryArea = g.e.Alloc(g.entrySize())
+		g.slotKey()
+		g.e.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "no_entry"),
+		)
+		g.copyFrom(asm.R0, g.entryArea, g.entrySize())
+		g.e.Emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+			asm.FnMapDeleteElem.Call(),
+		)
+	}
+	g.exitHandler()
+	g.ret(0)
+	if g.storage == StorageMap {
+		g.e.Mark("no_entry")
+		g.ret(0)
+	}
+}
+
+// entrySize is the entry data rounded up to whole 8-byte words (at least one).
+func (g *gen) entrySize() int {
+	n := (g.out.EntryData.Size + 7) &^ 7
+	if n == 0 {
+		n = 8
+	}
+	return n
+}
+
+// saveArea zeroes a stack area, evaluates on_entry's save into it, and
+// returns its offset.
+func (g *gen) saveArea() int16 {
+	size := g.entrySize()
+	area := g.e.Alloc(size)
+	for off := 0; off < size; off += 8 {
+		g.e.Emit(bpf.StoreImm64(asm.RFP, area+int16(off), 0))
+	}
+	for _, f := range g.p.Entry.Save {
+		g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
+		g.store(f.Value, area+int16(g.entryFields[f.Name]))
+	}
+	return area
+}
+
+// slotKey builds the entry slot key: tid << 32 | function cookie.
+func (g *gen) slotKey() {
+	off := g.e.Alloc(8)
+	g.slotKeyOff = off
+	g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.LSh.Imm(asm.R0, 32))
+	spill := g.e.Alloc(8)
+	g.e.Emit(asm.StoreMem(asm.RFP, spill, asm.R0, asm.DWord))
+	g.funcCookie()
+	g.e.Emit(
+		asm.Mov.Reg32(asm.R0, asm.R0),
+		asm.LoadMem(asm.R1, asm.RFP, spill, asm.DWord),
+		asm.Or.Reg(asm.R0, asm.R1),
+		asm.StoreMem(asm.RFP, off, asm.R0, asm.DWord),
+	)
+}
+
+// copyFrom copies size bytes (a multiple of 8) from the pointer in src to the stack.
+func (g *gen) copyFrom(src asm.Register, dst int16, size int) {
+	for off := 0; off < size; off += 8 {
+		g.e.Emit(
+			asm.LoadMem(asm.R1, src, int16(off), asm.DWord),
+			asm.StoreMem(asm.RFP, dst+int16(off), asm.R1, asm.DWord),
+		)
+	}
+}
+
+// funcCookie puts the attach cookie, the index of the probed function, in R0.
+func (g *gen) funcCookie() {
+	g.e.Emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetAttachCookie.Call())
+}
+
+// cond evaluates a bool and jumps to label when it is false.
+func (g *gen) cond(x spec.Expr, label string) {
+	mark := g.e.StackMark()
+	g.expr(x)
+	g.e.Emit(asm.JEq.Imm(asm.R0, 0, label))
+	g.e.Release(mark)
+}

@@ -1,0 +1,55 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/probectl/probectl/bpf"
+)
+
+// License of every generated program: kfuncs, bpf_get_func_ip and the
+// probe_read helpers need a GPL-compatible one.
+const License = "GPL"
+
+// ProgramKey names a program in a probe's collection: its role, and for
+// per-function programs the function ("exit:vfs_read").
+func ProgramKey(prog *Program, function string) string {
+	if prog.PerFunction {
+		return prog.Role + ":" + function
+	}
+	return prog.Role
+}
+
+// CollectionSpec returns the probe's maps and programs as cilium/ebpf
+// specs, with kfunc calls resolved against kernel (the target's BTF). A
+// per-function program appears once per function in functions.
+func (p *Probe) CollectionSpec(kernel *btf.Spec, functions []string) (*ebpf.CollectionSpec, error) {
+	cs := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}
+	for _, m := range p.Maps {
+		cs.Maps[m.Ref] = m.Spec()
+	}
+	for _, prog := range p.Programs {
+		insns, err := bpf.ResolveKfuncs(prog.Instructions, kernel)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s program: %w", p.Addr, prog.Role, err)
+		}
+		ps := &ebpf.ProgramSpec{
+			Name: prog.Name, Type: prog.Type, AttachType: prog.AttachType,
+			Instructions: insns, License: License,
+		}
+		if !prog.PerFunction {
+			cs.Programs[ProgramKey(prog, "")] = ps
+			continue
+		}
+		if len(functions) == 0 {
+			return nil, fmt.Errorf("%s %s program: per-function program with no functions", p.Addr, prog.Role)
+		}
+		for _, fn := range functions {
+			cp := ps.Copy()
+			cp.AttachTo = fn
+			cs.Programs[ProgramKey(prog, fn)] = cp
+		}
+	}
+	return cs, nil
+}

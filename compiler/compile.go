@@ -1,0 +1,154 @@
+package compiler
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// Compile compiles every probe of cfg for the target described by facts.
+// It returns nil output when there are errors.
+func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
+	out := &Output{Facts: facts}
+	var diags hcl.Diagnostics
+	regs, err := bpf.RegsFor(facts.Arch)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported target", Detail: err.Error() + "."}}
+	}
+	for _, p := range cfg.Probes {
+		cp, d := compileProbe(p, facts, regs)
+		diags = append(diags, d...)
+		if cp != nil {
+			out.Probes = append(out.Probes, cp)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	sort.Slice(out.Probes, func(i, j int) bool { return out.Probes[i].Addr.Less(out.Probes[j].Addr) })
+	return out, diags
+}
+
+func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.Diagnostics) {
+	d, diag := chooseRoute(p, facts)
+	if diag != nil {
+		return nil, hcl.Diagnostics{diag}
+	}
+	cp := &Probe{
+		Addr: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason,
+		Binary: p.Binary, PID: p.PID, Event: p.Event, Spec: p,
+	}
+	for _, pat := range p.Functions {
+		cp.Patterns = append(cp.Patterns, pat.Text)
+	}
+	for _, pat := range p.Exclude {
+		cp.Exclude = append(cp.Exclude, pat.Text)
+	}
+	var diags hcl.Diagnostics
+	switch p.Addr.Kind {
+	case bpf.KindKernel:
+		cp.Functions, diags = resolveKernelFunctions(p, facts)
+	case bpf.KindUser:
+		cp.Functions, diags = resolveUserFunctions(p, facts)
+	}
+	g := &gen{p: p, facts: facts, regs: regs, out: cp}
+	diags = append(diags, g.checkTarget(d)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	g.build(d)
+	diags = append(diags, g.diags...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return cp, diags
+}
+
+// checkTarget checks what the spec uses against what the target has:
+// tracepoint fields, and the helpers behind func.
+func (g *gen) checkTarget(d decision) hcl.Diagnostics {
+	p, f := g.p, g.facts
+	var diags hcl.Diagnostics
+	var exprs []spec.Expr
+	for _, h := range []*spec.Handler{p.Entry, p.Exit} {
+		if h == nil {
+			continue
+		}
+		exprs = append(exprs, h.When)
+		for _, s := range h.Save {
+			exprs = append(exprs, s.Value)
+		}
+		for _, a := range h.Actions {
+			exprs = append(exprs, a.Value, a.When)
+			exprs = append(exprs, a.By...)
+			for _, fl := range a.Fields {
+				exprs = append(exprs, fl.Value)
+			}
+		}
+	}
+	usesFunc := false
+	for _, x := range exprs {
+		spec.Walk(x, func(x spec.Expr) {
+			switch x := x.(type) {
+			case *spec.Var:
+				usesFunc = usesFunc || x.Name == "func"
+			case *spec.ArgsField:
+				diags = append(diags, g.checkField(x)...)
+			}
+		})
+	}
+	cookie := f.Helpers.AttachCookie
+	if d.route == RouteTrampoline {
+		cookie = f.Helpers.TracingAttachCookie
+	}
+	if (usesFunc || g.slotNeededFor(d)) && !cookie {
+		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
+			"func and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
+	}
+	if p.Addr.Kind == bpf.KindTracepoint && f.Source == "live" && f.Tracepoint(p.Event) == nil {
+		diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
+			"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
+	}
+	return diags
+}
+
+func (g *gen) slotNeededFor(d decision) bool {
+	entry, exit := handlers(g.p)
+	return !d.session && exit && entry
+}
+
+func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
+	if g.tp == nil {
+		g.tp = g.facts.Tracepoint(g.p.Event)
+	}
+	if g.tp == nil {
+		return hcl.Diagnostics{diagf(x.Range(), "Tracepoint format unknown",
+			"The format of %q is not known for the target (%s), so args.%s cannot be located. Plan against the live kernel, or a facts file from probectl target -o FILE.",
+			g.p.Event, g.facts.Label(), x.Name)}
+	}
+	fl := g.tp.Field(x.Name)
+	if fl == nil {
+		return hcl.Diagnostics{diagf(x.Range(), "Unknown tracepoint field",
+			"%s has no field %q. Its fields: %s.", g.p.Event, x.Name, joinQuoted(g.tp.FieldNames()))}
+	}
+	switch fl.Size {
+	case 1, 2, 4, 8:
+	default:
+		return hcl.Diagnostics{diagf(x.Range(), "Field is not an integer",
+			"args.%s is %s (%d bytes); only integer and pointer fields can be read.", x.Name, fl.Type, fl.Size)}
+	}
+	return nil
+}
+
+func joinQuoted(list []string) string {
+	s := ""
+	for i, x := range list {
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+package compiler
+
+import (
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// Route is the kernel machinery a probe runs on.
+type Route string
+
+// The routes.
+const (
+	RouteFtrace     Route = "ftrace"     // fprobe on a plain ftrace_ops (entry only)
+	RouteFgraph     Route = "fgraph"     // fprobe on the function-graph tracer (6.14+)
+	RouteRethook    Route = "rethook"    // fprobe exits through rethook (5.18 to 6.13)
+	RouteTrampoline Route = "trampoline" // fentry/fexit BPF trampolines
+	RouteKprobe     Route = "kprobe"     // legacy kprobes and kretprobes
+	RouteUprobe     Route = "uprobe"     // uprobes, uretprobes, uprobe.multi
+	RouteTracepoint Route = "tracepoint"
+)
+
+// Link families, as plans name them.
+const (
+	FamilyKprobeMulti    = "kprobe.multi"
+	FamilyKretprobeMulti = "kretprobe.multi"
+	FamilyKprobeSession  = "kprobe.session"
+	FamilyFentry         = "fentry"
+	FamilyFexit          = "fexit"
+	FamilyKprobe         = "kprobe"
+	FamilyKretprobe      = "kretprobe"
+	FamilyUprobeMulti    = "uprobe.multi"
+	FamilyUretprobeMulti = "uretprobe.multi"
+	FamilyUprobe         = "uprobe"
+	FamilyUretprobe      = "uretprobe"
+	FamilyTracepoint     = "tracepoint"
+)
+
+// Multi reports whether one link of family covers every function.
+func Multi(family string) bool {
+	switch family {
+	case FamilyKprobeMulti, FamilyKretprobeMulti, FamilyKprobeSession, FamilyUprobeMulti, FamilyUretprobeMulti, FamilyTracepoint:
+		return true
+	}
+	return false
+}
+
+// Entry-data storage.
+const (
+	StorageNone   = "none"   // nothing passes from entry to exit
+	StorageCookie = "cookie" // the kprobe.session cookie (8 bytes)
+	StorageMap    = "map"    // a per-call slot in an LRU hash keyed by (thread, function)
+)
+
+// Output is what the kernel should have for a config on one target.
+type Output struct {
+	Facts  *bpf.Facts
+	Probes []*Probe
+}
+
+// Probe is one compiled probe.
+type Probe struct {
+	Addr   bpf.Address
+	Route  Route
+	Attach []string // link families
+	Reason string
+
+	// Patterns and Exclude are as written; Functions is what they resolved
+	// to on the target (sorted, the index is the attach cookie), or nil when
+	// the target's function list is unknown.
+	Patterns  []string
+	Exclude   []string
+	Functions []string
+	Binary    string
+	PID       int
+	Event     string
+
+	EntryData EntryData
+	Programs  []*Program
+	Maps      []*Map
+	// Aggregations decode the maps; Events decode ring buffer records.
+	Aggregations []*Aggregation
+	Events       []*EventLayout
+	// StatsIndex: index of the events-dropped counter in the stats map.
+	EventsDroppedIndex int
+
+	// Spec is the probe as written, for diagnostics.
+	Spec *spec.Probe `json:"-"`
+}
+
+// EntryData is what the entry handler keeps for the exit handler.
+type EntryData struct {
+	Size    int    `json:"size"`
+	Storage string `json:"storage"`
+}
+
+// Program is one BPF program of a probe.
+type Program struct {
+	// Name is the kernel's name for it (at most 15 characters).
+	Name string
+	// Role is "entry", "exit" or "session" (both), or "event" for tracepoints.
+	Role string
+	// Family is the link family it is attached with.
+	Family     string
+	Type       ebpf.ProgramType
+	AttachType ebpf.AttachType
+	// PerFunction: loaded once per function (fentry/fexit: AttachTo).
+	PerFunction  bool
+	Instructions asm.Instructions
+	StackBytes   int
+}
+
+// InstructionCount is the number of raw BPF instructions.
+func (p *Program) InstructionCount() int { return int(p.Instructions.Size() / asm.InstructionSize) }
+
+// Map is one BPF map of a probe.
+type Map struct {
+	// Ref is the name the programs refer to it by.
+	Ref string
+	// Name is the kernel's name for it (at most 15 characters).
+	Name       string
+	Type       ebpf.MapType
+	KeySize    uint32
+	ValueSize  uint32
+	MaxEntries uint32
+	Purpose    string
+}
+
+// Spec returns the map's cilium/ebpf spec.
+func (m *Map) Spec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
+}
+
+// KeyField is one part of an aggregation's key.
+type KeyField struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"` // "int", "func", "comm"
+	Offset int    `json:"offset"`
+	Size   int    `json:"size"`
+}
+
+// Aggregation describes one aggregation map.
+type Aggregation struct {
+	Name    string          `json:"name"`
+	Kind    spec.ActionKind `json:"kind"`
+	MapRef  string          `json:"map"`
+	Key     []KeyField      `json:"key"`
+	KeySize int             `json:"key_size"`
+	// Histograms: the bucket index is the last 8 bytes of the key.
+	LinearMin  int64 `json:"min,omitempty"`
+	LinearMax  int64 `json:"max,omitempty"`
+	LinearStep int64 `json:"step,omitempty"`
+	MaxKeys    int   `json:"max_keys"`
+	// DroppedIndex is its dropped-keys counter in the stats map.
+	DroppedIndex int `json:"dropped_index"`
+}
+
+// EventLayout describes one event action's records.
+type EventLayout struct {
+	Name   string     `json:"name"`
+	ID     int        `json:"id"` // the record's first 8 bytes
+	Fields []KeyField `json:"fields"`
+	Size   int        `json:"size"`
+}
+
+// Diagnostic returns an error diagnostic at rng.
+func diagf(rng hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: sprintf(detail, args...), Subject: rng.Ptr()}
+}

@@ -1,0 +1,12 @@
+// Package compiler turns checked specs into what the kernel should have: for
+// each probe, its route and the reason for it, the link families, the BPF
+// programs (built with cilium/ebpf's asm, license GPL), the maps, and the
+// layouts that decode what the maps hold.
+//
+// Compilation is deterministic: the same spec and the same [bpf.Facts] give
+// the same output. Nothing here loads into or reads from the running kernel;
+// what depends on it (kfunc ids, function addresses, cookies) is resolved by
+// the runtime at load time. Errors are hcl.Diagnostics with spec ranges.
+//
+// Package compiler imports spec and bpf, never runtime.
+package compiler

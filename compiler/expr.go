@@ -1,0 +1,262 @@
+package compiler
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/cilium/ebpf/asm"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// store evaluates x into the stack at off: 16 bytes for comm, 8 otherwise.
+func (g *gen) store(x spec.Expr, off int16) {
+	if x.Type() == spec.TypeString {
+		g.comm(off)
+		return
+	}
+	mark := g.e.StackMark()
+	g.expr(x)
+	g.e.Emit(asm.StoreMem(asm.RFP, off, asm.R0, asm.DWord))
+	g.e.Release(mark)
+}
+
+// comm copies the current task's comm (16 bytes, NUL-padded) to the stack.
+func (g *gen) comm(off int16) {
+	g.e.Emit(
+		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(off)),
+		asm.Mov.Imm(asm.R2, spec.CommSize),
+		asm.FnGetCurrentComm.Call(),
+	)
+}
+
+// spill evaluates x and keeps it in a fresh stack slot.
+func (g *gen) spill(x spec.Expr) int16 {
+	g.expr(x)
+	slot := g.e.Alloc(8)
+	g.e.Emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	return slot
+}
+
+func (g *gen) imm(v int64) {
+	if v >= math.MinInt32 && v <= math.MaxInt32 {
+		g.e.Emit(asm.Mov.Imm(asm.R0, int32(v)))
+		return
+	}
+	g.e.Emit(asm.LoadImm(asm.R0, v, asm.DWord))
+}
+
+// expr evaluates x into R0 (bools as 0 or 1). It may call helpers, so R1-R5
+// are clobbered; intermediate values live on the stack.
+func (g *gen) expr(x spec.Expr) {
+	mark := g.e.StackMark()
+	defer g.e.Release(mark)
+	switch x := x.(type) {
+	case *spec.IntLit:
+		g.imm(x.Value)
+	case *spec.BoolLit:
+		v := int64(0)
+		if x.Value {
+			v = 1
+		}
+		g.imm(v)
+	case *spec.Var:
+		g.variable(x)
+	case *spec.EntryRef:
+		g.e.Emit(asm.LoadMem(asm.R0, asm.RFP, g.entryArea+int16(g.entryFields[x.Name]), asm.DWord))
+	case *spec.ArgsField:
+		g.tracepointField(x)
+	case *spec.Unary:
+		g.expr(x.X)
+		switch x.Op {
+		case spec.OpNot:
+			g.e.Emit(asm.Xor.Imm(asm.R0, 1))
+		case spec.OpNeg:
+			g.e.Emit(asm.Neg.Imm(asm.R0, 0))
+		case spec.OpBNot:
+			g.e.Emit(asm.Xor.Imm(asm.R0, -1))
+		}
+	case *spec.Binary:
+		g.binary(x)
+	case *spec.Cond:
+		elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
+		g.expr(x.If)
+		g.e.Emit(asm.JEq.Imm(asm.R0, 0, elseL))
+		g.expr(x.Then)
+		g.e.Emit(asm.Ja.Label(done))
+		g.e.Mark(elseL)
+		g.expr(x.Else)
+		g.e.Mark(done)
+	default:
+		panic(fmt.Sprintf("compiler: unchecked expression %T", x))
+	}
+}
+
+func (g *gen) variable(v *spec.Var) {
+	switch v.Name {
+	case "pid":
+		g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
+	case "tid":
+		g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+	case "uid":
+		g.e.Emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+	case "gid":
+		g.e.Emit(asm.FnGetCurrentUidGid.Call(), asm.RSh.Imm(asm.R0, 32))
+	case "cpu":
+		g.e.Emit(asm.FnGetSmpProcessorId.Call())
+	case "ktime":
+		g.e.Emit(asm.FnKtimeGetNs.Call())
+	case "func":
+		g.funcCookie()
+	case "ret":
+		if g.ctx == ctxTracing {
+			g.tracingValue(asm.FnGetFuncRet, -1)
+		} else {
+			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Ret, asm.DWord))
+		}
+	case "arg0", "arg1", "arg2", "arg3", "arg4", "arg5":
+		n := int(v.Name[3] - '0')
+		if g.ctx == ctxTracing {
+			g.tracingValue(asm.FnGetFuncArg, n)
+		} else {
+			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Args[n], asm.DWord))
+		}
+	default:
+		panic("compiler: unknown variable " + v.Name)
+	}
+}
+
+// tracingValue reads an argument (n >= 0) or the return value (n < 0) of a
+// fentry/fexit program through bpf_get_func_arg/ret, which know the
+// function's prototype; a missing argument reads as 0.
+func (g *gen) tracingValue(fn asm.BuiltinFunc, n int) {
+	slot := g.e.Alloc(8)
+	g.e.Emit(
+		bpf.StoreImm64(asm.RFP, slot, 0),
+		asm.Mov.Reg(asm.R1, regCtx),
+	)
+	if n >= 0 {
+		g.e.Emit(asm.Mov.Imm(asm.R2, int32(n)), asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(slot)))
+	} else {
+		g.e.Emit(asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(slot)))
+	}
+	g.e.Emit(fn.Call(), asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+}
+
+// tracepointField loads a record field, sign-extending signed narrow ones.
+func (g *gen) tracepointField(x *spec.ArgsField) {
+	f := g.tp.Field(x.Name) // checked by the compiler before generation
+	size := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[f.Size]
+	g.e.Emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset), size))
+	if f.Signed && f.Size < 8 {
+		shift := int32(64 - 8*f.Size)
+		g.e.Emit(asm.LSh.Imm(asm.R0, shift), asm.ArSh.Imm(asm.R0, shift))
+	}
+}
+
+var jumps = map[spec.Op]asm.JumpOp{
+	spec.OpEq: asm.JEq, spec.OpNe: asm.JNE,
+	spec.OpLt: asm.JSLT, spec.OpLe: asm.JSLE, spec.OpGt: asm.JSGT, spec.OpGe: asm.JSGE,
+}
+
+var alus = map[spec.Op]asm.ALUOp{
+	spec.OpAdd: asm.Add, spec.OpSub: asm.Sub, spec.OpMul: asm.Mul,
+	spec.OpBAnd: asm.And, spec.OpBOr: asm.Or, spec.OpBXor: asm.Xor,
+	spec.OpShl: asm.LSh, spec.OpShr: asm.RSh,
+}
+
+func (g *gen) binary(x *spec.Binary) {
+	switch x.Op {
+	case spec.OpAnd, spec.OpOr:
+		// Short-circuit: && stops at the first false, || at the first true.
+		done := g.e.NewLabel("logic")
+		g.expr(x.L)
+		if x.Op == spec.OpAnd {
+			g.e.Emit(asm.JEq.Imm(asm.R0, 0, done))
+		} else {
+			g.e.Emit(asm.JNE.Imm(asm.R0, 0, done))
+		}
+		g.expr(x.R)
+		g.e.Mark(done)
+		return
+	}
+	if x.L.Type() == spec.TypeString {
+		lit := x.R.(*spec.StringLit) // the checker allows only comm vs literal
+		if l, ok := x.L.(*spec.StringLit); ok {
+			lit = l
+		}
+		g.commEquals(lit.Value, x.Op == spec.OpEq)
+		return
+	}
+	left := g.spill(x.L)
+	g.expr(x.R)
+	g.e.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.RFP, left, asm.DWord))
+	// R0 = left, R1 = right.
+	if op, ok := alus[x.Op]; ok {
+		g.e.Emit(op.Reg(asm.R0, asm.R1))
+		return
+	}
+	if j, ok := jumps[x.Op]; ok {
+		done := g.e.NewLabel("cmp")
+		g.e.Emit(
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.Mov.Imm(asm.R0, 1),
+			j.Reg(asm.R2, asm.R1, done),
+			asm.Mov.Imm(asm.R0, 0),
+		)
+		g.e.Mark(done)
+		return
+	}
+	g.signedDivMod(x.Op == spec.OpMod)
+}
+
+// signedDivMod computes R0 / R1 or R0 % R1 with C's signed semantics (the
+// quotient truncates toward zero, the remainder takes the dividend's sign),
+// on the unsigned divide every BPF ISA has. As in BPF, x / 0 = 0 and x % 0 = x.
+func (g *gen) signedDivMod(mod bool) {
+	lhsPos, rhsPos, done := g.e.NewLabel("lpos"), g.e.NewLabel("rpos"), g.e.NewLabel("divdone")
+	g.e.Emit(
+		asm.Mov.Imm(asm.R2, 0), // result sign
+		asm.JSGE.Imm(asm.R0, 0, lhsPos),
+		asm.Neg.Imm(asm.R0, 0),
+		asm.Mov.Imm(asm.R2, 1),
+	)
+	g.e.Mark(lhsPos)
+	g.e.Emit(asm.JSGE.Imm(asm.R1, 0, rhsPos), asm.Neg.Imm(asm.R1, 0))
+	if !mod {
+		g.e.Emit(asm.Xor.Imm(asm.R2, 1))
+	}
+	g.e.Mark(rhsPos)
+	if mod {
+		g.e.Emit(asm.Mod.Reg(asm.R0, asm.R1))
+	} else {
+		g.e.Emit(asm.Div.Reg(asm.R0, asm.R1))
+	}
+	g.e.Emit(asm.JEq.Imm(asm.R2, 0, done), asm.Neg.Imm(asm.R0, 0))
+	g.e.Mark(done)
+}
+
+// commEquals compares the current comm with a literal, 8 bytes at a time,
+// NUL padding included.
+func (g *gen) commEquals(lit string, eq bool) {
+	var buf [spec.CommSize]byte
+	copy(buf[:], lit)
+	area := g.e.Alloc(spec.CommSize)
+	g.comm(area)
+	match, miss := int32(1), int32(0)
+	if !eq {
+		match, miss = 0, 1
+	}
+	done := g.e.NewLabel("comm")
+	g.e.Emit(asm.Mov.Imm(asm.R0, miss))
+	for off := 0; off < spec.CommSize; off += 8 {
+		g.e.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, area+int16(off), asm.DWord),
+			asm.LoadImm(asm.R2, int64(binary.LittleEndian.Uint64(buf[off:])), asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, done),
+		)
+	}
+	g.e.Emit(asm.Mov.Imm(asm.R0, match))
+	g.e.Mark(done)
+}

@@ -1,0 +1,190 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// decision is a route and the link families that realise it.
+type decision struct {
+	route    Route
+	families []string
+	session  bool
+	reason   string
+}
+
+// needsEntryProgram: an entry program runs when on_entry exists.
+// needsExitProgram: an exit program runs when on_exit exists.
+func handlers(p *spec.Probe) (entry, exit bool) { return p.Entry != nil, p.Exit != nil }
+
+// chooseRoute decides how the kernel runs a probe, the way the kernel
+// itself would: fprobe first, trampolines where fprobe is missing, legacy
+// kprobes below that. A family the user insists on that the target lacks is
+// an error, never a silent fallback.
+func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+	switch p.Addr.Kind {
+	case bpf.KindTracepoint:
+		if !f.Links.Tracepoint {
+			return decision{}, diagf(p.DeclRange, "No tracepoint support",
+				"The target (%s) cannot attach tracepoint programs.", f.Label())
+		}
+		return decision{route: RouteTracepoint, families: []string{FamilyTracepoint},
+			reason: "tracepoint: a perf link on the event"}, nil
+	case bpf.KindUser:
+		return chooseUserRoute(p, f)
+	}
+	return chooseKernelRoute(p, f)
+}
+
+func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+	entry, exit := handlers(p)
+	fprobe := func() string {
+		switch f.Fprobe {
+		case bpf.FprobeRethook:
+			return "fprobe on ftrace with rethook for exits (5.18-6.13)"
+		case bpf.FprobeFgraph:
+			if f.FprobeEntryFastPath {
+				return "fprobe on fgraph with the entry-only ftrace_ops fast path (6.19+)"
+			}
+			return "fprobe on fgraph (6.14+), without the entry-only fast path (6.19)"
+		}
+		return "no fprobe"
+	}
+	multiEntryRoute := func() Route {
+		if f.Fprobe == bpf.FprobeRethook || f.FprobeEntryFastPath {
+			return RouteFtrace
+		}
+		return RouteFgraph
+	}
+	multiExitRoute := func() Route {
+		if f.Fprobe == bpf.FprobeFgraph {
+			return RouteFgraph
+		}
+		return RouteRethook
+	}
+	multi := func(why string) decision {
+		if !exit {
+			return decision{route: multiEntryRoute(), families: []string{FamilyKprobeMulti},
+				reason: why + "entry only: one kprobe.multi link for all functions; " + fprobe()}
+		}
+		fams := []string{FamilyKretprobeMulti}
+		if entry {
+			fams = []string{FamilyKprobeMulti, FamilyKretprobeMulti}
+		}
+		return decision{route: multiExitRoute(), families: fams,
+			reason: why + "entry and exit as kprobe.multi + kretprobe.multi links; " + fprobe()}
+	}
+	session := func(why string) decision {
+		return decision{route: multiExitRoute(), families: []string{FamilyKprobeSession}, session: true,
+			reason: why + "entry and exit in one kprobe.session program, the entry deciding whether the exit runs; " + fprobe()}
+	}
+	trampoline := func(why string) decision {
+		var fams []string
+		if entry {
+			fams = append(fams, FamilyFentry)
+		}
+		if exit {
+			fams = append(fams, FamilyFexit)
+		}
+		return decision{route: RouteTrampoline, families: fams,
+			reason: why + "one BPF trampoline per function (fentry/fexit)"}
+	}
+	legacy := func(why string) decision {
+		var fams []string
+		if entry {
+			fams = append(fams, FamilyKprobe)
+		}
+		if exit {
+			fams = append(fams, FamilyKretprobe)
+		}
+		return decision{route: RouteKprobe, families: fams,
+			reason: why + "one legacy kprobe/kretprobe per function"}
+	}
+	haveMulti := f.Links.KprobeMulti
+	haveSession := f.Links.KprobeSession && f.Helpers.SessionKfuncs
+	haveTrampoline := f.Links.Fentry && f.BTF && f.Helpers.FuncArg
+
+	missing := func(family, needs string) (decision, *hcl.Diagnostic) {
+		return decision{}, diagf(p.AttachRange, "Attach family not available",
+			"attach = %q needs %s, which the target (%s) lacks. Use attach = \"auto\" to let probectl choose a route this kernel has.",
+			family, needs, f.Label())
+	}
+	switch p.Attach {
+	case FamilyKprobeMulti:
+		if !haveMulti {
+			return missing(p.Attach, "the kprobe.multi link (Linux 5.18 with CONFIG_FPROBE; arm64 from 6.14)")
+		}
+		return multi("attach = \"kprobe.multi\": "), nil
+	case FamilyKprobeSession:
+		if !haveSession {
+			return missing(p.Attach, "kprobe.session (Linux 6.10 with CONFIG_FPROBE)")
+		}
+		return session("attach = \"kprobe.session\": "), nil
+	case FamilyFentry:
+		if !haveTrampoline {
+			return missing(p.Attach, "fentry/fexit trampolines (BTF and Linux 5.17), allowed by the kernel's policy")
+		}
+		return trampoline("attach = \"fentry\": "), nil
+	case FamilyKprobe:
+		if !f.Links.Kprobe {
+			return missing(p.Attach, "legacy kprobes (CONFIG_KPROBES)")
+		}
+		return legacy("attach = \"kprobe\": "), nil
+	}
+	switch {
+	case haveMulti && !exit:
+		return multi(""), nil
+	case haveMulti && haveSession:
+		return session(""), nil
+	case haveMulti:
+		return multi("no kprobe.session (6.10): "), nil
+	case haveTrampoline:
+		return trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
+	case f.Links.Kprobe:
+		return legacy("no fprobe and no trampolines: "), nil
+	}
+	return decision{}, diagf(p.DeclRange, "No route to kernel functions",
+		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
+}
+
+func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+	entry, exit := handlers(p)
+	fams := func(e, x string) []string {
+		var out []string
+		if entry {
+			out = append(out, e)
+		}
+		if exit {
+			out = append(out, x)
+		}
+		return out
+	}
+	switch {
+	case p.Attach == FamilyUprobeMulti && !f.Links.UprobeMulti:
+		return decision{}, diagf(p.AttachRange, "Attach family not available",
+			"attach = \"uprobe.multi\" needs Linux 6.6, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
+	case !f.Links.Uprobe:
+		return decision{}, diagf(p.DeclRange, "No uprobe support", "The target (%s) cannot attach uprobes (CONFIG_UPROBES off).", f.Label())
+	case p.Attach == FamilyUprobe:
+		return decision{route: RouteUprobe, families: fams(FamilyUprobe, FamilyUretprobe),
+			reason: "attach = \"uprobe\": one uprobe/uretprobe perf link per function"}, nil
+	case f.Links.UprobeMulti:
+		return decision{route: RouteUprobe, families: fams(FamilyUprobeMulti, FamilyUretprobeMulti),
+			reason: "uprobe.multi (6.6+): one link for all functions of the binary"}, nil
+	}
+	return decision{route: RouteUprobe, families: fams(FamilyUprobe, FamilyUretprobe),
+		reason: "no uprobe.multi (6.6): one uprobe/uretprobe perf link per function"}, nil
+}
+
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+func joinFamilies(f []string) string { return strings.Join(f, " + ") }

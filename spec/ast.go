@@ -1,0 +1,137 @@
+package spec
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+)
+
+// Config is a set of spec files, decoded.
+type Config struct {
+	// Probes in address order.
+	Probes []*Probe
+	// Sources holds each file's text by name, for source comments and
+	// diagnostics.
+	Sources map[string][]byte
+}
+
+// Probe is one probe block.
+type Probe struct {
+	Addr      bpf.Address
+	DeclRange hcl.Range
+
+	// kernel and user probes
+	Functions []Pattern
+	Exclude   []Pattern
+	Attach    string // "auto" or a link family
+	// AttachRange is where attach was set, or the block header.
+	AttachRange hcl.Range
+	// EntryDataSize is what the user set, 0 when unset.
+	EntryDataSize      int
+	EntryDataSizeRange hcl.Range
+
+	// user probes
+	Binary      string
+	BinaryRange hcl.Range
+	PID         int
+
+	// tracepoint probes: "group:event"
+	Event      string
+	EventRange hcl.Range
+
+	Entry *Handler
+	Exit  *Handler
+}
+
+// Pattern is a function name or glob.
+type Pattern struct {
+	Text  string
+	Range hcl.Range
+}
+
+// SaveSize is the number of bytes on_entry saves for on_exit.
+func (p *Probe) SaveSize() int {
+	if p.Entry == nil {
+		return 0
+	}
+	n := 0
+	for _, f := range p.Entry.Save {
+		n += f.Value.Type().Size()
+	}
+	return n
+}
+
+// EntryData is the size of the entry data the compiler must keep: the size
+// the user asked for, or what on_entry saves.
+func (p *Probe) EntryData() int {
+	if p.EntryDataSize > 0 {
+		return p.EntryDataSize
+	}
+	return p.SaveSize()
+}
+
+// Aggregations lists every action of the probe, entry first.
+func (p *Probe) Actions() []*Action {
+	var all []*Action
+	for _, h := range []*Handler{p.Entry, p.Exit} {
+		if h != nil {
+			all = append(all, h.Actions...)
+		}
+	}
+	return all
+}
+
+// Handler is an on_entry or on_exit block.
+type Handler struct {
+	Exit      bool
+	DeclRange hcl.Range
+	// When, if not nil, must hold for the handler to run. In on_entry a
+	// false When also skips on_exit.
+	When    Expr
+	Save    []*Field // on_entry only
+	Actions []*Action
+}
+
+// ActionKind is what an action block does.
+type ActionKind string
+
+// The actions.
+const (
+	Count ActionKind = "count"
+	Sum   ActionKind = "sum"
+	Min   ActionKind = "min"
+	Max   ActionKind = "max"
+	Hist  ActionKind = "hist"  // log2 histogram
+	LHist ActionKind = "lhist" // linear histogram
+	Event ActionKind = "event" // a record through a ring buffer
+)
+
+// ActionKinds lists the action block types.
+var ActionKinds = []ActionKind{Count, Sum, Min, Max, Hist, LHist, Event}
+
+// DefaultMaxKeys is an aggregation's key limit when max_keys is not set.
+const DefaultMaxKeys = 10240
+
+// Action is one action block in a handler.
+type Action struct {
+	Kind      ActionKind
+	Name      string
+	DeclRange hcl.Range
+	Value     Expr // sum, min, max, hist, lhist
+	By        []Expr
+	When      Expr
+	MaxKeys   int
+	// lhist
+	Min, Max, Step int64
+	// event
+	Fields []*Field
+}
+
+// IsHistogram reports whether the action keeps buckets.
+func (a *Action) IsHistogram() bool { return a.Kind == Hist || a.Kind == LHist }
+
+// Field is a named expression: a save entry or an event field.
+type Field struct {
+	Name  string
+	Value Expr
+	Range hcl.Range
+}

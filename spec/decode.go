@@ -1,0 +1,522 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/probectl/probectl/bpf"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// LoadPaths reads spec files: each path is a file, or a directory whose
+// *.hcl files are read (not recursively).
+func LoadPaths(paths []string) (*Config, hcl.Diagnostics) {
+	files := map[string][]byte{}
+	var diags hcl.Diagnostics
+	for _, p := range paths {
+		names, err := expandPath(p)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Cannot read spec path",
+				Detail: fmt.Sprintf("%s. Give a .hcl file or a directory of them.", err),
+			})
+			continue
+		}
+		for _, name := range names {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError, Summary: "Cannot read spec file", Detail: err.Error() + ".",
+				})
+				continue
+			}
+			files[name] = b
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg, more := Parse(files)
+	return cfg, append(diags, more...)
+}
+
+// ExpandPaths lists the spec files that paths name.
+func ExpandPaths(paths []string) ([]string, error) {
+	var all []string
+	for _, p := range paths {
+		names, err := expandPath(p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, names...)
+	}
+	return all, nil
+}
+
+func expandPath(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	names, err := filepath.Glob(filepath.Join(p, "*.hcl"))
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s: no *.hcl files in the directory", p)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Parse decodes and checks spec files given by name and content.
+func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
+	cfg := &Config{Sources: files}
+	var diags hcl.Diagnostics
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	seen := map[bpf.Address]*Probe{}
+	for _, name := range names {
+		f, d := hclsyntax.ParseConfig(files[name], name, hcl.InitialPos)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		dec := &decoder{src: files[name]}
+		probes := dec.file(f.Body)
+		diags = append(diags, dec.diags...)
+		for _, p := range probes {
+			if first, dup := seen[p.Addr]; dup {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate probe address",
+					Detail: fmt.Sprintf("A probe %q is already declared at %s. Each probe needs its own address: rename one of them.",
+						p.Addr, first.DeclRange),
+					Subject: p.DeclRange.Ptr(),
+				})
+				continue
+			}
+			seen[p.Addr] = p
+			cfg.Probes = append(cfg.Probes, p)
+		}
+	}
+	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
+	return cfg, diags
+}
+
+var fileSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{{Type: "probe", LabelNames: []string{"kind", "name"}}},
+}
+
+// probeSchema has every probe attribute of every kind; decodeProbe then
+// says which kind an attribute belongs to, a clearer answer than
+// "unsupported argument".
+var probeSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "entry_data_size"},
+		{Name: "binary"}, {Name: "pid"}, {Name: "event"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
+}
+
+
+var handlerSchema = func() *hcl.BodySchema {
+	s := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "when"}, {Name: "save"}}}
+	for _, k := range ActionKinds {
+		s.Blocks = append(s.Blocks, hcl.BlockHeaderSchema{Type: string(k), LabelNames: []string{"name"}})
+	}
+	return s
+}()
+
+var actionSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "value"}, {Name: "by"}, {Name: "when"}, {Name: "max_keys"},
+		{Name: "min"}, {Name: "max"}, {Name: "step"}, {Name: "fields"},
+	},
+}
+
+// kindAttrs says which probe attributes each kind takes, and which are required.
+var kindAttrs = map[bpf.Kind]map[string]bool{
+	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "entry_data_size": false},
+	bpf.KindUser:       {"binary": true, "functions": true, "exclude": false, "attach": false, "entry_data_size": false, "pid": false},
+	bpf.KindTracepoint: {"event": true},
+}
+
+// Attach families a probe may insist on, by kind.
+var attachFamilies = map[bpf.Kind][]string{
+	bpf.KindKernel: {"auto", "kprobe.multi", "kprobe.session", "fentry", "kprobe"},
+	bpf.KindUser:   {"auto", "uprobe.multi", "uprobe"},
+}
+
+type decoder struct {
+	src   []byte
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) errorf(rng hcl.Range, summary, detail string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: rng.Ptr(),
+	})
+}
+
+func (d *decoder) warnf(rng hcl.Range, summary, detail string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: rng.Ptr(),
+	})
+}
+
+func (d *decoder) file(body hcl.Body) []*Probe {
+	content, diags := body.Content(fileSchema)
+	d.diags = append(d.diags, diags...)
+	var probes []*Probe
+	for _, b := range content.Blocks {
+		if p := d.probe(b); p != nil {
+			probes = append(probes, p)
+		}
+	}
+	return probes
+}
+
+func (d *decoder) probe(b *hcl.Block) *Probe {
+	kind, name := bpf.Kind(b.Labels[0]), b.Labels[1]
+	if !kind.Valid() {
+		d.errorf(b.LabelRanges[0], "Unknown probe kind",
+			"%q is not a probe kind. Use \"kernel\" for kernel functions, \"user\" for functions in a binary, or \"tracepoint\".", kind)
+		return nil
+	}
+	if !bpf.ValidName(name) {
+		d.errorf(b.LabelRanges[1], "Invalid probe name",
+			"%q is not a valid probe name. Use letters, digits and underscores, starting with a letter: for example \"vfs_latency\".", name)
+		return nil
+	}
+	p := &Probe{Addr: bpf.Address{Kind: kind, Name: name}, DeclRange: b.DefRange, AttachRange: b.DefRange, Attach: "auto"}
+	content, diags := b.Body.Content(probeSchema)
+	d.diags = append(d.diags, diags...)
+
+	allowed := kindAttrs[kind]
+	for attrName, attr := range content.Attributes {
+		if _, ok := allowed[attrName]; !ok {
+			d.errorf(attr.NameRange, "Argument not valid here",
+				"%q is not an argument of %s probes (it belongs to %s). Remove it.", attrName, kind, kindsTaking(attrName))
+			continue
+		}
+		switch attrName {
+		case "functions":
+			p.Functions = d.patterns(attr, false)
+		case "exclude":
+			p.Exclude = d.patterns(attr, true)
+		case "attach":
+			p.AttachRange = attr.Expr.Range()
+			if s, ok := d.stringAttr(attr); ok {
+				p.Attach = s
+				if !contains(attachFamilies[kind], s) {
+					d.errorf(attr.Expr.Range(), "Unknown attach family",
+						"%q is not an attach family for %s probes. Use one of: %s.", s, kind, quoteList(attachFamilies[kind]))
+				}
+			}
+		case "entry_data_size":
+			p.EntryDataSizeRange = attr.Expr.Range()
+			if n, ok := d.intAttr(attr, 1, MaxEntryData); ok {
+				p.EntryDataSize = int(n)
+			}
+		case "binary":
+			p.BinaryRange = attr.Expr.Range()
+			if s, ok := d.stringAttr(attr); ok {
+				p.Binary = s
+				if !strings.HasPrefix(s, "/") {
+					d.errorf(attr.Expr.Range(), "Binary path must be absolute",
+						"%q is relative; probes are attached by the kernel, which needs an absolute path such as \"/usr/bin/bash\".", s)
+				}
+			}
+		case "pid":
+			if n, ok := d.intAttr(attr, 0, 1<<22); ok {
+				p.PID = int(n)
+			}
+		case "event":
+			p.EventRange = attr.Expr.Range()
+			if s, ok := d.stringAttr(attr); ok {
+				p.Event = s
+				if g, e, ok := strings.Cut(s, ":"); !ok || g == "" || e == "" || strings.ContainsAny(s, "*?/ ") {
+					d.errorf(attr.Expr.Range(), "Invalid tracepoint event",
+						"%q is not a tracepoint event. Write it as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\".", s)
+				}
+			}
+		}
+	}
+	for attrName, required := range allowed {
+		if _, ok := content.Attributes[attrName]; required && !ok {
+			d.errorf(b.DefRange, "Missing required argument",
+				"%s probes need %q. Add it to the probe block.", kind, attrName)
+		}
+	}
+
+	// on_entry first: on_exit reads what it saves.
+	blocks := append([]*hcl.Block(nil), content.Blocks...)
+	sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].Type == "on_entry" && blocks[j].Type != "on_entry" })
+	for _, hb := range blocks {
+		exit := hb.Type == "on_exit"
+		if exit && kind == bpf.KindTracepoint {
+			d.errorf(hb.DefRange, "Tracepoints have no exit",
+				"A tracepoint fires once, so it has no on_exit. Move the actions into on_entry.")
+			continue
+		}
+		slot := &p.Entry
+		if exit {
+			slot = &p.Exit
+		}
+		if *slot != nil {
+			d.errorf(hb.DefRange, "Duplicate handler",
+				"This probe already has an %s block at %s. Merge the two blocks into one.", hb.Type, (*slot).DeclRange)
+			continue
+		}
+		*slot = d.handler(p, hb, exit)
+	}
+	for _, h := range []*Handler{p.Entry, p.Exit} {
+		// An on_entry with only when or save still serves on_exit.
+		if h != nil && len(h.Actions) == 0 && !(!h.Exit && p.Exit != nil && (h.When != nil || h.Save != nil)) {
+			d.errorf(h.DeclRange, "Handler does nothing", "Add an action to this block, such as count \"calls\" {}.")
+		}
+	}
+	if p.Entry == nil && p.Exit == nil {
+		d.errorf(b.DefRange, "Probe does nothing",
+			"Add an on_entry block (or on_exit, for kernel and user probes) with at least one action, such as count \"calls\" {}.")
+	}
+	if p.Exit != nil {
+		d.checkExit(p)
+	} else if p.EntryDataSize > 0 {
+		d.warnf(p.EntryDataSizeRange, "Entry data without an exit handler",
+			"entry_data_size only matters when there is an on_exit block to read the data. Remove it.")
+	}
+	d.checkActionNames(p)
+	return p
+}
+
+// MaxEntryData is the most entry data a probe can keep for its exit handler.
+const MaxEntryData = 128
+
+func (d *decoder) checkExit(p *Probe) {
+	saved := p.SaveSize()
+	if p.EntryDataSize > 0 && saved > p.EntryDataSize {
+		d.errorf(p.EntryDataSizeRange, "Entry data too small",
+			"on_entry saves %d bytes, more than entry_data_size = %d. Raise entry_data_size to %d or save less.",
+			saved, p.EntryDataSize, saved)
+	}
+	if saved > MaxEntryData {
+		d.errorf(p.Entry.DeclRange, "Too much entry data",
+			"on_entry saves %d bytes; at most %d can be kept for on_exit. Save fewer values.", saved, MaxEntryData)
+	}
+}
+
+func (d *decoder) checkActionNames(p *Probe) {
+	seen := map[string]*Action{}
+	for _, a := range p.Actions() {
+		if first, dup := seen[a.Name]; dup {
+			d.errorf(a.DeclRange, "Duplicate action name",
+				"This probe already has an action named %q at %s. Action names are unique within a probe: rename one.",
+				a.Name, first.DeclRange)
+			continue
+		}
+		seen[a.Name] = a
+	}
+}
+
+func kindsTaking(attr string) string {
+	var kinds []string
+	for _, k := range bpf.Kinds {
+		if _, ok := kindAttrs[k][attr]; ok {
+			kinds = append(kinds, string(k))
+		}
+	}
+	return strings.Join(kinds, " and ") + " probes"
+}
+
+func (d *decoder) handler(p *Probe, b *hcl.Block, exit bool) *Handler {
+	h := &Handler{Exit: exit, DeclRange: b.DefRange}
+	content, diags := b.Body.Content(handlerSchema)
+	d.diags = append(d.diags, diags...)
+	scope := &scope{probe: p, exit: exit, d: d}
+	if attr, ok := content.Attributes["when"]; ok {
+		h.When = scope.boolExpr(attr.Expr, "when")
+	}
+	if attr, ok := content.Attributes["save"]; ok {
+		if exit {
+			d.errorf(attr.NameRange, "save is only for on_entry",
+				"on_exit runs last, so nothing can read what it saves. Move save into on_entry, and read it in on_exit as entry.NAME.")
+		} else {
+			h.Save = scope.fields(attr, "save")
+		}
+	}
+	for _, ab := range content.Blocks {
+		if a := d.action(scope, ab); a != nil {
+			h.Actions = append(h.Actions, a)
+		}
+	}
+	return h
+}
+
+func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
+	a := &Action{Kind: ActionKind(b.Type), Name: b.Labels[0], DeclRange: b.DefRange, MaxKeys: DefaultMaxKeys}
+	if !bpf.ValidName(a.Name) {
+		d.errorf(b.LabelRanges[0], "Invalid action name",
+			"%q is not a valid name. Use letters, digits and underscores, starting with a letter: it becomes a metric name.", a.Name)
+	}
+	content, diags := b.Body.Content(actionSchema)
+	d.diags = append(d.diags, diags...)
+	takes := map[ActionKind][]string{
+		Count: {"by", "when", "max_keys"},
+		Sum:   {"value", "by", "when", "max_keys"},
+		Min:   {"value", "by", "when", "max_keys"},
+		Max:   {"value", "by", "when", "max_keys"},
+		Hist:  {"value", "by", "when", "max_keys"},
+		LHist: {"value", "by", "when", "max_keys", "min", "max", "step"},
+		Event: {"fields", "when"},
+	}[a.Kind]
+	for name, attr := range content.Attributes {
+		if !contains(takes, name) {
+			hint := "Remove it."
+			if name == "value" && a.Kind == Count {
+				hint = "count counts calls; to add up a value use sum \"" + a.Name + "\" { value = ... }."
+			}
+			d.errorf(attr.NameRange, "Argument not valid here", "%s takes %s, not %q. %s", a.Kind, quoteList(takes), name, hint)
+			continue
+		}
+		switch name {
+		case "value":
+			a.Value = sc.intExpr(attr.Expr, "value")
+		case "when":
+			a.When = sc.boolExpr(attr.Expr, "when")
+		case "by":
+			a.By = sc.keys(attr)
+		case "max_keys":
+			if n, ok := d.intAttr(attr, 1, 1<<20); ok {
+				a.MaxKeys = int(n)
+			}
+		case "min", "max", "step":
+			n, ok := d.intAttr(attr, -1<<62, 1<<62)
+			if !ok {
+				continue
+			}
+			switch name {
+			case "min":
+				a.Min = n
+			case "max":
+				a.Max = n
+			default:
+				a.Step = n
+			}
+		case "fields":
+			a.Fields = sc.fields(attr, "fields")
+		}
+	}
+	for _, req := range map[ActionKind][]string{
+		Sum: {"value"}, Min: {"value"}, Max: {"value"}, Hist: {"value"},
+		LHist: {"value", "min", "max", "step"}, Event: {"fields"},
+	}[a.Kind] {
+		if _, ok := content.Attributes[req]; !ok {
+			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
+		}
+	}
+	if a.Kind == LHist && content.Attributes["step"] != nil && content.Attributes["min"] != nil && content.Attributes["max"] != nil {
+		rng := content.Attributes["step"].Expr.Range()
+		switch {
+		case a.Step <= 0:
+			d.errorf(rng, "Invalid lhist step", "step must be positive. Set it to the width of one bucket.")
+		case a.Max <= a.Min:
+			d.errorf(content.Attributes["max"].Expr.Range(), "Invalid lhist range", "max (%d) must be greater than min (%d).", a.Max, a.Min)
+		case (a.Max-a.Min)/a.Step > MaxLinearBuckets:
+			d.errorf(rng, "Too many lhist buckets",
+				"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", (a.Max-a.Min)/a.Step, MaxLinearBuckets)
+		}
+	}
+	return a
+}
+
+// MaxLinearBuckets is the most buckets an lhist may have (plus under and over).
+const MaxLinearBuckets = 1000
+
+func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
+	exprs, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() {
+		d.errorf(attr.Expr.Range(), "Expected a list of names",
+			"%s is a list of function names or globs, for example [\"vfs_read\", \"ksys_*\"].", attr.Name)
+		return nil
+	}
+	if len(exprs) == 0 && !allowEmpty {
+		d.errorf(attr.Expr.Range(), "No functions", "List at least one function name or glob, for example [\"vfs_read\"].")
+	}
+	var out []Pattern
+	for _, e := range exprs {
+		s, ok := d.literalString(e)
+		if !ok {
+			d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\".")
+			continue
+		}
+		if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " /\t") {
+			d.errorf(e.Range(), "Invalid function pattern",
+				"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
+			continue
+		}
+		out = append(out, Pattern{Text: s, Range: e.Range()})
+	}
+	return out
+}
+
+func (d *decoder) literalString(e hcl.Expression) (string, bool) {
+	v, diags := e.Value(nil)
+	if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+func (d *decoder) stringAttr(attr *hcl.Attribute) (string, bool) {
+	s, ok := d.literalString(attr.Expr)
+	if !ok {
+		d.errorf(attr.Expr.Range(), "Expected a string", "%s takes a quoted string literal.", attr.Name)
+	}
+	return s, ok
+}
+
+func (d *decoder) intAttr(attr *hcl.Attribute, lo, hi int64) (int64, bool) {
+	v, diags := attr.Expr.Value(nil)
+	if diags.HasErrors() || v.IsNull() || v.Type() != cty.Number {
+		d.errorf(attr.Expr.Range(), "Expected a number", "%s takes a whole number literal.", attr.Name)
+		return 0, false
+	}
+	bf := v.AsBigFloat()
+	n, acc := bf.Int64()
+	if !bf.IsInt() || acc != 0 || n < lo || n > hi {
+		d.errorf(attr.Expr.Range(), "Number out of range", "%s must be a whole number from %d to %d.", attr.Name, lo, hi)
+		return 0, false
+	}
+	return n, true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

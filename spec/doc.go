@@ -1,0 +1,9 @@
+// Package spec reads probe specs: HCL files of probe blocks. It decodes them
+// into a typed AST ([Config], [Probe], [Handler], [Action], [Expr]) and
+// checks them strictly, so that every mistake it can see without a target
+// kernel becomes an hcl.Diagnostic with the exact source range and the fix.
+//
+// What depends on a target kernel (routes, tracepoint field layouts,
+// function lists) is the compiler's. Package spec imports only bpf (for
+// probe addresses) and never loads anything into a kernel.
+package spec

@@ -1,0 +1,432 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/probectl/probectl/bpf"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// scope lowers HCL expressions of one handler into checked Exprs.
+type scope struct {
+	probe *Probe
+	exit  bool
+	d     *decoder
+}
+
+// invalid is returned for an expression that failed to check; its errors
+// are already reported, and it never produces further ones.
+type invalid struct{ exprBase }
+
+func (s *scope) errorf(rng hcl.Range, summary, detail string, args ...any) Expr {
+	s.d.errorf(rng, summary, detail, args...)
+	return &invalid{exprBase{rng: rng}}
+}
+
+func isInvalid(e Expr) bool {
+	_, bad := e.(*invalid)
+	return bad || e == nil
+}
+
+func (s *scope) boolExpr(e hcl.Expression, what string) Expr {
+	x := s.lower(e)
+	if !isInvalid(x) && x.Type() != TypeBool {
+		hint := fmt.Sprintf("compare it, for example %s != 0", x.Text())
+		if x.Type() == TypeString {
+			hint = fmt.Sprintf("compare it with a string, for example %s == \"bash\"", x.Text())
+		}
+		return s.errorf(x.Range(), "Condition is not a bool", "%s needs a condition, but this is a %s: %s.", what, x.Type(), hint)
+	}
+	return x
+}
+
+func (s *scope) intExpr(e hcl.Expression, what string) Expr {
+	x := s.lower(e)
+	if !isInvalid(x) && x.Type() != TypeInt {
+		return s.errorf(x.Range(), "Value is not an integer",
+			"%s must be an integer expression, but this is a %s. Use a number such as ktime, arg0 or entry.NAME.", what, x.Type())
+	}
+	return x
+}
+
+// keys lowers a by list.
+func (s *scope) keys(attr *hcl.Attribute) []Expr {
+	exprs, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() {
+		s.errorf(attr.Expr.Range(), "Expected a list", "by is a list of values to group by, for example [func, comm].")
+		return nil
+	}
+	if len(exprs) > MaxKeyFields {
+		s.errorf(attr.Expr.Range(), "Too many keys", "by takes at most %d values; drop some.", MaxKeyFields)
+		return nil
+	}
+	var out []Expr
+	for _, e := range exprs {
+		x := s.lower(e)
+		if isInvalid(x) {
+			continue
+		}
+		switch {
+		case x.Type() == TypeBool:
+			s.errorf(x.Range(), "Key is a bool", "Group by a value, not a condition: use %s ? 1 : 0 to key by it.", x.Text())
+			continue
+		case x.Type() == TypeString && !isComm(x):
+			s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, or by an integer value.")
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// MaxKeyFields is the most values a by list may have.
+const MaxKeyFields = 8
+
+func isComm(x Expr) bool {
+	v, ok := x.(*Var)
+	return ok && v.Name == "comm"
+}
+
+// fields lowers an object of named values: save or event fields.
+func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
+	pairs, diags := hcl.ExprMap(attr.Expr)
+	if diags.HasErrors() {
+		s.errorf(attr.Expr.Range(), "Expected an object", "%s is an object of names to values, for example { start = ktime }.", what)
+		return nil
+	}
+	var out []*Field
+	seen := map[string]bool{}
+	for _, kv := range pairs {
+		name := hcl.ExprAsKeyword(kv.Key)
+		if name == "" || !bpf.ValidName(name) {
+			s.errorf(kv.Key.Range(), "Invalid field name", "Field names are bare identifiers, for example start = ktime.")
+			continue
+		}
+		if seen[name] {
+			s.errorf(kv.Key.Range(), "Duplicate field", "%q is set twice in %s. Remove one.", name, what)
+			continue
+		}
+		seen[name] = true
+		x := s.lower(kv.Value)
+		if isInvalid(x) {
+			continue
+		}
+		if x.Type() == TypeBool || (x.Type() == TypeString && !isComm(x)) {
+			s.errorf(x.Range(), "Field cannot hold this", "%s fields hold integers or comm, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
+			continue
+		}
+		out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
+	}
+	return out
+}
+
+func (s *scope) base(e hcl.Expression, t Type) exprBase {
+	rng := e.Range()
+	return exprBase{rng: rng, text: string(rng.SliceBytes(s.d.src)), typ: t}
+}
+
+// lower checks one expression. Every error path reports a diagnostic and
+// returns an *invalid, which later checks pass over silently.
+func (s *scope) lower(e hcl.Expression) Expr {
+	switch e := e.(type) {
+	case *hclsyntax.ParenthesesExpr:
+		return s.lower(e.Expression)
+	case *hclsyntax.LiteralValueExpr:
+		return s.literal(e, e.Val)
+	case *hclsyntax.TemplateExpr:
+		if len(e.Parts) == 1 {
+			if lit, ok := e.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
+				str := lit.Val.AsString()
+				if len(str) >= CommSize {
+					return s.errorf(e.Range(), "String too long",
+						"%q has %d bytes; comm holds at most %d. A longer name never matches: use its first %d bytes.",
+						str, len(str), CommSize-1, CommSize-1)
+				}
+				return &StringLit{exprBase: s.base(e, TypeString), Value: str}
+			}
+		}
+		if len(e.Parts) == 0 {
+			return &StringLit{exprBase: s.base(e, TypeString)}
+		}
+		return s.errorf(e.Range(), "Templates are not supported", "Strings are plain literals; \"${...}\" interpolation is not available in probes.")
+	case *hclsyntax.TemplateWrapExpr:
+		return s.errorf(e.Range(), "Templates are not supported", "Write the expression without \"${...}\" around it.")
+	case *hclsyntax.ScopeTraversalExpr:
+		return s.traversal(e)
+	case *hclsyntax.UnaryOpExpr:
+		return s.unary(e)
+	case *hclsyntax.BinaryOpExpr:
+		return s.binary(e)
+	case *hclsyntax.ConditionalExpr:
+		return s.conditional(e)
+	case *hclsyntax.FunctionCallExpr:
+		return s.call(e)
+	}
+	return s.errorf(e.Range(), "Unsupported expression",
+		"Probe expressions are built from numbers, built-in values (pid, comm, arg0, ...), entry.NAME, args.FIELD, operators, cond ? a : b and bit functions (band, bor, bxor, shl, shr, bnot).")
+}
+
+func (s *scope) literal(e hcl.Expression, v cty.Value) Expr {
+	switch {
+	case v.IsNull():
+		return s.errorf(e.Range(), "Null is not a value", "Use a number, such as 0.")
+	case v.Type() == cty.Bool:
+		return &BoolLit{exprBase: s.base(e, TypeBool), Value: v.True()}
+	case v.Type() == cty.Number:
+		bf := v.AsBigFloat()
+		n, acc := bf.Int64()
+		if !bf.IsInt() || acc != 0 {
+			return s.errorf(e.Range(), "Not a whole number", "Probes compute with 64-bit integers; %s is not one.", v.AsBigFloat().Text('g', -1))
+		}
+		return &IntLit{exprBase: s.base(e, TypeInt), Value: n}
+	}
+	return s.errorf(e.Range(), "Unsupported literal", "Use a number, true, false, or a quoted string compared with comm.")
+}
+
+func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
+	tr := e.Traversal
+	root := tr.RootName()
+	kind := s.probe.Addr.Kind
+	attrName := func() (string, bool) {
+		if len(tr) != 2 {
+			return "", false
+		}
+		a, ok := tr[1].(hcl.TraverseAttr)
+		return a.Name, ok
+	}
+	switch root {
+	case "entry":
+		name, ok := attrName()
+		if !ok {
+			return s.errorf(e.Range(), "Invalid entry reference", "Write entry.NAME, where NAME is saved by on_entry's save.")
+		}
+		if !s.exit {
+			return s.errorf(e.Range(), "entry is only for on_exit",
+				"entry.%s reads what on_entry saved, so it exists only in on_exit. In on_entry use the value itself.", name)
+		}
+		var saved []string
+		if s.probe.Entry != nil {
+			for _, f := range s.probe.Entry.Save {
+				if f.Name == name {
+					return &EntryRef{exprBase: s.base(e, f.Value.Type()), Name: name}
+				}
+				saved = append(saved, f.Name)
+			}
+		}
+		if len(saved) == 0 {
+			return s.errorf(e.Range(), "Nothing saved on entry",
+				"entry.%s is never saved. Add save = { %s = ... } to on_entry.", name, name)
+		}
+		return s.errorf(e.Range(), "Unknown entry value",
+			"on_entry saves %s, not %q. Add it to save, or use one of those.", quoteList(saved), name)
+	case "args":
+		name, ok := attrName()
+		if !ok {
+			return s.errorf(e.Range(), "Invalid args reference", "Write args.FIELD, where FIELD is a field of the tracepoint's format.")
+		}
+		if kind != bpf.KindTracepoint {
+			return s.errorf(e.Range(), "args is only for tracepoints",
+				"%s probes read arguments as arg0 to arg5. args.FIELD is for tracepoint fields.", kind)
+		}
+		return &ArgsField{exprBase: s.base(e, TypeInt), Name: name}
+	}
+	if len(tr) != 1 {
+		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME and args.FIELD have fields; %s is a plain value.", root)
+	}
+	t, ok := Vars[root]
+	if !ok {
+		return s.errorf(e.Range(), "Unknown name",
+			"%q is not a built-in value.%s Available: pid, tid, uid, gid, cpu, comm, func, ktime, arg0..arg5, ret, entry.NAME, args.FIELD.",
+			root, suggest(root))
+	}
+	switch {
+	case root == "ret" && kind == bpf.KindTracepoint:
+		return s.errorf(e.Range(), "ret is not available", "Tracepoints have no return value; read args.ret of a sys_exit_* event instead.")
+	case root == "ret" && !s.exit:
+		return s.errorf(e.Range(), "ret is only for on_exit",
+			"The return value exists only when the function returns. Move this into on_exit.")
+	case strings.HasPrefix(root, "arg") && kind == bpf.KindTracepoint:
+		return s.errorf(e.Range(), "argN is not for tracepoints", "Tracepoints have named fields: use args.FIELD.")
+	case strings.HasPrefix(root, "arg") && s.exit:
+		return s.errorf(e.Range(), "Arguments are gone in on_exit",
+			"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { %s = %s }) and read entry.%s.",
+			root, root, root)
+	case root == "func" && kind == bpf.KindTracepoint:
+		return s.errorf(e.Range(), "func is not for tracepoints", "A tracepoint probe has one event; func names the probed function of kernel and user probes.")
+	}
+	return &Var{exprBase: s.base(e, t), Name: root}
+}
+
+func suggest(name string) string {
+	best, bestDist := "", 3
+	for v := range Vars {
+		if dist := levenshtein(name, v); dist < bestDist || (dist == bestDist && v < best) {
+			best, bestDist = v, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
+	x := s.lower(e.Val)
+	if isInvalid(x) {
+		return x
+	}
+	switch e.Op {
+	case hclsyntax.OpLogicalNot:
+		if x.Type() != TypeBool {
+			return s.errorf(e.Range(), "! needs a bool", "%s is a %s. Compare it first, for example !(%s == 0).", x.Text(), x.Type(), x.Text())
+		}
+		return &Unary{exprBase: s.base(e, TypeBool), Op: OpNot, X: x}
+	case hclsyntax.OpNegate:
+		if x.Type() != TypeInt {
+			return s.errorf(e.Range(), "- needs an integer", "%s is a %s.", x.Text(), x.Type())
+		}
+		if lit, ok := x.(*IntLit); ok {
+			return &IntLit{exprBase: s.base(e, TypeInt), Value: -lit.Value}
+		}
+		return &Unary{exprBase: s.base(e, TypeInt), Op: OpNeg, X: x}
+	}
+	return s.errorf(e.Range(), "Unsupported operator", "Use ! or -.")
+}
+
+var binaryOps = map[*hclsyntax.Operation]Op{
+	hclsyntax.OpAdd: OpAdd, hclsyntax.OpSubtract: OpSub, hclsyntax.OpMultiply: OpMul,
+	hclsyntax.OpDivide: OpDiv, hclsyntax.OpModulo: OpMod,
+	hclsyntax.OpEqual: OpEq, hclsyntax.OpNotEqual: OpNe,
+	hclsyntax.OpLessThan: OpLt, hclsyntax.OpLessThanOrEqual: OpLe,
+	hclsyntax.OpGreaterThan: OpGt, hclsyntax.OpGreaterThanOrEqual: OpGe,
+	hclsyntax.OpLogicalAnd: OpAnd, hclsyntax.OpLogicalOr: OpOr,
+}
+
+func (s *scope) binary(e *hclsyntax.BinaryOpExpr) Expr {
+	op, ok := binaryOps[e.Op]
+	if !ok {
+		return s.errorf(e.Range(), "Unsupported operator", "This operator is not available in probes.")
+	}
+	l, r := s.lower(e.LHS), s.lower(e.RHS)
+	if isInvalid(l) || isInvalid(r) {
+		return &invalid{exprBase{rng: e.Range()}}
+	}
+	return s.typeBinary(e, op, l, r)
+}
+
+func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
+	mk := func(t Type) Expr { return &Binary{exprBase: s.base(e, t), Op: op, L: l, R: r} }
+	switch op {
+	case OpAnd, OpOr:
+		for _, x := range []Expr{l, r} {
+			if x.Type() != TypeBool {
+				return s.errorf(x.Range(), fmt.Sprintf("%s needs bools", op),
+					"%s is a %s. Compare it, for example %s != 0.", x.Text(), x.Type(), x.Text())
+			}
+		}
+		return mk(TypeBool)
+	case OpEq, OpNe:
+		if l.Type() == TypeString || r.Type() == TypeString {
+			if l.Type() != r.Type() {
+				return s.errorf(e.Range(), "Mismatched comparison",
+					"%s is a %s and %s is a %s. comm compares only with a quoted string, such as comm == \"bash\".",
+					l.Text(), l.Type(), r.Text(), r.Type())
+			}
+			if isComm(l) == isComm(r) {
+				return s.errorf(e.Range(), "Unsupported string comparison", "Compare comm with a string literal, such as comm == \"bash\".")
+			}
+			return mk(TypeBool)
+		}
+		if l.Type() != r.Type() {
+			return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), l.Type(), r.Text(), r.Type())
+		}
+		return mk(TypeBool)
+	case OpLt, OpLe, OpGt, OpGe:
+		for _, x := range []Expr{l, r} {
+			if x.Type() != TypeInt {
+				hint := ""
+				if x.Type() == TypeString {
+					hint = " Strings compare only with == and !=."
+				}
+				return s.errorf(e.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s.%s", x.Text(), x.Type(), hint)
+			}
+		}
+		return mk(TypeBool)
+	default: // arithmetic and bit operations
+		for _, x := range []Expr{l, r} {
+			if x.Type() != TypeInt {
+				return s.errorf(x.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s, not an integer.", x.Text(), x.Type())
+			}
+		}
+		return mk(TypeInt)
+	}
+}
+
+func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
+	c, t, f := s.lower(e.Condition), s.lower(e.TrueResult), s.lower(e.FalseResult)
+	if isInvalid(c) || isInvalid(t) || isInvalid(f) {
+		return &invalid{exprBase{rng: e.Range()}}
+	}
+	if c.Type() != TypeBool {
+		return s.errorf(c.Range(), "Condition is not a bool", "%s is a %s. Compare it, for example %s != 0.", c.Text(), c.Type(), c.Text())
+	}
+	if t.Type() != f.Type() || t.Type() == TypeString {
+		return s.errorf(e.Range(), "Mismatched branches", "Both results must be integers (or both bools); here they are %s and %s.", t.Type(), f.Type())
+	}
+	return &Cond{exprBase: s.base(e, t.Type()), If: c, Then: t, Else: f}
+}
+
+// Functions are the bit operations, which HCL has no operators for.
+var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl": OpShl, "shr": OpShr, "bnot": OpBNot}
+
+func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
+	op, ok := Functions[e.Name]
+	if !ok {
+		return s.errorf(e.NameRange, "Unknown function",
+			"%q is not a probe function. Available: band(a, b), bor(a, b), bxor(a, b), shl(a, n), shr(a, n), bnot(a).", e.Name)
+	}
+	want := 2
+	if op == OpBNot {
+		want = 1
+	}
+	if len(e.Args) != want || e.ExpandFinal {
+		return s.errorf(e.Range(), "Wrong number of arguments", "%s takes %d argument(s).", e.Name, want)
+	}
+	args := make([]Expr, want)
+	for i, a := range e.Args {
+		args[i] = s.lower(a)
+		if isInvalid(args[i]) {
+			return args[i]
+		}
+		if args[i].Type() != TypeInt {
+			return s.errorf(args[i].Range(), e.Name+" needs integers", "%s is a %s.", args[i].Text(), args[i].Type())
+		}
+	}
+	if op == OpBNot {
+		return &Unary{exprBase: s.base(e, TypeInt), Op: op, X: args[0]}
+	}
+	return &Binary{exprBase: s.base(e, TypeInt), Op: op, L: args[0], R: args[1]}
+}
