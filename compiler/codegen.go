@@ -129,7 +129,7 @@ func (g *gen) build(d decision) {
 
 // programName is the kernel's name: the probe name cut to fit, and the role.
 func programName(name, role string) string {
-	suffix := "_" + role[:1]
+	suffix := map[string]string{"entry": "_e", "exit": "_x", "session": "_s", "event": "_t"}[role]
 	if len(name) > 15-len(suffix) {
 		name = name[:15-len(suffix)]
 	}

@@ -131,7 +131,6 @@ var probeSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
 }
 
-
 var handlerSchema = func() *hcl.BodySchema {
 	s := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "when"}, {Name: "save"}}}
 	for _, k := range ActionKinds {
@@ -204,6 +203,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 	p := &Probe{Addr: bpf.Address{Kind: kind, Name: name}, DeclRange: b.DefRange, AttachRange: b.DefRange, Attach: "auto"}
 	content, diags := b.Body.Content(probeSchema)
 	d.diags = append(d.diags, diags...)
+	bodyOK := !diags.HasErrors() // a misspelt argument is not also a missing one
 
 	allowed := kindAttrs[kind]
 	for attrName, attr := range content.Attributes {
@@ -256,7 +256,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		}
 	}
 	for attrName, required := range allowed {
-		if _, ok := content.Attributes[attrName]; required && !ok {
+		if _, ok := content.Attributes[attrName]; required && !ok && bodyOK {
 			d.errorf(b.DefRange, "Missing required argument",
 				"%s probes need %q. Add it to the probe block.", kind, attrName)
 		}
@@ -289,7 +289,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			d.errorf(h.DeclRange, "Handler does nothing", "Add an action to this block, such as count \"calls\" {}.")
 		}
 	}
-	if p.Entry == nil && p.Exit == nil {
+	if len(content.Blocks) == 0 {
 		d.errorf(b.DefRange, "Probe does nothing",
 			"Add an on_entry block (or on_exit, for kernel and user probes) with at least one action, such as count \"calls\" {}.")
 	}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/spec"
+	"github.com/spf13/cobra"
+)
+
+func newPlanCmd() *cobra.Command {
+	var target, outFile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] PATH...",
+		Short: "Show what applying the specs would do on a kernel",
+		Long: `Plan compiles the specs for a target kernel and shows, per probe, the functions,
+the route and why, the link families and how many links, where entry data
+lives, the programs with their instruction counts, the maps with their key
+limits, and the locked memory. Nothing touches the kernel.
+
+  -target auto     the running kernel (needs root)
+  -target PROFILE  a built-in profile: ` + fmt.Sprint(bpf.ProfileNames()) + `
+  -target FILE     facts written by "probectl target -o FILE"
+  -json            the plan as JSON (README, "Plan JSON")
+  -out FILE        save the plan for "probectl apply FILE"
+
+Exit status: 0 planned, 1 errors.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, diags := spec.LoadPaths(args)
+			if diags.HasErrors() {
+				printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
+				return exitError{1}
+			}
+			facts, err := loadTarget(target, cfg)
+			if err != nil {
+				return err
+			}
+			out, more := compiler.Compile(cfg, facts)
+			diags = append(diags, more...)
+			printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
+			if diags.HasErrors() {
+				return exitError{1}
+			}
+			plan := compiler.NewPlan(out)
+			if outFile != "" {
+				if err := writeSavedPlan(outFile, plan, facts, cfg); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(plan, "", "  ")
+				cmd.Println(string(b))
+				return nil
+			}
+			renderPlan(cmd.OutOrStdout(), plan)
+			if outFile != "" {
+				cmd.Printf("\nSaved the plan to %s. Apply it with: probectl apply %s\n", outFile, outFile)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&target, "target", "auto", "auto, a profile name, or a facts file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to FILE")
+	return cmd
+}
+
+func sourcesOf(cfg *spec.Config) map[string][]byte {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Sources
+}
+
+// loadTarget resolves -target: auto (the live kernel), a profile, or a file.
+func loadTarget(target string, cfg *spec.Config) (*bpf.Facts, error) {
+	switch {
+	case target == "auto" || target == "":
+		if os.Geteuid() != 0 {
+			return nil, fmt.Errorf("-target auto reads the live kernel and needs root (CAP_BPF and CAP_PERFMON); run as root, or plan for a profile: -target %s", bpf.ProfileNames()[0])
+		}
+		facts, err := bpf.Detect(bpf.DetectOptions{Functions: true})
+		if err != nil {
+			return nil, err
+		}
+		var events []string
+		for _, p := range cfg.Probes {
+			if p.Event != "" {
+				events = append(events, p.Event)
+			}
+		}
+		if err := facts.LoadTracepoints(events); err != nil {
+			return nil, err
+		}
+		return facts, nil
+	}
+	if f, err := bpf.Profile(target); err == nil {
+		return f, nil
+	}
+	if _, err := os.Stat(target); err == nil {
+		return bpf.ReadFactsFile(target)
+	}
+	return nil, fmt.Errorf("-target %q is neither auto, a profile (%v), nor a facts file", target, bpf.ProfileNames())
+}
+
+// SavedPlan is what "plan -out" writes: the plan, the full target facts and
+// the spec sources it was made from.
+type SavedPlan struct {
+	Plan    *compiler.Plan    `json:"plan"`
+	Facts   *bpf.Facts        `json:"facts"`
+	Sources map[string]string `json:"sources"`
+}
+
+func writeSavedPlan(path string, plan *compiler.Plan, facts *bpf.Facts, cfg *spec.Config) error {
+	sp := SavedPlan{Plan: plan, Facts: facts, Sources: map[string]string{}}
+	for name, src := range cfg.Sources {
+		sp.Sources[name] = string(src)
+	}
+	b, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+

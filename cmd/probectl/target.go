@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/spf13/cobra"
+)
+
+func newTargetCmd() *cobra.Command {
+	var asJSON bool
+	var outFile string
+	cmd := &cobra.Command{
+		Use:   "target [-json] [-o FILE]",
+		Short: "Show the live kernel's facts, or write them to a file",
+		Long: `Target detects the running kernel's facts: architecture, version, link types,
+the fprobe backend, helpers and BTF. It loads small probe programs without
+attaching them, so it needs root.
+
+  -o FILE  write the facts, with the list of probe-able functions, for
+           "probectl plan -target FILE" on another machine`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("target reads the live kernel and needs root (CAP_BPF and CAP_PERFMON); run it as root, or plan with -target PROFILE")
+			}
+			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != ""})
+			if err != nil {
+				return err
+			}
+			if outFile != "" {
+				if err := facts.WriteFile(outFile); err != nil {
+					return err
+				}
+				cmd.Printf("Wrote the facts of %s, with %d functions, to %s.\n", facts.Label(), len(facts.Functions), outFile)
+				return nil
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(facts, "", "  ")
+				cmd.Println(string(b))
+				return nil
+			}
+			renderFacts(cmd, facts)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the facts as JSON")
+	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write the facts (with the function list) to FILE")
+	return cmd
+}
+
+func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	cmd.Printf("Kernel:   linux %s (%s), %s\n", f.Kernel, f.Name, f.Arch)
+	cmd.Printf("BTF:      %s\n", yes(f.BTF))
+	cmd.Printf("fprobe:   %s", f.Fprobe)
+	if f.FprobeEntryFastPath {
+		cmd.Print(", entry-only ftrace_ops fast path")
+	}
+	cmd.Printf(" (ftrace WITH_REGS %s, WITH_ARGS %s)\n", yes(f.FtraceWithRegs), yes(f.FtraceWithArgs))
+	links := []struct {
+		name string
+		ok   bool
+	}{
+		{"kprobe.multi", f.Links.KprobeMulti}, {"kprobe.session", f.Links.KprobeSession},
+		{"fentry/fexit", f.Links.Fentry}, {"kprobe", f.Links.Kprobe},
+		{"uprobe.multi", f.Links.UprobeMulti}, {"uprobe", f.Links.Uprobe}, {"tracepoint", f.Links.Tracepoint},
+	}
+	var have, lack []string
+	for _, l := range links {
+		if l.ok {
+			have = append(have, l.name)
+		} else {
+			lack = append(lack, l.name)
+		}
+	}
+	cmd.Printf("Links:    %s\n", strings.Join(have, ", "))
+	if len(lack) > 0 {
+		cmd.Printf("Missing:  %s\n", strings.Join(lack, ", "))
+	}
+	h := f.Helpers
+	cmd.Printf("Helpers:  attach cookies %s (fentry %s), func arg/ret %s, ring buffer %s, session kfuncs %s (ctx prototype %s)\n",
+		yes(h.AttachCookie), yes(h.TracingAttachCookie), yes(h.FuncArg), yes(h.Ringbuf), yes(h.SessionKfuncs), yes(h.SessionKfuncsCtxArg))
+	if f.CPUs > 0 {
+		cmd.Printf("CPUs:     %d\n", f.CPUs)
+	}
+}

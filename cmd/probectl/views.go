@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/probectl/probectl/compiler"
+)
+
+// renderPlan writes a plan in the manner of terraform plan.
+func renderPlan(w io.Writer, plan *compiler.Plan) {
+	f := plan.Target.Facts
+	fmt.Fprintf(w, "Target: linux %s %s (%s %s)\n", f.Kernel, f.Arch, f.Source, f.Name)
+	fmt.Fprintf(w, "  fprobe %s%s; links: %s\n\n", f.Fprobe, fastPath(f.FprobeEntryFastPath), linkList(plan))
+	if len(plan.Changes) == 0 {
+		fmt.Fprintln(w, "No probes.")
+		return
+	}
+	fmt.Fprintln(w, "probectl will perform the following actions:")
+	for _, c := range plan.Changes {
+		fmt.Fprintln(w)
+		renderChange(w, c, f.CPUs)
+	}
+	s := plan.Summary
+	fmt.Fprintf(w, "\nPlan: %d to create, %d to replace, %d to delete, %d unchanged.\n", s.Create, s.Replace, s.Delete, s.NoOp)
+}
+
+func fastPath(on bool) string {
+	if on {
+		return " with the entry-only ftrace fast path"
+	}
+	return ""
+}
+
+func linkList(plan *compiler.Plan) string {
+	l := plan.Target.Links
+	var have []string
+	for _, x := range []struct {
+		n  string
+		ok bool
+	}{{"kprobe.multi", l.KprobeMulti}, {"kprobe.session", l.KprobeSession}, {"fentry/fexit", l.Fentry}, {"kprobe", l.Kprobe},
+		{"uprobe.multi", l.UprobeMulti}, {"uprobe", l.Uprobe}, {"tracepoint", l.Tracepoint}} {
+		if x.ok {
+			have = append(have, x.n)
+		}
+	}
+	return strings.Join(have, ", ")
+}
+
+var actionSymbols = map[string]string{
+	compiler.ActionCreate: "+", compiler.ActionReplace: "-/+", compiler.ActionDelete: "-", compiler.ActionNoOp: " ",
+}
+
+var actionWords = map[string]string{
+	compiler.ActionCreate: "will be created", compiler.ActionReplace: "must be replaced",
+	compiler.ActionDelete: "will be destroyed", compiler.ActionNoOp: "is unchanged",
+}
+
+func renderChange(w io.Writer, c *compiler.Change, cpus int) {
+	fmt.Fprintf(w, "  # %s %s", c.Address, actionWords[c.Action])
+	if c.Why != "" {
+		fmt.Fprintf(w, " (%s)", c.Why)
+	}
+	fmt.Fprintln(w)
+	kind, name, _ := strings.Cut(c.Address, ".")
+	fmt.Fprintf(w, "  %s probe %q %q {\n", actionSymbols[c.Action], kind, name)
+	row := func(key, format string, args ...any) {
+		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Event != "":
+		row("event", "%s", c.Event)
+	case c.Functions != nil:
+		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
+	default:
+		row("functions", "%s (resolved at apply: the target's function list is unknown)", quoteAll(c.Patterns))
+	}
+	if len(c.Exclude) > 0 {
+		row("exclude", "%s", quoteAll(c.Exclude))
+	}
+	if c.Binary != "" {
+		row("binary", "%s", c.Binary)
+	}
+	if c.PID != 0 {
+		row("pid", "%d", c.PID)
+	}
+	row("route", "%s", c.Route)
+	row("reason", "%s", c.Reason)
+	links := "one per function"
+	if c.Links != nil {
+		links = plural(*c.Links, "link")
+	}
+	row("attach", "%s (%s)", strings.Join(c.Attach, " + "), links)
+	switch c.EntryData.Storage {
+	case compiler.StorageCookie:
+		row("entry_data", "%d bytes in the kprobe.session cookie", c.EntryData.Size)
+	case compiler.StorageMap:
+		row("entry_data", "%d bytes in a per-call map slot (thread, function)", c.EntryData.Size)
+	default:
+		row("entry_data", "none")
+	}
+	for i, p := range c.Programs {
+		key := ""
+		if i == 0 {
+			key = "programs"
+		}
+		per := ""
+		if p.PerFunction {
+			per = ", loaded once per function"
+		}
+		fmt.Fprintf(w, "      %-10s %s %s %q: %d instructions, %d bytes of stack%s\n", key, eqIf(i == 0), p.Role, p.Name, p.Instructions, p.StackBytes, per)
+	}
+	for i, m := range c.Maps {
+		key := ""
+		if i == 0 {
+			key = "maps"
+		}
+		limit := fmt.Sprintf("%d keys", m.MaxEntries)
+		if m.Type == "RingBuf" {
+			limit = fmt.Sprintf("%d KiB", m.MaxEntries/1024)
+		}
+		fmt.Fprintf(w, "      %-10s %s %s %s, %s: %s\n", key, eqIf(i == 0), m.Name, m.Type, limit, m.Purpose)
+	}
+	cpuNote := "for " + plural(cpus, "CPU")
+	if cpus == 0 {
+		cpuNote = "for 1 CPU: the profile does not say how many"
+	}
+	row("memory", "%s (%s)", bytesString(c.MemoryBytes), cpuNote)
+	fmt.Fprintln(w, "    }")
+}
+
+func eqIf(first bool) string {
+	if first {
+		return "="
+	}
+	return " "
+}
+
+func abbreviate(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:n], ", ") + fmt.Sprintf(", ... (%d more)", len(list)-n)
+}
+
+func quoteAll(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func bytesString(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

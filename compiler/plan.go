@@ -1,0 +1,222 @@
+package compiler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
+)
+
+// PlanFormatVersion is the version of the plan's JSON form. It changes
+// only in ways that keep existing fields' meaning.
+const PlanFormatVersion = "1"
+
+// Actions a plan can take on a probe.
+const (
+	ActionCreate  = "create"
+	ActionReplace = "replace"
+	ActionDelete  = "delete"
+	ActionNoOp    = "no-op"
+)
+
+// Plan is what would change on a target: the stable, documented JSON of
+// "probectl plan -json" (README, "Plan JSON").
+type Plan struct {
+	FormatVersion string     `json:"format_version"`
+	Target        PlanTarget `json:"target"`
+	Changes       []*Change  `json:"changes"`
+	Summary       Summary    `json:"summary"`
+}
+
+// PlanTarget is the target's facts, with the function list cut to its size.
+type PlanTarget struct {
+	*bpf.Facts
+	Functions     []string `json:"functions,omitempty"`
+	FunctionCount int      `json:"function_count"`
+}
+
+// Summary counts the changes by action.
+type Summary struct {
+	Create  int `json:"create"`
+	Replace int `json:"replace"`
+	Delete  int `json:"delete"`
+	NoOp    int `json:"no_op"`
+}
+
+// Change is one probe's entry in a plan.
+type Change struct {
+	Address string `json:"address"`
+	Action  string `json:"action"`
+	// Why says what changed, for replace.
+	Why    string   `json:"why,omitempty"`
+	Route  Route    `json:"route"`
+	Attach []string `json:"attach"`
+	Reason string   `json:"reason"`
+	// Functions resolved on the target (null when the target's function
+	// list is unknown: Patterns are resolved at apply).
+	Functions []string `json:"functions"`
+	Patterns  []string `json:"patterns,omitempty"`
+	Exclude   []string `json:"exclude,omitempty"`
+	Binary    string   `json:"binary,omitempty"`
+	PID       int      `json:"pid,omitempty"`
+	Event     string   `json:"event,omitempty"`
+	// Links is the number of links, null when it depends on unresolved functions.
+	Links       *int          `json:"links"`
+	EntryData   EntryData     `json:"entry_data"`
+	Programs    []PlanProgram `json:"programs"`
+	Maps        []PlanMap     `json:"maps"`
+	MemoryBytes int64         `json:"memory_bytes"`
+	// Digest identifies the compiled probe: equal digests, equal kernel objects.
+	Digest string `json:"digest"`
+}
+
+// PlanProgram is a program in a plan.
+type PlanProgram struct {
+	Name         string `json:"name"`
+	Role         string `json:"role"`
+	Family       string `json:"family"`
+	Type         string `json:"type"`
+	AttachType   string `json:"attach_type,omitempty"`
+	Instructions int    `json:"instructions"`
+	StackBytes   int    `json:"stack_bytes"`
+	PerFunction  bool   `json:"per_function,omitempty"`
+}
+
+// PlanMap is a map in a plan.
+type PlanMap struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	KeySize    uint32 `json:"key_size"`
+	ValueSize  uint32 `json:"value_size"`
+	MaxEntries uint32 `json:"max_entries"`
+	Purpose    string `json:"purpose"`
+}
+
+// NewPlan plans the creation of every probe of out.
+func NewPlan(out *Output) *Plan {
+	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}}
+	for _, p := range out.Probes {
+		plan.Changes = append(plan.Changes, p.Change(ActionCreate, out.Facts))
+	}
+	plan.Count()
+	return plan
+}
+
+// Count recomputes the summary.
+func (p *Plan) Count() {
+	p.Summary = Summary{}
+	for _, c := range p.Changes {
+		switch c.Action {
+		case ActionCreate:
+			p.Summary.Create++
+		case ActionReplace:
+			p.Summary.Replace++
+		case ActionDelete:
+			p.Summary.Delete++
+		default:
+			p.Summary.NoOp++
+		}
+	}
+}
+
+// Change describes the probe as a plan entry.
+func (p *Probe) Change(action string, facts *bpf.Facts) *Change {
+	c := &Change{
+		Address: p.Addr.String(), Action: action, Route: p.Route, Attach: p.Attach, Reason: p.Reason,
+		Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude,
+		Binary: p.Binary, PID: p.PID, Event: p.Event,
+		EntryData: p.EntryData, Links: p.LinkCount(), Digest: p.Digest(),
+	}
+	for _, prog := range p.Programs {
+		c.Programs = append(c.Programs, PlanProgram{
+			Name: prog.Name, Role: prog.Role, Family: prog.Family, Type: prog.Type.String(),
+			AttachType: attachTypeName(prog.AttachType), Instructions: prog.InstructionCount(),
+			StackBytes: prog.StackBytes, PerFunction: prog.PerFunction,
+		})
+	}
+	for _, m := range p.Maps {
+		c.Maps = append(c.Maps, PlanMap{Name: m.Name, Type: m.Type.String(), KeySize: m.KeySize,
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Purpose: m.Purpose})
+	}
+	c.MemoryBytes = p.MemoryBytes(facts.CPUs)
+	return c
+}
+
+func attachTypeName(at ebpf.AttachType) string {
+	if at == ebpf.AttachNone {
+		return ""
+	}
+	return at.String()
+}
+
+// LinkCount is the number of links the probe needs, or nil when it depends
+// on functions not resolved yet.
+func (p *Probe) LinkCount() *int {
+	n := 0
+	for _, fam := range p.Attach {
+		switch {
+		case Multi(fam):
+			n++
+		case p.Functions == nil:
+			return nil
+		default:
+			n += len(p.Functions)
+		}
+	}
+	return &n
+}
+
+// MemoryBytes estimates the locked kernel memory of the probe's maps and
+// programs for cpus CPUs (1 when unknown). Hash maps preallocate every
+// element: a fixed overhead, the key, and one value per CPU for per-CPU maps.
+func (p *Probe) MemoryBytes(cpus int) int64 {
+	cpus = max(cpus, 1)
+	const elemOverhead = 48 // struct htab_elem
+	var total int64
+	for _, m := range p.Maps {
+		key, val, n := int64(m.KeySize+7)&^7, int64(m.ValueSize+7)&^7, int64(m.MaxEntries)
+		switch m.Type {
+		case ebpf.PerCPUHash:
+			total += n * (elemOverhead + key + 8 + val*int64(cpus))
+		case ebpf.PerCPUArray:
+			total += n * val * int64(cpus)
+		case ebpf.Hash, ebpf.LRUHash:
+			total += n * (elemOverhead + key + val)
+		case ebpf.RingBuf:
+			total += n
+		default:
+			total += n * (key + val)
+		}
+	}
+	for _, prog := range p.Programs {
+		copies := int64(1)
+		if prog.PerFunction && p.Functions != nil {
+			copies = int64(len(p.Functions))
+		}
+		total += copies * int64(prog.InstructionCount()) * 8 * 2 // bytecode and JIT image, roughly
+	}
+	return total
+}
+
+// Digest is a hash of everything that makes the probe's kernel objects:
+// programs, maps, functions and attach families. Two compilations with the
+// same digest need no change in the kernel.
+func (p *Probe) Digest() string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode([]any{p.Addr.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData})
+	for _, m := range p.Maps {
+		_ = enc.Encode(m)
+	}
+	for _, prog := range p.Programs {
+		fmt.Fprintf(h, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)
+		for _, ins := range prog.Instructions {
+			name, _ := bpf.KfuncName(&ins)
+			fmt.Fprintf(h, "%v %d %d %d %d %s %s %s\n", ins.OpCode, ins.Dst, ins.Src, ins.Offset, ins.Constant, ins.Reference(), ins.Symbol(), name)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

@@ -1,0 +1,83 @@
+package compiler
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+)
+
+// verifierInsn matches a verifier log line about one instruction: "42: (79) r1 = ...".
+var verifierInsn = regexp.MustCompile(`^(\d+): \(`)
+
+// VerifierLines is how many of the verifier's last lines a diagnostic quotes.
+const VerifierLines = 8
+
+// VerifierDiagnostic turns a load error of prog into a diagnostic at the
+// spec expression that generated the instruction the verifier stopped at,
+// quoting the verifier's last lines. It returns nil for other errors.
+func VerifierDiagnostic(p *Probe, prog *Program, err error) *hcl.Diagnostic {
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	log := ve.Log
+	for len(log) > 0 && strings.TrimSpace(log[len(log)-1]) == "" {
+		log = log[:len(log)-1]
+	}
+	insn := -1
+	for i := len(log) - 1; i >= 0; i-- {
+		if m := verifierInsn.FindStringSubmatch(log[i]); m != nil {
+			insn, _ = strconv.Atoi(m[1])
+			break
+		}
+	}
+	tail := log
+	if len(tail) > VerifierLines {
+		tail = tail[len(tail)-VerifierLines:]
+	}
+	rng, text := originOf(prog.Instructions, insn)
+	if rng == nil && p.Spec != nil {
+		rng = &p.Spec.DeclRange
+	}
+	where := ""
+	if text != "" {
+		where = fmt.Sprintf(", in the code for %s", text)
+	}
+	d := &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Verifier rejected program",
+		Detail: fmt.Sprintf("The kernel's verifier rejected the %s program of %s at instruction %d%s: %v.\nIts last lines:\n  %s\nThis is a probectl bug unless the kernel lacks something the plan assumed; please report it with the spec.",
+			prog.Role, p.Addr, insn, where, ve.Cause, strings.Join(tail, "\n  ")),
+		Subject: rng,
+	}
+	return d
+}
+
+// originOf finds the spec range and source text of the construct that
+// emitted the instruction at raw offset insn: the nearest tagged
+// instruction at or before it.
+func originOf(insns asm.Instructions, insn int) (*hcl.Range, string) {
+	var rng *hcl.Range
+	text := ""
+	iter := insns.Iterate()
+	for iter.Next() {
+		if int(iter.Offset) > insn && insn >= 0 {
+			break
+		}
+		if r, ok := bpf.Origin(iter.Ins).(hcl.Range); ok {
+			r := r
+			rng = &r
+			if src := iter.Ins.Source(); src != nil {
+				text = src.String()
+			}
+		}
+	}
+	return rng, text
+}

@@ -1,0 +1,6 @@
+# missing functions
+probe "kernel" "x" { # ERROR: Missing required argument
+  on_entry {
+    count "c" {}
+  }
+}

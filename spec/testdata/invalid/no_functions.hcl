@@ -1,0 +1,7 @@
+# no functions
+probe "kernel" "x" {
+  functions = [] # ERROR: No functions
+  on_entry {
+    count "c" {}
+  }
+}

@@ -1,0 +1,4 @@
+# probe does nothing
+probe "kernel" "x" { # ERROR: Probe does nothing
+  functions = ["vfs_read"]
+}
