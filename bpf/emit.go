@@ -51,8 +51,13 @@ func (e *Emitter) Emit(insns ...asm.Instruction) {
 }
 
 // At tags the next emitted instruction with a source comment and an origin
-// (any value the caller wants back when mapping verifier output).
+// (any value the caller wants back when mapping verifier output). Comments
+// given before an instruction is emitted are joined; the last origin, the
+// most specific, wins.
 func (e *Emitter) At(comment string, origin any) {
+	if e.comment != "" {
+		comment = e.comment + " | " + comment
+	}
 	e.comment, e.origin = comment, origin
 }
 

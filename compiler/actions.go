@@ -81,6 +81,9 @@ func (g *gen) layoutMaps() {
 
 // keyKind is how show decodes a key field or event field.
 func keyKind(x spec.Expr) string {
+	if x.Type() == spec.TypeString {
+		return "comm"
+	}
 	if v, ok := x.(*spec.Var); ok {
 		switch v.Name {
 		case "func", "comm":

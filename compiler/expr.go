@@ -13,7 +13,7 @@ import (
 // store evaluates x into the stack at off: 16 bytes for comm, 8 otherwise.
 func (g *gen) store(x spec.Expr, off int16) {
 	if x.Type() == spec.TypeString {
-		g.comm(off)
+		g.commInto(x, off)
 		return
 	}
 	mark := g.e.StackMark()
@@ -29,6 +29,19 @@ func (g *gen) comm(off int16) {
 		asm.Mov.Imm(asm.R2, spec.CommSize),
 		asm.FnGetCurrentComm.Call(),
 	)
+}
+
+// commInto copies a task name to the stack at off: the current comm, or
+// one saved on entry.
+func (g *gen) commInto(x spec.Expr, off int16) {
+	if ref, ok := x.(*spec.EntryRef); ok {
+		src := g.entryArea + int16(g.entryFields[ref.Name])
+		for i := int16(0); i < spec.CommSize; i += 8 {
+			g.e.Emit(asm.LoadMem(asm.R1, asm.RFP, src+i, asm.DWord), asm.StoreMem(asm.RFP, off+i, asm.R1, asm.DWord))
+		}
+		return
+	}
+	g.comm(off)
 }
 
 // spill evaluates x and keeps it in a fresh stack slot.
@@ -182,11 +195,12 @@ func (g *gen) binary(x *spec.Binary) {
 		return
 	}
 	if x.L.Type() == spec.TypeString {
-		lit := x.R.(*spec.StringLit) // the checker allows only comm vs literal
-		if l, ok := x.L.(*spec.StringLit); ok {
-			lit = l
+		// The checker allows only a task name against a literal.
+		name, lit := x.L, x.R
+		if _, ok := name.(*spec.StringLit); ok {
+			name, lit = lit, name
 		}
-		g.commEquals(lit.Value, x.Op == spec.OpEq)
+		g.commEquals(name, lit.(*spec.StringLit).Value, x.Op == spec.OpEq)
 		return
 	}
 	left := g.spill(x.L)
@@ -239,11 +253,11 @@ func (g *gen) signedDivMod(mod bool) {
 
 // commEquals compares the current comm with a literal, 8 bytes at a time,
 // NUL padding included.
-func (g *gen) commEquals(lit string, eq bool) {
+func (g *gen) commEquals(name spec.Expr, lit string, eq bool) {
 	var buf [spec.CommSize]byte
 	copy(buf[:], lit)
 	area := g.e.Alloc(spec.CommSize)
-	g.comm(area)
+	g.commInto(name, area)
 	match, miss := int32(1), int32(0)
 	if !eq {
 		match, miss = 0, 1

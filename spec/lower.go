@@ -85,9 +85,10 @@ func (s *scope) keys(attr *hcl.Attribute) []Expr {
 // MaxKeyFields is the most values a by list may have.
 const MaxKeyFields = 8
 
+// isComm reports whether x is a task name: comm, or a comm saved on entry.
 func isComm(x Expr) bool {
-	v, ok := x.(*Var)
-	return ok && v.Name == "comm"
+	_, lit := x.(*StringLit)
+	return x.Type() == TypeString && !lit
 }
 
 // fields lowers an object of named values: save or event fields.

@@ -1,0 +1,235 @@
+package compiler_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/spec"
+	"github.com/probectl/probectl/spec/spectest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func mustProfile(t testing.TB, name string) *bpf.Facts {
+	t.Helper()
+	f, err := bpf.Profile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func compileFiles(t testing.TB, facts *bpf.Facts, paths ...string) *compiler.Output {
+	t.Helper()
+	cfg, diags := spec.LoadPaths(paths)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out, diags := compiler.Compile(cfg, facts)
+	if diags.HasErrors() {
+		t.Fatalf("compile for %s: %v", facts.Name, diags)
+	}
+	return out
+}
+
+func compileText(t testing.TB, facts *bpf.Facts, src string) *compiler.Output {
+	t.Helper()
+	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out, diags := compiler.Compile(cfg, facts)
+	if diags.HasErrors() {
+		t.Fatalf("compile for %s: %v", facts.Name, diags)
+	}
+	return out
+}
+
+func TestInvalidFixtures(t *testing.T) {
+	for _, f := range spectest.Load(t, "testdata/invalid") {
+		t.Run(filepath.Base(f.Name), func(t *testing.T) {
+			facts := mustProfile(t, f.Headers["TARGET"])
+			if fns := f.Headers["FUNCTIONS"]; fns != "" {
+				facts.Functions = strings.Fields(fns)
+			}
+			cfg, diags := spec.Parse(map[string][]byte{f.Name: f.Source})
+			if diags.HasErrors() {
+				t.Fatalf("spec errors, the fixture should fail in the compiler: %v", diags)
+			}
+			_, diags = compiler.Compile(cfg, facts)
+			f.Check(t, diags)
+		})
+	}
+}
+
+// The issue's route table: for attach = "auto" on each kernel of the matrix.
+func TestRoutes(t *testing.T) {
+	const entryOnly = `probe "kernel" "p" {
+  functions = ["vfs_read"]
+  on_entry {
+    count "c" {}
+  }
+}`
+	const entryExit = `probe "kernel" "p" {
+  functions = ["vfs_read"]
+  on_entry {
+    save = { t = ktime }
+  }
+  on_exit {
+    hist "h" { value = ktime - entry.t }
+  }
+}`
+	const user = `probe "user" "p" {
+  binary    = "/nonexistent/app"
+  functions = ["main"]
+  on_entry {
+    count "c" {}
+  }
+}`
+	type want struct {
+		route  compiler.Route
+		attach string
+	}
+	tests := []struct {
+		profile string
+		src     string
+		want    want
+	}{
+		{"linux-6.1-amd64", entryOnly, want{"trampoline", "fentry"}},
+		{"linux-6.1-amd64", entryExit, want{"trampoline", "fentry fexit"}},
+		{"linux-6.1-amd64", user, want{"uprobe", "uprobe"}},
+		{"linux-6.12-amd64", entryOnly, want{"ftrace", "kprobe.multi"}},
+		{"linux-6.12-amd64", entryExit, want{"rethook", "kprobe.session"}},
+		{"linux-6.12-amd64", user, want{"uprobe", "uprobe.multi"}},
+		{"linux-7.2-amd64", entryOnly, want{"ftrace", "kprobe.multi"}},
+		{"linux-7.2-amd64", entryExit, want{"fgraph", "kprobe.session"}},
+		{"linux-6.12-arm64", entryOnly, want{"trampoline", "fentry"}},
+		{"linux-6.12-arm64", entryExit, want{"trampoline", "fentry fexit"}},
+		{"linux-6.12-arm64", user, want{"uprobe", "uprobe.multi"}},
+		{"linux-7.2-arm64", entryOnly, want{"ftrace", "kprobe.multi"}},
+		{"linux-7.2-arm64", entryExit, want{"fgraph", "kprobe.session"}},
+		{"linux-7.2-amd64", strings.Replace(entryExit, `functions`, `attach = "kprobe.multi"
+  functions`, 1), want{"fgraph", "kprobe.multi kretprobe.multi"}},
+		{"linux-7.2-amd64", strings.Replace(entryExit, `functions`, `attach = "fentry"
+  functions`, 1), want{"trampoline", "fentry fexit"}},
+		{"linux-7.2-amd64", strings.Replace(entryExit, `functions`, `attach = "kprobe"
+  functions`, 1), want{"kprobe", "kprobe kretprobe"}},
+		{"linux-6.12-amd64", strings.Replace(entryOnly, `functions`, `attach = "kprobe.multi"
+  functions`, 1), want{"ftrace", "kprobe.multi"}},
+		{"linux-7.2-amd64", strings.Replace(user, `functions`, `attach = "uprobe"
+  functions`, 1), want{"uprobe", "uprobe"}},
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprintf("%d-%s", i, tt.profile), func(t *testing.T) {
+			out := compileText(t, mustProfile(t, tt.profile), tt.src)
+			p := out.Probes[0]
+			got := want{p.Route, strings.Join(p.Attach, " ")}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v (reason: %s)", got, tt.want, p.Reason)
+			}
+			if p.Reason == "" {
+				t.Error("no reason")
+			}
+		})
+	}
+}
+
+// A derived profile: 6.18 has fgraph but not the 6.19 entry-only fast path.
+func TestFgraphWithoutFastPath(t *testing.T) {
+	f := mustProfile(t, "linux-7.2-amd64")
+	f.Kernel = bpf.Version{Major: 6, Minor: 18}
+	f.Derive()
+	out := compileText(t, f, `probe "kernel" "p" {
+  functions = ["vfs_read"]
+  on_entry {
+    count "c" {}
+  }
+}`)
+	if r := out.Probes[0].Route; r != compiler.RouteFgraph {
+		t.Errorf("6.18 entry-only route = %s, want fgraph", r)
+	}
+}
+
+func TestEntryDataStorage(t *testing.T) {
+	f := mustProfile(t, "linux-7.2-amd64")
+	tests := []struct {
+		save, storage string
+		size          int
+	}{
+		{"{ t = ktime }", compiler.StorageCookie, 8},
+		{"{ t = ktime, a = arg0 }", compiler.StorageMap, 16},
+		{"{ c = comm }", compiler.StorageMap, 16},
+	}
+	for _, tt := range tests {
+		out := compileText(t, f, `probe "kernel" "p" {
+  functions = ["vfs_read"]
+  on_entry {
+    save = `+tt.save+`
+  }
+  on_exit {
+    count "c" {}
+  }
+}`)
+		ed := out.Probes[0].EntryData
+		if ed.Storage != tt.storage || ed.Size != tt.size {
+			t.Errorf("save %s: entry data %+v, want %d bytes in %s", tt.save, ed, tt.size, tt.storage)
+		}
+	}
+}
+
+// Golden instruction listings and JSON plans of the examples, per profile.
+func TestGolden(t *testing.T) {
+	for _, name := range bpf.ProfileNames() {
+		t.Run(name, func(t *testing.T) {
+			facts := mustProfile(t, name)
+			out := compileFiles(t, facts, "../examples")
+			var listing strings.Builder
+			for _, p := range out.Probes {
+				for _, prog := range p.Programs {
+					fmt.Fprintf(&listing, "## %s %s (%s, %s)\n%v\n", p.Addr, prog.Role, prog.Family, prog.Type, prog.Instructions)
+				}
+			}
+			plan, _ := json.MarshalIndent(compiler.NewPlan(out), "", "  ")
+			golden(t, filepath.Join("testdata/golden", name+".insns"), listing.String())
+			golden(t, filepath.Join("testdata/golden", name+".plan.json"), string(plan)+"\n")
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the output; run go test ./compiler -update and review the diff", path)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	f := mustProfile(t, "linux-7.2-amd64")
+	a := compileFiles(t, f, "../examples")
+	b := compileFiles(t, f, "../examples")
+	for i := range a.Probes {
+		if a.Probes[i].Digest() != b.Probes[i].Digest() {
+			t.Errorf("%s: two compilations differ", a.Probes[i].Addr)
+		}
+	}
+}
