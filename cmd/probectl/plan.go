@@ -127,4 +127,3 @@ func writeSavedPlan(path string, plan *compiler.Plan, facts *bpf.Facts, cfg *spe
 	}
 	return os.WriteFile(path, b, 0o600)
 }
-

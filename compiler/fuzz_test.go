@@ -1,0 +1,58 @@
+package compiler_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/spec"
+)
+
+// FuzzCompileVerify: every spec that passes the checks compiles on every
+// profile, and (as root) every program it yields that the host can load
+// is accepted by the host's verifier. A rejection is a compiler bug.
+func FuzzCompileVerify(f *testing.F) {
+	for _, g := range []string{"../examples/*.hcl", "testdata/routes/*.hcl", "testdata/invalid/*.hcl", "../spec/testdata/invalid/*.hcl"} {
+		names, _ := filepath.Glob(g)
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	var kernel *btf.Spec
+	if os.Geteuid() == 0 {
+		k, err := btf.LoadKernelSpec()
+		if err != nil {
+			f.Fatal(err)
+		}
+		kernel = k
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, diags := spec.Parse(map[string][]byte{"fuzz.hcl": src})
+		if diags.HasErrors() {
+			return
+		}
+		for _, name := range []string{"linux-6.1-amd64", "linux-7.2-amd64", "linux-7.2-arm64"} {
+			facts := mustProfile(t, name)
+			out, diags := compiler.Compile(cfg, facts)
+			if diags.HasErrors() {
+				// Target-dependent refusals (a pinned family, an unknown
+				// tracepoint field) are fine; they must point somewhere.
+				for _, d := range diags {
+					if d.Subject == nil {
+						t.Fatalf("%s: diagnostic without a range: %v", name, d)
+					}
+				}
+				continue
+			}
+			if kernel != nil && facts.Arch == "x86_64" {
+				loadAll(t, out, kernel)
+			}
+		}
+	})
+}
