@@ -59,12 +59,12 @@ func (g *gen) layoutMaps() {
 	}
 	out.EventsDroppedIndex = n
 	out.Maps = append(out.Maps, &Map{
-		Ref: refStats, Name: "stats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n + 1),
+		Ref: refStats, Name: "probectl.stats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n + 1),
 		Purpose: "dropped keys per aggregation, and dropped events",
 	})
 	if g.storage == StorageMap {
 		out.Maps = append(out.Maps, &Map{
-			Ref: refEntry, Name: "entry_slots", Type: ebpf.LRUHash, KeySize: 8, ValueSize: uint32(g.entrySize()), MaxEntries: entrySlots,
+			Ref: refEntry, Name: "probectl.entry", Type: ebpf.LRUHash, KeySize: 8, ValueSize: uint32(g.entrySize()), MaxEntries: entrySlots,
 			Purpose: "entry data per (thread, function) call",
 		})
 	}
@@ -73,7 +73,7 @@ func (g *gen) layoutMaps() {
 			g.errorf(g.p.DeclRange, "No ring buffer", "event needs BPF ring buffers (Linux 5.8), which the target (%s) lacks. Use an aggregation.", g.facts.Label())
 		}
 		out.Maps = append(out.Maps, &Map{
-			Ref: refEvents, Name: "events", Type: ebpf.RingBuf, MaxEntries: ringSize,
+			Ref: refEvents, Name: "probectl.event", Type: ebpf.RingBuf, MaxEntries: ringSize,
 			Purpose: "event records",
 		})
 	}

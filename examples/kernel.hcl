@@ -50,7 +50,7 @@ probe "kernel" "read_returns" {
 
   on_exit {
     sum "bytes" {
-      when = ret > 0
+      when  = ret > 0
       value = ret
     }
     min "worst_error" {

@@ -103,7 +103,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 					Severity: hcl.DiagError,
 					Summary:  "Duplicate probe address",
 					Detail: fmt.Sprintf("A probe %q is already declared at %s. Each probe needs its own address: rename one of them.",
-						p.Addr, first.DeclRange),
+						p.Addr, pos(first.DeclRange)),
 					Subject: p.DeclRange.Ptr(),
 				})
 				continue
@@ -278,7 +278,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		}
 		if *slot != nil {
 			d.errorf(hb.DefRange, "Duplicate handler",
-				"This probe already has an %s block at %s. Merge the two blocks into one.", hb.Type, (*slot).DeclRange)
+				"This probe already has an %s block at %s. Merge the two blocks into one.", hb.Type, pos((*slot).DeclRange))
 			continue
 		}
 		*slot = d.handler(p, hb, exit)
@@ -325,7 +325,7 @@ func (d *decoder) checkActionNames(p *Probe) {
 		if first, dup := seen[a.Name]; dup {
 			d.errorf(a.DeclRange, "Duplicate action name",
 				"This probe already has an action named %q at %s. Action names are unique within a probe: rename one.",
-				a.Name, first.DeclRange)
+				a.Name, pos(first.DeclRange))
 			continue
 		}
 		seen[a.Name] = a
@@ -519,4 +519,9 @@ func quoteList(list []string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// pos writes where a range starts, as FILE:LINE:COL.
+func pos(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
 }

@@ -1,0 +1,9 @@
+// Package runtime owns what the kernel has: it applies compiled probes to
+// the live kernel atomically (load everything, attach everything, pin,
+// commit state; undo on any error), keeps state in bpffs pins and a state
+// file with lineage and serial, diffs it against new plans, and reads what
+// the probes measured.
+//
+// Package runtime imports compiler and bpf. It never imports spec or HCL: a
+// saved plan is self-contained.
+package runtime
