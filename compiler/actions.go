@@ -49,18 +49,17 @@ func (g *gen) layoutMaps() {
 		if a.Kind == spec.LHist {
 			agg.LinearMin, agg.LinearMax, agg.LinearStep = a.Min, a.Max, a.Step
 		}
-		maxEntries := a.MaxKeys
 		out.Aggregations = append(out.Aggregations, agg)
 		out.Maps = append(out.Maps, &Map{
 			Ref: agg.MapRef, Name: mapName(a.Name), Type: ebpf.PerCPUHash,
-			KeySize: uint32(agg.KeySize), ValueSize: 8, MaxEntries: uint32(maxEntries),
+			KeySize: uint32(agg.KeySize), ValueSize: uint32(ValueSize(a.Kind)), MaxEntries: uint32(a.MaxKeys),
 			Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
 		})
 	}
-	out.EventsDroppedIndex = n
+	out.Stats = Stats{EventsDropped: n, EntryHits: n + 1, ExitHits: n + 2, Size: n + 3}
 	out.Maps = append(out.Maps, &Map{
-		Ref: refStats, Name: "probectl.stats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n + 1),
-		Purpose: "dropped keys per aggregation, and dropped events",
+		Ref: refStats, Name: "probectl.stats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(out.Stats.Size),
+		Purpose: "dropped keys per aggregation, dropped events, hits",
 	})
 	if g.storage == StorageMap {
 		out.Maps = append(out.Maps, &Map{
@@ -77,6 +76,16 @@ func (g *gen) layoutMaps() {
 			Purpose: "event records",
 		})
 	}
+}
+
+// ValueSize is the size of an aggregation's per-CPU value: min and max keep
+// a "seen" word after the value, because inserting a key zeroes the other
+// CPUs' values and 0 must not win a min.
+func ValueSize(kind spec.ActionKind) int {
+	if kind == spec.Min || kind == spec.Max {
+		return 16
+	}
+	return 8
 }
 
 // keyKind is how show decodes a key field or event field.
@@ -156,7 +165,10 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.e.At("by "+b.Text(), b.Range())
 		g.store(b, key+int16(agg.Key[i].Offset))
 	}
-	val := g.e.Alloc(8)
+	val := g.e.Alloc(ValueSize(a.Kind))
+	if ValueSize(a.Kind) == 16 {
+		g.e.Emit(bpf.StoreImm64(asm.RFP, val+8, 1)) // seen
+	}
 	switch a.Kind {
 	case spec.Count:
 		g.e.Emit(bpf.StoreImm64(asm.RFP, val, 1))
@@ -195,12 +207,22 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		asm.LoadMem(asm.R2, asm.RFP, val, asm.DWord),
 	)
 	switch a.Kind {
-	case spec.Min:
-		g.e.Emit(asm.JSLE.Reg(asm.R1, asm.R2, skip))
-		g.e.Emit(asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord))
-	case spec.Max:
-		g.e.Emit(asm.JSGE.Reg(asm.R1, asm.R2, skip))
-		g.e.Emit(asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord))
+	case spec.Min, spec.Max:
+		set := g.e.NewLabel("set")
+		g.e.Emit(
+			asm.LoadMem(asm.R3, asm.R0, 8, asm.DWord),
+			asm.JEq.Imm(asm.R3, 0, set), // this CPU has not seen the key yet
+		)
+		if a.Kind == spec.Min {
+			g.e.Emit(asm.JSLE.Reg(asm.R1, asm.R2, skip))
+		} else {
+			g.e.Emit(asm.JSGE.Reg(asm.R1, asm.R2, skip))
+		}
+		g.e.Mark(set)
+		g.e.Emit(
+			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
+			bpf.StoreImm64(asm.R0, 8, 1),
+		)
 	default:
 		g.e.Emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
 	}
@@ -315,7 +337,7 @@ func (g *gen) emitEvent(a *spec.Action, skip string) {
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, reserved),
 	)
-	g.countStat(g.out.EventsDroppedIndex)
+	g.countStat(g.out.Stats.EventsDropped)
 	g.e.Emit(asm.Ja.Label(skip))
 	g.e.Mark(reserved)
 	g.e.Emit(asm.Mov.Reg(regRecord, asm.R0))

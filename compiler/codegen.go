@@ -140,6 +140,12 @@ func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachT
 	g.e, g.ctx = &bpf.Emitter{}, ctx
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
+	switch role {
+	case "entry", "event":
+		g.countStat(g.out.Stats.EntryHits)
+	case "exit":
+		g.countStat(g.out.Stats.ExitHits)
+	}
 	body()
 	insns, err := g.e.Finish()
 	if err != nil {
@@ -234,6 +240,7 @@ func (g *gen) sessionBody() {
 		asm.And.Imm(asm.R0, 0xff), // bool
 		asm.JNE.Imm(asm.R0, 0, "exit_half"),
 	)
+	g.countStat(g.out.Stats.EntryHits)
 	skipExit := int32(0)
 	if g.p.Exit == nil {
 		skipExit = 1
@@ -276,6 +283,7 @@ func (g *gen) sessionBody() {
 	}
 
 	g.e.Mark("exit_half")
+	g.countStat(g.out.Stats.ExitHits)
 	if g.p.Exit == nil {
 		g.ret(0)
 		return

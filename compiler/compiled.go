@@ -83,11 +83,20 @@ type Probe struct {
 	// Aggregations decode the maps; Events decode ring buffer records.
 	Aggregations []*Aggregation
 	Events       []*EventLayout
-	// StatsIndex: index of the events-dropped counter in the stats map.
-	EventsDroppedIndex int
+	// Stats locates the counters of the stats map.
+	Stats Stats
 
 	// Spec is the probe as written, for diagnostics.
 	Spec *spec.Probe `json:"-"`
+}
+
+// Stats locates the probe's counters in its per-CPU stats array. Each
+// aggregation's dropped keys are at its DroppedIndex.
+type Stats struct {
+	EventsDropped int `json:"events_dropped"`
+	EntryHits     int `json:"entry_hits"` // runs of the entry program (or half)
+	ExitHits      int `json:"exit_hits"`  // runs of the exit program (or half)
+	Size          int `json:"size"`
 }
 
 // EntryData is what the entry handler keeps for the exit handler.
