@@ -45,10 +45,17 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	g := &globals{}
+	g.register(root)
 	root.AddCommand(
 		newValidateCmd(),
 		newFmtCmd(),
-		newPlanCmd(),
+		newPlanCmd(g),
+		newApplyCmd(g),
+		newDestroyCmd(g),
+		newStatusCmd(g),
+		newShowCmd(g),
+		newRunCmd(),
 		newTargetCmd(),
 	)
 	return root

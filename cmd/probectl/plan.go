@@ -7,30 +7,34 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 )
 
-func newPlanCmd() *cobra.Command {
+func newPlanCmd(g *globals) *cobra.Command {
 	var target, outFile string
-	var asJSON bool
+	var asJSON, detailed bool
 	cmd := &cobra.Command{
 		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] PATH...",
 		Short: "Show what applying the specs would do on a kernel",
 		Long: `Plan compiles the specs for a target kernel and shows, per probe, the functions,
 the route and why, the link families and how many links, where entry data
 lives, the programs with their instruction counts, the maps with their key
-limits, and the locked memory. Nothing touches the kernel.
+limits, and the locked memory. Nothing touches the kernel. For the running
+kernel (-target auto) the plan is a diff against the workspace's state:
+create +, replace -/+ (with why), delete -, unchanged.
 
   -target auto     the running kernel (needs root)
   -target PROFILE  a built-in profile: ` + fmt.Sprint(bpf.ProfileNames()) + `
   -target FILE     facts written by "probectl target -o FILE"
   -json            the plan as JSON (README, "Plan JSON")
   -out FILE        save the plan for "probectl apply FILE"
+  -detailed-exitcode  exit 0 when nothing would change, 2 when something would
 
-Exit status: 0 planned, 1 errors.`,
+Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 errors, 2 changes).`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			cfg, diags := spec.LoadPaths(args)
 			if diags.HasErrors() {
 				printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
@@ -47,11 +51,28 @@ Exit status: 0 planned, 1 errors.`,
 				return exitError{1}
 			}
 			plan := compiler.NewPlan(out)
+			var state *runtime.State
+			if facts.Source == "live" {
+				w, err := g.open()
+				if err != nil {
+					return err
+				}
+				if state, err = w.State(); err != nil {
+					return err
+				}
+				plan = runtime.Diff(state, out, driftByAddr(w, state))
+			}
 			if outFile != "" {
-				if err := writeSavedPlan(outFile, plan, facts, cfg); err != nil {
+				if err := writeSavedPlan(outFile, plan, facts, cfg, state); err != nil {
 					return err
 				}
 			}
+			changes := plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete > 0
+			defer func() {
+				if detailed && changes && err == nil {
+					err = exitError{2}
+				}
+			}()
 			if asJSON {
 				b, _ := json.MarshalIndent(plan, "", "  ")
 				cmd.Println(string(b))
@@ -67,6 +88,7 @@ Exit status: 0 planned, 1 errors.`,
 	cmd.Flags().StringVar(&target, "target", "auto", "auto, a profile name, or a facts file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to FILE")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
 	return cmd
 }
 
@@ -114,10 +136,17 @@ type SavedPlan struct {
 	Plan    *compiler.Plan    `json:"plan"`
 	Facts   *bpf.Facts        `json:"facts"`
 	Sources map[string]string `json:"sources"`
+	// The state the plan was made against: apply refuses when it moved.
+	Workspace    string `json:"workspace,omitempty"`
+	StateLineage string `json:"state_lineage"`
+	StateSerial  uint64 `json:"state_serial"`
 }
 
-func writeSavedPlan(path string, plan *compiler.Plan, facts *bpf.Facts, cfg *spec.Config) error {
+func writeSavedPlan(path string, plan *compiler.Plan, facts *bpf.Facts, cfg *spec.Config, state *runtime.State) error {
 	sp := SavedPlan{Plan: plan, Facts: facts, Sources: map[string]string{}}
+	if state != nil {
+		sp.Workspace, sp.StateLineage, sp.StateSerial = state.Workspace, state.Lineage, state.Serial
+	}
 	for name, src := range cfg.Sources {
 		sp.Sources[name] = string(src)
 	}

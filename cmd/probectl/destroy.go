@@ -1,0 +1,66 @@
+package main
+
+import (
+	"github.com/probectl/probectl/compiler"
+	"github.com/spf13/cobra"
+)
+
+func newDestroyCmd(g *globals) *cobra.Command {
+	var autoApprove bool
+	cmd := &cobra.Command{
+		Use:   "destroy [-auto-approve] [ADDRESS...]",
+		Short: "Detach and remove applied probes (all, or the addresses given)",
+		Long: `Destroy removes applied probes: the state without them is committed first,
+then their links, programs and maps go.
+
+Exit status: 0 done, 1 errors.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("destroy"); err != nil {
+				return err
+			}
+			addrs, err := parseAddresses(args)
+			if err != nil {
+				return err
+			}
+			w, s, err := g.lockAndRepair(cmd)
+			if err != nil {
+				return err
+			}
+			defer w.Unlock()
+			plan := &compiler.Plan{FormatVersion: compiler.PlanFormatVersion}
+			want := map[string]bool{}
+			for _, a := range addrs {
+				want[a.String()] = true
+			}
+			for _, p := range s.Probes {
+				if len(want) == 0 || want[p.Address.String()] {
+					plan.Changes = append(plan.Changes, &compiler.Change{Address: p.Address.String(), Action: compiler.ActionDelete,
+						Route: p.Route, Attach: p.Attach, Reason: p.Reason, Functions: p.Functions, Patterns: p.Patterns,
+						Binary: p.Binary, Event: p.Event, EntryData: p.EntryData})
+				}
+			}
+			if len(plan.Changes) == 0 && len(addrs) == 0 {
+				cmd.Println("No probes applied in this workspace: nothing to destroy.")
+				return nil
+			}
+			for _, c := range plan.Changes {
+				cmd.Printf("  - %s will be destroyed\n", c.Address)
+			}
+			if !autoApprove {
+				if err := confirm(cmd, "destroy these probes"); err != nil {
+					return err
+				}
+			}
+			_, res, err := w.Destroy(s, addrs)
+			if err != nil {
+				return err
+			}
+			cmd.Printf("Destroy complete! Probes: %d destroyed.\n", len(res.Deleted))
+			warnLeftovers(cmd, res)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "destroy without asking")
+	g.addLockTimeout(cmd)
+	return cmd
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/probectl/probectl/runtime"
+	"github.com/spf13/cobra"
+)
+
+func newShowCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [-json] [ADDRESS...]",
+		Short: "Show what the applied probes measured",
+		Long: `Show prints each aggregation of the applied probes (or of the addresses
+given): counters and sums as tables sorted by value, histograms as text
+bars, keys decoded (function names, comm strings, signed values).
+
+  -json  the stable JSON form (README, "Show JSON")`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("show"); err != nil {
+				return err
+			}
+			w, err := g.open()
+			if err != nil {
+				return err
+			}
+			s, err := w.State()
+			if err != nil {
+				return err
+			}
+			probes, err := selectProbes(s, args)
+			if err != nil {
+				return err
+			}
+			results, err := w.Read(s, probes)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeResultsJSON(cmd.OutOrStdout(), results)
+			}
+			if len(results) == 0 {
+				cmd.Println("No probes applied in this workspace.")
+				return nil
+			}
+			renderResults(cmd.OutOrStdout(), results)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeResultsJSON(w io.Writer, results []runtime.ProbeResult) error {
+	if results == nil {
+		results = []runtime.ProbeResult{}
+	}
+	b, err := json.MarshalIndent(struct {
+		Probes []runtime.ProbeResult `json:"probes"`
+	}{results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+func selectProbes(s *runtime.State, args []string) ([]*runtime.ProbeState, error) {
+	if len(args) == 0 {
+		return s.Probes, nil
+	}
+	addrs, err := parseAddresses(args)
+	if err != nil {
+		return nil, err
+	}
+	var out []*runtime.ProbeState
+	for _, a := range addrs {
+		p := s.Probe(a)
+		if p == nil {
+			return nil, errors.New(a.String() + " is not applied in this workspace")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// renderResults draws results as text, in the manner of bpftrace.
+func renderResults(w io.Writer, results []runtime.ProbeResult) {
+	for i, pr := range results {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s\n", pr.Address)
+		for _, ar := range pr.Aggregations {
+			fmt.Fprintf(w, "\n  %s %q", ar.Kind, ar.Name)
+			if ar.Dropped > 0 {
+				fmt.Fprintf(w, " (%d observations dropped: more keys than max_keys)", ar.Dropped)
+			}
+			fmt.Fprintln(w)
+			if len(ar.Entries) == 0 {
+				fmt.Fprintln(w, "    (no data)")
+				continue
+			}
+			if ar.Kind == "hist" || ar.Kind == "lhist" {
+				for _, e := range ar.Entries {
+					if len(e.Key) > 0 {
+						fmt.Fprintf(w, "    [%s]\n", keyText(e.Key))
+					}
+					drawHistogram(w, e.Buckets)
+				}
+				continue
+			}
+			table(w, ar)
+		}
+	}
+}
+
+func keyText(k runtime.OrderedKey) string {
+	parts := make([]string, len(k))
+	for i, f := range k {
+		parts[i] = fmt.Sprintf("%s=%v", f.Name, f.Value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func table(w io.Writer, ar runtime.AggregationResult) {
+	cols := append([]string{}, ar.KeyKeys...)
+	rows := [][]string{}
+	for _, e := range ar.Entries {
+		var row []string
+		for _, f := range e.Key {
+			row = append(row, fmt.Sprint(f.Value))
+		}
+		row = append(row, fmt.Sprint(*e.Value))
+		rows = append(rows, row)
+	}
+	cols = append(cols, string(ar.Kind))
+	widths := make([]int, len(cols))
+	for i, c := range cols {
+		widths[i] = len(c)
+		for _, r := range rows {
+			widths[i] = max(widths[i], len(r[i]))
+		}
+	}
+	line := func(cells []string) {
+		fmt.Fprint(w, "    ")
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				fmt.Fprintf(w, "%*s", widths[i], c)
+			} else {
+				fmt.Fprintf(w, "%-*s  ", widths[i], c)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	line(cols)
+	for _, r := range rows {
+		line(r)
+	}
+}
+
+func bound(v int64) string {
+	switch v {
+	case math.MinInt64:
+		return "-inf"
+	case math.MaxInt64:
+		return "inf"
+	}
+	return humanInt(v)
+}
+
+// humanInt writes powers of two as bpftrace does: 1K, 4M.
+func humanInt(v int64) string {
+	for _, u := range []struct {
+		n int64
+		s string
+	}{{1 << 60, "E"}, {1 << 50, "P"}, {1 << 40, "T"}, {1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
+		if v != 0 && v%u.n == 0 {
+			return fmt.Sprintf("%d%s", v/u.n, u.s)
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+func drawHistogram(w io.Writer, buckets []runtime.Bucket) {
+	var most uint64
+	for _, b := range buckets {
+		most = max(most, b.Count)
+	}
+	const width = 52
+	for _, b := range buckets {
+		label := fmt.Sprintf("[%s, %s)", bound(b.Low), bound(b.High))
+		if b.High == b.Low+1 {
+			label = fmt.Sprintf("[%s]", bound(b.Low))
+		}
+		bar := 0
+		if most > 0 {
+			bar = int(b.Count * width / most)
+		}
+		fmt.Fprintf(w, "    %-20s %8d |%-*s|\n", label, b.Count, width, strings.Repeat("@", bar))
+	}
+}

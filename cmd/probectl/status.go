@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/probectl/probectl/runtime"
+	"github.com/spf13/cobra"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [-json]",
+		Short: "Show the applied probes: routes, links, hits, misses, drops and drift",
+		Long: `Status lists the workspace's applied probes with their route, link families
+and IDs, functions, hits (program runs), missed hits (the kernel's per-link
+counters, where it has them), dropped keys and events, and drift: a link or
+pin gone, or a program replaced, outside probectl. It repairs what an
+interrupted apply or destroy left behind.
+
+Exit status: 0, 1 errors, 2 drift found.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireRoot("status"); err != nil {
+				return err
+			}
+			w, s, err := g.lockAndRepair(cmd)
+			if errors.Is(err, runtime.ErrLocked) {
+				// Another probectl is at work: report without repairing.
+				fmt.Fprintf(cmd.ErrOrStderr(), "Note: %v\n", err)
+				if w, err = g.open(); err != nil {
+					return err
+				}
+				if s, err = w.State(); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			} else {
+				defer w.Unlock()
+			}
+			st, err := w.Status(s)
+			if err != nil {
+				return err
+			}
+			drift := false
+			for _, p := range st {
+				drift = drift || len(p.Drift) > 0
+			}
+			if asJSON {
+				if st == nil {
+					st = []runtime.ProbeStatus{}
+				}
+				b, _ := json.MarshalIndent(struct {
+					Workspace string                `json:"workspace"`
+					Lineage   string                `json:"lineage"`
+					Serial    uint64                `json:"serial"`
+					Probes    []runtime.ProbeStatus `json:"probes"`
+				}{s.Workspace, s.Lineage, s.Serial, st}, "", "  ")
+				cmd.Println(string(b))
+			} else {
+				renderStatus(cmd, s, st)
+			}
+			if drift {
+				return exitError{2}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	g.addLockTimeout(cmd)
+	return cmd
+}
+
+func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus) {
+	cmd.Printf("Workspace %q: %s applied (serial %d)\n", s.Workspace, plural(len(st), "probe"), s.Serial)
+	for _, p := range st {
+		cmd.Printf("\n  %s\n", p.Address)
+		cmd.Printf("    route      %s via %s\n", p.Route, strings.Join(p.Attach, " + "))
+		switch {
+		case p.Event != "":
+			cmd.Printf("    event      %s\n", p.Event)
+		default:
+			cmd.Printf("    functions  %d: %s\n", len(p.Functions), abbreviate(p.Functions, 6))
+		}
+		if p.Binary != "" {
+			cmd.Printf("    binary     %s\n", p.Binary)
+		}
+		var ids []string
+		for _, l := range p.Links {
+			ids = append(ids, fmt.Sprint(l.ID))
+		}
+		cmd.Printf("    links      %d (ids %s)\n", len(p.Links), abbreviate(ids, 8))
+		cmd.Printf("    hits       %d entry, %d exit; missed %d\n", p.EntryHits, p.ExitHits, p.Missed)
+		cmd.Printf("    dropped    %d keys, %d events\n", p.DroppedKeys, p.DroppedEvents)
+		if len(p.Drift) > 0 {
+			cmd.Printf("    DRIFT      %s (apply replaces it)\n", strings.Join(p.Drift, "; "))
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package runtime
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+)
+
+// Diff plans the change from the state s to the compiled probes out:
+// probes only in out are created, probes only in s deleted, probes in both
+// replaced when their compiled digest differs or drift damaged them, and
+// otherwise left alone.
+func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compiler.Plan {
+	plan := &compiler.Plan{
+		FormatVersion: compiler.PlanFormatVersion,
+		Target:        compiler.PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)},
+	}
+	seen := map[bpf.Address]bool{}
+	for _, p := range out.Probes {
+		seen[p.Addr] = true
+		old := s.Probe(p.Addr)
+		action, why := compiler.ActionCreate, ""
+		switch {
+		case old == nil:
+		case len(drift[p.Addr]) > 0:
+			action, why = compiler.ActionReplace, "drift: "+strings.Join(drift[p.Addr], "; ")
+		case old.Digest == p.Digest():
+			action = compiler.ActionNoOp
+		default:
+			action, why = compiler.ActionReplace, whyReplace(old, p)
+		}
+		c := p.Change(action, out.Facts)
+		c.Why = why
+		plan.Changes = append(plan.Changes, c)
+	}
+	for _, old := range s.Probes {
+		if seen[old.Address] {
+			continue
+		}
+		plan.Changes = append(plan.Changes, &compiler.Change{
+			Address: old.Address.String(), Action: compiler.ActionDelete, Why: "no longer in the specs",
+			Route: old.Route, Attach: old.Attach, Reason: old.Reason, Functions: old.Functions,
+			Patterns: old.Patterns, Binary: old.Binary, Event: old.Event, EntryData: old.EntryData, Digest: old.Digest,
+		})
+	}
+	sort.Slice(plan.Changes, func(i, j int) bool {
+		a, _ := bpf.ParseAddress(plan.Changes[i].Address)
+		b, _ := bpf.ParseAddress(plan.Changes[j].Address)
+		return a.Less(b)
+	})
+	plan.Count()
+	return plan
+}
+
+// whyReplace names what changed between an applied probe and its new compilation.
+func whyReplace(old *ProbeState, p *compiler.Probe) string {
+	var why []string
+	if old.Route != p.Route {
+		why = append(why, fmt.Sprintf("route %s → %s", old.Route, p.Route))
+	}
+	if strings.Join(old.Attach, "+") != strings.Join(p.Attach, "+") {
+		why = append(why, fmt.Sprintf("attach %s → %s", strings.Join(old.Attach, " + "), strings.Join(p.Attach, " + ")))
+	}
+	added, removed := setDiff(p.Functions, old.Functions), setDiff(old.Functions, p.Functions)
+	if len(added) > 0 {
+		why = append(why, "functions added: "+strings.Join(added, ", "))
+	}
+	if len(removed) > 0 {
+		why = append(why, "functions removed: "+strings.Join(removed, ", "))
+	}
+	if old.Binary != p.Binary || old.PID != p.PID || old.Event != p.Event {
+		why = append(why, "target changed")
+	}
+	if len(why) == 0 {
+		why = append(why, "handlers changed")
+	}
+	return strings.Join(why, "; ")
+}
+
+func setDiff(a, b []string) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[x] = true
+	}
+	var out []string
+	for _, x := range a {
+		if !in[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
