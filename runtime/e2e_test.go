@@ -1,0 +1,346 @@
+package runtime_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
+)
+
+// The workload makes, for n iterations: n calls of target(i) returning
+// 2i-5; n/2 calls of other(i, 1); n calls of fails(i) returning -(i%7)-1;
+// n failed openat("/nonexistent/...", O_RDONLY|O_CLOEXEC) calls (ENOENT).
+const n = 37
+
+func TestUprobeCountsExactly(t *testing.T) {
+	requireRoot(t)
+	for _, attach := range []string{"uprobe", "uprobe.multi"} {
+		t.Run(attach, func(t *testing.T) {
+			before := snapshot(t)
+			w := workspace(t)
+			s, _ := apply(t, w, `probe "user" "calls" {
+  binary    = "WORK"
+  functions = ["target", "other"]
+  attach    = "`+attach+`"
+  on_entry {
+    count "by_func" { by = [func] }
+    count "every_third" {
+      when = func == 1 && arg0 % 3 == 0
+    }
+    sum "args" { value = arg0 }
+  }
+}`)
+			p := s.Probes[0]
+			wantFamily := map[string]string{"uprobe": "uprobe", "uprobe.multi": "uprobe.multi"}[attach]
+			if strings.Join(p.Attach, ",") != wantFamily {
+				t.Fatalf("attach %v, want %s", p.Attach, wantFamily)
+			}
+			runWork(t, n)
+			got := values(aggregation(t, w, s, "user.calls", "by_func"))
+			if got["target"] != n || got["other"] != n/2 || len(got) != 2 {
+				t.Errorf("by_func = %v, want target %d, other %d", got, n, n/2)
+			}
+			if v := values(aggregation(t, w, s, "user.calls", "every_third"))[""]; v != (n+2)/3 {
+				t.Errorf("every_third = %d, want %d", v, (n+2)/3)
+			}
+			// target's args 0..n-1 and other's 0..n/2-1.
+			wantSum := int64(n*(n-1)/2 + (n/2)*(n/2-1)/2)
+			if v := values(aggregation(t, w, s, "user.calls", "args"))[""]; v != wantSum {
+				t.Errorf("sum of args = %d, want %d", v, wantSum)
+			}
+			st, err := w.Status(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st[0].EntryHits != uint64(n+n/2) || len(st[0].Drift) != 0 {
+				t.Errorf("status: hits %d (want %d), drift %v", st[0].EntryHits, n+n/2, st[0].Drift)
+			}
+			s, _, err = w.Destroy(s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			noLeaks(t, before, nil)
+		})
+	}
+}
+
+// func is the index in the sorted function list: fails 0, other 1 or target 1.
+
+// uretprobes with entry data: ret, entry.NAME, histograms and min/max.
+func TestUretprobeEntryDataAndRet(t *testing.T) {
+	requireRoot(t)
+	for _, attach := range []string{"uprobe", "uprobe.multi"} {
+		t.Run(attach, func(t *testing.T) {
+			before := snapshot(t)
+			w := workspace(t)
+			s, _ := apply(t, w, `probe "user" "ret" {
+  binary    = "WORK"
+  functions = ["target", "fails"]
+  attach    = "`+attach+`"
+  on_entry {
+    when = comm == "pcwork"
+    save = { x = arg0, who = comm }
+  }
+  on_exit {
+    sum "ret_sum" {
+      when  = func == 1
+      value = ret
+    }
+    count "negative" {
+      when = func == 1 && ret < 0
+    }
+    count "errors" {
+      when = func == 0
+      by   = [ret]
+    }
+    hist "x" {
+      when  = func == 1
+      value = entry.x
+    }
+    lhist "x_linear" {
+      when  = func == 1
+      value = entry.x
+      min   = 0
+      max   = 20
+      step  = 5
+    }
+    min "least" { value = ret }
+    max "most" {
+      value = ret
+      by    = [entry.who]
+    }
+  }
+}`)
+			if s.Probes[0].EntryData.Storage != compiler.StorageMap {
+				t.Errorf("entry data in %s, want map", s.Probes[0].EntryData.Storage)
+			}
+			runWork(t, n)
+			var wantSum int64
+			neg := int64(0)
+			for i := int64(0); i < n; i++ {
+				wantSum += 2*i - 5
+				if 2*i-5 < 0 {
+					neg++
+				}
+			}
+			if v := values(aggregation(t, w, s, "user.ret", "ret_sum"))[""]; v != wantSum {
+				t.Errorf("sum of ret = %d, want %d", v, wantSum)
+			}
+			if v := values(aggregation(t, w, s, "user.ret", "negative"))[""]; v != neg {
+				t.Errorf("negative = %d, want %d", v, neg)
+			}
+			wantErr := map[string]int64{}
+			for i := int64(0); i < n; i++ {
+				wantErr[fmt.Sprint(-(i%7)-1)]++
+			}
+			if got := values(aggregation(t, w, s, "user.ret", "errors")); fmt.Sprint(got) != fmt.Sprint(wantErr) {
+				t.Errorf("errors = %v, want %v", got, wantErr)
+			}
+			// least: fails returns down to -7, target down to -5.
+			if v := values(aggregation(t, w, s, "user.ret", "least"))[""]; v != -7 {
+				t.Errorf("min ret = %d, want -7", v)
+			}
+			if v := values(aggregation(t, w, s, "user.ret", "most"))["pcwork"]; v != 2*(n-1)-5 {
+				t.Errorf("max ret = %d, want %d", v, 2*(n-1)-5)
+			}
+			// hist of x = 0..n-1: [0] 1, [1] 1, [2,4) 2, [4,8) 4, [8,16) 8, [16,32) 16, [32,64) n-32.
+			h := aggregation(t, w, s, "user.ret", "x")
+			wantBuckets := map[int64]uint64{0: 1, 1: 1, 2: 2, 4: 4, 8: 8, 16: 16, 32: n - 32}
+			checkBuckets(t, "hist x", h, wantBuckets)
+			// lhist 0..20 step 5: four buckets of 5, and n-20 at or above 20.
+			l := aggregation(t, w, s, "user.ret", "x_linear")
+			checkBuckets(t, "lhist x", l, map[int64]uint64{0: 5, 5: 5, 10: 5, 15: 5, 20: n - 20})
+			if _, _, err := w.Destroy(s, nil); err != nil {
+				t.Fatal(err)
+			}
+			noLeaks(t, before, nil)
+		})
+	}
+}
+
+func checkBuckets(t *testing.T, what string, ar runtime.AggregationResult, want map[int64]uint64) {
+	t.Helper()
+	if len(ar.Entries) != 1 {
+		t.Fatalf("%s: %d entries", what, len(ar.Entries))
+	}
+	got := map[int64]uint64{}
+	var total, wantTotal uint64
+	for _, b := range ar.Entries[0].Buckets {
+		got[b.Low] = b.Count
+		total += b.Count
+	}
+	for _, c := range want {
+		wantTotal += c
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || total != wantTotal {
+		t.Errorf("%s buckets = %v, want %v", what, got, want)
+	}
+}
+
+func TestTracepointArgsAndEvents(t *testing.T) {
+	requireRoot(t)
+	before := snapshot(t)
+	w := workspace(t)
+	s, _ := apply(t, w, `probe "tracepoint" "enter" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    count "flags" {
+      when = comm == "pcwork"
+      by   = [args.flags]
+    }
+  }
+}
+
+probe "tracepoint" "exit" {
+  event = "syscalls:sys_exit_openat"
+  on_entry {
+    count "results" {
+      when = comm == "pcwork"
+      by   = [args.ret]
+    }
+    event "failed" {
+      when   = comm == "pcwork" && args.ret < 0
+      fields = { errno = -args.ret, comm = comm }
+    }
+  }
+}`)
+	var p *runtime.ProbeState
+	for _, x := range s.Probes {
+		if x.Address.Name == "exit" {
+			p = x
+		}
+	}
+	rd, err := w.Events(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWork(t, n)
+	// O_RDONLY|O_CLOEXEC = 0x80000 on x86_64 and arm64.
+	if got := values(aggregation(t, w, s, "tracepoint.enter", "flags")); got["524288"] != n || len(got) != 1 {
+		t.Errorf("flags = %v, want 524288: %d", got, n)
+	}
+	if got := values(aggregation(t, w, s, "tracepoint.exit", "results")); got["-2"] != n {
+		t.Errorf("results = %v, want -2 (ENOENT): %d", got, n)
+	}
+	for i := 0; i < n; i++ {
+		ev, err := rd.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Name != "failed" || fmt.Sprint(ev.Fields) != "[{errno 2} {comm pcwork}]" {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+	}
+	rd.Close()
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	noLeaks(t, before, nil)
+}
+
+const twoProbes = `probe "user" "calls" {
+  binary    = "WORK"
+  functions = ["target"]
+  on_entry {
+    count "n" {}
+  }
+}
+
+probe "tracepoint" "opens" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    count "n" { when = comm == "pcwork" }
+  }
+}`
+
+// An apply of an unchanged spec changes nothing: same links, counts grow.
+func TestApplyUnchangedKeepsLinks(t *testing.T) {
+	requireRoot(t)
+	w := workspace(t)
+	s1, _ := apply(t, w, twoProbes)
+	runWork(t, n)
+	s2, plan := apply(t, w, twoProbes)
+	if plan.Summary.NoOp != 2 || plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete != 0 {
+		t.Fatalf("second plan: %+v", plan.Summary)
+	}
+	for i := range s1.Probes {
+		if fmt.Sprint(s1.Probes[i].Links) != fmt.Sprint(s2.Probes[i].Links) {
+			t.Errorf("%s: links changed: %v → %v", s1.Probes[i].Address, s1.Probes[i].Links, s2.Probes[i].Links)
+		}
+	}
+	runWork(t, n)
+	if v := values(aggregation(t, w, s2, "user.calls", "n"))[""]; v != 2*n {
+		t.Errorf("count after two runs = %d, want %d", v, 2*n)
+	}
+	if v := values(aggregation(t, w, s2, "tracepoint.opens", "n"))[""]; v != 2*n {
+		t.Errorf("tracepoint count after two runs = %d, want %d", v, 2*n)
+	}
+}
+
+// A changed probe is replaced create-before-destroy; the others stay.
+func TestReplaceCreatesBeforeDestroying(t *testing.T) {
+	requireRoot(t)
+	before := snapshot(t)
+	w := workspace(t)
+	s1, _ := apply(t, w, twoProbes)
+	var steps []string
+	w.SetFault(func(step string) error { steps = append(steps, step); return nil })
+	changed := strings.Replace(twoProbes, `functions = ["target"]`, `functions = ["target", "other"]`, 1)
+	s2, plan := apply(t, w, changed)
+	w.SetFault(nil)
+	var c *compiler.Change
+	for _, x := range plan.Changes {
+		if x.Address == "user.calls" {
+			c = x
+		}
+	}
+	if c.Action != compiler.ActionReplace || !strings.Contains(c.Why, "functions added: other") {
+		t.Fatalf("plan for user.calls: %s (%s)", c.Action, c.Why)
+	}
+	attach, remove := -1, -1
+	for i, st := range steps {
+		if strings.HasPrefix(st, "attach user.calls") && attach < 0 {
+			attach = i
+		}
+		if strings.HasPrefix(st, "remove user-calls") {
+			remove = i
+		}
+	}
+	if attach < 0 || remove < 0 || attach > remove {
+		t.Errorf("steps %v: the new probe must attach before the old one goes", steps)
+	}
+	if s1.Probes[1].Links[0].ID != s2.Probes[1].Links[0].ID {
+		t.Error("the unchanged tracepoint probe was touched")
+	}
+	runWork(t, n)
+	if got := values(aggregation(t, w, s2, "user.calls", "n"))[""]; got != n+n/2 {
+		t.Errorf("count = %d, want %d", got, n+n/2)
+	}
+	noLeaks(t, before, s2)
+}
+
+func TestLockNamesHolder(t *testing.T) {
+	dir := t.TempDir()
+	w1, err := runtime.Open(dir, "locked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := runtime.Open(dir, "locked")
+	err = w2.Lock()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", pid())) {
+		t.Fatalf("second lock: %v", err)
+	}
+	w2.LockTimeout = 2e9
+	done := make(chan error)
+	go func() { done <- w2.Lock() }()
+	w1.Unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("waiting lock: %v", err)
+	}
+	w2.Unlock()
+}
