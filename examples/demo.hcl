@@ -16,7 +16,7 @@ probe "tracepoint" "read_sizes" {
   }
 }
 
-probe "tracepoint" "opens" {
+probe "tracepoint" "open_calls" {
   event = "syscalls:sys_enter_openat"
 
   on_entry {

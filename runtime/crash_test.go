@@ -1,8 +1,8 @@
 package runtime_test
 
 import (
-	"io"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -25,12 +26,19 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLES", examples)
+			// Each script has its own state and its own workspace: pins
+			// under /sys/fs/bpf/probectl/<workspace> are machine-wide.
+			env.Setenv("PROBECTL_STATE_DIR", filepath.Join(env.WorkDir, "state"))
+			env.Setenv("PROBECTL_WORKSPACE", "ts-"+filepath.Base(env.WorkDir))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
 			case "root":
 				return os.Geteuid() == 0, nil
+			case "gcc":
+				_, err := exec.LookPath("gcc")
+				return err == nil, nil
 			}
 			return false, nil
 		},

@@ -28,7 +28,11 @@ func (g *globals) register(root *cobra.Command) {
 		def = runtime.DefaultStateDir
 	}
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", def, "where state lives (env PROBECTL_STATE_DIR)")
-	root.PersistentFlags().StringVar(&g.workspace, "workspace", runtime.DefaultWorkspace, "the workspace: an independent set of probes")
+	ws := os.Getenv("PROBECTL_WORKSPACE")
+	if ws == "" {
+		ws = runtime.DefaultWorkspace
+	}
+	root.PersistentFlags().StringVar(&g.workspace, "workspace", ws, "the workspace: an independent set of probes (env PROBECTL_WORKSPACE)")
 }
 
 func (g *globals) addLockTimeout(cmd *cobra.Command) {
