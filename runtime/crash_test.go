@@ -38,6 +38,9 @@ func child(mode string) error {
 		return err
 	}
 	w.LockTimeout = 10 * time.Second
+	if v := os.Getenv("PROBECTL_TEST_LOCK_TIMEOUT"); v != "" {
+		w.LockTimeout, _ = time.ParseDuration(v)
+	}
 	if err := w.Lock(); err != nil {
 		return err
 	}
@@ -155,6 +158,75 @@ func TestKill9DuringApplyAndDestroy(t *testing.T) {
 	t.Logf("%d trials: %d killed mid-way, %d finished first", trials, killed, finished)
 	if killed < trials/3 {
 		t.Errorf("only %d of %d trials were killed mid-way: the kill points do not cover the command", killed, trials)
+	}
+	if err := w.Lock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startChild starts the test binary as a probectl process.
+func startChild(t *testing.T, w *runtime.Workspace, mode, specPath, lockTimeout string, stderr *strings.Builder) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PROBECTL_TEST_CHILD="+mode, "PROBECTL_TEST_STATE="+w.StateDir,
+		"PROBECTL_TEST_WS="+w.Name, "PROBECTL_TEST_SPEC="+specPath, "PROBECTL_TEST_LOCK_TIMEOUT="+lockTimeout)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// Two applies at once: with a lock timeout both succeed, one after the
+// other; without one, the second fails naming the first. Either way the
+// state is consistent and nothing leaks.
+func TestConcurrentApplies(t *testing.T) {
+	requireRoot(t)
+	baseline := snapshot(t)
+	w := workspace(t)
+	w.Unlock()
+	dir := t.TempDir()
+	paths := []string{dir + "/a.hcl", dir + "/b.hcl"}
+	for i, src := range []string{faultBase, faultNext} {
+		if err := os.WriteFile(paths[i], []byte(strings.ReplaceAll(src, "WORK", workload(t))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, timeout := range []string{"20s", "0s"} {
+		var e1, e2 strings.Builder
+		c1 := startChild(t, w, "apply", paths[0], timeout, &e1)
+		c2 := startChild(t, w, "apply", paths[1], timeout, &e2)
+		err1, err2 := c1.Wait(), c2.Wait()
+		switch timeout {
+		case "20s":
+			if err1 != nil || err2 != nil {
+				t.Fatalf("with a lock timeout both applies succeed: %v %s / %v %s", err1, e1.String(), err2, e2.String())
+			}
+		default:
+			if (err1 == nil) == (err2 == nil) && !(err1 == nil && err2 == nil) {
+				t.Fatalf("both failed: %s / %s", e1.String(), e2.String())
+			}
+			for _, e := range []string{e1.String(), e2.String()} {
+				if e != "" && !strings.Contains(e, "is held by probectl PID") {
+					t.Errorf("the refused apply must name the holder: %s", e)
+				}
+			}
+		}
+		if err := w.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := w.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.Probes); n != 1 && n != 3 {
+			t.Errorf("state holds %d probes, want one spec's (1 or 3)", n)
+		}
+		if d := w.Drift(s); len(d) > 0 {
+			t.Errorf("drift: %v", d)
+		}
+		noLeaks(t, baseline, s)
+		w.Unlock()
 	}
 	if err := w.Lock(); err != nil {
 		t.Fatal(err)
