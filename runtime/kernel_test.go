@@ -1,0 +1,481 @@
+package runtime_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
+	"github.com/probectl/probectl/spec"
+	"golang.org/x/sys/unix"
+)
+
+// The TestKernel* tests probe kernel functions. They run in the VM matrix
+// (make vmtest), where PROBECTL_VM_PROFILE names the kernel and a skip is a
+// failure; elsewhere they run when the kernel can attach to kernel
+// functions, which the development host's cannot.
+
+func inVM() bool { return os.Getenv("PROBECTL_VM") != "" }
+
+var (
+	kfactsOnce sync.Once
+	kfacts     *bpf.Facts
+	kfactsErr  error
+)
+
+// kernelFacts returns the live facts with the function list, or skips
+// when the kernel cannot attach to kernel functions at all.
+func kernelFacts(t *testing.T) *bpf.Facts {
+	t.Helper()
+	requireRoot(t)
+	kfactsOnce.Do(func() { kfacts, kfactsErr = bpf.Detect(bpf.DetectOptions{Functions: true}) })
+	if kfactsErr != nil {
+		t.Fatal(kfactsErr)
+	}
+	f := *kfacts
+	if !f.Links.KprobeMulti && !f.Links.Fentry && !f.Links.Kprobe {
+		if inVM() {
+			t.Fatal("the VM's kernel cannot attach to kernel functions")
+		}
+		t.Skip("this kernel cannot attach to kernel functions (no fprobe, fentry or kprobes); the VM matrix runs these tests (make vmtest)")
+	}
+	return &f
+}
+
+// pick returns the first candidate the kernel can probe.
+func pick(t *testing.T, f *bpf.Facts, candidates ...string) string {
+	t.Helper()
+	for _, c := range candidates {
+		if f.HasFunction(c) {
+			return c
+		}
+	}
+	t.Fatalf("none of %v can be probed on this kernel", candidates)
+	return ""
+}
+
+func writeFunction(t *testing.T, f *bpf.Facts) string {
+	return pick(t, f, "ksys_write", "__x64_sys_write", "__arm64_sys_write")
+}
+
+func readFunction(t *testing.T, f *bpf.Facts) string {
+	return pick(t, f, "ksys_read", "__x64_sys_read", "__arm64_sys_read")
+}
+
+// kcompile compiles src for f; TID, PID and COMM are this thread's.
+func kcompile(t *testing.T, f *bpf.Facts, src string, tid int) *compiler.Output {
+	t.Helper()
+	comm, _ := os.ReadFile("/proc/self/comm")
+	src = strings.NewReplacer("TID", fmt.Sprint(tid), "PID", fmt.Sprint(os.Getpid()),
+		"COMM", strings.TrimSpace(string(comm))).Replace(src)
+	cfg, diags := spec.Parse(map[string][]byte{"kernel.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out, diags := compiler.Compile(cfg, f)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return out
+}
+
+func kapply(t *testing.T, w *runtime.Workspace, out *compiler.Output) (*runtime.State, error) {
+	t.Helper()
+	s, err := w.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := w.Apply(s, out, runtime.Diff(s, out, nil))
+	return next, err
+}
+
+// worker is a goroutine locked to its own OS thread: the workload runs
+// there, so that nothing else the test does (apply writes the state file)
+// is counted by a tid filter.
+type worker struct {
+	tid  int
+	jobs chan func()
+}
+
+func newWorker(t *testing.T) *worker {
+	w := &worker{jobs: make(chan func())}
+	ready := make(chan int)
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		ready <- unix.Gettid()
+		for job := range w.jobs {
+			job()
+		}
+	}()
+	w.tid = <-ready
+	t.Cleanup(func() { close(w.jobs) })
+	return w
+}
+
+// run runs the workload on the worker's thread and waits for it.
+func (w *worker) syscalls(t *testing.T, fails, oks, reads int) {
+	t.Helper()
+	done := make(chan error)
+	w.jobs <- func() { done <- doSyscalls(fails, oks, reads) }
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// doSyscalls makes, on the calling thread, fails writes to fd -1
+// (EBADF), oks 5-byte writes to /dev/null and reads reads of /dev/zero.
+func doSyscalls(fails, oks, reads int) error {
+	null, err := unix.Open("/dev/null", unix.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(null)
+	zero, err := unix.Open("/dev/zero", unix.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(zero)
+	buf := []byte("hello")
+	for i := 0; i < fails; i++ {
+		if _, err := unix.Write(-1, buf); !errors.Is(err, unix.EBADF) {
+			return fmt.Errorf("write(-1) = %v, want EBADF", err)
+		}
+	}
+	for i := 0; i < oks; i++ {
+		if _, err := unix.Write(null, buf); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < reads; i++ {
+		if _, err := unix.Read(zero, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestKernelTargetMatchesProfile(t *testing.T) {
+	name := os.Getenv("PROBECTL_VM_PROFILE")
+	if name == "" {
+		t.Skip("not in the VM matrix: this kernel is not one of the built-in profiles")
+	}
+	requireRoot(t)
+	live, err := bpf.Detect(bpf.DetectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := bpf.Profile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("live: %s, fprobe %s, fast path %v, links %+v, helpers %+v", live.Label(), live.Fprobe, live.FprobeEntryFastPath, live.Links, live.Helpers)
+	if d := live.Differences(profile); len(d) > 0 {
+		t.Errorf("probectl target differs from the profile %s:\n  %s", name, strings.Join(d, "\n  "))
+	}
+}
+
+// family is one way of running a probe that the tests force.
+type family struct {
+	attach  string // the attach value
+	entry   bool   // on_entry present (with when and save)
+	save    string // the save object
+	want    string // the link families the plan must pick
+	storage string
+	needs   func(*bpf.Facts) bool
+}
+
+func families(f *bpf.Facts) []family {
+	multi := func(f *bpf.Facts) bool { return f.Links.KprobeMulti }
+	session := func(f *bpf.Facts) bool { return f.Links.KprobeSession && f.Helpers.SessionKfuncs }
+	fentry := func(f *bpf.Facts) bool { return f.Links.Fentry }
+	kprobe := func(f *bpf.Facts) bool { return f.Links.Kprobe }
+	return []family{
+		{"kprobe.session", true, "{ start = ktime }", "kprobe.session", compiler.StorageCookie, session},
+		{"kprobe.session", true, "{ start = ktime, fd = arg0 }", "kprobe.session", compiler.StorageMap, session},
+		{"kprobe.multi", true, "{ start = ktime }", "kprobe.multi kretprobe.multi", compiler.StorageMap, multi},
+		{"fentry", true, "{ start = ktime }", "fentry fexit", compiler.StorageMap, fentry},
+		{"fentry", false, "", "fexit", compiler.StorageNone, fentry},
+		{"kprobe", true, "{ start = ktime }", "kprobe kretprobe", compiler.StorageMap, kprobe},
+	}
+}
+
+// Every family the kernel offers, forced, with exact results: n failed
+// writes give ret -9 (EBADF) n times, m writes to /dev/null give 5, and
+// the latency histogram holds n+m calls.
+func TestKernelFamiliesExact(t *testing.T) {
+	f := kernelFacts(t)
+	wfn := writeFunction(t, f)
+	const fails, oks = 23, 11
+	ran := 0
+	for i, fam := range families(f) {
+		if !fam.needs(f) {
+			// Not a skip: the kernel does not offer the family, as its
+			// profile says (TestKernelTargetMatchesProfile checks that).
+			t.Logf("%s is not offered by %s", fam.want, f.Label())
+			continue
+		}
+		t.Run(fmt.Sprintf("%d-%s", i, strings.ReplaceAll(fam.want, " ", "+")), func(t *testing.T) {
+			ran++
+			wk := newWorker(t)
+			tid := wk.tid
+			entry := ""
+			exitWhen := ""
+			if fam.entry {
+				entry = "\n  on_entry {\n    when = tid == TID\n    save = " + fam.save + "\n  }"
+			} else {
+				exitWhen = "\n      when = tid == TID"
+			}
+			hist := ""
+			if fam.entry {
+				hist = "\n    hist \"latency\" { value = ktime - entry.start }"
+			}
+			src := `probe "kernel" "w" {
+  functions = ["` + wfn + `"]
+  attach    = "` + fam.attach + `"` + entry + `
+  on_exit {
+    count "rets" {
+      by = [ret]` + exitWhen + `
+    }` + hist + `
+  }
+}`
+			before := snapshot(t)
+			w := workspace(t)
+			out := kcompile(t, f, src, tid)
+			p := out.Probes[0]
+			if got := strings.Join(p.Attach, " "); got != fam.want || p.EntryData.Storage != fam.storage {
+				t.Fatalf("plan: %s with entry data in %s, want %s in %s", got, p.EntryData.Storage, fam.want, fam.storage)
+			}
+			s, err := kapply(t, w, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wk.syscalls(t, fails, oks, 0)
+			got := values(aggregation(t, w, s, "kernel.w", "rets"))
+			if got["-9"] != fails || got["5"] != oks || len(got) != 2 {
+				t.Errorf("%s via %s: rets = %v, want -9: %d, 5: %d", wfn, fam.want, got, fails, oks)
+			}
+			if fam.entry {
+				h := aggregation(t, w, s, "kernel.w", "latency")
+				var total uint64
+				for _, e := range h.Entries {
+					for _, b := range e.Buckets {
+						total += b.Count
+					}
+				}
+				if total != fails+oks {
+					t.Errorf("latency histogram holds %d calls, want %d", total, fails+oks)
+				}
+			}
+			st, _ := w.Status(s)
+			t.Logf("%s on %s: route %s, %d links, hits %d/%d, missed %d", wfn, f.Label(), p.Route, len(st[0].Links), st[0].EntryHits, st[0].ExitHits, st[0].Missed)
+			if _, _, err := w.Destroy(s, nil); err != nil {
+				t.Fatal(err)
+			}
+			noLeaks(t, before, nil)
+		})
+	}
+	if inVM() && ran == 0 {
+		t.Fatal("no family ran in the VM")
+	}
+}
+
+// attach = "auto" takes the route the profile's plan promised, and counts.
+func TestKernelAutoRouteAsPlanned(t *testing.T) {
+	f := kernelFacts(t)
+	wk := newWorker(t)
+	tid := wk.tid
+	src := `probe "kernel" "entry_only" {
+  functions = ["` + writeFunction(t, f) + `"]
+  on_entry {
+    count "n" { when = tid == TID }
+  }
+}
+
+probe "kernel" "entry_exit" {
+  functions = ["` + writeFunction(t, f) + `"]
+  on_entry {
+    when = tid == TID
+    save = { t = ktime }
+  }
+  on_exit {
+    count "n" { by = [ret] }
+  }
+}`
+	out := kcompile(t, f, src, tid)
+	if name := os.Getenv("PROBECTL_VM_PROFILE"); name != "" {
+		profile, err := bpf.Profile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planned := kcompile(t, profile, src, tid)
+		for i, p := range out.Probes {
+			q := planned.Probes[i]
+			if p.Route != q.Route || strings.Join(p.Attach, " ") != strings.Join(q.Attach, " ") {
+				t.Errorf("%s: live route %s via %v, the %s plan promised %s via %v", p.Addr, p.Route, p.Attach, name, q.Route, q.Attach)
+			}
+		}
+	}
+	before := snapshot(t)
+	w := workspace(t)
+	s, err := kapply(t, w, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk.syscalls(t, 7, 5, 0)
+	if v := values(aggregation(t, w, s, "kernel.entry_only", "n"))[""]; v != 12 {
+		t.Errorf("entry_only = %d, want 12", v)
+	}
+	if got := values(aggregation(t, w, s, "kernel.entry_exit", "n")); got["-9"] != 7 || got["5"] != 5 {
+		t.Errorf("entry_exit = %v, want -9: 7, 5: 5", got)
+	}
+	for _, p := range out.Probes {
+		t.Logf("%s: %s via %v (%s)", p.Addr, p.Route, p.Attach, p.Reason)
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	noLeaks(t, before, nil)
+}
+
+// when filters by comm and pid exactly.
+func TestKernelWhenCommAndPID(t *testing.T) {
+	f := kernelFacts(t)
+	wk := newWorker(t)
+	src := `probe "kernel" "filters" {
+  functions = ["` + writeFunction(t, f) + `"]
+  on_entry {
+    count "mine" { when = pid == PID && comm == "COMM" && tid == TID }
+    count "other_comm" { when = comm == "no-such-comm" }
+    count "other_pid" { when = pid == 1 }
+  }
+}`
+	w := workspace(t)
+	s, err := kapply(t, w, kcompile(t, f, src, wk.tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk.syscalls(t, 9, 0, 0)
+	if v := values(aggregation(t, w, s, "kernel.filters", "mine"))[""]; v != 9 {
+		t.Errorf("mine = %d, want 9", v)
+	}
+	for _, name := range []string{"other_comm", "other_pid"} {
+		if e := aggregation(t, w, s, "kernel.filters", name).Entries; len(e) != 0 {
+			t.Errorf("%s counted %v, want nothing", name, e)
+		}
+	}
+}
+
+// A glob over several functions, keyed per function.
+func TestKernelGlobPerFunction(t *testing.T) {
+	f := kernelFacts(t)
+	wfn, rfn := writeFunction(t, f), readFunction(t, f)
+	// The common prefix of the read and write functions, then [rw]*.
+	prefix := strings.TrimSuffix(wfn, "write")
+	glob := prefix + "[rw][er][ai][dt]*" // read* and writ*
+	var matched []string
+	for _, fn := range f.Functions {
+		if ok, _ := path.Match(glob, fn); ok {
+			matched = append(matched, fn)
+		}
+	}
+	sort.Strings(matched)
+	if len(matched) < 2 {
+		t.Fatalf("glob %s matches %v", glob, matched)
+	}
+	wk := newWorker(t)
+	src := `probe "kernel" "rw" {
+  functions = ["` + glob + `"]
+  on_entry {
+    count "calls" {
+      when = tid == TID
+      by   = [func]
+    }
+  }
+}`
+	out := kcompile(t, f, src, wk.tid)
+	if fmt.Sprint(out.Probes[0].Functions) != fmt.Sprint(matched) {
+		t.Fatalf("resolved %v, want %v", out.Probes[0].Functions, matched)
+	}
+	w := workspace(t)
+	s, err := kapply(t, w, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk.syscalls(t, 0, 6, 4)
+	got := values(aggregation(t, w, s, "kernel.rw", "calls"))
+	if got[wfn] != 6 || got[rfn] != 4 {
+		t.Errorf("glob %s (%v) via %v: calls = %v, want %s: 6, %s: 4", glob, matched, out.Probes[0].Attach, got, wfn, rfn)
+	}
+}
+
+// A spec whose last function cannot be attached: the apply fails, nothing
+// is attached, the previous state stays live and counting.
+func TestKernelAtomicApply(t *testing.T) {
+	f := kernelFacts(t)
+	wk := newWorker(t)
+	tid := wk.tid
+	wfn := writeFunction(t, f)
+	base := `probe "kernel" "live" {
+  functions = ["` + wfn + `"]
+  on_entry {
+    count "n" { when = tid == TID }
+  }
+}`
+	w := workspace(t)
+	s, err := kapply(t, w, kcompile(t, f, base, tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The compiler believes in a function the kernel does not have: it
+	// sorts last, so the first function attaches before the second fails.
+	bad := "zz_probectl_no_such_function"
+	f.Functions = append(f.Functions, bad)
+	attaches := []string{"auto"}
+	if f.Links.Kprobe {
+		attaches = append(attaches, "kprobe")
+	}
+	for _, attach := range attaches {
+		before := snapshot(t)
+		pins := listPins(t, w)
+		next := base + `
+
+probe "kernel" "broken" {
+  functions = ["` + wfn + `", "` + bad + `"]
+  attach    = "` + attach + `"
+  on_entry {
+    count "n" {}
+  }
+}`
+		_, err := kapply(t, w, kcompile(t, f, next, tid))
+		if err == nil {
+			t.Fatalf("attach = %s: apply of a missing function succeeded", attach)
+		}
+		t.Logf("attach = %s: %v", attach, err)
+		var ae *runtime.AttachError
+		var le *runtime.LoadError
+		if !errors.As(err, &ae) && !errors.As(err, &le) {
+			t.Errorf("error %T does not name the probe and function", err)
+		}
+		noLeaks(t, before, s)
+		if got := listPins(t, w); got != pins {
+			t.Errorf("pins changed:\n%s\nwas\n%s", got, pins)
+		}
+		after, _ := w.State()
+		if after.Serial != s.Serial {
+			t.Errorf("state serial %d, want %d", after.Serial, s.Serial)
+		}
+		c0 := values(aggregation(t, w, s, "kernel.live", "n"))[""]
+		wk.syscalls(t, 3, 0, 0)
+		if c1 := values(aggregation(t, w, s, "kernel.live", "n"))[""]; c1 != c0+3 {
+			t.Errorf("the applied probe counted %d, want %d", c1, c0+3)
+		}
+	}
+}
