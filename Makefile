@@ -6,7 +6,10 @@ GOFLAGS  ?=
 FUZZTIME ?= 2m
 ARCHES   := amd64 arm64
 
-.PHONY: all build static test vet fmt-check demo fuzz bench clean
+KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
+VMTESTS  ?= TestKernel
+
+.PHONY: all build static test unit vmtest vmfetch vet fmt-check demo fuzz bench clean
 
 all: build
 
@@ -31,10 +34,32 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
 	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples
 
+# The test command: everything on the host, then the kernel matrix.
+test: fmt-check vet static unit vmtest
+
 # -p 1: the kernel tests check for leaks by listing every BPF object on the
 # machine, so packages must not load programs at the same time.
-test: fmt-check vet static
+unit:
 	$(GO) test -p 1 -count=1 ./...
+
+# The kernel matrix: Debian's kernels booted in QEMU (TCG) with the runtime
+# test binary as the payload of /init (cmd/vmexec, cmd/vminit). Kernels are
+# downloaded once into ~/.cache/probectl/vm; qemu is installed when missing.
+# A subset: make vmtest KERNELS="linux-6.1-amd64 linux-7.2-arm64".
+vmtest:
+	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
+	@fail=""; for k in $(KERNELS); do \
+		arch=$${k##*-}; start=$$(date +%s); \
+		echo "== $$k"; \
+		if ! PROBECTL_VM_KERNEL=$$k CGO_ENABLED=0 GOARCH=$$arch $(GO) test -exec $(CURDIR)/bin/vmexec \
+			-count=1 -v -run '$(VMTESTS)' ./runtime; then fail="$$fail $$k"; fi; \
+		echo "== $$k: $$(( $$(date +%s) - start ))s"; \
+	done; \
+	if [ -n "$$fail" ]; then echo "kernel matrix failed on:$$fail" >&2; exit 1; fi
+
+vmfetch:
+	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
+	./bin/vmexec -fetch $(KERNELS)
 
 # The main job: the built-in example, run for real on this machine (root),
 # after a plan of the quickstart example for a kernel of the matrix.

@@ -62,10 +62,12 @@ var profiles = map[string]func() Facts{
 	"linux-6.12-arm64": func() Facts {
 		return Facts{
 			Arch: ArchArm64, Kernel: Version{6, 12, 0}, BTF: true,
-			// fprobe on arm64 needs the 6.14 fgraph rewrite: FPROBE is off.
+			// fprobe on arm64 needs the 6.14 fgraph rewrite: FPROBE is off,
+			// though the session kfuncs are in its BTF (checked in the VM).
 			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, UprobeMulti: true, Tracepoint: true},
 			FtraceWithArgs: true,
-			Helpers:        Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true},
+			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
+				SessionKfuncs: true},
 		}
 	},
 	"linux-7.2-arm64": func() Facts {

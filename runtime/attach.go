@@ -46,7 +46,7 @@ func hint(err error) string {
 	case errors.Is(err, os.ErrNotExist):
 		return " (the function or event does not exist, or cannot be probed: notrace, inlined, or blacklisted)"
 	case errors.Is(err, ebpf.ErrNotSupported):
-		return " (this kernel lacks the link type; plan with -target auto to see the routes it has)"
+		return " (the kernel lacks the link type, or the function has no BTF; plan with -target auto to see the routes it has)"
 	}
 	return ""
 }
