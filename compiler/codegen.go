@@ -173,15 +173,7 @@ func (g *gen) entryBody() {
 	}
 	g.actions(h)
 	if g.storage == StorageMap {
-		area := g.saveArea()
-		g.slotKey()
-		g.e.Emit(
-			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
-			asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(area)),
-			asm.Mov.Imm(asm.R4, 0), // BPF_ANY: a recursive call takes the slot over
-			asm.FnMapUpdateElem.Call(),
-		)
+		g.storeSlot()
 	}
 	g.ret(0)
 	if h.When != nil {
@@ -193,21 +185,7 @@ func (g *gen) entryBody() {
 // exitBody: fetch the entry slot (or give up), when, actions.
 func (g *gen) exitBody() {
 	if g.storage == StorageMap {
-		g.entryArea = g.e.Alloc(g.entrySize())
-		g.slotKey()
-		g.e.At("entry data: the (thread, function) slot", g.p.Exit.DeclRange)
-		g.e.Emit(
-			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "no_entry"),
-		)
-		g.copyFrom(asm.R0, g.entryArea, g.entrySize())
-		g.e.Emit(
-			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
-			asm.FnMapDeleteElem.Call(),
-		)
+		g.fetchSlot()
 	}
 	g.exitHandler()
 	g.ret(0)
@@ -263,15 +241,7 @@ func (g *gen) sessionBody() {
 			)
 			g.e.Mark("entry_done")
 		case StorageMap:
-			area := g.saveArea()
-			g.slotKey()
-			g.e.Emit(
-				asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
-				asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
-				asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(area)),
-				asm.Mov.Imm(asm.R4, 0),
-				asm.FnMapUpdateElem.Call(),
-			)
+			g.storeSlot()
 		}
 		g.ret(skipExit)
 		if h.When != nil {
@@ -302,20 +272,7 @@ func (g *gen) sessionBody() {
 		)
 		g.e.Mark("cookie_done")
 	case StorageMap:
-		g.entryArea = g.e.Alloc(g.entrySize())
-		g.slotKey()
-		g.e.Emit(
-			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "no_entry"),
-		)
-		g.copyFrom(asm.R0, g.entryArea, g.entrySize())
-		g.e.Emit(
-			asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
-			asm.FnMapDeleteElem.Call(),
-		)
+		g.fetchSlot()
 	}
 	g.exitHandler()
 	g.ret(0)
@@ -323,6 +280,40 @@ func (g *gen) sessionBody() {
 		g.e.Mark("no_entry")
 		g.ret(0)
 	}
+}
+
+// storeSlot evaluates on_entry's save and writes it to this call's slot.
+func (g *gen) storeSlot() {
+	area := g.saveArea()
+	g.slotKey()
+	g.e.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(area)),
+		asm.Mov.Imm(asm.R4, 0), // BPF_ANY: a recursive call takes the slot over
+		asm.FnMapUpdateElem.Call(),
+	)
+}
+
+// fetchSlot copies this call's slot to the stack and deletes it; with no
+// slot (on_entry's when was false, or recursion took it) it jumps to
+// "no_entry", which the caller marks.
+func (g *gen) fetchSlot() {
+	g.entryArea = g.e.Alloc(g.entrySize())
+	g.slotKey()
+	g.e.At("entry data: the (thread, function) slot", g.p.Exit.DeclRange)
+	g.e.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "no_entry"),
+	)
+	g.copyFrom(asm.R0, g.entryArea, g.entrySize())
+	g.e.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(refEntry),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(g.slotKeyOff)),
+		asm.FnMapDeleteElem.Call(),
+	)
 }
 
 // entrySize is the entry data rounded up to whole 8-byte words (at least one).

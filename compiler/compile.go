@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -131,7 +132,7 @@ func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
 	fl := g.tp.Field(x.Name)
 	if fl == nil {
 		return hcl.Diagnostics{diagf(x.Range(), "Unknown tracepoint field",
-			"%s has no field %q. Its fields: %s.", g.p.Event, x.Name, joinQuoted(g.tp.FieldNames()))}
+			"%s has no field %q. Its fields: %s.", g.p.Event, x.Name, strings.Join(g.tp.FieldNames(), ", "))}
 	}
 	switch fl.Size {
 	case 1, 2, 4, 8:
@@ -140,15 +141,4 @@ func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
 			"args.%s is %s (%d bytes); only integer and pointer fields can be read.", x.Name, fl.Type, fl.Size)}
 	}
 	return nil
-}
-
-func joinQuoted(list []string) string {
-	s := ""
-	for i, x := range list {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
 }

@@ -141,10 +141,9 @@ func compileSaved(cmd *cobra.Command, sp *SavedPlan) (*spec.Config, *compiler.Ou
 	for name, src := range sp.Sources {
 		files[name] = []byte(src)
 	}
-	cfg, diags := spec.Parse(files)
-	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, files)
-		return nil, nil, exitError{1}
+	cfg, err := parseSources(cmd, files)
+	if err != nil {
+		return nil, nil, err
 	}
 	live, err := loadTarget("auto", cfg)
 	if err != nil {
@@ -153,12 +152,7 @@ func compileSaved(cmd *cobra.Command, sp *SavedPlan) (*spec.Config, *compiler.Ou
 	if d := live.Differences(sp.Facts); len(d) > 0 {
 		return nil, nil, fmt.Errorf("saved plan is stale: it was made for %s, and this kernel differs (%s); plan again", sp.Facts.Label(), strings.Join(d, "; "))
 	}
-	out, diags := compiler.Compile(cfg, sp.Facts)
-	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, files)
-		return nil, nil, exitError{1}
-	}
-	return cfg, out, nil
+	return compileFor(cmd, cfg, sp.Facts)
 }
 
 // checkSaved refuses a saved plan when the state moved since it was made,

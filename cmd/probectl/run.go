@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,22 +54,15 @@ it runs the built-in example: tracepoints on system calls.
 }
 
 func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
-	files := map[string][]byte{examples.DemoName: examples.Demo}
-	cfg, diags := spec.Parse(files)
-	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, files)
-		return nil, nil, exitError{1}
+	cfg, err := parseSources(cmd, map[string][]byte{examples.DemoName: examples.Demo})
+	if err != nil {
+		return nil, nil, err
 	}
 	facts, err := loadTarget("auto", cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, diags := compiler.Compile(cfg, facts)
-	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, files)
-		return nil, nil, exitError{1}
-	}
-	return cfg, out, nil
+	return compileFor(cmd, cfg, facts)
 }
 
 func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration) (err error) {
@@ -107,7 +101,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		}
 	}()
 	for _, c := range plan.Changes {
-		cmd.Printf("Attached %s: %s via %s.\n", c.Address, c.Route, joinComma(c.Attach))
+		cmd.Printf("Attached %s: %s via %s.\n", c.Address, c.Route, strings.Join(c.Attach, " + "))
 	}
 	until := "until Ctrl-C"
 	if duration > 0 {
@@ -188,15 +182,4 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			}
 		}
 	}
-}
-
-func joinComma(list []string) string {
-	s := ""
-	for i, x := range list {
-		if i > 0 {
-			s += " + "
-		}
-		s += x
-	}
-	return s
 }

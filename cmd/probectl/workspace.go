@@ -89,12 +89,27 @@ func compileLive(cmd *cobra.Command, paths []string) (*spec.Config, *compiler.Ou
 		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 		return nil, nil, exitError{1}
 	}
+	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources) // warnings
 	facts, err := loadTarget("auto", cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, more := compiler.Compile(cfg, facts)
-	diags = append(diags, more...)
+	return compileFor(cmd, cfg, facts)
+}
+
+// parseSources decodes specs given as text (the built-in example, a saved plan).
+func parseSources(cmd *cobra.Command, files map[string][]byte) (*spec.Config, error) {
+	cfg, diags := spec.Parse(files)
+	if diags.HasErrors() {
+		printDiags(cmd.ErrOrStderr(), diags, files)
+		return nil, exitError{1}
+	}
+	return cfg, nil
+}
+
+// compileFor compiles cfg for facts, printing the diagnostics.
+func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts) (*spec.Config, *compiler.Output, error) {
+	out, diags := compiler.Compile(cfg, facts)
 	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
 	if diags.HasErrors() {
 		return nil, nil, exitError{1}
