@@ -2,28 +2,19 @@ package compiler_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/spec"
+	"github.com/probectl/probectl/spec/spectest"
 )
 
 // FuzzCompileVerify: every spec that passes the checks compiles on every
 // profile, and (as root) every program it yields that the host can load
 // is accepted by the host's verifier. A rejection is a compiler bug.
 func FuzzCompileVerify(f *testing.F) {
-	for _, g := range []string{"../examples/*.hcl", "testdata/routes/*.hcl", "testdata/invalid/*.hcl", "../spec/testdata/invalid/*.hcl"} {
-		names, _ := filepath.Glob(g)
-		for _, n := range names {
-			b, err := os.ReadFile(n)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
-		}
-	}
+	spectest.AddSeeds(f, "../examples/*.hcl", "testdata/routes/*.hcl", "testdata/invalid/*.hcl", "../spec/testdata/invalid/*.hcl")
 	var kernel *btf.Spec
 	if os.Geteuid() == 0 {
 		k, err := btf.LoadKernelSpec()

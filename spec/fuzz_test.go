@@ -1,32 +1,17 @@
 package spec_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/spec"
+	"github.com/probectl/probectl/spec/spectest"
 )
-
-// addSeeds adds every spec file in the examples and fixtures as seeds.
-func addSeeds(f *testing.F, globs ...string) {
-	for _, g := range globs {
-		names, _ := filepath.Glob(g)
-		for _, n := range names {
-			b, err := os.ReadFile(n)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
-		}
-	}
-}
 
 // FuzzParse: any input either decodes or yields diagnostics that point
 // inside the file; it never panics.
 func FuzzParse(f *testing.F) {
-	addSeeds(f, "../examples/*.hcl", "testdata/invalid/*.hcl")
+	spectest.AddSeeds(f, "../examples/*.hcl", "testdata/invalid/*.hcl")
 	f.Fuzz(func(t *testing.T, src []byte) {
 		cfg, diags := spec.Parse(map[string][]byte{"fuzz.hcl": src})
 		for _, d := range diags {

@@ -71,21 +71,12 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		return err
 	}
 	defer os.RemoveAll(dir)
-	w, err := runtime.Open(dir, fmt.Sprintf("run-%d", os.Getpid()))
+	temp := &globals{stateDir: dir, workspace: fmt.Sprintf("run-%d", os.Getpid())}
+	w, s, err := temp.lockAndRepair(cmd)
 	if err != nil {
-		return err
-	}
-	if err := w.Lock(); err != nil {
 		return err
 	}
 	defer w.Unlock()
-	s, err := w.State()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Repair(s); err != nil {
-		return err
-	}
 	defer os.Remove(w.PinDir())
 	plan := runtime.Diff(s, out, nil)
 	s, _, err = w.Apply(s, out, plan)

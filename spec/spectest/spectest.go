@@ -84,3 +84,17 @@ func (f *Fixture) Check(t testing.TB, diags hcl.Diagnostics) {
 		t.Errorf("%s: diagnostics differ\n got: %q\nwant: %q\nall: %v", f.Name, got, want, diags)
 	}
 }
+
+// AddSeeds adds every file matching the globs to a fuzz target's corpus.
+func AddSeeds(f *testing.F, globs ...string) {
+	for _, g := range globs {
+		names, _ := filepath.Glob(g)
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+}
