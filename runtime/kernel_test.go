@@ -292,10 +292,25 @@ func TestKernelAutoRouteAsPlanned(t *testing.T) {
 	f := kernelFacts(t)
 	wk := newWorker(t)
 	tid := wk.tid
+	wfn := writeFunction(t, f)
 	src := `probe "kernel" "entry_only" {
-  functions = ["` + writeFunction(t, f) + `"]
+  functions = ["` + wfn + `"]
   on_entry {
     count "n" { when = tid == TID }
+  }
+}
+
+probe "kernel" "args" {
+  functions = ["` + wfn + `"]
+  on_entry {
+    count "fds" {
+      when = tid == TID
+      by   = [band(arg0, 4294967295)]
+    }
+    sum "sizes" {
+      when  = tid == TID
+      value = arg2
+    }
   }
 }
 
@@ -335,6 +350,19 @@ probe "kernel" "entry_exit" {
 	}
 	if got := values(aggregation(t, w, s, "kernel.entry_exit", "n")); got["-9"] != 7 || got["5"] != 5 {
 		t.Errorf("entry_exit = %v, want -9: 7, 5: 5", got)
+	}
+	// The argument registers of this arch: write(fd, buf, count), fd an
+	// unsigned int (-1 is 4294967295), count 5.
+	if wfn == "ksys_write" {
+		fds := values(aggregation(t, w, s, "kernel.args", "fds"))
+		if fds["4294967295"] != 7 || len(fds) != 2 {
+			t.Errorf("fds = %v, want 4294967295 (fd -1): 7 and /dev/null's fd: 5", fds)
+		}
+		if v := values(aggregation(t, w, s, "kernel.args", "sizes"))[""]; v != 60 {
+			t.Errorf("sum of arg2 = %d, want 60", v)
+		}
+	} else {
+		t.Logf("%s takes a pt_regs pointer: the argument check needs ksys_write", wfn)
 	}
 	for _, p := range out.Probes {
 		t.Logf("%s: %s via %v (%s)", p.Addr, p.Route, p.Attach, p.Reason)
