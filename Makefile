@@ -75,8 +75,10 @@ fuzz:
 	cd spec && $(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) .
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
 
+# Compiler benchmarks, then (root) per-hit overhead against bpftrace.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
+	bench/tracepoint-vs-bpftrace.sh
 
 clean:
 	rm -rf bin dist
