@@ -159,6 +159,12 @@ func (k Kernel) Fetch() (string, error) {
 	}
 	pkg, err := k.resolve()
 	if err != nil {
+		// sid keeps only its newest kernel: once it moves past this
+		// series, a cached one still tests the profile.
+		if cached := newestCached(kdir); cached != "" {
+			fmt.Fprintf(os.Stderr, "vmexec: %v; using the cached %s\n", err, cached)
+			return cached, nil
+		}
 		return "", err
 	}
 	vmlinuz := filepath.Join(kdir, pkg, "vmlinuz")
