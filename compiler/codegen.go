@@ -62,6 +62,8 @@ type gen struct {
 	slotNeeded bool
 	// slotKeyOff is the stack offset of the entry slot key, set by slotKey.
 	slotKeyOff int16
+	// funcIndex holds the index of each function named in func == NAME.
+	funcIndex map[string]int
 }
 
 func (g *gen) errorf(rng hcl.Range, summary, detail string, args ...any) {

@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,6 +99,12 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 				usesFunc = usesFunc || x.Name == "func"
 			case *spec.ArgsField:
 				diags = append(diags, g.checkField(x)...)
+			case *spec.Binary:
+				if name, ok := spec.FuncName(x); ok {
+					if d := g.resolveFuncName(name, x.R.Range()); d != nil {
+						diags = append(diags, d)
+					}
+				}
 			}
 		})
 	}
@@ -113,6 +121,45 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 			"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
 	}
 	return diags
+}
+
+// resolveFuncName finds the index (the attach cookie) of a function named
+// in "func == NAME". The list is the target's resolution, or, with exact
+// names only, the names themselves: sorted, without the excluded.
+func (g *gen) resolveFuncName(name string, rng hcl.Range) *hcl.Diagnostic {
+	list := g.out.Functions
+	if list == nil {
+		names := map[string]bool{}
+		for _, pat := range g.p.Functions {
+			if isGlob(pat.Text) {
+				return diagf(rng, "Function list unknown",
+					"func == %q needs the probe's function list, and %q is a glob the target (%s) cannot resolve. Plan against the live kernel or a facts file (probectl target -o FILE), or list the functions by name.",
+					name, pat.Text, g.facts.Label())
+			}
+			names[pat.Text] = true
+		}
+		for n := range names {
+			for _, ex := range g.p.Exclude {
+				if ok, _ := path.Match(ex.Text, n); ok {
+					delete(names, n)
+				}
+			}
+		}
+		for n := range names {
+			list = append(list, n)
+		}
+		sort.Strings(list)
+	}
+	i, found := slices.BinarySearch(list, name)
+	if !found {
+		return diagf(rng, "Not a function of this probe",
+			"func == %q can never hold: this probe's functions are %s. Use one of them.", name, strings.Join(list, ", "))
+	}
+	if g.funcIndex == nil {
+		g.funcIndex = map[string]int{}
+	}
+	g.funcIndex[name] = i
+	return nil
 }
 
 func (g *gen) slotNeededFor(d decision) bool {

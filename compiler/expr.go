@@ -194,6 +194,23 @@ func (g *gen) binary(x *spec.Binary) {
 		g.e.Mark(done)
 		return
 	}
+	if name, ok := spec.FuncName(x); ok {
+		// func == NAME: the attach cookie against the function's index.
+		done := g.e.NewLabel("func")
+		match, miss := int32(1), int32(0)
+		if x.Op == spec.OpNe {
+			match, miss = 0, 1
+		}
+		g.funcCookie()
+		g.e.Emit(
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Mov.Imm(asm.R0, match),
+			asm.JEq.Imm(asm.R1, int32(g.funcIndex[name]), done),
+			asm.Mov.Imm(asm.R0, miss),
+		)
+		g.e.Mark(done)
+		return
+	}
 	if x.L.Type() == spec.TypeString {
 		// The checker allows only a task name against a literal.
 		name, lit := x.L, x.R

@@ -6,7 +6,8 @@ probe "user" "allocations" {
   functions = ["malloc", "calloc", "realloc"]
 
   on_entry {
-    save = { size = func == 1 ? arg0 * arg1 : arg1 }
+    # malloc(size), calloc(n, size), realloc(ptr, size)
+    save = { size = func == "calloc" ? arg0 * arg1 : (func == "malloc" ? arg0 : arg1) }
   }
   on_exit {
     hist "bytes" {

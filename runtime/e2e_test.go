@@ -27,7 +27,7 @@ func TestUprobeCountsExactly(t *testing.T) {
   on_entry {
     count "by_func" { by = [func] }
     count "every_third" {
-      when = func == 1 && arg0 % 3 == 0
+      when = func == "target" && arg0 % 3 == 0
     }
     sum "args" { value = arg0 }
   }
@@ -66,8 +66,6 @@ func TestUprobeCountsExactly(t *testing.T) {
 	}
 }
 
-// func is the index in the sorted function list: fails 0, other 1 or target 1.
-
 // uretprobes with entry data: ret, entry.NAME, histograms and min/max.
 func TestUretprobeEntryDataAndRet(t *testing.T) {
 	requireRoot(t)
@@ -85,22 +83,22 @@ func TestUretprobeEntryDataAndRet(t *testing.T) {
   }
   on_exit {
     sum "ret_sum" {
-      when  = func == 1
+      when  = func == "target"
       value = ret
     }
     count "negative" {
-      when = func == 1 && ret < 0
+      when = func == "target" && ret < 0
     }
     count "errors" {
-      when = func == 0
+      when = func != "target"
       by   = [ret]
     }
     hist "x" {
-      when  = func == 1
+      when  = func == "target"
       value = entry.x
     }
     lhist "x_linear" {
-      when  = func == 1
+      when  = func == "target"
       value = entry.x
       min   = 0
       max   = 20

@@ -85,6 +85,24 @@ func (s *scope) keys(attr *hcl.Attribute) []Expr {
 // MaxKeyFields is the most values a by list may have.
 const MaxKeyFields = 8
 
+func isFunc(x Expr) bool {
+	v, ok := x.(*Var)
+	return ok && v.Name == "func"
+}
+
+// FuncName returns the function name b compares func with ("func ==
+// \"vfs_read\""), which the compiler turns into the function's index.
+func FuncName(b *Binary) (string, bool) {
+	if !isFunc(b.L) {
+		return "", false
+	}
+	lit, ok := b.R.(*StringLit)
+	if !ok {
+		return "", false
+	}
+	return lit.Value, true
+}
+
 // isComm reports whether x is a task name: comm, or a comm saved on entry.
 func isComm(x Expr) bool {
 	_, lit := x.(*StringLit)
@@ -140,13 +158,7 @@ func (s *scope) lower(e hcl.Expression) Expr {
 	case *hclsyntax.TemplateExpr:
 		if len(e.Parts) == 1 {
 			if lit, ok := e.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
-				str := lit.Val.AsString()
-				if len(str) >= CommSize {
-					return s.errorf(e.Range(), "String too long",
-						"%q has %d bytes; comm holds at most %d. A longer name never matches: use its first %d bytes.",
-						str, len(str), CommSize-1, CommSize-1)
-				}
-				return &StringLit{exprBase: s.base(e, TypeString), Value: str}
+				return &StringLit{exprBase: s.base(e, TypeString), Value: lit.Val.AsString()}
 			}
 		}
 		if len(e.Parts) == 0 {
@@ -350,7 +362,22 @@ func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
 		}
 		return mk(TypeBool)
 	case OpEq, OpNe:
+		if isFunc(l) || isFunc(r) {
+			if _, lit := l.(*StringLit); lit {
+				l, r = r, l // func first
+			}
+			if _, lit := r.(*StringLit); lit {
+				return &Binary{exprBase: s.base(e, TypeBool), Op: op, L: l, R: r}
+			}
+		}
 		if l.Type() == TypeString || r.Type() == TypeString {
+			for _, x := range []Expr{l, r} {
+				if lit, ok := x.(*StringLit); ok && len(lit.Value) >= CommSize {
+					return s.errorf(x.Range(), "String too long",
+						"%q has %d bytes; comm holds at most %d. A longer name never matches: use its first %d bytes.",
+						lit.Value, len(lit.Value), CommSize-1, CommSize-1)
+				}
+			}
 			if l.Type() != r.Type() {
 				return s.errorf(e.Range(), "Mismatched comparison",
 					"%s is a %s and %s is a %s. comm compares only with a quoted string, such as comm == \"bash\".",
