@@ -97,6 +97,9 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s\n", pr.Address)
+		if len(pr.Aggregations) == 0 {
+			fmt.Fprintln(w, "  (events only: probectl run prints them as they arrive)")
+		}
 		for _, ar := range pr.Aggregations {
 			fmt.Fprintf(w, "\n  %s %q", ar.Kind, ar.Name)
 			if ar.Dropped > 0 {
