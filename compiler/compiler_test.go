@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/spec"
@@ -29,19 +31,18 @@ func mustProfile(t testing.TB, name string) *bpf.Facts {
 func compileFiles(t testing.TB, facts *bpf.Facts, paths ...string) *compiler.Output {
 	t.Helper()
 	cfg, diags := spec.LoadPaths(paths)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	out, diags := compiler.Compile(cfg, facts)
-	if diags.HasErrors() {
-		t.Fatalf("compile for %s: %v", facts.Name, diags)
-	}
-	return out
+	return compileConfig(t, facts, cfg, diags)
 }
 
 func compileText(t testing.TB, facts *bpf.Facts, src string) *compiler.Output {
 	t.Helper()
 	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(src)})
+	return compileConfig(t, facts, cfg, diags)
+}
+
+// compileConfig compiles a parsed config, failing the test on any error.
+func compileConfig(t testing.TB, facts *bpf.Facts, cfg *spec.Config, diags hcl.Diagnostics) *compiler.Output {
+	t.Helper()
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
