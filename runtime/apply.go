@@ -1,10 +1,9 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -39,12 +38,38 @@ type Result struct {
 	Leftovers []string
 }
 
-// change is one probe being created or replaced.
-type change struct {
+// txn is the undo log of one apply: every step that changes the kernel
+// registers how to take itself back; before the commit a failure unwinds
+// them all in reverse, after it they are dropped.
+type txn struct{ undo []func() }
+
+func (t *txn) onUndo(f func()) { t.undo = append(t.undo, f) }
+
+func (t *txn) rollback() {
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		t.undo[i]()
+	}
+	t.undo = nil
+}
+
+// live is one probe loaded and attached, not yet pinned.
+type live struct {
 	probe *compiler.Probe
-	old   *ProbeState
 	coll  *ebpf.Collection
 	links []attached
+}
+
+func (l *live) close() {
+	for _, a := range l.links {
+		_ = a.link.Close()
+	}
+	l.coll.Close()
+}
+
+// change is one probe being created or replaced.
+type change struct {
+	live
+	old   *ProbeState
 	state *ProbeState
 }
 
@@ -54,16 +79,16 @@ type change struct {
 // state is committed. Any failure before the commit undoes every step in
 // reverse, so the kernel and the state are exactly as before. Replaced
 // probes are created before the old ones are removed, so no call goes
-// unobserved. The workspace must be locked, and s must be its state.
+// unobserved. s must come from Begin, which holds the lock.
 func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (*State, *Result, error) {
-	if err := mountBPFFS(); err != nil {
-		return nil, nil, err
+	if !w.locked {
+		return nil, nil, errors.New("apply needs the workspace lock (Begin)")
 	}
+	res := &Result{}
 	byAddr := map[string]*compiler.Probe{}
 	for _, p := range out.Probes {
 		byAddr[p.Addr.String()] = p
 	}
-	res := &Result{}
 	var changes []*change
 	gone := map[bpf.Address]bool{}
 	for _, c := range plan.Changes {
@@ -77,7 +102,7 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			if p == nil || p.Digest() != c.Digest {
 				return nil, nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
 			}
-			changes = append(changes, &change{probe: p, old: s.Probe(addr)})
+			changes = append(changes, &change{live: live{probe: p}, old: s.Probe(addr)})
 		case compiler.ActionDelete:
 			gone[addr] = true
 			res.Deleted = append(res.Deleted, c.Address)
@@ -86,87 +111,41 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		}
 	}
 
-	var undo []func()
-	ok := false
+	t := &txn{}
+	committed := false
 	defer func() {
-		if !ok {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
+		if !committed {
+			t.rollback()
 		}
 	}()
-
-	// 1. Load everything: the verifier sees every program before anything attaches.
 	var kernelBTF *btf.Spec
 	for _, c := range changes {
-		if err := w.step("load %s", c.probe.Addr); err != nil {
-			return nil, nil, &LoadError{Probe: c.probe, Err: err}
-		}
-		if kernelBTF == nil && needsBTF(c.probe) {
-			spec, err := btf.LoadKernelSpec()
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: kernel BTF: %w", c.probe.Addr, err)
-			}
-			kernelBTF = spec
-		}
-		coll, err := loadProbe(c.probe, kernelBTF)
-		if err != nil {
+		if err := w.load(t, &c.live, &kernelBTF); err != nil {
 			return nil, nil, err
 		}
-		undo = append(undo, coll.Close)
-		c.coll = coll
 	}
-
-	// 2. Attach everything.
 	for _, c := range changes {
-		err := w.attachProbe(c.probe, c.coll, func(a attached) {
-			c.links = append(c.links, a)
-			undo = append(undo, func() { _ = a.link.Close() })
-		})
-		if err != nil {
+		if err := w.attach(t, &c.live); err != nil {
 			return nil, nil, err
 		}
 	}
-
-	// 3. Pin, under a directory no state has used.
 	serial := s.Serial + 1
 	for _, c := range changes {
-		// bpffs refuses dots in names; probe names have no dashes.
-		dir := fmt.Sprintf("%s-%s-%d", c.probe.Addr.Kind, c.probe.Addr.Name, serial)
-		path := filepath.Join(w.PinDir(), dir)
-		if err := os.MkdirAll(path, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("%s: pin directory: %w", c.probe.Addr, err)
-		}
-		undo = append(undo, func() { _ = os.RemoveAll(path) })
-		ps, err := w.pinProbe(c, path)
+		ps, err := w.pin(t, c, serial)
 		if err != nil {
 			return nil, nil, err
 		}
-		ps.PinDir = dir
 		c.state = ps
 	}
 
-	// 4. Commit the state.
-	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
-	if next.Lineage == "" {
-		next.Lineage = newLineage()
+	lineage, err := w.lineage(s)
+	if err != nil {
+		return nil, nil, err
 	}
-	replaced := map[bpf.Address]*change{}
+	next := &State{Version: StateVersion, Lineage: lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
+	replaced := map[bpf.Address]bool{}
 	for _, c := range changes {
-		replaced[c.probe.Addr] = c
-	}
-	var oldDirs []string
-	for _, p := range s.Probes {
-		switch {
-		case gone[p.Address]:
-			oldDirs = append(oldDirs, p.PinDir)
-		case replaced[p.Address] != nil:
-			oldDirs = append(oldDirs, p.PinDir)
-		default:
-			next.Probes = append(next.Probes, p)
-		}
-	}
-	for _, c := range changes {
+		replaced[c.probe.Addr] = true
 		next.Probes = append(next.Probes, c.state)
 		if c.old != nil {
 			res.Replaced = append(res.Replaced, c.probe.Addr.String())
@@ -174,46 +153,209 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			res.Created = append(res.Created, c.probe.Addr.String())
 		}
 	}
-	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
-	if err := w.step("write state"); err != nil {
-		return nil, nil, err
-	}
-	if err := writeState(w.statePath(), next); err != nil {
-		return nil, nil, err
-	}
-	ok = true
-
-	// 5. Committed: our file descriptors can go, the pins hold the objects.
-	for _, c := range changes {
-		for _, a := range c.links {
-			_ = a.link.Close()
+	var oldDirs []string
+	for _, p := range s.Probes {
+		if gone[p.Address] || replaced[p.Address] {
+			oldDirs = append(oldDirs, p.PinDir)
+		} else {
+			next.Probes = append(next.Probes, p)
 		}
-		c.coll.Close()
 	}
-	// 6. Remove what was replaced or deleted. A failure here leaves orphans
-	// the next command's Repair removes; the state is already right.
+	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
+	if err := w.commit(next); err != nil {
+		return nil, nil, err
+	}
+	committed = true
+
+	// Committed: the pins hold the objects, our descriptors can go, and
+	// what was replaced or deleted is removed. A failure to remove leaves
+	// directories the next command's Repair removes; the state is right.
+	for _, c := range changes {
+		c.close()
+	}
 	res.Leftovers = w.removeDirs(oldDirs)
 	return next, res, nil
 }
 
+func (w *Workspace) commit(next *State) error {
+	if err := w.step("write state"); err != nil {
+		return err
+	}
+	return w.writeState(next)
+}
+
+// load loads a probe's maps and programs, mapping a verifier rejection to
+// the program it belongs to.
+func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
+	p := l.probe
+	if err := w.step("load %s", p.Addr); err != nil {
+		return &LoadError{Probe: p, Err: err}
+	}
+	if p.Functions == nil && p.Addr.Kind != bpf.KindTracepoint {
+		return &LoadError{Probe: p, Err: errors.New("functions are not resolved; plan against the live kernel")}
+	}
+	if *kernelBTF == nil && needsBTF(p) {
+		spec, err := btf.LoadKernelSpec()
+		if err != nil {
+			return fmt.Errorf("%s: kernel BTF: %w", p.Addr, err)
+		}
+		*kernelBTF = spec
+	}
+	cs, err := p.CollectionSpec(*kernelBTF, p.Functions)
+	if err != nil {
+		return &LoadError{Probe: p, Err: err}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			for _, prog := range p.Programs {
+				// cilium/ebpf names the failing program: "program ROLE[:FUNCTION]: ...".
+				if strings.Contains(err.Error(), "program "+prog.Role) {
+					return &LoadError{Probe: p, Program: prog, Err: err}
+				}
+			}
+		}
+		return &LoadError{Probe: p, Err: err}
+	}
+	t.onUndo(coll.Close)
+	l.coll = coll
+	for _, m := range coll.Maps {
+		if info, err := m.Info(); err == nil {
+			id, _ := info.ID()
+			w.created("map", uint32(id))
+		}
+	}
+	for _, prog := range coll.Programs {
+		if info, err := prog.Info(); err == nil {
+			id, _ := info.ID()
+			w.created("prog", uint32(id))
+		}
+	}
+	return nil
+}
+
+func needsBTF(p *compiler.Probe) bool {
+	for _, prog := range p.Programs {
+		if prog.Type == ebpf.Tracing {
+			return true
+		}
+		for i := range prog.Instructions {
+			if _, ok := bpf.KfuncName(&prog.Instructions[i]); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pin pins a probe's maps and links under a new directory named for serial,
+// then its description (meta, last: a probe directory with meta is
+// complete). The directory must not exist: a command removes only what it
+// created itself.
+func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
+	p := c.probe
+	name := fmt.Sprintf("%s-%s-%d", p.Addr.Kind, p.Addr.Name, serial) // bpffs refuses dots
+	if err := w.pins.mkdirExcl(name); err != nil {
+		return nil, fmt.Errorf("%s: pin directory: %w (the state's serial %d is behind the pins: was the state file edited or restored from a backup?)", p.Addr, err, serial-1)
+	}
+	t.onUndo(func() { _ = w.pins.removeAll(name) })
+	d, err := w.pins.sub(name, false, trustPrivate)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	ps := &ProbeState{
+		Address: p.Addr, Digest: p.Digest(), Route: p.Route, Attach: p.Attach, Reason: p.Reason,
+		Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude, Binary: p.Binary, PID: p.PID, Event: p.Event,
+		EntryData: p.EntryData, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats,
+		AppliedAt: time.Now().UTC().Truncate(time.Second), BootID: bootID(), PinDir: name,
+	}
+	for _, a := range c.links {
+		if a.file != nil {
+			ps.BinaryFile = a.file
+		}
+	}
+	for _, m := range p.Maps {
+		if err := w.step("pin %s map %s", p.Addr, m.Ref); err != nil {
+			return nil, fmt.Errorf("%s: pin map %s: %w", p.Addr, m.Ref, err)
+		}
+		pin := "map_" + m.Ref
+		path, err := d.procPath(pin)
+		if err != nil {
+			return nil, err
+		}
+		km := c.coll.Maps[m.Ref]
+		if err := km.Pin(path); err != nil {
+			return nil, fmt.Errorf("%s: pin map %s: %w", p.Addr, m.Ref, err)
+		}
+		info, err := km.Info()
+		if err != nil {
+			return nil, fmt.Errorf("%s: map info: %w", p.Addr, err)
+		}
+		id, _ := info.ID()
+		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: pin})
+	}
+	for i, a := range c.links {
+		if err := w.step("pin %s link %d", p.Addr, i); err != nil {
+			return nil, fmt.Errorf("%s: pin link: %w", p.Addr, err)
+		}
+		pin := fmt.Sprintf("link_%d", i)
+		path, err := d.procPath(pin)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.link.Pin(path); err != nil {
+			return nil, fmt.Errorf("%s: pin %s link: %w", p.Addr, a.family, err)
+		}
+		info, err := a.link.Info()
+		if err != nil {
+			return nil, fmt.Errorf("%s: link info: %w", p.Addr, err)
+		}
+		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: info.ID,
+			Program: a.program, ProgramID: info.Program, Pin: pin})
+	}
+	if err := w.step("pin %s meta", p.Addr); err != nil {
+		return nil, fmt.Errorf("%s: pin meta: %w", p.Addr, err)
+	}
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return nil, err
+	}
+	mid, err := pinBlob(d, metaPin, "probectl.meta", b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pin meta: %w", p.Addr, err)
+	}
+	w.created("map", uint32(mid))
+	ps.MetaID = mid
+	return ps, nil
+}
+
+// metaPin holds a probe's description in its pin directory, for
+// probectl state recover.
+const metaPin = "meta"
+
 func (w *Workspace) removeDirs(dirs []string) []string {
 	var left []string
-	for _, dir := range dirs {
-		if err := w.step("remove %s", dir); err != nil {
-			left = append(left, dir)
+	for _, d := range dirs {
+		if err := w.step("remove %s", d); err != nil {
+			left = append(left, d)
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(w.PinDir(), dir)); err != nil {
-			left = append(left, dir)
+		if err := w.pins.removeAll(d); err != nil {
+			left = append(left, d)
 		}
 	}
 	return left
 }
 
 // Destroy removes the probes at addrs (all of them when addrs is empty):
-// the state without them is committed first, then their pins go. The
-// workspace must be locked.
+// the state without them is committed first, then their pins go. s must
+// come from Begin.
 func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, error) {
+	if !w.locked {
+		return nil, nil, errors.New("destroy needs the workspace lock (Begin)")
+	}
 	want := map[bpf.Address]bool{}
 	for _, a := range addrs {
 		if s.Probe(a) == nil {
@@ -237,97 +379,11 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 	if len(dirs) == 0 {
 		return s, res, nil
 	}
-	if err := w.step("write state"); err != nil {
-		return nil, nil, err
-	}
-	if err := writeState(w.statePath(), &next); err != nil {
+	if err := w.commit(&next); err != nil {
 		return nil, nil, err
 	}
 	res.Leftovers = w.removeDirs(dirs)
 	return &next, res, nil
-}
-
-func needsBTF(p *compiler.Probe) bool {
-	for _, prog := range p.Programs {
-		if prog.Type == ebpf.Tracing {
-			return true
-		}
-		for i := range prog.Instructions {
-			if _, ok := bpf.KfuncName(&prog.Instructions[i]); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// loadProbe loads a probe's maps and programs, mapping a verifier
-// rejection to the program it belongs to.
-func loadProbe(p *compiler.Probe, kernelBTF *btf.Spec) (*ebpf.Collection, error) {
-	if p.Functions == nil && p.Addr.Kind != bpf.KindTracepoint {
-		return nil, &LoadError{Probe: p, Err: errors.New("functions are not resolved; plan against the live kernel")}
-	}
-	cs, err := p.CollectionSpec(kernelBTF, p.Functions)
-	if err != nil {
-		return nil, &LoadError{Probe: p, Err: err}
-	}
-	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelBTF}})
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			for _, prog := range p.Programs {
-				// cilium/ebpf names the failing program: "program ROLE[:FUNCTION]: ...".
-				if strings.Contains(err.Error(), "program "+prog.Role) {
-					return nil, &LoadError{Probe: p, Program: prog, Err: err}
-				}
-			}
-		}
-		return nil, &LoadError{Probe: p, Err: err}
-	}
-	return coll, nil
-}
-
-// pinProbe pins a probe's maps and links into path and records them.
-func (w *Workspace) pinProbe(c *change, path string) (*ProbeState, error) {
-	p := c.probe
-	ps := &ProbeState{
-		Address: p.Addr, Digest: p.Digest(), Route: p.Route, Attach: p.Attach, Reason: p.Reason,
-		Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude, Binary: p.Binary, PID: p.PID, Event: p.Event,
-		EntryData: p.EntryData, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats,
-		AppliedAt: time.Now().UTC().Truncate(time.Second),
-	}
-	for _, m := range p.Maps {
-		if err := w.step("pin %s map %s", p.Addr, m.Ref); err != nil {
-			return nil, fmt.Errorf("%s: pin map %s: %w", p.Addr, m.Ref, err)
-		}
-		pin := filepath.Join(path, "map_"+m.Ref)
-		km := c.coll.Maps[m.Ref]
-		if err := km.Pin(pin); err != nil {
-			return nil, fmt.Errorf("%s: pin map %s: %w", p.Addr, m.Ref, err)
-		}
-		info, err := km.Info()
-		if err != nil {
-			return nil, fmt.Errorf("%s: map info: %w", p.Addr, err)
-		}
-		id, _ := info.ID()
-		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: filepath.Base(pin)})
-	}
-	for i, a := range c.links {
-		if err := w.step("pin %s link %d", p.Addr, i); err != nil {
-			return nil, fmt.Errorf("%s: pin link: %w", p.Addr, err)
-		}
-		pin := filepath.Join(path, fmt.Sprintf("link_%d", i))
-		if err := a.link.Pin(pin); err != nil {
-			return nil, fmt.Errorf("%s: pin %s link: %w", p.Addr, a.family, err)
-		}
-		info, err := a.link.Info()
-		if err != nil {
-			return nil, fmt.Errorf("%s: link info: %w", p.Addr, err)
-		}
-		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: info.ID,
-			Program: a.program, ProgramID: info.Program, Pin: filepath.Base(pin)})
-	}
-	return ps, nil
 }
 
 // stripFacts keeps the facts without the (long) function list.

@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/compiler"
+	"golang.org/x/sys/unix"
 )
 
 // attached is one link of a probe, before and after pinning.
@@ -17,6 +21,7 @@ type attached struct {
 	function string
 	program  string
 	link     link.Link
+	file     *FileID // user probes: the binary attached to
 }
 
 // AttachError is an attach refusal: the probe, the function, and the
@@ -42,7 +47,7 @@ func (e *AttachError) Unwrap() error { return e.Err }
 func hint(err error) string {
 	switch {
 	case errors.Is(err, os.ErrPermission):
-		return " (probectl needs root: CAP_BPF and CAP_PERFMON; is the kernel locked down?)"
+		return " (probectl needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; is the kernel locked down?)"
 	case errors.Is(err, os.ErrNotExist):
 		return " (the function or event does not exist, or cannot be probed: notrace, inlined, or blacklisted)"
 	case errors.Is(err, ebpf.ErrNotSupported):
@@ -51,104 +56,289 @@ func hint(err error) string {
 	return ""
 }
 
-// attachProbe attaches every link of p from the loaded collection. Each
-// link goes through step first, so tests can fail any one of them.
-func (w *Workspace) attachProbe(p *compiler.Probe, coll *ebpf.Collection, onLink func(attached)) error {
-	cookies := make([]uint64, len(p.Functions))
-	for i := range cookies {
-		cookies[i] = uint64(i)
-	}
-	addr := p.Addr.String()
-	wrap := func(fam, fn string, err error) error {
-		return &AttachError{Probe: addr, Family: fam, Function: fn, Err: err}
-	}
-	for _, prog := range p.Programs {
-		fam := prog.Family
-		one := func(fn string, mk func(*ebpf.Program) (link.Link, error)) error {
-			if err := w.step("attach %s %s %s", addr, fam, fn); err != nil {
-				return wrap(fam, fn, err)
-			}
-			key := compiler.ProgramKey(prog, fn)
-			l, err := mk(coll.Programs[key])
-			if err != nil {
-				return wrap(fam, fn, err)
-			}
-			onLink(attached{family: fam, function: fn, program: key, link: l})
-			return nil
+// linker attaches the links of one program of a probe.
+type linker struct {
+	w      *Workspace
+	p      *compiler.Probe
+	prog   *compiler.Program
+	coll   *ebpf.Collection
+	onLink func(attached)
+}
+
+// attachers attach each link family.
+var attachers = map[string]func(*linker) error{
+	compiler.FamilyKprobeMulti:    (*linker).kprobeMulti,
+	compiler.FamilyKretprobeMulti: (*linker).kprobeMulti,
+	compiler.FamilyKprobeSession:  (*linker).kprobeMulti,
+	compiler.FamilyFentry:         (*linker).tracing,
+	compiler.FamilyFexit:          (*linker).tracing,
+	compiler.FamilyKprobe:         (*linker).kprobe,
+	compiler.FamilyKretprobe:      (*linker).kprobe,
+	compiler.FamilyUprobeMulti:    (*linker).uprobeMulti,
+	compiler.FamilyUretprobeMulti: (*linker).uprobeMulti,
+	compiler.FamilyUprobe:         (*linker).uprobe,
+	compiler.FamilyUretprobe:      (*linker).uprobe,
+	compiler.FamilyTracepoint:     (*linker).tracepoint,
+}
+
+// attach attaches every link of a loaded probe; each link goes through
+// step first, so tests can fail any one of them.
+func (w *Workspace) attach(t *txn, l *live) error {
+	for _, prog := range l.probe.Programs {
+		fn := attachers[prog.Family]
+		if fn == nil {
+			return fmt.Errorf("%s: unknown link family %q", l.probe.Addr, prog.Family)
 		}
-		var err error
-		switch fam {
-		case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession:
-			err = one("", func(pr *ebpf.Program) (link.Link, error) {
-				opts := link.KprobeMultiOptions{Symbols: p.Functions, Cookies: cookies, Session: fam == compiler.FamilyKprobeSession}
-				if fam == compiler.FamilyKretprobeMulti {
-					return link.KretprobeMulti(pr, opts)
-				}
-				return link.KprobeMulti(pr, opts)
-			})
-		case compiler.FamilyFentry, compiler.FamilyFexit:
-			at := ebpf.AttachTraceFEntry
-			if fam == compiler.FamilyFexit {
-				at = ebpf.AttachTraceFExit
+		lk := &linker{w: w, p: l.probe, prog: prog, coll: l.coll, onLink: func(a attached) {
+			l.links = append(l.links, a)
+			t.onUndo(func() { _ = a.link.Close() })
+			if info, err := a.link.Info(); err == nil {
+				w.created("link", uint32(info.ID))
 			}
-			for i, fn := range p.Functions {
-				if err = one(fn, func(pr *ebpf.Program) (link.Link, error) {
-					return link.AttachTracing(link.TracingOptions{Program: pr, AttachType: at, Cookie: uint64(i)})
-				}); err != nil {
-					break
-				}
-			}
-		case compiler.FamilyKprobe, compiler.FamilyKretprobe:
-			for i, fn := range p.Functions {
-				if err = one(fn, func(pr *ebpf.Program) (link.Link, error) {
-					opts := &link.KprobeOptions{Cookie: uint64(i)}
-					if fam == compiler.FamilyKretprobe {
-						return link.Kretprobe(fn, pr, opts)
-					}
-					return link.Kprobe(fn, pr, opts)
-				}); err != nil {
-					break
-				}
-			}
-		case compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti:
-			ex, xerr := link.OpenExecutable(p.Binary)
-			if xerr != nil {
-				return wrap(fam, "", xerr)
-			}
-			err = one("", func(pr *ebpf.Program) (link.Link, error) {
-				opts := &link.UprobeMultiOptions{Cookies: cookies, PID: uint32(p.PID)}
-				if fam == compiler.FamilyUretprobeMulti {
-					return ex.UretprobeMulti(p.Functions, pr, opts)
-				}
-				return ex.UprobeMulti(p.Functions, pr, opts)
-			})
-		case compiler.FamilyUprobe, compiler.FamilyUretprobe:
-			ex, xerr := link.OpenExecutable(p.Binary)
-			if xerr != nil {
-				return wrap(fam, "", xerr)
-			}
-			for i, fn := range p.Functions {
-				if err = one(fn, func(pr *ebpf.Program) (link.Link, error) {
-					opts := &link.UprobeOptions{Cookie: uint64(i), PID: p.PID}
-					if fam == compiler.FamilyUretprobe {
-						return ex.Uretprobe(fn, pr, opts)
-					}
-					return ex.Uprobe(fn, pr, opts)
-				}); err != nil {
-					break
-				}
-			}
-		case compiler.FamilyTracepoint:
-			group, name, _ := strings.Cut(p.Event, ":")
-			err = one("", func(pr *ebpf.Program) (link.Link, error) {
-				return link.Tracepoint(group, name, pr, nil)
-			})
-		default:
-			err = fmt.Errorf("%s: unknown link family %q", addr, fam)
-		}
-		if err != nil {
+		}}
+		if err := fn(lk); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (l *linker) fail(fn string, err error) error {
+	return &AttachError{Probe: l.p.Addr.String(), Family: l.prog.Family, Function: fn, Err: err}
+}
+
+// one makes one link to function fn ("" for links over every function).
+func (l *linker) one(fn string, file *FileID, mk func(*ebpf.Program) (link.Link, error)) error {
+	if err := l.w.step("attach %s %s %s", l.p.Addr, l.prog.Family, fn); err != nil {
+		return l.fail(fn, err)
+	}
+	key := compiler.ProgramKey(l.prog, fn)
+	lk, err := mk(l.coll.Programs[key])
+	if err != nil {
+		return l.fail(fn, err)
+	}
+	l.onLink(attached{family: l.prog.Family, function: fn, program: key, link: lk, file: file})
+	return nil
+}
+
+// cookies are the functions' indexes: the attach cookie says which fired.
+func (l *linker) cookies() []uint64 {
+	c := make([]uint64, len(l.p.Functions))
+	for i := range c {
+		c[i] = uint64(i)
+	}
+	return c
+}
+
+func (l *linker) kprobeMulti() error {
+	fam := l.prog.Family
+	return l.one("", nil, func(pr *ebpf.Program) (link.Link, error) {
+		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Cookies: l.cookies(), Session: fam == compiler.FamilyKprobeSession}
+		if fam == compiler.FamilyKretprobeMulti {
+			return link.KretprobeMulti(pr, opts)
+		}
+		return link.KprobeMulti(pr, opts)
+	})
+}
+
+func (l *linker) tracing() error {
+	at := ebpf.AttachTraceFEntry
+	if l.prog.Family == compiler.FamilyFexit {
+		at = ebpf.AttachTraceFExit
+	}
+	for i, fn := range l.p.Functions {
+		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
+			return link.AttachTracing(link.TracingOptions{Program: pr, AttachType: at, Cookie: uint64(i)})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *linker) kprobe() error {
+	ret := l.prog.Family == compiler.FamilyKretprobe
+	for i, fn := range l.p.Functions {
+		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
+			opts := &link.KprobeOptions{Cookie: uint64(i)}
+			if ret {
+				return link.Kretprobe(fn, pr, opts)
+			}
+			return link.Kprobe(fn, pr, opts)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// executable opens the probe's binary and identifies it; the identity is
+// checked again after attaching, so a binary replaced meanwhile fails the
+// apply instead of leaving probes on a file nobody runs.
+func (l *linker) executable() (*link.Executable, *FileID, error) {
+	id, err := fileID(l.p.Binary)
+	if err != nil {
+		return nil, nil, l.fail("", err)
+	}
+	ex, err := link.OpenExecutable(l.p.Binary)
+	if err != nil {
+		return nil, nil, l.fail("", err)
+	}
+	return ex, id, nil
+}
+
+func (l *linker) sameFile(id *FileID) error {
+	now, err := fileID(l.p.Binary)
+	if err != nil {
+		return l.fail("", err)
+	}
+	if !now.Same(id) {
+		return l.fail("", fmt.Errorf("%s was replaced while probectl attached to it; apply again", l.p.Binary))
+	}
+	return nil
+}
+
+func (l *linker) uprobeMulti() error {
+	ex, id, err := l.executable()
+	if err != nil {
+		return err
+	}
+	ret := l.prog.Family == compiler.FamilyUretprobeMulti
+	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
+		return func(pr *ebpf.Program) (link.Link, error) {
+			opts := &link.UprobeMultiOptions{Cookies: cookies, PID: uint32(l.p.PID)}
+			if ret {
+				return ex.UretprobeMulti(fns, pr, opts)
+			}
+			return ex.UprobeMulti(fns, pr, opts)
+		}
+	}
+	if err := l.one("", id, mk(l.p.Functions, l.cookies())); err != nil {
+		// One link for every function: the kernel does not say which one
+		// it refused, so find it by trying each alone.
+		if fn := l.culprit(mk); fn != "" {
+			var ae *AttachError
+			if errors.As(err, &ae) {
+				ae.Function = fn
+			}
+		}
+		return err
+	}
+	return l.sameFile(id)
+}
+
+// culprit returns the first function that cannot be attached on its own.
+func (l *linker) culprit(mk func([]string, []uint64) func(*ebpf.Program) (link.Link, error)) string {
+	if len(l.p.Functions) < 2 {
+		return ""
+	}
+	pr := l.coll.Programs[compiler.ProgramKey(l.prog, "")]
+	for i, fn := range l.p.Functions {
+		lk, err := mk([]string{fn}, []uint64{uint64(i)})(pr)
+		if err != nil {
+			return fn
+		}
+		_ = lk.Close()
+	}
+	return ""
+}
+
+func (l *linker) uprobe() error {
+	ex, id, err := l.executable()
+	if err != nil {
+		return err
+	}
+	ret := l.prog.Family == compiler.FamilyUretprobe
+	for i, fn := range l.p.Functions {
+		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
+			opts := &link.UprobeOptions{Cookie: uint64(i), PID: l.p.PID}
+			if ret {
+				return ex.Uretprobe(fn, pr, opts)
+			}
+			return ex.Uprobe(fn, pr, opts)
+		}); err != nil {
+			return err
+		}
+	}
+	return l.sameFile(id)
+}
+
+func (l *linker) tracepoint() error {
+	group, name, _ := strings.Cut(l.p.Event, ":")
+	return l.one("", nil, func(pr *ebpf.Program) (link.Link, error) {
+		return link.Tracepoint(group, name, pr, nil)
+	})
+}
+
+// FileID identifies the file a uprobe is attached to. The kernel holds the
+// inode, not the path: a binary replaced by rename (a package upgrade)
+// leaves the probes on the old file, so a new inode at the path is drift.
+type FileID struct {
+	Dev     uint64 `json:"dev"`
+	Inode   uint64 `json:"inode"`
+	Size    int64  `json:"size"`
+	BuildID string `json:"build_id,omitempty"`
+}
+
+// Same reports whether a and b are the same file.
+func (a *FileID) Same(b *FileID) bool {
+	return a != nil && b != nil && a.Dev == b.Dev && a.Inode == b.Inode && a.BuildID == b.BuildID
+}
+
+func (a *FileID) String() string {
+	s := fmt.Sprintf("inode %d", a.Inode)
+	if a.BuildID != "" {
+		s += ", build-id " + a.BuildID
+	}
+	return s
+}
+
+// fileID identifies the regular file at path, following symlinks as the
+// kernel does when it attaches. It never blocks: a FIFO is refused.
+func fileID(path string) (*FileID, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	id := &FileID{Dev: st.Dev, Inode: st.Ino, Size: st.Size}
+	if ef, err := elf.NewFile(f); err == nil {
+		id.BuildID = buildID(ef)
+	}
+	return id, nil
+}
+
+// buildID returns the GNU build-id note of an ELF file, or "".
+func buildID(ef *elf.File) string {
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_NOTE || s.Size > 1<<16 {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil {
+			continue
+		}
+		order := ef.ByteOrder
+		for len(b) >= 12 {
+			nameSz, descSz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+			nameEnd := 12 + (int(nameSz)+3)&^3
+			descEnd := nameEnd + (int(descSz)+3)&^3
+			if nameSz > 1<<10 || descSz > 1<<10 || descEnd > len(b) {
+				break
+			}
+			if typ == 3 && bytes.Equal(bytes.TrimRight(b[12:12+nameSz], "\x00"), []byte("GNU")) { // NT_GNU_BUILD_ID
+				return hex.EncodeToString(b[nameEnd : nameEnd+int(descSz)])
+			}
+			b = b[descEnd:]
+		}
+	}
+	return ""
 }

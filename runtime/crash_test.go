@@ -1,11 +1,13 @@
 package runtime_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"math/rand"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,17 +43,14 @@ func child(mode string) error {
 	if v := os.Getenv("PROBECTL_TEST_LOCK_TIMEOUT"); v != "" {
 		w.LockTimeout, _ = time.ParseDuration(v)
 	}
-	if err := w.Lock(); err != nil {
-		return err
-	}
-	defer w.Unlock()
-	s, err := w.State()
+	// Every object is reported to the parent as soon as it exists: a kill
+	// can only leave behind what was pinned, which was created earlier.
+	w.SetObserver(func(kind string, id uint32) { fmt.Printf("obj %s %d\n", kind, id) })
+	s, _, err := w.Begin()
 	if err != nil {
 		return err
 	}
-	if _, err := w.Repair(s); err != nil {
-		return err
-	}
+	defer w.Unlock()
 	w.SetFault(func(string) error { time.Sleep(time.Duration(2+rand.Intn(10)) * time.Millisecond); return nil })
 	if mode == "destroy" {
 		fmt.Println("go")
@@ -86,9 +85,9 @@ func child(mode string) error {
 // repairs, the state's probes are intact, and nothing else is left.
 func TestKill9DuringApplyAndDestroy(t *testing.T) {
 	requireRoot(t)
-	baseline := snapshot(t)
 	w := workspace(t)
 	w.Unlock() // the children take the lock
+	objs := trackers[w]
 	specs := []string{faultBase, faultNext}
 	for i := range specs {
 		specs[i] = strings.ReplaceAll(specs[i], "WORK", workload(t))
@@ -96,7 +95,12 @@ func TestKill9DuringApplyAndDestroy(t *testing.T) {
 	dir := t.TempDir()
 	trials := 60
 	killed, finished := 0, 0
-	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("PROBECTL_TEST_SEED"); v != "" {
+		seed, _ = strconv.ParseInt(v, 10, 64)
+	}
+	t.Logf("kill points from seed %d (replay: PROBECTL_TEST_SEED=%d go test -run TestKill9 ./runtime)", seed, seed)
+	r := rand.New(rand.NewSource(seed))
 	for trial := 0; trial < trials; trial++ {
 		mode := "apply"
 		if trial%4 == 3 {
@@ -118,8 +122,8 @@ func TestKill9DuringApplyAndDestroy(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		ready := make([]byte, 3)
-		_, _ = io.ReadFull(stdout, ready) // "go\n": the child starts its steps
+		started := collect(stdout, objs) // "go": the child starts its steps
+		<-started
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		delay := time.Duration(r.Intn(160)) * time.Millisecond
@@ -139,29 +143,44 @@ func TestKill9DuringApplyAndDestroy(t *testing.T) {
 		}
 
 		// The next command: lock, read, repair.
-		if err := w.Lock(); err != nil {
-			t.Fatalf("trial %d: %v", trial, err)
-		}
-		s, err := w.State()
+		s, _, err := w.Begin()
 		if err != nil {
-			t.Fatalf("trial %d: state unreadable after kill -9: %v", trial, err)
-		}
-		if _, err := w.Repair(s); err != nil {
-			t.Fatalf("trial %d: repair: %v", trial, err)
+			t.Fatalf("trial %d: after kill -9: %v", trial, err)
 		}
 		if d := w.Drift(s); len(d) > 0 {
 			t.Errorf("trial %d (%s): the state's probes are damaged: %v", trial, mode, d)
 		}
-		noLeaks(t, baseline, s)
+		leakFree(t, w, s)
 		w.Unlock()
 	}
 	t.Logf("%d trials: %d killed mid-way, %d finished first", trials, killed, finished)
 	if killed < trials/4 {
 		t.Errorf("only %d of %d trials were killed mid-way: the kill points do not cover the command", killed, trials)
 	}
-	if err := w.Lock(); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// collect reads a child's stdout: "obj KIND ID" lines go to objs, and the
+// returned channel closes at "go".
+func collect(r io.Reader, objs *objects) <-chan struct{} {
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(r)
+		once := false
+		for sc.Scan() {
+			var kind string
+			var id uint32
+			if n, _ := fmt.Sscanf(sc.Text(), "obj %s %d", &kind, &id); n == 2 {
+				objs.add(kind, id)
+			} else if sc.Text() == "go" && !once {
+				once = true
+				close(started)
+			}
+		}
+		if !once {
+			close(started)
+		}
+	}()
+	return started
 }
 
 // startChild starts the test binary as a probectl process.
@@ -171,9 +190,14 @@ func startChild(t *testing.T, w *runtime.Workspace, mode, specPath, lockTimeout 
 	cmd.Env = append(os.Environ(), "PROBECTL_TEST_CHILD="+mode, "PROBECTL_TEST_STATE="+w.StateDir,
 		"PROBECTL_TEST_WS="+w.Name, "PROBECTL_TEST_SPEC="+specPath, "PROBECTL_TEST_LOCK_TIMEOUT="+lockTimeout)
 	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	collect(stdout, trackers[w])
 	return cmd
 }
 
@@ -182,7 +206,6 @@ func startChild(t *testing.T, w *runtime.Workspace, mode, specPath, lockTimeout 
 // state is consistent and nothing leaks.
 func TestConcurrentApplies(t *testing.T) {
 	requireRoot(t)
-	baseline := snapshot(t)
 	w := workspace(t)
 	w.Unlock()
 	dir := t.TempDir()
@@ -212,10 +235,7 @@ func TestConcurrentApplies(t *testing.T) {
 				}
 			}
 		}
-		if err := w.Lock(); err != nil {
-			t.Fatal(err)
-		}
-		s, err := w.State()
+		s, _, err := w.Begin()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,10 +245,7 @@ func TestConcurrentApplies(t *testing.T) {
 		if d := w.Drift(s); len(d) > 0 {
 			t.Errorf("drift: %v", d)
 		}
-		noLeaks(t, baseline, s)
+		leakFree(t, w, s)
 		w.Unlock()
-	}
-	if err := w.Lock(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -18,7 +18,6 @@ func TestUprobeCountsExactly(t *testing.T) {
 	requireRoot(t)
 	for _, attach := range []string{"uprobe", "uprobe.multi"} {
 		t.Run(attach, func(t *testing.T) {
-			before := snapshot(t)
 			w := workspace(t)
 			s, _ := apply(t, w, `probe "user" "calls" {
   binary    = "WORK"
@@ -50,18 +49,14 @@ func TestUprobeCountsExactly(t *testing.T) {
 			if v := values(aggregation(t, w, s, "user.calls", "args"))[""]; v != wantSum {
 				t.Errorf("sum of args = %d, want %d", v, wantSum)
 			}
-			st, err := w.Status(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := w.Status(s)
 			if st[0].EntryHits != uint64(n+n/2) || len(st[0].Drift) != 0 {
 				t.Errorf("status: hits %d (want %d), drift %v", st[0].EntryHits, n+n/2, st[0].Drift)
 			}
-			s, _, err = w.Destroy(s, nil)
-			if err != nil {
+			if _, _, err := w.Destroy(s, nil); err != nil {
 				t.Fatal(err)
 			}
-			noLeaks(t, before, nil)
+			leakFree(t, w, nil)
 		})
 	}
 }
@@ -71,7 +66,6 @@ func TestUretprobeEntryDataAndRet(t *testing.T) {
 	requireRoot(t)
 	for _, attach := range []string{"uprobe", "uprobe.multi"} {
 		t.Run(attach, func(t *testing.T) {
-			before := snapshot(t)
 			w := workspace(t)
 			s, _ := apply(t, w, `probe "user" "ret" {
   binary    = "WORK"
@@ -153,7 +147,7 @@ func TestUretprobeEntryDataAndRet(t *testing.T) {
 			if _, _, err := w.Destroy(s, nil); err != nil {
 				t.Fatal(err)
 			}
-			noLeaks(t, before, nil)
+			leakFree(t, w, nil)
 		})
 	}
 }
@@ -179,7 +173,6 @@ func checkBuckets(t *testing.T, what string, ar runtime.AggregationResult, want 
 
 func TestTracepointArgsAndEvents(t *testing.T) {
 	requireRoot(t)
-	before := snapshot(t)
 	w := workspace(t)
 	s, _ := apply(t, w, `probe "tracepoint" "enter" {
   event = "syscalls:sys_enter_openat"
@@ -235,7 +228,7 @@ probe "tracepoint" "exit" {
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
 	}
-	noLeaks(t, before, nil)
+	leakFree(t, w, nil)
 }
 
 const twoProbes = `probe "user" "calls" {
@@ -280,7 +273,6 @@ func TestApplyUnchangedKeepsLinks(t *testing.T) {
 // A changed probe is replaced create-before-destroy; the others stay.
 func TestReplaceCreatesBeforeDestroying(t *testing.T) {
 	requireRoot(t)
-	before := snapshot(t)
 	w := workspace(t)
 	s1, _ := apply(t, w, twoProbes)
 	var steps []string
@@ -316,20 +308,14 @@ func TestReplaceCreatesBeforeDestroying(t *testing.T) {
 	if got := values(aggregation(t, w, s2, "user.calls", "n"))[""]; got != n+n/2 {
 		t.Errorf("count = %d, want %d", got, n+n/2)
 	}
-	noLeaks(t, before, s2)
+	leakFree(t, w, s2)
 }
 
 func TestLockNamesHolder(t *testing.T) {
-	dir := t.TempDir()
-	w1, err := runtime.Open(dir, "locked")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w1.Lock(); err != nil {
-		t.Fatal(err)
-	}
-	w2, _ := runtime.Open(dir, "locked")
-	err = w2.Lock()
+	requireRoot(t)
+	w1 := workspace(t)
+	w2, _ := runtime.Open(w1.StateDir, w1.Name)
+	err := w2.Lock()
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("PID %d", pid())) {
 		t.Fatalf("second lock: %v", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 )
 
@@ -21,30 +23,43 @@ type EventReader struct {
 	rd    *ringbuf.Reader
 }
 
+// refEvents is the ref of a probe's ring buffer.
+const refEvents = "events"
+
 // Events opens the ring buffer of p, or returns nil when p has no events.
 func (w *Workspace) Events(p *ProbeState) (*EventReader, error) {
+	return newEventReader(p, w.pinnedMaps(p))
+}
+
+func newEventReader(p *ProbeState, open mapSource) (*EventReader, error) {
 	if len(p.Events) == 0 {
 		return nil, nil
 	}
-	m, err := w.openMap(p, "events")
+	m, release, err := open(refEvents)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
+	if m.Type() != ebpf.RingBuf {
+		return nil, fmt.Errorf("%s: events map is a %s, not a ring buffer", p.Address, m.Type())
+	}
 	rd, err := ringbuf.NewReader(m)
-	m.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s: events: %w", p.Address, err)
 	}
 	return &EventReader{probe: p, rd: rd}, nil
 }
 
-// Read blocks for the next event; it returns ErrClosed after Close.
+// Read blocks for the next event; it returns ErrClosed after Close, and
+// ErrDrained once a deadline set by Drain passed with nothing left.
 func (r *EventReader) Read() (*EventRecord, error) {
 	rec, err := r.rd.Read()
-	if errors.Is(err, ringbuf.ErrClosed) {
+	switch {
+	case errors.Is(err, ringbuf.ErrClosed):
 		return nil, ErrClosed
-	}
-	if err != nil {
+	case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, ErrDrained
+	case err != nil:
 		return nil, err
 	}
 	b := rec.RawSample
@@ -60,8 +75,16 @@ func (r *EventReader) Read() (*EventRecord, error) {
 	return nil, fmt.Errorf("%s: event record of unknown id %d", r.probe.Address, id)
 }
 
+// Drain makes Read return what is in the buffer without waiting, then
+// ErrDrained: for after the producers are detached. It is safe while
+// another goroutine is blocked in Read.
+func (r *EventReader) Drain() error { return r.rd.Flush() }
+
 // Close stops the reader; a blocked Read returns ErrClosed.
 func (r *EventReader) Close() error { return r.rd.Close() }
 
 // ErrClosed is returned by Read after Close.
 var ErrClosed = errors.New("event reader closed")
+
+// ErrDrained is returned by Read after Drain, once the buffer is empty.
+var ErrDrained = errors.New("event buffer drained")

@@ -56,7 +56,6 @@ var errInjected = errors.New("injected fault")
 // must be exactly as before, and the applied probe must keep counting.
 func TestFaultInjectionEveryStep(t *testing.T) {
 	requireRoot(t)
-	baseline := snapshot(t)
 	w := workspace(t)
 	apply(t, w, faultBase)
 
@@ -91,7 +90,6 @@ func TestFaultInjectionEveryStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		pins := listPins(t, w)
-		before := snapshot(t)
 
 		i := 0
 		w.SetFault(func(step string) error {
@@ -114,7 +112,7 @@ func TestFaultInjectionEveryStep(t *testing.T) {
 		if got := listPins(t, w); got != pins {
 			t.Errorf("fault at step %d (%s): pins changed:\n%s\nwas\n%s", k, steps[k], got, pins)
 		}
-		noLeaks(t, before, nil)
+		leakFree(t, w, s)
 		if d := w.Drift(s); len(d) > 0 {
 			t.Errorf("fault at step %d (%s): drift %v", k, steps[k], d)
 		}
@@ -129,7 +127,7 @@ func TestFaultInjectionEveryStep(t *testing.T) {
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
 	}
-	noLeaks(t, baseline, nil)
+	leakFree(t, w, nil)
 }
 
 // listPins lists every file under the workspace's pin directory.

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -108,8 +109,9 @@ func compile(t testing.TB, src string) *compiler.Output {
 
 var wsCount int
 
-// workspace opens a fresh workspace whose probes are destroyed, and whose
-// pins are removed, when the test ends.
+// workspace opens a fresh workspace, locked (Begin), whose probes are
+// destroyed and whose pins are removed when the test ends; then every
+// kernel object it created must be gone.
 func workspace(t testing.TB) *runtime.Workspace {
 	t.Helper()
 	wsCount++
@@ -117,29 +119,37 @@ func workspace(t testing.TB) *runtime.Workspace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Lock(); err != nil {
+	objs := track(w)
+	trackers[w] = objs
+	if _, _, err := w.Begin(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if !w.Locked() {
+			if _, _, err := w.Begin(); err != nil {
+				t.Errorf("cleanup: %v", err)
+				return
+			}
+		}
 		if s, err := w.State(); err == nil && len(s.Probes) > 0 {
 			if _, _, err := w.Destroy(s, nil); err != nil {
 				t.Errorf("cleanup destroy: %v", err)
 			}
 		}
+		if err := w.RemovePins(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
 		w.Unlock()
-		os.RemoveAll(w.PinDir())
+		noLeaks(t, objs, nil, nil)
 	})
 	return w
 }
 
-// apply plans src against w's state and applies it.
+// apply plans src against w's state and applies it. w must be locked.
 func apply(t testing.TB, w *runtime.Workspace, src string) (*runtime.State, *compiler.Plan) {
 	t.Helper()
 	s, err := w.State()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Repair(s); err != nil {
 		t.Fatal(err)
 	}
 	out := compile(t, src)
@@ -162,9 +172,9 @@ func aggregation(t testing.TB, w *runtime.Workspace, s *runtime.State, addr, nam
 	if p == nil {
 		t.Fatalf("%s not applied", addr)
 	}
-	res, err := w.Read(s, []*runtime.ProbeState{p})
-	if err != nil {
-		t.Fatal(err)
+	res := w.Read([]*runtime.ProbeState{p})
+	if res[0].Error != "" {
+		t.Fatal(res[0].Error)
 	}
 	for _, ar := range res[0].Aggregations {
 		if ar.Name == name {
@@ -188,57 +198,64 @@ func values(ar runtime.AggregationResult) map[string]int64 {
 	return out
 }
 
-// objects are the BPF objects in the kernel, by ID.
-type objects struct{ progs, maps, links map[uint32]bool }
+// objects are the kernel objects a test's workspaces (and the probectl
+// processes it starts) created, by "kind id". Leak checks look at these
+// only: other processes on the machine load BPF too.
+type objects struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
 
-func snapshot(t testing.TB) objects {
-	t.Helper()
-	o := objects{map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}}
-	for id := ebpf.ProgramID(0); ; {
-		next, err := ebpf.ProgramGetNextID(id)
-		if err != nil {
-			break
-		}
-		o.progs[uint32(next)] = true
-		id = next
+func (o *objects) add(kind string, id uint32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ids == nil {
+		o.ids = map[string]bool{}
 	}
-	for id := ebpf.MapID(0); ; {
-		next, err := ebpf.MapGetNextID(id)
-		if err != nil {
-			break
-		}
-		o.maps[uint32(next)] = true
-		id = next
-	}
-	it := new(link.Iterator)
-	for it.Next() {
-		o.links[uint32(it.ID)] = true
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
+	o.ids[fmt.Sprintf("%s %d", kind, id)] = true
+}
+
+// track records every object w creates.
+func track(w *runtime.Workspace) *objects {
+	o := &objects{}
+	w.SetObserver(o.add)
 	return o
 }
 
-// added lists the objects of now that were not in before.
-func (before objects) added(now objects) []string {
-	var out []string
-	for _, c := range []struct {
-		kind string
-		a, b map[uint32]bool
-	}{{"prog", before.progs, now.progs}, {"map", before.maps, now.maps}, {"link", before.links, now.links}} {
-		for id := range c.b {
-			if !c.a[id] {
-				out = append(out, fmt.Sprintf("%s %d", c.kind, id))
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+var trackers = map[*runtime.Workspace]*objects{}
+
+// leakFree checks the objects of w's tracker (see noLeaks).
+func leakFree(t testing.TB, w *runtime.Workspace, keep *runtime.State) {
+	t.Helper()
+	noLeaks(t, trackers[w], w, keep)
 }
 
-// noLeaks fails when objects other than those in keep appeared since before.
-func noLeaks(t testing.TB, before objects, keep *runtime.State) {
+// exists reports whether the kernel still has the object.
+func exists(kind string, id uint32) bool {
+	var err error
+	switch kind {
+	case "prog":
+		var p *ebpf.Program
+		if p, err = ebpf.NewProgramFromID(ebpf.ProgramID(id)); err == nil {
+			p.Close()
+		}
+	case "link":
+		var l link.Link
+		if l, err = link.NewFromID(link.ID(id)); err == nil {
+			l.Close()
+		}
+	default: // map, identity
+		var m *ebpf.Map
+		if m, err = ebpf.NewMapFromID(ebpf.MapID(id)); err == nil {
+			m.Close()
+		}
+	}
+	return err == nil || !errors.Is(err, os.ErrNotExist)
+}
+
+// noLeaks fails when an object in objs still exists that neither keep
+// records nor is w's identity (w may be nil when its pins are gone).
+func noLeaks(t testing.TB, objs *objects, w *runtime.Workspace, keep *runtime.State) {
 	t.Helper()
 	allowed := map[string]bool{}
 	if keep != nil {
@@ -250,15 +267,31 @@ func noLeaks(t testing.TB, before objects, keep *runtime.State) {
 			for _, m := range p.Maps {
 				allowed[fmt.Sprintf("map %d", m.ID)] = true
 			}
+			allowed[fmt.Sprintf("map %d", p.MetaID)] = true
 		}
 	}
+	if w != nil {
+		if id := w.IdentityID(); id != 0 {
+			allowed[fmt.Sprintf("identity %d", id)] = true
+		}
+	}
+	objs.mu.Lock()
+	var ids []string
+	for id := range objs.ids {
+		ids = append(ids, id)
+	}
+	objs.mu.Unlock()
+	sort.Strings(ids)
 	// The kernel frees links (and so their programs) from a work queue:
 	// give it a moment before calling anything a leak.
 	var leaked []string
-	for try := 0; try < 40; try++ {
+	for try := 0; try < 60; try++ {
 		leaked = leaked[:0]
-		for _, o := range before.added(snapshot(t)) {
-			if !allowed[o] {
+		for _, o := range ids {
+			var kind string
+			var id uint32
+			fmt.Sscanf(o, "%s %d", &kind, &id)
+			if !allowed[o] && exists(kind, id) {
 				leaked = append(leaked, o)
 			}
 		}
@@ -267,7 +300,7 @@ func noLeaks(t testing.TB, before objects, keep *runtime.State) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Errorf("leaked kernel objects: %v", leaked)
+	t.Errorf("leaked kernel objects (of %d this test created): %v", len(ids), leaked)
 }
 
 func pid() int { return os.Getpid() }

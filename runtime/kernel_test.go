@@ -246,7 +246,6 @@ func TestKernelFamiliesExact(t *testing.T) {
     }` + hist + `
   }
 }`
-			before := snapshot(t)
 			w := workspace(t)
 			out := kcompile(t, f, src, tid)
 			p := out.Probes[0]
@@ -274,12 +273,12 @@ func TestKernelFamiliesExact(t *testing.T) {
 					t.Errorf("latency histogram holds %d calls, want %d", total, fails+oks)
 				}
 			}
-			st, _ := w.Status(s)
+			st := w.Status(s)
 			t.Logf("%s on %s: route %s, %d links, hits %d/%d, missed %d", wfn, f.Label(), p.Route, len(st[0].Links), st[0].EntryHits, st[0].ExitHits, st[0].Missed)
 			if _, _, err := w.Destroy(s, nil); err != nil {
 				t.Fatal(err)
 			}
-			noLeaks(t, before, nil)
+			leakFree(t, w, nil)
 		})
 	}
 	if inVM() && ran == 0 {
@@ -338,7 +337,6 @@ probe "kernel" "entry_exit" {
 			}
 		}
 	}
-	before := snapshot(t)
 	w := workspace(t)
 	s, err := kapply(t, w, out)
 	if err != nil {
@@ -370,7 +368,7 @@ probe "kernel" "entry_exit" {
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
 	}
-	noLeaks(t, before, nil)
+	leakFree(t, w, nil)
 }
 
 // when filters by comm and pid exactly.
@@ -471,7 +469,6 @@ func TestKernelAtomicApply(t *testing.T) {
 		attaches = append(attaches, "kprobe")
 	}
 	for _, attach := range attaches {
-		before := snapshot(t)
 		pins := listPins(t, w)
 		next := base + `
 
@@ -492,7 +489,7 @@ probe "kernel" "broken" {
 		if !errors.As(err, &ae) && !errors.As(err, &le) {
 			t.Errorf("error %T does not name the probe and function", err)
 		}
-		noLeaks(t, before, s)
+		leakFree(t, w, s)
 		if got := listPins(t, w); got != pins {
 			t.Errorf("pins changed:\n%s\nwas\n%s", got, pins)
 		}

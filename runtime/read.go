@@ -3,16 +3,17 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/spec"
 )
@@ -21,6 +22,8 @@ import (
 type ProbeResult struct {
 	Address      string              `json:"address"`
 	Aggregations []AggregationResult `json:"aggregations"`
+	// Error says why the probe could not be read; the others still are.
+	Error string `json:"error,omitempty"`
 }
 
 // AggregationResult is one aggregation's data.
@@ -57,7 +60,9 @@ type KeyField struct {
 // in the order of by.
 type OrderedKey []KeyField
 
-// MarshalJSON writes the key as an object, fields in by order.
+// MarshalJSON writes the key as an object, fields in by order. Strings go
+// through encoding/json: control bytes are escaped, and bytes that are not
+// UTF-8 (a process may name itself anything) become U+FFFD.
 func (k OrderedKey) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -65,52 +70,83 @@ func (k OrderedKey) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(strconv.Quote(f.Name))
-		b.WriteByte(':')
-		switch v := f.Value.(type) {
-		case string:
-			b.WriteString(strconv.Quote(v))
-		default:
-			fmt.Fprint(&b, v)
+		name, err := json.Marshal(f.Name)
+		if err != nil {
+			return nil, err
 		}
+		b.Write(name)
+		b.WriteByte(':')
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
-// Read returns what the probes of s measured.
-func (w *Workspace) Read(s *State, probes []*ProbeState) ([]ProbeResult, error) {
-	var out []ProbeResult
+// mapSource opens one of a probe's maps by its ref; the caller calls
+// release when done with it.
+type mapSource func(ref string) (m *ebpf.Map, release func(), err error)
+
+// Read returns what the probes measured. A probe that cannot be read
+// (a pin gone, a map replaced) has its Error set; the others are read.
+func (w *Workspace) Read(probes []*ProbeState) []ProbeResult {
+	out := make([]ProbeResult, 0, len(probes))
 	for _, p := range probes {
-		pr, err := w.readProbe(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *pr)
+		out = append(out, readProbe(p, w.pinnedMaps(p)))
 	}
-	return out, nil
+	return out
 }
 
-func (w *Workspace) openMap(p *ProbeState, ref string) (*ebpf.Map, error) {
-	for _, m := range p.Maps {
-		if m.Ref == ref {
-			mp, err := ebpf.LoadPinnedMap(filepath.Join(w.PinDir(), p.PinDir, m.Pin), nil)
-			if err != nil {
-				return nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
+// pinnedMaps opens a probe's maps from its pins.
+func (w *Workspace) pinnedMaps(p *ProbeState) mapSource {
+	return func(ref string) (*ebpf.Map, func(), error) {
+		for _, m := range p.Maps {
+			if m.Ref != ref {
+				continue
 			}
-			return mp, nil
+			d, err := w.probeDir(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer d.close()
+			path, err := d.procPath(m.Pin)
+			if err != nil {
+				return nil, nil, err
+			}
+			// Read-only, but for the ring buffer: its reader advances the
+			// consumer position.
+			mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: ref != refEvents})
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
+			}
+			return mp, func() { mp.Close() }, nil
 		}
+		return nil, nil, fmt.Errorf("%s: no map %s in the state", p.Address, ref)
 	}
-	return nil, fmt.Errorf("%s: no map %s in the state", p.Address, ref)
+}
+
+// probeDir opens the pin directory of p.
+func (w *Workspace) probeDir(p *ProbeState) (*dir, error) {
+	if w.pins == nil {
+		return nil, fmt.Errorf("%s: %s is not there", p.Address, w.PinDir())
+	}
+	d, err := w.pins.sub(p.PinDir, false, trustPrivate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Address, err)
+	}
+	return d, nil
 }
 
 // stats sums the probe's per-CPU counters.
-func (w *Workspace) stats(p *ProbeState) ([]uint64, error) {
-	m, err := w.openMap(p, "stats")
+func stats(p *ProbeState, open mapSource) ([]uint64, error) {
+	m, release, err := open(refStats)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
+	defer release()
 	out := make([]uint64, p.Stats.Size)
 	for i := range out {
 		var per []uint64
@@ -124,29 +160,34 @@ func (w *Workspace) stats(p *ProbeState) ([]uint64, error) {
 	return out, nil
 }
 
-func (w *Workspace) readProbe(p *ProbeState) (*ProbeResult, error) {
-	stats, err := w.stats(p)
+// refStats is the ref of every probe's stats map.
+const refStats = "stats"
+
+func readProbe(p *ProbeState, open mapSource) ProbeResult {
+	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}}
+	st, err := stats(p, open)
 	if err != nil {
-		return nil, err
+		res.Error = err.Error()
+		return res
 	}
-	res := &ProbeResult{Address: p.Address.String()}
 	for _, agg := range p.Aggregations {
-		ar, err := w.readAggregation(p, agg)
+		ar, err := readAggregation(p, agg, open)
 		if err != nil {
-			return nil, err
+			res.Error = err.Error()
+			return res
 		}
-		ar.Dropped = stats[agg.DroppedIndex]
+		ar.Dropped = st[agg.DroppedIndex]
 		res.Aggregations = append(res.Aggregations, *ar)
 	}
-	return res, nil
+	return res
 }
 
-func (w *Workspace) readAggregation(p *ProbeState, agg *compiler.Aggregation) (*AggregationResult, error) {
-	m, err := w.openMap(p, agg.MapRef)
+func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (*AggregationResult, error) {
+	m, release, err := open(agg.MapRef)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
+	defer release()
 	ar := &AggregationResult{Name: agg.Name, Kind: agg.Kind, Entries: []Entry{}}
 	for _, f := range agg.Key {
 		ar.KeyKeys = append(ar.KeyKeys, f.Name)
@@ -165,7 +206,7 @@ func (w *Workspace) readAggregation(p *ProbeState, agg *compiler.Aggregation) (*
 	for iter.Next(&key, &per) {
 		kb := key
 		bucket := int64(-1)
-		if hist {
+		if hist && len(kb) >= 8 {
 			bucket = int64(binary.LittleEndian.Uint64(kb[len(kb)-8:]))
 			kb = kb[:len(kb)-8]
 		}
@@ -233,10 +274,17 @@ func combine(kind spec.ActionKind, per [][]byte) (int64, bool) {
 func decodeKey(fields []compiler.KeyField, b []byte, functions []string) OrderedKey {
 	key := OrderedKey{}
 	for _, f := range fields {
+		if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
+			key = append(key, KeyField{f.Name, "(out of the record)"})
+			continue
+		}
 		raw := b[f.Offset : f.Offset+f.Size]
 		switch f.Kind {
 		case "comm":
-			key = append(key, KeyField{f.Name, string(bytes.TrimRight(raw, "\x00"))})
+			if i := bytes.IndexByte(raw, 0); i >= 0 {
+				raw = raw[:i]
+			}
+			key = append(key, KeyField{f.Name, string(raw)})
 		case "func":
 			idx := binary.LittleEndian.Uint64(raw)
 			name := fmt.Sprintf("#%d", idx)
@@ -245,10 +293,22 @@ func decodeKey(fields []compiler.KeyField, b []byte, functions []string) Ordered
 			}
 			key = append(key, KeyField{f.Name, name})
 		default:
-			key = append(key, KeyField{f.Name, int64(binary.LittleEndian.Uint64(raw))})
+			key = append(key, KeyField{f.Name, decodeInt(raw)})
 		}
 	}
 	return key
+}
+
+// decodeInt reads a little-endian signed integer of 1, 2, 4 or 8 bytes.
+func decodeInt(raw []byte) int64 {
+	var buf [8]byte
+	copy(buf[:], raw)
+	v := int64(binary.LittleEndian.Uint64(buf[:]))
+	if n := len(raw); n > 0 && n < 8 {
+		shift := 64 - 8*n
+		v = v << shift >> shift
+	}
+	return v
 }
 
 // bucketRange is the [low, high) range of a histogram bucket; the open
@@ -331,46 +391,70 @@ type LinkStatus struct {
 	ProgramID ebpf.ProgramID `json:"program_id"`
 }
 
-// Status checks every probe of s against the kernel.
-func (w *Workspace) Status(s *State) ([]ProbeStatus, error) {
+// Status checks every probe of s against the kernel. It changes nothing.
+func (w *Workspace) Status(s *State) []ProbeStatus {
 	var out []ProbeStatus
 	for _, p := range s.Probes {
 		st := ProbeStatus{Address: p.Address.String(), Route: p.Route, Attach: p.Attach, Functions: p.Functions,
 			Event: p.Event, Binary: p.Binary, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
-		drift, missed := w.checkProbe(p)
-		st.Drift, st.Missed = drift, missed
+		st.Drift, st.Missed = w.checkProbe(p)
 		for _, l := range p.Links {
 			st.Links = append(st.Links, LinkStatus{Family: l.Family, Function: l.Function, ID: l.ID, ProgramID: l.ProgramID})
 		}
-		if stats, err := w.stats(p); err == nil {
-			for _, agg := range p.Aggregations {
-				st.DroppedKeys += stats[agg.DroppedIndex]
+		if len(st.Drift) == 0 {
+			if counts, err := stats(p, w.pinnedMaps(p)); err == nil {
+				st.fill(p, counts)
 			}
-			st.DroppedEvents = stats[p.Stats.EventsDropped]
-			st.EntryHits, st.ExitHits = stats[p.Stats.EntryHits], stats[p.Stats.ExitHits]
 		}
 		out = append(out, st)
 	}
-	return out, nil
+	return out
+}
+
+func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
+	for _, agg := range p.Aggregations {
+		st.DroppedKeys += counts[agg.DroppedIndex]
+	}
+	st.DroppedEvents = counts[p.Stats.EventsDropped]
+	st.EntryHits, st.ExitHits = counts[p.Stats.EntryHits], counts[p.Stats.ExitHits]
 }
 
 // Drift checks every probe and returns what is damaged, by address.
-func (w *Workspace) Drift(s *State) map[string][]string {
-	out := map[string][]string{}
+func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
+	out := map[bpf.Address][]string{}
 	for _, p := range s.Probes {
 		if d, _ := w.checkProbe(p); len(d) > 0 {
-			out[p.Address.String()] = d
+			out[p.Address] = d
 		}
 	}
 	return out
 }
 
 // checkProbe compares a probe's pins with the kernel: every pin must be
-// there, every link must still run the program probectl attached.
+// there, every link must still run the program probectl attached, and a
+// user probe's binary must still be the file it is attached to.
 func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
-	dir := filepath.Join(w.PinDir(), p.PinDir)
+	if p.BinaryFile != nil {
+		now, err := fileID(p.Binary)
+		switch {
+		case err != nil:
+			drift = append(drift, fmt.Sprintf("binary %s: %v (the probes stay on the old file)", p.Binary, err))
+		case !now.Same(p.BinaryFile):
+			drift = append(drift, fmt.Sprintf("binary %s replaced (%s, was %s): the probes stay on the old file", p.Binary, now, p.BinaryFile))
+		}
+	}
+	d, err := w.probeDir(p)
+	if err != nil {
+		why := "pins gone"
+		if p.BootID != "" && p.BootID != bootID() {
+			why = "pins gone: the machine rebooted since it was applied"
+		}
+		return append(drift, why), 0
+	}
+	defer d.close()
 	for _, m := range p.Maps {
-		mp, err := ebpf.LoadPinnedMap(filepath.Join(dir, m.Pin), nil)
+		path, _ := d.procPath(m.Pin)
+		mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
 		if err != nil {
 			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
 			continue
@@ -387,7 +471,8 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		if l.Function != "" {
 			what += " " + l.Function
 		}
-		lk, err := link.LoadPinnedLink(filepath.Join(dir, l.Pin), nil)
+		path, _ := d.procPath(l.Pin)
+		lk, err := link.LoadPinnedLink(path, nil)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				drift = append(drift, fmt.Sprintf("link %s: pin gone", what))

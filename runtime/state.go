@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -53,6 +55,14 @@ type ProbeState struct {
 	Events       []*compiler.EventLayout `json:"events,omitempty"`
 	Stats        compiler.Stats          `json:"stats"`
 	AppliedAt    time.Time               `json:"applied_at"`
+	// BootID is the boot the probe's pins were made in: they cannot
+	// outlive it.
+	BootID string `json:"boot_id,omitempty"`
+	// BinaryFile identifies the file a user probe is attached to.
+	BinaryFile *FileID `json:"binary_file,omitempty"`
+	// MetaID is the map that holds this description in the pin directory,
+	// for probectl state recover (the description itself leaves it out).
+	MetaID ebpf.MapID `json:"meta_id,omitempty"`
 }
 
 // MapState is a pinned map.
@@ -84,6 +94,16 @@ func (s *State) Probe(addr bpf.Address) *ProbeState {
 	return nil
 }
 
+// byPinDir returns the probe pinned under dir, or nil.
+func (s *State) byPinDir(dir string) *ProbeState {
+	for _, p := range s.Probes {
+		if p.PinDir == dir {
+			return p
+		}
+	}
+	return nil
+}
+
 func newLineage() string {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -92,15 +112,38 @@ func newLineage() string {
 	return hex.EncodeToString(b)
 }
 
-// readState reads the state file; a missing file is an empty state.
-func readState(path, workspace string) (*State, error) {
-	b, err := os.ReadFile(path)
+const stateFile = "state.json"
+
+// maxState bounds what is read of a state file.
+const maxState = 256 << 20
+
+// State reads the workspace's state; a missing file is an empty state.
+// It changes nothing and takes no lock: the file is only ever replaced
+// whole, by rename.
+func (w *Workspace) State() (*State, error) {
+	d := w.state
+	if d == nil {
+		var err error
+		d, err = openPath(w.dir(), false)
+		if errors.Is(err, os.ErrNotExist) {
+			return &State{Version: StateVersion, Workspace: w.Name}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("state directory: %w", err)
+		}
+		defer d.close()
+	}
+	b, err := d.readFile(stateFile, maxState)
 	if errors.Is(err, os.ErrNotExist) {
-		return &State{Version: StateVersion, Workspace: workspace}, nil
+		return &State{Version: StateVersion, Workspace: w.Name}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
+	return parseState(b, filepath.Join(w.dir(), stateFile), w.Name)
+}
+
+func parseState(b []byte, path, workspace string) (*State, error) {
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("read state %s: %w (the file is damaged; move it away to start over, after destroying what it lists)", path, err)
@@ -108,40 +151,64 @@ func readState(path, workspace string) (*State, error) {
 	if s.Version != StateVersion {
 		return nil, fmt.Errorf("read state %s: version %d, this probectl reads %d", path, s.Version, StateVersion)
 	}
+	if err := s.validate(workspace); err != nil {
+		return nil, fmt.Errorf("read state %s: %w; the file was edited or damaged, and probectl will not act on it", path, err)
+	}
 	return &s, nil
 }
 
-// writeState replaces the state file atomically: a temp file in the same
-// directory, fsync, rename, fsync of the directory.
-func writeState(path string, s *State) error {
+var (
+	mapRefPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	linkPinPattern = regexp.MustCompile(`^link_[0-9]{1,7}$`)
+)
+
+// validate checks everything in a state file that names a file: each must
+// be one path element of probectl's own vocabulary, inside the workspace's
+// pin directory. Nothing the file says can make probectl reach elsewhere.
+func (s *State) validate(workspace string) error {
+	if s.Workspace != "" && s.Workspace != workspace {
+		return fmt.Errorf("it is the state of workspace %q, not %q", s.Workspace, workspace)
+	}
+	seen := map[bpf.Address]bool{}
+	for _, p := range s.Probes {
+		if !p.Address.Kind.Valid() || !bpf.ValidName(p.Address.Name) {
+			return fmt.Errorf("probe %q is not a probe address", p.Address)
+		}
+		if seen[p.Address] {
+			return fmt.Errorf("probe %s is listed twice", p.Address)
+		}
+		seen[p.Address] = true
+		prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
+		if !probeDirPattern.MatchString(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
+			return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
+		}
+		for _, m := range p.Maps {
+			if !mapRefPattern.MatchString(m.Ref) || m.Pin != "map_"+m.Ref {
+				return fmt.Errorf("%s: map pin %q is not a map pin", p.Address, m.Pin)
+			}
+		}
+		for _, l := range p.Links {
+			if !linkPinPattern.MatchString(l.Pin) {
+				return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
+			}
+		}
+	}
+	return nil
+}
+
+// writeState commits s: the state file is replaced atomically (a new
+// temporary file, fsync, rename, fsync of the directory). The workspace
+// must be locked.
+func (w *Workspace) writeState(s *State) error {
+	if !w.locked {
+		return errors.New("write state: the workspace is not locked")
+	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".state-*.tmp")
-	if err != nil {
+	if err := w.state.writeFile(stateFile, append(b, '\n')); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // gone after the rename; cleans up on failure
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }

@@ -1,15 +1,15 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
 
-	"github.com/probectl/probectl/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,97 +18,165 @@ const (
 	DefaultStateDir  = "/var/lib/probectl"
 	DefaultWorkspace = "default"
 	BPFFS            = "/sys/fs/bpf"
+	// PinRoot is probectl's directory in bpffs: root-owned, mode 0700.
+	PinRoot = BPFFS + "/probectl"
 )
 
 // ErrLocked is returned when another probectl holds the workspace.
 var ErrLocked = errors.New("workspace is locked")
 
-// ErrPermission is returned when probectl lacks the privileges it needs.
-var ErrPermission = errors.New("probectl needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)")
+// workspaceName is the documented charset of workspace names: it becomes a
+// directory name in the state directory and in bpffs.
+var workspaceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // Workspace is one independent set of applied probes: a state file under
 // StateDir/NAME/ and pins under PinRoot/NAME/.
+//
+// The pins are machine-wide, so the workspace's identity lives with them:
+// a frozen "identity" map holding the lineage of the state that owns them.
+// A state of another lineage never changes them. Writers lock both the
+// state's directory and the pins' directory (flock on the directories
+// themselves: no lock file).
 type Workspace struct {
 	Name     string
 	StateDir string
-	PinRoot  string
 	// LockTimeout is how long to wait for another writer; 0 fails at once.
 	LockTimeout time.Duration
 
 	// fault, when set (tests), is called before every step that changes the
 	// kernel or the state; an error makes that step fail.
 	fault func(step string) error
+	// observe, when set (tests), is told of every kernel object created.
+	observe func(kind string, id uint32)
 
-	lock *os.File
+	state  *dir // StateDir/NAME, while locked
+	pins   *dir // PinRoot/NAME: while locked, or opened read-only
+	locked bool
 }
 
-// Open returns a workspace; it creates its directories but locks nothing.
+// Open returns a workspace. It checks the name and changes nothing.
 func Open(stateDir, name string) (*Workspace, error) {
-	if !bpf.ValidName(strings.ReplaceAll(name, "-", "_")) {
-		return nil, fmt.Errorf("workspace %q: use letters, digits, - and _", name)
+	if !workspaceName.MatchString(name) {
+		return nil, fmt.Errorf("workspace %q: a workspace name is 1 to 64 letters, digits, '-' and '_', starting with a letter or digit", name)
 	}
 	if stateDir == "" {
 		stateDir = DefaultStateDir
 	}
-	w := &Workspace{Name: name, StateDir: stateDir, PinRoot: filepath.Join(BPFFS, "probectl")}
-	if err := os.MkdirAll(w.dir(), 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
 	}
-	return w, nil
+	return &Workspace{Name: name, StateDir: abs}, nil
 }
 
-func (w *Workspace) dir() string       { return filepath.Join(w.StateDir, w.Name) }
-func (w *Workspace) statePath() string { return filepath.Join(w.dir(), "state.json") }
-func (w *Workspace) lockPath() string  { return filepath.Join(w.dir(), "lock") }
+func (w *Workspace) dir() string { return filepath.Join(w.StateDir, w.Name) }
 
 // PinDir is where the workspace's objects are pinned.
-func (w *Workspace) PinDir() string { return filepath.Join(w.PinRoot, w.Name) }
+func (w *Workspace) PinDir() string { return filepath.Join(PinRoot, w.Name) }
 
-// State reads the workspace's state without locking.
-func (w *Workspace) State() (*State, error) { return readState(w.statePath(), w.Name) }
-
-// Lock takes the workspace's writer lock, waiting up to LockTimeout. The
-// lock file names the holder's PID, which the error quotes.
+// Lock takes the workspace for writing: it opens (creating, mode 0700) the
+// state directory and the pin directory, refusing any that a symlink, another
+// user or loose permissions could redirect, and locks both, waiting up to
+// LockTimeout. The error for a held lock names the holder's PID.
 func (w *Workspace) Lock() error {
-	f, err := os.OpenFile(w.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
+	if w.locked {
+		return errors.New("workspace already locked")
+	}
+	root, err := openPath(w.StateDir, true)
 	if err != nil {
-		return fmt.Errorf("lock: %w", err)
+		return fmt.Errorf("state directory: %w", err)
 	}
-	deadline := time.Now().Add(w.LockTimeout)
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return fmt.Errorf("lock: %w", err)
-		}
-		if time.Now().After(deadline) {
-			holder, _ := os.ReadFile(w.lockPath())
-			f.Close()
-			pid := strings.TrimSpace(string(holder))
-			if pid == "" {
-				pid = "unknown"
-			}
-			return fmt.Errorf("%w: workspace %q is held by probectl PID %s; wait for it, or retry with -lock-timeout", ErrLocked, w.Name, pid)
-		}
-		time.Sleep(50 * time.Millisecond)
+	st, err := root.sub(w.Name, true, trustPrivate)
+	root.close()
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	if err := w.flock(st); err != nil {
+		st.close()
+		return err
 	}
-	w.lock = f
+	pins, err := openPins(w.Name, true)
+	if err != nil {
+		st.close()
+		return err
+	}
+	if err := w.flock(pins); err != nil {
+		st.close()
+		pins.close()
+		return err
+	}
+	w.state, w.pins, w.locked = st, pins, true
 	return nil
 }
 
-// Unlock releases the writer lock.
-func (w *Workspace) Unlock() {
-	if w.lock != nil {
-		_ = w.lock.Truncate(0)
-		_ = w.lock.Close() // closing drops the flock
-		w.lock = nil
+func (w *Workspace) flock(d *dir) error {
+	err := d.flock(w.LockTimeout)
+	if errors.Is(err, errWouldBlock) {
+		return fmt.Errorf("%w: workspace %q is held by probectl PID %s; wait for it, or retry with -lock-timeout", ErrLocked, w.Name, d.lockHolder())
 	}
+	return err
+}
+
+// Unlock releases the workspace.
+func (w *Workspace) Unlock() {
+	w.state.close()
+	w.pins.close()
+	w.state, w.pins, w.locked = nil, nil, false
+}
+
+// openPins opens PinRoot/name. With create (writers) bpffs is mounted when
+// missing and the directories are created; without it (readers) nothing
+// changes and a missing directory is nil, no error.
+func openPins(name string, create bool) (*dir, error) {
+	if create {
+		if err := mountBPFFS(); err != nil {
+			return nil, err
+		}
+	}
+	// /sys/fs/bpf is often mode 1777: like /tmp, fine above ours.
+	fs, err := openPathTrust(BPFFS, false, trustAncestor)
+	if errors.Is(err, os.ErrNotExist) && !create {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bpffs: %w", err)
+	}
+	defer fs.close()
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fs.fd, &sfs); err != nil || sfs.Type != unix.BPF_FS_MAGIC {
+		if !create {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s is not a bpffs mount", BPFFS)
+	}
+	root, err := fs.sub("probectl", create, trustPrivate)
+	if errors.Is(err, os.ErrNotExist) && !create {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pin root: %w", err)
+	}
+	defer root.close()
+	d, err := root.sub(name, create, trustPrivate)
+	if errors.Is(err, os.ErrNotExist) && !create {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pin directory: %w", err)
+	}
+	return d, nil
+}
+
+// mountBPFFS mounts bpffs at /sys/fs/bpf when it is not mounted.
+func mountBPFFS() error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(BPFFS, &st); err == nil && st.Type == unix.BPF_FS_MAGIC {
+		return nil
+	}
+	if err := unix.Mount("bpf", BPFFS, "bpf", 0, "mode=0700"); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("mount bpffs on %s: %w", BPFFS, err)
+	}
+	return nil
 }
 
 // step runs the fault hook.
@@ -119,53 +187,270 @@ func (w *Workspace) step(format string, args ...any) error {
 	return w.fault(fmt.Sprintf(format, args...))
 }
 
-// mountBPFFS mounts bpffs at /sys/fs/bpf when it is not mounted.
-func mountBPFFS() error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(BPFFS, &st); err == nil && st.Type == unix.BPF_FS_MAGIC {
+func (w *Workspace) created(kind string, id uint32) {
+	if w.observe != nil {
+		w.observe(kind, id)
+	}
+}
+
+// identity is what the workspace's pin directory says about its owner.
+type identity struct {
+	Lineage   string    `json:"lineage"`
+	StateDir  string    `json:"state_dir"`
+	Workspace string    `json:"workspace"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+const identityPin = "identity"
+
+func readIdentity(d *dir) (*identity, error) {
+	if d == nil || !d.exists(identityPin) {
+		return nil, nil
+	}
+	b, err := readBlob(d, identityPin)
+	if err != nil {
+		return nil, err
+	}
+	var id identity
+	if err := json.Unmarshal(b, &id); err != nil {
+		return nil, fmt.Errorf("%s/%s is damaged: %w", d.path, identityPin, err)
+	}
+	return &id, nil
+}
+
+// probeDirPattern matches the directories Apply pins probes under.
+var probeDirPattern = regexp.MustCompile(`^(kernel|user|tracepoint)-[A-Za-z0-9_]{1,128}-[0-9]{1,19}$`)
+
+// probeDirs lists the probe directories under d.
+func probeDirs(d *dir) ([]string, error) {
+	if d == nil {
+		return nil, nil
+	}
+	names, err := d.list()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if probeDirPattern.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// OwnerError says that a workspace's pins belong to another state.
+type OwnerError struct {
+	Workspace string
+	PinDir    string
+	Owner     *identity // nil: pins of an unknown owner
+	StateDir  string
+	Lineage   string
+}
+
+func (e *OwnerError) Error() string {
+	mine := "none"
+	if e.Lineage != "" {
+		mine = short(e.Lineage)
+	}
+	if e.Owner == nil {
+		return fmt.Sprintf("workspace %q has probes pinned under %s that the state in %s (lineage %s) does not record, and no identity says whose they are; nothing was changed. If their state file was lost, rebuild it with: probectl state recover -workspace %s",
+			e.Workspace, e.PinDir, e.StateDir, mine, e.Workspace)
+	}
+	return fmt.Sprintf("workspace %q belongs to another state: its probes under %s were applied by the state of lineage %s in %s, not by this one (%s, lineage %s); nothing was changed. Use -state-dir %s, pick another -workspace, or, if that state file was lost, rebuild it with: probectl state recover -workspace %s",
+		e.Workspace, e.PinDir, short(e.Owner.Lineage), e.Owner.StateDir, e.StateDir, mine, e.Owner.StateDir, e.Workspace)
+}
+
+// PinsMissingError says that the probes a state applied in this boot are
+// not in the bpffs this process sees.
+type PinsMissingError struct {
+	Workspace string
+	PinDir    string
+	Missing   []string
+}
+
+func (e *PinsMissingError) Error() string {
+	return fmt.Sprintf("workspace %q: the state records %s applied since this machine booted, but %s holds none of their pins: this is another bpffs (a private mount namespace, or bpffs remounted) or they were removed by hand; nothing was changed. Run probectl where the pins are, or, if those probes are truly gone, forget them with: probectl state rm -workspace %s %s",
+		e.Workspace, strings.Join(e.Missing, ", "), e.PinDir, e.Workspace, strings.Join(e.Missing, " "))
+}
+
+func short(lineage string) string {
+	if lineage == "" {
+		return "(none)"
+	}
+	if len(lineage) > 8 {
+		return lineage[:8]
+	}
+	return lineage
+}
+
+// claim checks that s owns the workspace's pins, and for writers (locked)
+// makes it so where no probe is at stake: a new workspace, or one whose
+// pins hold no probes, gets s's lineage as its identity (a new lineage for
+// a state never written, which its first commit takes). Readers only check.
+func (w *Workspace) claim(s *State) error {
+	id, err := readIdentity(w.pins)
+	if err != nil {
+		return err
+	}
+	dirs, err := probeDirs(w.pins)
+	if err != nil {
+		return err
+	}
+	owned := id != nil && s.Lineage != "" && id.Lineage == s.Lineage
+	if !owned && len(dirs) > 0 {
+		recorded := false
+		for _, d := range dirs {
+			recorded = recorded || s.byPinDir(d) != nil
+		}
+		// Pins from before identities existed: adopt them when the state
+		// records them.
+		if id != nil || s.Lineage == "" || !recorded {
+			return &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
+		}
+	}
+	if !owned || w.pins == nil {
+		boot := bootID()
+		var missing []string
+		for _, p := range s.Probes {
+			if p.BootID == boot && (w.pins == nil || !w.pins.exists(p.PinDir)) {
+				missing = append(missing, p.Address.String())
+			}
+		}
+		if len(missing) > 0 {
+			if !w.locked {
+				return nil // readers report them as drift
+			}
+			return &PinsMissingError{Workspace: w.Name, PinDir: w.PinDir(), Missing: missing}
+		}
+	}
+	if owned || !w.locked {
 		return nil
 	}
-	if err := unix.Mount("bpf", BPFFS, "bpf", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-		if errors.Is(err, unix.EPERM) {
-			return fmt.Errorf("mount bpffs on %s: %w", BPFFS, ErrPermission)
-		}
-		return fmt.Errorf("mount bpffs on %s: %w", BPFFS, err)
+	// A state that has never been written gets its lineage from the
+	// identity, at its first commit.
+	lineage := s.Lineage
+	if lineage == "" {
+		lineage = newLineage()
 	}
+	if err := w.step("write identity"); err != nil {
+		return err
+	}
+	if id != nil {
+		if err := w.pins.removeAll(identityPin); err != nil {
+			return err
+		}
+	}
+	b, _ := json.Marshal(identity{Lineage: lineage, StateDir: w.StateDir, Workspace: w.Name, CreatedAt: time.Now().UTC().Truncate(time.Second)})
+	mid, err := pinBlob(w.pins, identityPin, "probectl.ident", b)
+	if err != nil {
+		return fmt.Errorf("workspace identity: %w", err)
+	}
+	w.created("identity", uint32(mid))
 	return nil
 }
 
-// Repair removes what an interrupted apply or destroy left behind: pin
-// directories the state does not record (their links detach and their maps
-// are freed once unpinned) and stray temporary state files. It must run
-// under the lock. It returns what it removed.
-func (w *Workspace) Repair(s *State) ([]string, error) {
-	if err := mountBPFFS(); err != nil {
+// lineage is the lineage the next commit of s carries: its own, or, for a
+// state never written, the identity claim gave the workspace.
+func (w *Workspace) lineage(s *State) (string, error) {
+	if s.Lineage != "" {
+		return s.Lineage, nil
+	}
+	id, err := readIdentity(w.pins)
+	if err != nil {
+		return "", err
+	}
+	if id == nil {
+		return "", fmt.Errorf("workspace %q has no identity under %s: begin with Begin", w.Name, w.PinDir())
+	}
+	return id.Lineage, nil
+}
+
+// Begin locks the workspace, reads its state, checks that the state owns
+// the pins (claiming a new workspace), and repairs what an interrupted
+// command left. It returns what Repair removed. On error nothing is held.
+func (w *Workspace) Begin() (*State, []string, error) {
+	if err := w.Lock(); err != nil {
+		return nil, nil, err
+	}
+	s, err := w.State()
+	if err == nil {
+		err = w.claim(s)
+	}
+	var removed []string
+	if err == nil {
+		removed, err = w.Repair(s)
+	}
+	if err != nil {
+		w.Unlock()
+		return nil, nil, err
+	}
+	return s, removed, nil
+}
+
+// Inspect reads the state for a command that changes nothing (status,
+// show, plan): no lock, no repair, no directory created, nothing mounted.
+// It fails when the pins belong to another state.
+func (w *Workspace) Inspect() (*State, error) {
+	if !w.locked {
+		w.pins.close()
+		pins, err := openPins(w.Name, false)
+		if err != nil {
+			return nil, err
+		}
+		w.pins = pins
+	}
+	s, err := w.State()
+	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(w.PinDir(), 0o700); err != nil {
-		return nil, fmt.Errorf("pin directory: %w", err)
+	if err := w.claim(s); err != nil {
+		return nil, err
 	}
-	known := map[string]bool{}
-	for _, p := range s.Probes {
-		known[p.PinDir] = true
+	return s, nil
+}
+
+// Close releases what Inspect opened.
+func (w *Workspace) Close() {
+	if !w.locked {
+		w.pins.close()
+		w.pins = nil
 	}
-	entries, err := os.ReadDir(w.PinDir())
+}
+
+// Repair removes what an interrupted apply or destroy left behind: probe
+// directories under the workspace's pins that the state does not record
+// (their links detach and their maps are freed once unpinned) and stray
+// temporary state files. It runs under the lock, after claim; it never
+// touches anything outside the workspace's own directories. It returns
+// what it removed.
+func (w *Workspace) Repair(s *State) ([]string, error) {
+	if !w.locked {
+		return nil, errors.New("repair needs the workspace lock")
+	}
+	w.state.removeTemps()
+	dirs, err := probeDirs(w.pins)
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
-	for _, e := range entries {
-		if known[e.Name()] {
+	for _, d := range dirs {
+		if s.byPinDir(d) != nil {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(w.PinDir(), e.Name())); err != nil {
-			return removed, fmt.Errorf("remove orphaned pins %s: %w", e.Name(), err)
+		if err := w.pins.removeAll(d); err != nil {
+			return removed, fmt.Errorf("remove orphaned pins %s: %w", d, err)
 		}
-		removed = append(removed, e.Name())
-	}
-	tmps, _ := filepath.Glob(filepath.Join(w.dir(), ".state-*.tmp"))
-	for _, t := range tmps {
-		_ = os.Remove(t)
+		removed = append(removed, d)
 	}
 	return removed, nil
+}
+
+// bootID identifies this boot of the machine: pins never outlive it.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
@@ -34,7 +33,7 @@ when the state or the kernel's facts moved since.
 Exit status: 0 applied (or nothing to do), 1 errors.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("apply"); err != nil {
+			if err := requireBPF("apply"); err != nil {
 				return err
 			}
 			saved, err := readSavedPlan(args)
@@ -56,7 +55,7 @@ Exit status: 0 applied (or nothing to do), 1 errors.`,
 				return err
 			}
 			defer w.Unlock()
-			plan := runtime.Diff(s, out, driftByAddr(w, s))
+			plan := runtime.Diff(s, out, w.Drift(s))
 			if saved != nil {
 				if err := checkSaved(saved, s, plan); err != nil {
 					return err
@@ -105,17 +104,6 @@ func confirm(cmd *cobra.Command, what string) error {
 		return exitError{1}
 	}
 	return nil
-}
-
-func driftByAddr(w *runtime.Workspace, s *runtime.State) map[bpf.Address][]string {
-	out := map[bpf.Address][]string{}
-	for a, d := range w.Drift(s) {
-		addr, err := bpf.ParseAddress(a)
-		if err == nil {
-			out[addr] = d
-		}
-	}
-	return out
 }
 
 // readSavedPlan returns the saved plan when args is one plan file.

@@ -15,7 +15,7 @@ then their links, programs and maps go.
 
 Exit status: 0 done, 1 errors.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("destroy"); err != nil {
+			if err := requireBPF("destroy"); err != nil {
 				return err
 			}
 			addrs, err := parseAddresses(args)

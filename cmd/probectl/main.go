@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // exitError carries an exit code through cobra; its message, if any, has
@@ -21,7 +22,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // run executes one command line and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
-	root.SetArgs(normalizeFlags(args))
+	root.SetArgs(normalizeFlags(root, args))
 	err := root.Execute()
 	var ee exitError
 	switch {
@@ -57,22 +58,51 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newShowCmd(g),
 		newRunCmd(),
 		newTargetCmd(),
+		newStateCmd(g),
 	)
 	return root
 }
 
 // normalizeFlags lets users write long flags with one dash, as in
-// terraform ("-json", "-target=linux-6.1-amd64"): pflag wants two.
-func normalizeFlags(args []string) []string {
+// terraform ("-json", "-target=linux-6.1-amd64"): pflag wants two. Only
+// the names of real flags are rewritten, and the argument after a flag that
+// takes a value is that value, left as written ("-workspace -x" names the
+// workspace "-x", which is then refused as a name, not read as a flag).
+func normalizeFlags(root *cobra.Command, args []string) []string {
+	takesValue := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.PersistentFlags(), c.Flags()} {
+			fs.VisitAll(func(f *pflag.Flag) { takesValue[f.Name] = f.NoOptDefVal == "" })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 	out := make([]string, 0, len(args))
-	for i, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
 		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
-			name, _, _ := strings.Cut(a[1:], "=")
-			if len(name) > 1 {
-				a = "-" + a
+			name, _, hasValue := strings.Cut(a[1:], "=")
+			if needs, known := takesValue[name]; known && len(name) > 1 {
+				out = append(out, "-"+a)
+				if needs && !hasValue && i+1 < len(args) {
+					i++
+					out = append(out, args[i])
+				}
+				continue
+			}
+		}
+		if len(a) > 2 && strings.HasPrefix(a, "--") {
+			name, _, hasValue := strings.Cut(a[2:], "=")
+			if takesValue[name] && !hasValue && i+1 < len(args) {
+				out = append(out, a, args[i+1])
+				i++
+				continue
 			}
 		}
 		out = append(out, a)

@@ -53,14 +53,13 @@ Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 error
 			plan := compiler.NewPlan(out)
 			var state *runtime.State
 			if facts.Source == "live" {
-				w, err := g.open()
+				w, s, err := g.inspect()
 				if err != nil {
 					return err
 				}
-				if state, err = w.State(); err != nil {
-					return err
-				}
-				plan = runtime.Diff(state, out, driftByAddr(w, state))
+				state = s
+				plan = runtime.Diff(state, out, w.Drift(state))
+				w.Close()
 			}
 			if outFile != "" {
 				if err := writeSavedPlan(outFile, plan, facts, cfg, state); err != nil {
@@ -103,8 +102,8 @@ func sourcesOf(cfg *spec.Config) map[string][]byte {
 func loadTarget(target string, cfg *spec.Config) (*bpf.Facts, error) {
 	switch {
 	case target == "auto" || target == "":
-		if os.Geteuid() != 0 {
-			return nil, fmt.Errorf("-target auto reads the live kernel and needs root (CAP_BPF and CAP_PERFMON); run as root, or plan for a profile: -target %s", bpf.ProfileNames()[0])
+		if err := runtime.CheckPrivileges(); err != nil {
+			return nil, fmt.Errorf("-target auto reads the live kernel and needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), which this process lacks: run it as root, or plan for a profile: -target %s", bpf.ProfileNames()[0])
 		}
 		facts, err := bpf.Detect(bpf.DetectOptions{Functions: true})
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -23,16 +24,23 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [PATH...] [-duration D] [-interval D]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
-		Long: `Run is the one-command way to try a spec: it applies it into a temporary
-workspace, prints the results every interval and events as they arrive, and
-destroys everything on exit (Ctrl-C, -duration, or an error). With no PATH
-it runs the built-in example: tracepoints on system calls.
+		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
+every interval and events as they arrive, and detaches everything on exit
+(Ctrl-C, -duration, or an error). Its probes are never pinned: they live
+exactly as long as the probectl process, so even kill -9 leaves nothing
+attached. Events that find the ring buffer full are dropped, counted and
+reported as they happen; at exit the buffers are drained and the totals
+printed. With no PATH it runs the built-in example: tracepoints on system
+calls.
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("run"); err != nil {
+			if err := requireBPF("run"); err != nil {
 				return err
+			}
+			if duration < 0 || interval < 0 {
+				return fmt.Errorf("-duration and -interval cannot be negative")
 			}
 			var cfg *spec.Config
 			var out *compiler.Output
@@ -66,33 +74,23 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 }
 
 func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration) (err error) {
-	dir, err := os.MkdirTemp("", "probectl-run-")
-	if err != nil {
-		return err
+	for _, r := range runtime.CleanRuns() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
-	defer os.RemoveAll(dir)
-	temp := &globals{stateDir: dir, workspace: fmt.Sprintf("run-%d", os.Getpid())}
-	w, s, err := temp.lockAndRepair(cmd)
-	if err != nil {
-		return err
-	}
-	defer w.Unlock()
-	defer os.Remove(w.PinDir())
-	plan := runtime.Diff(s, out, nil)
-	s, _, err = w.Apply(s, out, plan)
+	sess, err := runtime.Attach(out)
 	if err != nil {
 		return reportApplyError(cmd, err, cfg)
 	}
 	defer func() {
-		if _, _, derr := w.Destroy(s, nil); derr != nil && err == nil {
-			err = fmt.Errorf("destroy: %w", derr)
+		if cerr := sess.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("detach: %w", cerr)
 		}
 		if err == nil {
 			cmd.Println("\nDetached and removed every probe.")
 		}
 	}()
-	for _, c := range plan.Changes {
-		cmd.Printf("Attached %s: %s via %s.\n", c.Address, c.Route, strings.Join(c.Attach, " + "))
+	for _, p := range sess.States {
+		cmd.Printf("Attached %s: %s via %s.\n", p.Address, p.Route, strings.Join(p.Attach, " + "))
 	}
 	until := "until Ctrl-C"
 	if duration > 0 {
@@ -108,25 +106,25 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		defer cancel()
 	}
 
-	var mu sync.Mutex // one writer to the terminal at a time
+	// One writer to the terminal at a time; events are buffered, because a
+	// flood of them must not slow the readers into dropping more.
+	var mu sync.Mutex
+	outw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	defer outw.Flush()
+	readers, err := sess.Events()
+	if err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
-	var readers []*runtime.EventReader
-	for _, p := range s.Probes {
-		rd, err := w.Events(p)
-		if err != nil {
-			return err
-		}
-		if rd == nil {
-			continue
-		}
-		readers = append(readers, rd)
+	printed := make([]uint64, len(readers))
+	for i, rd := range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				ev, err := rd.Read()
 				if err != nil {
-					if !errors.Is(err, runtime.ErrClosed) {
+					if !errors.Is(err, runtime.ErrClosed) && !errors.Is(err, runtime.ErrDrained) {
 						mu.Lock()
 						fmt.Fprintf(cmd.ErrOrStderr(), "events: %v\n", err)
 						mu.Unlock()
@@ -134,28 +132,58 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 					return
 				}
 				mu.Lock()
-				cmd.Printf("%s event %s: %s\n", time.Now().Format("15:04:05"), ev.Name, keyText(ev.Fields))
+				fmt.Fprintf(outw, "%s event %s: %s\n", time.Now().Format("15:04:05"), ev.Name, keyText(ev.Fields))
+				printed[i]++
 				mu.Unlock()
 			}
 		}()
 	}
-	defer func() {
+	drained := false
+	drain := func() {
+		if drained {
+			return
+		}
+		drained = true
+		// Stop the producers, then read what the buffers still hold.
+		_ = sess.Detach()
+		for _, rd := range readers {
+			_ = rd.Drain()
+		}
+		wg.Wait()
 		for _, rd := range readers {
 			rd.Close()
 		}
-		wg.Wait()
-	}()
+	}
+	defer drain()
 
-	show := func() error {
-		results, err := w.Read(s, s.Probes)
+	// Dropped events are reported as they happen.
+	var lastDropped []uint64
+	reportDrops := func(final bool) {
+		counters, err := sess.Counters()
 		if err != nil {
-			return err
+			return
+		}
+		if lastDropped == nil {
+			lastDropped = make([]uint64, len(counters))
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		outw.Flush()
+		for i, c := range counters {
+			if n := c.DroppedEvents - lastDropped[i]; n > 0 && !final {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d events dropped (the ring buffer was full; %d in all)\n", c.Address, n, c.DroppedEvents)
+			}
+			lastDropped[i] = c.DroppedEvents
+		}
+	}
+	show := func() {
+		reportDrops(false)
+		results := sess.Read()
+		mu.Lock()
+		defer mu.Unlock()
+		outw.Flush()
 		cmd.Printf("\n--- %s\n", time.Now().Format("15:04:05"))
 		renderResults(cmd.OutOrStdout(), results)
-		return nil
 	}
 	var tick <-chan time.Time
 	if interval > 0 {
@@ -163,14 +191,33 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		defer t.Stop()
 		tick = t.C
 	}
+	dropTick := time.NewTicker(time.Second)
+	defer dropTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return show()
-		case <-tick:
-			if err := show(); err != nil {
-				return err
+			drain()
+			show()
+			if len(readers) > 0 {
+				reportDrops(true)
+				var n, dropped uint64
+				for i := range readers {
+					n += printed[i]
+				}
+				for _, d := range lastDropped {
+					dropped += d
+				}
+				outw.Flush()
+				cmd.Printf("\nEvents: %d printed, %d dropped (the ring buffer was full).\n", n, dropped)
 			}
+			return nil
+		case <-tick:
+			show()
+		case <-dropTick.C:
+			reportDrops(false)
+			mu.Lock()
+			outw.Flush()
+			mu.Unlock()
 		}
 	}
 }

@@ -19,37 +19,43 @@ func newShowCmd(g *globals) *cobra.Command {
 		Short: "Show what the applied probes measured",
 		Long: `Show prints each aggregation of the applied probes (or of the addresses
 given): counters and sums as tables sorted by value, histograms as text
-bars, keys decoded (function names, comm strings, signed values).
+bars, keys decoded (function names, comm strings, signed values). A probe
+that cannot be read is reported, and the others are still shown (exit 1).
 
   -json  the stable JSON form (README, "Show JSON")`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("show"); err != nil {
+			if err := requireBPF("show"); err != nil {
 				return err
 			}
-			w, err := g.open()
+			w, s, err := g.inspect()
 			if err != nil {
 				return err
 			}
-			s, err := w.State()
-			if err != nil {
-				return err
-			}
+			defer w.Close()
 			probes, err := selectProbes(s, args)
 			if err != nil {
 				return err
 			}
-			results, err := w.Read(s, probes)
-			if err != nil {
-				return err
-			}
+			results := w.Read(probes)
 			if asJSON {
-				return writeResultsJSON(cmd.OutOrStdout(), results)
-			}
-			if len(results) == 0 {
+				if err := writeResultsJSON(cmd.OutOrStdout(), results); err != nil {
+					return err
+				}
+			} else if len(results) == 0 {
 				cmd.Println("No probes applied in this workspace.")
-				return nil
+			} else {
+				renderResults(cmd.OutOrStdout(), results)
 			}
-			renderResults(cmd.OutOrStdout(), results)
+			for _, r := range results {
+				if r.Error != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s cannot be read: %s\n", r.Address, r.Error)
+				}
+			}
+			for _, r := range results {
+				if r.Error != "" {
+					return exitError{1}
+				}
+			}
 			return nil
 		},
 	}
@@ -97,6 +103,10 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s\n", pr.Address)
+		if pr.Error != "" {
+			fmt.Fprintf(w, "  (cannot be read: %s)\n", printable(pr.Error))
+			continue
+		}
 		if len(pr.Aggregations) == 0 {
 			fmt.Fprintln(w, "  (events only: probectl run prints them as they arrive)")
 		}
@@ -127,7 +137,7 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 func keyText(k runtime.OrderedKey) string {
 	parts := make([]string, len(k))
 	for i, f := range k {
-		parts[i] = fmt.Sprintf("%s=%v", f.Name, f.Value)
+		parts[i] = fmt.Sprintf("%s=%s", f.Name, value(f.Value))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -138,7 +148,7 @@ func table(w io.Writer, ar runtime.AggregationResult) {
 	for _, e := range ar.Entries {
 		var row []string
 		for _, f := range e.Key {
-			row = append(row, fmt.Sprint(f.Value))
+			row = append(row, value(f.Value))
 		}
 		row = append(row, fmt.Sprint(*e.Value))
 		rows = append(rows, row)

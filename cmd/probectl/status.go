@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -18,34 +17,21 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Long: `Status lists the workspace's applied probes with their route, link families
 and IDs, functions, hits (program runs), missed hits (the kernel's per-link
 counters, where it has them), dropped keys and events, and drift: a link or
-pin gone, or a program replaced, outside probectl. It repairs what an
-interrupted apply or destroy left behind.
+pin gone, a program replaced, or a user probe's binary replaced, outside
+probectl. It changes nothing: no lock, no repair (apply and destroy repair).
 
 Exit status: 0, 1 errors, 2 drift found.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireRoot("status"); err != nil {
+			if err := requireBPF("status"); err != nil {
 				return err
 			}
-			w, s, err := g.lockAndRepair(cmd)
-			if errors.Is(err, runtime.ErrLocked) {
-				// Another probectl is at work: report without repairing.
-				fmt.Fprintf(cmd.ErrOrStderr(), "Note: %v\n", err)
-				if w, err = g.open(); err != nil {
-					return err
-				}
-				if s, err = w.State(); err != nil {
-					return err
-				}
-			} else if err != nil {
-				return err
-			} else {
-				defer w.Unlock()
-			}
-			st, err := w.Status(s)
+			w, s, err := g.inspect()
 			if err != nil {
 				return err
 			}
+			defer w.Close()
+			st := w.Status(s)
 			drift := false
 			for _, p := range st {
 				drift = drift || len(p.Drift) > 0
@@ -71,7 +57,6 @@ Exit status: 0, 1 errors, 2 drift found.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	g.addLockTimeout(cmd)
 	return cmd
 }
 

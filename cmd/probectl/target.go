@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
@@ -24,8 +22,8 @@ attaching them, so it needs root.
            "probectl plan -target FILE" on another machine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if os.Geteuid() != 0 {
-				return fmt.Errorf("target reads the live kernel and needs root (CAP_BPF and CAP_PERFMON); run it as root, or plan with -target PROFILE")
+			if err := requireBPF("target"); err != nil {
+				return err
 			}
 			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != ""})
 			if err != nil {

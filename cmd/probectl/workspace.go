@@ -39,15 +39,19 @@ func (g *globals) addLockTimeout(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&g.lockTimeout, "lock-timeout", 0, "how long to wait for another probectl holding the workspace (0: fail at once)")
 }
 
-// requireRoot refuses, in one sentence, when the process cannot use BPF.
-func requireRoot(what string) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("%s needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it with sudo", what)
+// requireBPF refuses, in one sentence, when the process cannot use BPF:
+// root, or CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN.
+func requireBPF(what string) error {
+	if err := runtime.CheckPrivileges(); err != nil {
+		return fmt.Errorf("%s needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), which this process lacks: run it as root (sudo), or grant those capabilities", what)
 	}
 	return nil
 }
 
 func (g *globals) open() (*runtime.Workspace, error) {
+	if g.lockTimeout < 0 {
+		return nil, fmt.Errorf("-lock-timeout %s: a duration cannot be negative", g.lockTimeout)
+	}
 	w, err := runtime.Open(g.stateDir, g.workspace)
 	if err != nil {
 		return nil, err
@@ -56,28 +60,35 @@ func (g *globals) open() (*runtime.Workspace, error) {
 	return w, nil
 }
 
-// lockAndRepair locks the workspace, reads its state and repairs what an
-// interrupted command left. The caller must Unlock.
+// lockAndRepair locks the workspace, reads its state, checks that the state
+// owns the workspace's pins, and repairs what an interrupted command left.
+// The caller must Unlock.
 func (g *globals) lockAndRepair(cmd *cobra.Command) (*runtime.Workspace, *runtime.State, error) {
 	w, err := g.open()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := w.Lock(); err != nil {
-		return nil, nil, err
-	}
-	s, err := w.State()
+	s, removed, err := w.Begin()
 	if err != nil {
-		w.Unlock()
-		return nil, nil, err
-	}
-	removed, err := w.Repair(s)
-	if err != nil {
-		w.Unlock()
 		return nil, nil, err
 	}
 	for _, r := range removed {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Repaired: removed %s, left by an interrupted command.\n", r)
+	}
+	return w, s, nil
+}
+
+// inspect opens the workspace for a command that changes nothing: no lock,
+// no repair. The caller must Close.
+func (g *globals) inspect() (*runtime.Workspace, *runtime.State, error) {
+	w, err := g.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := w.Inspect()
+	if err != nil {
+		w.Close()
+		return nil, nil, err
 	}
 	return w, s, nil
 }

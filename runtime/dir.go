@@ -1,0 +1,395 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// dir is a directory opened without following symlinks, whose owner and
+// mode were checked when it was opened. Every file operation of the runtime
+// goes through one, relative to its descriptor, so nothing a local user
+// plants (a symlink, a directory of theirs) can redirect it.
+type dir struct {
+	fd   int
+	path string // for messages; never used to reach the directory again
+}
+
+// Names that the runtime creates or reads inside a dir are single path
+// elements from its own vocabulary; anything else is refused.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") || len(name) > 255 {
+		return fmt.Errorf("invalid file name %q", name)
+	}
+	return nil
+}
+
+// trust describes who may own a directory and whether others may write to it.
+type trust int
+
+const (
+	// trustPrivate: owned by root or by us, writable by nobody else.
+	trustPrivate trust = iota
+	// trustAncestor: as private, but a sticky directory writable by all
+	// (/tmp, /sys/fs/bpf) is fine above ours: others cannot rename or
+	// remove what they do not own in it.
+	trustAncestor
+)
+
+func checkDir(st *unix.Stat_t, path string, t trust) error {
+	euid := uint32(os.Geteuid())
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%s is not a directory", path)
+	}
+	if st.Uid != 0 && st.Uid != euid {
+		return fmt.Errorf("%s is owned by uid %d, not by root or by this user: probectl refuses a directory another user controls; remove it or give it to root", path, st.Uid)
+	}
+	loose := st.Mode&0o022 != 0
+	if loose && t == trustAncestor && st.Mode&unix.S_ISVTX != 0 {
+		loose = false
+	}
+	if loose {
+		return fmt.Errorf("%s is writable by other users (mode %04o): probectl refuses it, as ssh refuses loose key files; run chmod go-w %s", path, st.Mode&0o7777, path)
+	}
+	return nil
+}
+
+// openPath opens an absolute directory path one element at a time, never
+// following a symlink, and checks every element: ancestors may be sticky
+// and world-writable, the directory itself must be private. Symlinks in
+// the path as given (an administrator's /var/lib -> /data) are resolved
+// first; the resolved path is then checked element by element. With
+// create, missing elements are created, mode 0700.
+func openPath(path string, create bool) (*dir, error) { return openPathTrust(path, create, trustPrivate) }
+
+// openPathTrust is openPath with the trust the directory itself needs.
+func openPathTrust(path string, create bool, final trust) (*dir, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	resolved, missing := resolveExisting(abs)
+	if len(missing) > 0 && !create {
+		return nil, fmt.Errorf("%s: %w", abs, os.ErrNotExist)
+	}
+	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /: %w", err)
+	}
+	d := &dir{fd: fd, path: "/"}
+	elems := strings.Split(strings.TrimPrefix(resolved, "/"), "/")
+	if resolved == "/" {
+		elems = nil
+	}
+	elems = append(elems, missing...)
+	for i, name := range elems {
+		t := trustAncestor
+		if i == len(elems)-1 {
+			t = final
+		}
+		next, err := d.sub(name, create && i >= len(elems)-len(missing), t)
+		d.close()
+		if err != nil {
+			return nil, err
+		}
+		d = next
+	}
+	if len(elems) == 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(d.fd, &st); err != nil {
+			d.close()
+			return nil, err
+		}
+		if err := checkDir(&st, "/", final); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	d.path = abs
+	return d, nil
+}
+
+// resolveExisting resolves the symlinks of the longest existing prefix of
+// abs and returns it with the missing elements after it.
+func resolveExisting(abs string) (string, []string) {
+	var missing []string
+	p := abs
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r, missing
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return p, missing
+		}
+		missing = append([]string{filepath.Base(p)}, missing...)
+		p = parent
+	}
+}
+
+// sub opens the directory name inside d without following a symlink,
+// creating it (mode 0700) when create is set and it is missing.
+func (d *dir) sub(name string, create bool, t trust) (*dir, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(d.path, name)
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) && create {
+		if err := unix.Mkdirat(d.fd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("create %s: %w", path, err)
+		}
+		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		return nil, fmt.Errorf("%s is a symlink or not a directory: probectl never follows a link it did not make; remove it", path)
+	case errors.Is(err, unix.ENOENT):
+		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if err := checkDir(&st, path, t); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &dir{fd: fd, path: path}, nil
+}
+
+// mkdirExcl creates name, failing when it exists: a command removes only
+// what it created itself.
+func (d *dir) mkdirExcl(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := unix.Mkdirat(d.fd, name, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Join(d.path, name), err)
+	}
+	return nil
+}
+
+func (d *dir) close() {
+	if d != nil && d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+}
+
+// procPath names d's entry name through /proc/self/fd: the kernel reaches
+// the very directory d holds open, whatever happens to its path. It is
+// what the bpf(2) pin commands are given.
+func (d *dir) procPath(name string) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("/proc/self/fd/%d/%s", d.fd, name), nil
+}
+
+// list returns the names in d.
+func (d *dir) list() ([]string, error) {
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path, err)
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path, err)
+	}
+	return names, nil
+}
+
+// exists reports whether name is in d (without following it).
+func (d *dir) exists(name string) bool {
+	if checkName(name) != nil {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// removeAll removes name and everything below it, never following a
+// symlink: a link is removed, not its target.
+func (d *dir) removeAll(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	err := unix.Unlinkat(d.fd, name, 0)
+	switch {
+	case err == nil, errors.Is(err, unix.ENOENT):
+		return nil
+	case !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM):
+		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
+	}
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
+	}
+	sub := &dir{fd: fd, path: filepath.Join(d.path, name)}
+	names, err := sub.list()
+	if err == nil {
+		for _, n := range names {
+			if err = sub.removeAll(n); err != nil {
+				break
+			}
+		}
+	}
+	sub.close()
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
+	}
+	return nil
+}
+
+// readFile reads the regular file name, at most limit bytes, without
+// following a symlink or blocking on a FIFO.
+func (d *dir) readFile(name string, limit int64) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(d.path, name)
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s is a symlink: probectl never follows a link it did not make; remove it", path)
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+// writeFile replaces name atomically: a new temporary file (never an
+// existing one, never through a symlink), fsync, rename over name, fsync
+// of the directory.
+func (d *dir) writeFile(name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := tempPrefix + hex.EncodeToString(rnd[:]) + tempSuffix
+	fd, err := unix.Openat(d.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	ok := false
+	defer func() {
+		if !ok {
+			_ = unix.Unlinkat(d.fd, tmp, 0)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(d.path, name), err)
+	}
+	ok = true
+	return unix.Fsync(d.fd)
+}
+
+// Temporary files of writeFile: what Repair removes after a crash.
+const (
+	tempPrefix = ".state-"
+	tempSuffix = ".tmp"
+)
+
+// removeTemps removes what an interrupted writeFile left.
+func (d *dir) removeTemps() {
+	names, _ := d.list()
+	for _, n := range names {
+		if strings.HasPrefix(n, tempPrefix) && strings.HasSuffix(n, tempSuffix) {
+			_ = unix.Unlinkat(d.fd, n, 0)
+		}
+	}
+}
+
+// flock takes an exclusive lock on the directory itself, waiting up to
+// timeout; no lock file is created, truncated or written.
+func (d *dir) flock(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(d.fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", d.path, err)
+		}
+		if !time.Now().Before(deadline) {
+			return errWouldBlock
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var errWouldBlock = errors.New("held by another process")
+
+// lockHolder finds the PID holding a flock on d, from /proc/locks.
+func (d *dir) lockHolder() string {
+	var st unix.Stat_t
+	if unix.Fstat(d.fd, &st) != nil {
+		return "unknown"
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// 1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
+			return f[4]
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/probectl/probectl/bpf"
+)
+
+// Recover rebuilds a lost state file from what is pinned: the lineage from
+// the workspace's identity, and each probe from the description pinned in
+// its directory (complete directories only; of several for one probe, the
+// newest). It refuses when the state still records probes. The workspace
+// must be locked (Lock, not Begin: Begin refuses pins it does not own).
+// It returns the state written and the directories it did not adopt, which
+// the next command's Repair removes.
+func (w *Workspace) Recover() (*State, []string, error) {
+	if !w.locked {
+		return nil, nil, errors.New("recover needs the workspace lock")
+	}
+	cur, err := w.State()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cur.Probes) > 0 {
+		return nil, nil, fmt.Errorf("the state of workspace %q in %s records %d probes: there is nothing to recover", w.Name, w.dir(), len(cur.Probes))
+	}
+	id, err := readIdentity(w.pins)
+	if err != nil {
+		return nil, nil, err
+	}
+	dirs, err := probeDirs(w.pins)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(dirs) == 0 {
+		return nil, nil, fmt.Errorf("workspace %q has no probes pinned under %s: there is nothing to recover", w.Name, w.PinDir())
+	}
+	next := &State{Version: StateVersion, Workspace: w.Name, Serial: cur.Serial}
+	if id != nil {
+		next.Lineage = id.Lineage
+	} else {
+		next.Lineage = newLineage()
+	}
+	serialOf := func(name string) uint64 {
+		n, _ := strconv.ParseUint(name[strings.LastIndexByte(name, '-')+1:], 10, 64)
+		return n
+	}
+	sort.Slice(dirs, func(i, j int) bool { return serialOf(dirs[i]) < serialOf(dirs[j]) })
+	newest := map[bpf.Address]*ProbeState{}
+	var skipped []string
+	for _, name := range dirs {
+		next.Serial = max(next.Serial, serialOf(name))
+		ps, err := w.readMeta(name)
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
+			continue
+		}
+		if old := newest[ps.Address]; old != nil {
+			skipped = append(skipped, old.PinDir+" (an older copy)")
+		}
+		newest[ps.Address] = ps
+	}
+	for _, ps := range newest {
+		next.Probes = append(next.Probes, ps)
+	}
+	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
+	if err := next.validate(w.Name); err != nil {
+		return nil, nil, fmt.Errorf("recover: %w", err)
+	}
+	if id == nil {
+		if err := w.claim(next); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := w.commit(next); err != nil {
+		return nil, nil, err
+	}
+	return next, skipped, nil
+}
+
+// readMeta reads the description pinned in a probe directory and checks
+// that it describes that directory.
+func (w *Workspace) readMeta(name string) (*ProbeState, error) {
+	d, err := w.pins.sub(name, false, trustPrivate)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	if !d.exists(metaPin) {
+		return nil, errors.New("incomplete: an apply was interrupted before it finished pinning")
+	}
+	b, err := readBlob(d, metaPin)
+	if err != nil {
+		return nil, err
+	}
+	var ps ProbeState
+	if err := json.Unmarshal(b, &ps); err != nil {
+		return nil, fmt.Errorf("damaged description: %w", err)
+	}
+	if ps.PinDir != name {
+		return nil, fmt.Errorf("its description is of %s", ps.PinDir)
+	}
+	return &ps, nil
+}
+
+// Forget removes probes from the state without touching the kernel, for
+// probes that are gone in a way probectl cannot see (pins removed by hand).
+// If their pins still exist where a later command sees them, that
+// command's Repair removes them. The workspace must be locked.
+func (w *Workspace) Forget(addrs []bpf.Address) (*State, error) {
+	if !w.locked {
+		return nil, errors.New("state rm needs the workspace lock")
+	}
+	s, err := w.State()
+	if err != nil {
+		return nil, err
+	}
+	if id, err := readIdentity(w.pins); err != nil {
+		return nil, err
+	} else if id != nil && id.Lineage != s.Lineage {
+		if dirs, _ := probeDirs(w.pins); len(dirs) > 0 {
+			return nil, &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
+		}
+	}
+	drop := map[bpf.Address]bool{}
+	for _, a := range addrs {
+		if s.Probe(a) == nil {
+			return nil, fmt.Errorf("%s is not in the state of workspace %q", a, w.Name)
+		}
+		drop[a] = true
+	}
+	next := *s
+	next.Probes = nil
+	next.Serial++
+	for _, p := range s.Probes {
+		if !drop[p.Address] {
+			next.Probes = append(next.Probes, p)
+		}
+	}
+	if err := w.commit(&next); err != nil {
+		return nil, err
+	}
+	return &next, nil
+}

@@ -1,0 +1,184 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/probectl/probectl/compiler"
+	"golang.org/x/sys/unix"
+)
+
+// Session holds probes that live exactly as long as this process: they are
+// loaded and attached all or nothing, like Apply, but never pinned, so the
+// kernel detaches them when the process's descriptors close, however it
+// ends (kill -9 included). probectl run uses it.
+type Session struct {
+	probes []*live
+	// States describe the probes for reading, as an apply's state would.
+	States []*ProbeState
+}
+
+// Attach loads and attaches every probe of out. On any failure nothing is
+// left attached.
+func Attach(out *compiler.Output) (*Session, error) {
+	w := &Workspace{} // its load and attach steps, without pins or state
+	t := &txn{}
+	ok := false
+	defer func() {
+		if !ok {
+			t.rollback()
+		}
+	}()
+	var kernelBTF *btf.Spec
+	s := &Session{}
+	for _, p := range out.Probes {
+		l := &live{probe: p}
+		if err := w.load(t, l, &kernelBTF); err != nil {
+			return nil, err
+		}
+		s.probes = append(s.probes, l)
+	}
+	for _, l := range s.probes {
+		if err := w.attach(t, l); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, l := range s.probes {
+		p := l.probe
+		s.States = append(s.States, &ProbeState{
+			Address: p.Addr, Digest: p.Digest(), Route: p.Route, Attach: p.Attach, Reason: p.Reason,
+			Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude, Binary: p.Binary, PID: p.PID, Event: p.Event,
+			EntryData: p.EntryData, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats, AppliedAt: now,
+		})
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Session) maps(i int) mapSource {
+	coll := s.probes[i].coll
+	return func(ref string) (*ebpf.Map, func(), error) {
+		m := coll.Maps[ref]
+		if m == nil {
+			return nil, nil, fmt.Errorf("%s: no map %s", s.States[i].Address, ref)
+		}
+		return m, func() {}, nil
+	}
+}
+
+// Read returns what the probes measured.
+func (s *Session) Read() []ProbeResult {
+	out := make([]ProbeResult, len(s.States))
+	for i, p := range s.States {
+		out[i] = readProbe(p, s.maps(i))
+	}
+	return out
+}
+
+// Counters returns each probe's counters (hits and drops), as status does.
+func (s *Session) Counters() ([]ProbeStatus, error) {
+	out := make([]ProbeStatus, len(s.States))
+	for i, p := range s.States {
+		counts, err := stats(p, s.maps(i))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ProbeStatus{Address: p.Address.String(), Route: p.Route, Attach: p.Attach}
+		out[i].fill(p, counts)
+	}
+	return out, nil
+}
+
+// Events opens the ring buffers of the probes that emit events.
+func (s *Session) Events() ([]*EventReader, error) {
+	var out []*EventReader
+	for i, p := range s.States {
+		rd, err := newEventReader(p, s.maps(i))
+		if err != nil {
+			for _, r := range out {
+				r.Close()
+			}
+			return nil, err
+		}
+		if rd != nil {
+			out = append(out, rd)
+		}
+	}
+	return out, nil
+}
+
+// Detach closes every link: the probes stop firing, their maps stay
+// readable until Close.
+func (s *Session) Detach() error {
+	var errs []error
+	for _, l := range s.probes {
+		for _, a := range l.links {
+			errs = append(errs, a.link.Close())
+		}
+		l.links = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Close detaches everything and frees the maps and programs.
+func (s *Session) Close() error {
+	err := s.Detach()
+	for _, l := range s.probes {
+		l.coll.Close()
+	}
+	s.probes = nil
+	return err
+}
+
+// CleanRuns removes what probectl run of earlier versions left behind when
+// it was killed: pin directories run-<pid> under the pin root and their
+// temporary state directories, for processes that are gone. It returns
+// what it removed.
+func CleanRuns() []string {
+	var removed []string
+	if root, err := openPath(PinRoot, false); err == nil {
+		names, _ := root.list()
+		for _, n := range names {
+			if pid, ok := runPID(n); ok && !alive(pid) && root.removeAll(n) == nil {
+				removed = append(removed, filepath.Join(PinRoot, n))
+			}
+		}
+		root.close()
+	}
+	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "probectl-run-*"))
+	for _, t := range tmps {
+		var st unix.Stat_t
+		if unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) {
+			continue
+		}
+		entries, err := os.ReadDir(t)
+		if err != nil || len(entries) != 1 {
+			continue
+		}
+		if pid, ok := runPID(entries[0].Name()); ok && !alive(pid) && os.RemoveAll(t) == nil {
+			removed = append(removed, t)
+		}
+	}
+	return removed
+}
+
+func runPID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "run-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(rest)
+	return pid, err == nil && pid > 0
+}
+
+func alive(pid int) bool {
+	return unix.Kill(pid, 0) != unix.ESRCH
+}
