@@ -68,7 +68,9 @@ func checkDir(st *unix.Stat_t, path string, t trust) error {
 // the path as given (an administrator's /var/lib -> /data) are resolved
 // first; the resolved path is then checked element by element. With
 // create, missing elements are created, mode 0700.
-func openPath(path string, create bool) (*dir, error) { return openPathTrust(path, create, trustPrivate) }
+func openPath(path string, create bool) (*dir, error) {
+	return openPathTrust(path, create, trustPrivate)
+}
 
 // openPathTrust is openPath with the trust the directory itself needs.
 func openPathTrust(path string, create bool, final trust) (*dir, error) {
