@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"golang.org/x/sys/unix"
 )
 
 // LoadError is a program the kernel refused to load.
@@ -138,11 +139,7 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		c.state = ps
 	}
 
-	lineage, err := w.lineage(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	next := &State{Version: StateVersion, Lineage: lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
+	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
 	replaced := map[bpf.Address]bool{}
 	for _, c := range changes {
 		replaced[c.probe.Addr] = true
@@ -383,7 +380,28 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 		return nil, nil, err
 	}
 	res.Leftovers = w.removeDirs(dirs)
+	if len(next.Probes) == 0 && len(res.Leftovers) == 0 {
+		w.release()
+	}
 	return &next, res, nil
+}
+
+// release gives up a workspace that holds no probes: its identity and its
+// pin directory go, so bpffs lists only workspaces in use. A writer that
+// was waiting for the lock sees the directory gone and opens a new one.
+func (w *Workspace) release() {
+	if dirs, err := probeDirs(w.pins); err != nil || len(dirs) > 0 {
+		return
+	}
+	if w.pins.removeAll(identityPin) != nil {
+		return
+	}
+	root, err := openPath(PinRoot, false)
+	if err != nil {
+		return
+	}
+	defer root.close()
+	_ = unix.Unlinkat(root.fd, w.Name, unix.AT_REMOVEDIR) // fails, harmlessly, if anything is left
 }
 
 // stripFacts keeps the facts without the (long) function list.

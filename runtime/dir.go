@@ -79,9 +79,6 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 		return nil, err
 	}
 	resolved, missing := resolveExisting(abs)
-	if len(missing) > 0 && !create {
-		return nil, fmt.Errorf("%s: %w", abs, os.ErrNotExist)
-	}
 	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /: %w", err)
@@ -90,6 +87,20 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 	elems := strings.Split(strings.TrimPrefix(resolved, "/"), "/")
 	if resolved == "/" {
 		elems = nil
+	}
+	if !create && len(missing) > 0 {
+		// Check what exists all the same: a loose directory above a
+		// missing one is refused, not taken for absence.
+		for _, name := range elems {
+			next, err := d.sub(name, false, trustAncestor)
+			d.close()
+			if err != nil {
+				return nil, err
+			}
+			d = next
+		}
+		d.close()
+		return nil, fmt.Errorf("%s: %w", abs, os.ErrNotExist)
 	}
 	elems = append(elems, missing...)
 	for i, name := range elems {
@@ -144,12 +155,18 @@ func (d *dir) sub(name string, create bool, t trust) (*dir, error) {
 		return nil, err
 	}
 	path := filepath.Join(d.path, name)
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// Ancestors are only passed through: O_PATH needs search permission
+	// alone, as a path walk does.
+	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if t == trustAncestor {
+		flags |= unix.O_PATH
+	}
+	fd, err := unix.Openat(d.fd, name, flags, 0)
 	if errors.Is(err, unix.ENOENT) && create {
 		if err := unix.Mkdirat(d.fd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 			return nil, fmt.Errorf("create %s: %w", path, err)
 		}
-		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(d.fd, name, flags, 0)
 	}
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
@@ -355,10 +372,11 @@ func (d *dir) removeTemps() {
 }
 
 // flock takes an exclusive lock on the directory itself, waiting up to
-// timeout; no lock file is created, truncated or written.
-func (d *dir) flock(timeout time.Duration) error {
+// timeout (waiting is called once if it has to wait); no lock file is
+// created, truncated or written.
+func (d *dir) flock(timeout time.Duration, waiting func()) error {
 	deadline := time.Now().Add(timeout)
-	for {
+	for first := true; ; first = false {
 		err := unix.Flock(d.fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			return nil
@@ -368,6 +386,9 @@ func (d *dir) flock(timeout time.Duration) error {
 		}
 		if !time.Now().Before(deadline) {
 			return errWouldBlock
+		}
+		if first && waiting != nil {
+			waiting()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -42,6 +42,8 @@ type Workspace struct {
 	StateDir string
 	// LockTimeout is how long to wait for another writer; 0 fails at once.
 	LockTimeout time.Duration
+	// Waiting, when set, is told once that Lock waits for holder (a PID).
+	Waiting func(holder string)
 
 	// fault, when set (tests), is called before every step that changes the
 	// kernel or the state; an error makes that step fail.
@@ -95,22 +97,35 @@ func (w *Workspace) Lock() error {
 		st.close()
 		return err
 	}
-	pins, err := openPins(w.Name, true)
-	if err != nil {
-		st.close()
-		return err
+	for {
+		pins, err := openPins(w.Name, true)
+		if err != nil {
+			st.close()
+			return err
+		}
+		if err := w.flock(pins); err != nil {
+			st.close()
+			pins.close()
+			return err
+		}
+		// The holder we waited for may have released the workspace and
+		// removed the directory we locked: lock the new one.
+		var fst unix.Stat_t
+		if err := unix.Fstat(pins.fd, &fst); err == nil && fst.Nlink == 0 {
+			pins.close()
+			continue
+		}
+		w.state, w.pins, w.locked = st, pins, true
+		return nil
 	}
-	if err := w.flock(pins); err != nil {
-		st.close()
-		pins.close()
-		return err
-	}
-	w.state, w.pins, w.locked = st, pins, true
-	return nil
 }
 
 func (w *Workspace) flock(d *dir) error {
-	err := d.flock(w.LockTimeout)
+	err := d.flock(w.LockTimeout, func() {
+		if w.Waiting != nil {
+			w.Waiting(d.lockHolder())
+		}
+	})
 	if errors.Is(err, errWouldBlock) {
 		return fmt.Errorf("%w: workspace %q is held by probectl PID %s; wait for it, or retry with -lock-timeout", ErrLocked, w.Name, d.lockHolder())
 	}
@@ -286,8 +301,8 @@ func short(lineage string) string {
 
 // claim checks that s owns the workspace's pins, and for writers (locked)
 // makes it so where no probe is at stake: a new workspace, or one whose
-// pins hold no probes, gets s's lineage as its identity (a new lineage for
-// a state never written, which its first commit takes). Readers only check.
+// pins hold no probes, gets s's lineage as its identity (a state never
+// written gets a lineage and is written first). Readers only check.
 func (w *Workspace) claim(s *State) error {
 	id, err := readIdentity(w.pins)
 	if err != nil {
@@ -327,11 +342,15 @@ func (w *Workspace) claim(s *State) error {
 	if owned || !w.locked {
 		return nil
 	}
-	// A state that has never been written gets its lineage from the
-	// identity, at its first commit.
-	lineage := s.Lineage
-	if lineage == "" {
-		lineage = newLineage()
+	// A state never written gets its lineage now, committed before any pin
+	// is made: a crash before the first apply's commit then leaves pins a
+	// state of the same lineage does not record, which Repair removes,
+	// while a state file lost later (no lineage) never owns them.
+	if s.Lineage == "" {
+		s.Lineage = newLineage()
+		if err := w.commit(s); err != nil {
+			return err
+		}
 	}
 	if err := w.step("write identity"); err != nil {
 		return err
@@ -341,29 +360,13 @@ func (w *Workspace) claim(s *State) error {
 			return err
 		}
 	}
-	b, _ := json.Marshal(identity{Lineage: lineage, StateDir: w.StateDir, Workspace: w.Name, CreatedAt: time.Now().UTC().Truncate(time.Second)})
+	b, _ := json.Marshal(identity{Lineage: s.Lineage, StateDir: w.StateDir, Workspace: w.Name, CreatedAt: time.Now().UTC().Truncate(time.Second)})
 	mid, err := pinBlob(w.pins, identityPin, "probectl.ident", b)
 	if err != nil {
 		return fmt.Errorf("workspace identity: %w", err)
 	}
 	w.created("identity", uint32(mid))
 	return nil
-}
-
-// lineage is the lineage the next commit of s carries: its own, or, for a
-// state never written, the identity claim gave the workspace.
-func (w *Workspace) lineage(s *State) (string, error) {
-	if s.Lineage != "" {
-		return s.Lineage, nil
-	}
-	id, err := readIdentity(w.pins)
-	if err != nil {
-		return "", err
-	}
-	if id == nil {
-		return "", fmt.Errorf("workspace %q has no identity under %s: begin with Begin", w.Name, w.PinDir())
-	}
-	return id.Lineage, nil
 }
 
 // Begin locks the workspace, reads its state, checks that the state owns
@@ -382,10 +385,23 @@ func (w *Workspace) Begin() (*State, []string, error) {
 		removed, err = w.Repair(s)
 	}
 	if err != nil {
+		w.dropEmpty()
 		w.Unlock()
 		return nil, nil, err
 	}
 	return s, removed, nil
+}
+
+// dropEmpty removes the workspace's pin directory when Lock made it for a
+// command that then failed: an empty directory, no identity.
+func (w *Workspace) dropEmpty() {
+	if names, err := w.pins.list(); err != nil || len(names) > 0 {
+		return
+	}
+	if root, err := openPath(PinRoot, false); err == nil {
+		_ = unix.Unlinkat(root.fd, w.Name, unix.AT_REMOVEDIR)
+		root.close()
+	}
 }
 
 // Inspect reads the state for a command that changes nothing (status,

@@ -149,7 +149,10 @@ func checkSaved(sp *SavedPlan, s *runtime.State, now *compiler.Plan) error {
 	if sp.Workspace != "" && sp.Workspace != s.Workspace {
 		return fmt.Errorf("saved plan is for workspace %q, not %q", sp.Workspace, s.Workspace)
 	}
-	if sp.StateLineage != s.Lineage || sp.StateSerial != s.Serial {
+	// A plan made before the workspace's first write saw no lineage: the
+	// state it meant is one with no probes at serial 0.
+	fresh := sp.StateLineage == "" && sp.StateSerial == 0 && s.Serial == 0 && len(s.Probes) == 0
+	if !fresh && (sp.StateLineage != s.Lineage || sp.StateSerial != s.Serial) {
 		return fmt.Errorf("saved plan is stale: the state moved since it was made (serial %d, now %d; lineage %s, now %s); plan again",
 			sp.StateSerial, s.Serial, short(sp.StateLineage), short(s.Lineage))
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -29,7 +30,8 @@ func TestScripts(t *testing.T) {
 			// Each script has its own state and its own workspace: pins
 			// under /sys/fs/bpf/probectl/<workspace> are machine-wide.
 			env.Setenv("PROBECTL_STATE_DIR", filepath.Join(env.WorkDir, "state"))
-			env.Setenv("PROBECTL_WORKSPACE", "ts-"+filepath.Base(env.WorkDir))
+			run := strings.TrimPrefix(filepath.Base(filepath.Dir(env.WorkDir)), "go-test-script")
+			env.Setenv("PROBECTL_WORKSPACE", "ts-"+run+"-"+strings.TrimPrefix(filepath.Base(env.WorkDir), "script-"))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

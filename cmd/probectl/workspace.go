@@ -57,6 +57,9 @@ func (g *globals) open() (*runtime.Workspace, error) {
 		return nil, err
 	}
 	w.LockTimeout = g.lockTimeout
+	w.Waiting = func(holder string) {
+		fmt.Fprintf(os.Stderr, "Waiting up to %s for workspace %q, held by probectl PID %s...\n", g.lockTimeout, w.Name, holder)
+	}
 	return w, nil
 }
 
