@@ -33,8 +33,12 @@ func TestMain(m *testing.M) {
 }
 
 // child applies or destroys, sleeping a little before every step so that
-// a kill lands anywhere in it.
+// a kill lands anywhere in it; or, as "session", attaches without pins,
+// reports its objects and waits to be killed.
 func child(mode string) error {
+	if mode == "session" {
+		return sessionChild()
+	}
 	w, err := runtime.Open(os.Getenv("PROBECTL_TEST_STATE"), os.Getenv("PROBECTL_TEST_WS"))
 	if err != nil {
 		return err
@@ -181,6 +185,76 @@ func collect(r io.Reader, objs *objects) <-chan struct{} {
 		}
 	}()
 	return started
+}
+
+func sessionChild() error {
+	src, err := os.ReadFile(os.Getenv("PROBECTL_TEST_SPEC"))
+	if err != nil {
+		return err
+	}
+	cfg, diags := spec.Parse(map[string][]byte{"session.hcl": src})
+	if diags.HasErrors() {
+		return diags
+	}
+	f, err := bpf.Detect(bpf.DetectOptions{})
+	if err != nil {
+		return err
+	}
+	if err := f.LoadTracepoints([]string{"syscalls:sys_exit_openat"}); err != nil {
+		return err
+	}
+	out, diags := compiler.Compile(cfg, f)
+	if diags.HasErrors() {
+		return diags
+	}
+	sess, err := runtime.Attach(out)
+	if err != nil {
+		return err
+	}
+	for _, o := range sess.Objects() {
+		fmt.Println("obj", o)
+	}
+	fmt.Println("go")
+	select {} // until killed
+}
+
+// A session's probes live exactly as long as its process: kill -9 it, and
+// the kernel detaches and frees everything (issue 7, defect 12: probectl
+// run killed used to leave its probes attached forever).
+func TestSessionDiesWithProcess(t *testing.T) {
+	requireRoot(t)
+	specPath := t.TempDir() + "/session.hcl"
+	if err := os.WriteFile(specPath, []byte(strings.ReplaceAll(faultNext, "WORK", workload(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PROBECTL_TEST_CHILD=session", "PROBECTL_TEST_SPEC="+specPath)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	objs := &objects{}
+	<-collect(stdout, objs)
+	if len(objs.ids) < 10 {
+		t.Fatalf("the session reported %d objects: %v\n%s", len(objs.ids), objs.ids, stderr.String())
+	}
+	for id := range objs.ids {
+		var kind string
+		var n uint32
+		fmt.Sscanf(id, "%s %d", &kind, &n)
+		if !exists(kind, n) {
+			t.Fatalf("%s does not exist while the session runs", id)
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	noLeaks(t, objs, nil, nil)
+	t.Logf("%d objects, all gone after kill -9", len(objs.ids))
 }
 
 // startChild starts the test binary as a probectl process.

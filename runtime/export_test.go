@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/cilium/ebpf"
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
 
 // SetFault installs a hook called before every step that changes the
 // kernel or the state; an error fails that step. Tests only.
@@ -49,4 +53,23 @@ func (w *Workspace) IdentityID() uint32 {
 	}
 	id, _ := info.ID()
 	return uint32(id)
+}
+
+// Objects lists the kernel objects of a session as "kind id". Tests only.
+func (s *Session) Objects() []string {
+	var out []string
+	for _, l := range s.probes {
+		for _, a := range l.links {
+			if info, err := a.link.Info(); err == nil {
+				out = append(out, fmt.Sprintf("link %d", info.ID), fmt.Sprintf("prog %d", info.Program))
+			}
+		}
+		for _, m := range l.coll.Maps {
+			if info, err := m.Info(); err == nil {
+				id, _ := info.ID()
+				out = append(out, fmt.Sprintf("map %d", id))
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,17 @@ func TestScripts(t *testing.T) {
 			run := strings.TrimPrefix(filepath.Base(filepath.Dir(env.WorkDir)), "go-test-script")
 			env.Setenv("PROBECTL_WORKSPACE", "ts-"+run+"-"+strings.TrimPrefix(filepath.Base(env.WorkDir), "script-"))
 			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// validjson FILE: the file (stdout, stderr or a file) is valid JSON.
+			"validjson": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: validjson FILE")
+				}
+				if ok := json.Valid([]byte(ts.ReadFile(args[0]))); ok == neg {
+					ts.Fatalf("%s: valid JSON is %v", args[0], ok)
+				}
+			},
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
