@@ -171,6 +171,9 @@ func (s *State) validate(workspace string) error {
 	}
 	seen := map[bpf.Address]bool{}
 	for _, p := range s.Probes {
+		if p == nil {
+			return errors.New("a probe is null")
+		}
 		if !p.Address.Kind.Valid() || !bpf.ValidName(p.Address.Name) {
 			return fmt.Errorf("probe %q is not a probe address", p.Address)
 		}
@@ -192,9 +195,31 @@ func (s *State) validate(workspace string) error {
 				return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
 			}
 		}
+		// Counters index the stats map: every index within it.
+		st := p.Stats
+		if st.Size < 0 || st.Size > maxStats {
+			return fmt.Errorf("%s: %d stats counters", p.Address, st.Size)
+		}
+		in := func(i int) bool { return i >= 0 && i < st.Size }
+		if !in(st.EventsDropped) || !in(st.EntryHits) || !in(st.ExitHits) {
+			return fmt.Errorf("%s: a stats counter is out of the stats map", p.Address)
+		}
+		for _, a := range p.Aggregations {
+			if a == nil || !in(a.DroppedIndex) {
+				return fmt.Errorf("%s: an aggregation is null or counts drops out of the stats map", p.Address)
+			}
+		}
+		for _, e := range p.Events {
+			if e == nil {
+				return fmt.Errorf("%s: an event layout is null", p.Address)
+			}
+		}
 	}
 	return nil
 }
+
+// maxStats bounds a probe's stats counters: one per aggregation, and three.
+const maxStats = 1 << 16
 
 // writeState commits s: the state file is replaced atomically (a new
 // temporary file, fsync, rename, fsync of the directory). The workspace

@@ -1,0 +1,261 @@
+package runtime
+
+// Tests that need no privileges: state parsing and validation, key
+// decoding, the JSON of results, and the checked directories.
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+)
+
+func validState() *State {
+	return &State{Version: StateVersion, Lineage: "abc", Serial: 4, Workspace: "ws", Probes: []*ProbeState{{
+		Address:      bpf.Address{Kind: bpf.KindTracepoint, Name: "opens"},
+		PinDir:       "tracepoint-opens-4",
+		Maps:         []MapState{{Ref: "agg_0", Pin: "map_agg_0"}, {Ref: "stats", Pin: "map_stats"}},
+		Links:        []LinkState{{Family: "tracepoint", Pin: "link_0"}},
+		Stats:        compiler.Stats{EventsDropped: 1, EntryHits: 2, ExitHits: 3, Size: 4},
+		Aggregations: []*compiler.Aggregation{{Name: "n", Kind: "count", MapRef: "agg_0", DroppedIndex: 0}},
+	}}}
+}
+
+// Every path a state file names must be one element of probectl's own
+// vocabulary: a tampered state cannot make probectl reach elsewhere.
+func TestStateValidation(t *testing.T) {
+	if err := validState().validate("ws"); err != nil {
+		t.Fatalf("a valid state: %v", err)
+	}
+	for name, mutate := range map[string]func(*State){
+		"pin_dir escapes":      func(s *State) { s.Probes[0].PinDir = "../../../../tmp/x" },
+		"pin_dir absolute":     func(s *State) { s.Probes[0].PinDir = "/etc" },
+		"pin_dir of another":   func(s *State) { s.Probes[0].PinDir = "tracepoint-other-4" },
+		"pin_dir with a slash": func(s *State) { s.Probes[0].PinDir = "tracepoint-opens-4/../x" },
+		"map pin escapes":      func(s *State) { s.Probes[0].Maps[0].Pin = "../map_x" },
+		"map pin not its ref":  func(s *State) { s.Probes[0].Maps[0].Pin = "map_stats" },
+		"map ref odd":          func(s *State) { s.Probes[0].Maps[0].Ref = "a/b"; s.Probes[0].Maps[0].Pin = "map_a/b" },
+		"link pin escapes":     func(s *State) { s.Probes[0].Links[0].Pin = "../../link_0" },
+		"address invalid":      func(s *State) { s.Probes[0].Address.Name = "a.b" },
+		"probe twice":          func(s *State) { s.Probes = append(s.Probes, s.Probes[0]) },
+		"another workspace":    func(s *State) { s.Workspace = "other" },
+		"huge stats":           func(s *State) { s.Probes[0].Stats.Size = 1 << 40 },
+		"hits out of stats":    func(s *State) { s.Probes[0].Stats.EntryHits = 9 },
+		"drops out of stats":   func(s *State) { s.Probes[0].Aggregations[0].DroppedIndex = -1 },
+		"null aggregation":     func(s *State) { s.Probes[0].Aggregations[0] = nil },
+	} {
+		s := validState()
+		mutate(s)
+		if err := s.validate("ws"); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestParseState(t *testing.T) {
+	b, _ := json.Marshal(validState())
+	if _, err := parseState(b, "state.json", "ws"); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"damaged":       `{"version": 1, "probes": [`,
+		"version":       `{"version": 99}`,
+		"bad pin_dir":   strings.Replace(string(b), "tracepoint-opens-4", "../../x", 1),
+		"wrong type":    `{"version": 1, "serial": "x"}`,
+		"null probe":    `{"version": 1, "probes": [null]}`,
+		"huge number":   `{"version": 1, "serial": 1e400}`,
+		"not an object": `[]`,
+	} {
+		if _, err := parseState([]byte(text), "state.json", "ws"); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestDecodeKey(t *testing.T) {
+	fields := []compiler.KeyField{
+		{Name: "comm", Kind: "comm", Offset: 0, Size: 16},
+		{Name: "func", Kind: "func", Offset: 16, Size: 8},
+		{Name: "ret", Kind: "int", Offset: 24, Size: 8},
+		{Name: "small", Kind: "int", Offset: 32, Size: 4},
+		{Name: "beyond", Kind: "int", Offset: 36, Size: 8},
+	}
+	b := make([]byte, 40)
+	copy(b, "bash\x00junk")
+	b[16] = 1
+	for i := 24; i < 32; i++ {
+		b[i] = 0xff // -1
+	}
+	copy(b[32:], []byte{0xfe, 0xff, 0xff, 0xff}) // -2 in 4 bytes
+	key := decodeKey(fields, b, []string{"vfs_read", "vfs_write"})
+	got, _ := json.Marshal(key)
+	want := `{"comm":"bash","func":"vfs_write","ret":-1,"small":-2,"beyond":"(out of the record)"}`
+	if string(got) != want {
+		t.Errorf("key = %s, want %s", got, want)
+	}
+	b[16] = 7 // an index past the functions
+	if k := decodeKey(fields[1:2], b, nil); k[0].Value != "#7" {
+		t.Errorf("unknown function index: %v", k[0].Value)
+	}
+}
+
+// Keys are JSON whatever a process named itself (issue 7, defect 5).
+func TestKeyJSONHostileStrings(t *testing.T) {
+	for _, s := range []string{"x\x1b[2J", "\x80\xff", "a\"b\\c", "\x00", "tab\there", "\u2028"} {
+		b, err := json.Marshal(OrderedKey{{Name: "comm", Value: s}, {Name: "n", Value: int64(math.MinInt64)}})
+		if err != nil || !json.Valid(b) {
+			t.Errorf("%q: %s (%v)", s, b, err)
+		}
+	}
+}
+
+func TestBucketRanges(t *testing.T) {
+	lin := &compiler.Aggregation{Kind: "lhist", LinearMin: 0, LinearMax: 20, LinearStep: 5}
+	for b, want := range map[int64][2]int64{0: {math.MinInt64, 0}, 1: {0, 5}, 4: {15, 20}, 5: {20, math.MaxInt64}} {
+		if lo, hi := bucketRange(lin, b); lo != want[0] || hi != want[1] {
+			t.Errorf("lhist bucket %d = [%d, %d), want %v", b, lo, hi, want)
+		}
+	}
+	log := &compiler.Aggregation{Kind: "hist"}
+	for b, want := range map[int64][2]int64{0: {math.MinInt64, 0}, 1: {0, 1}, 2: {1, 2}, 3: {2, 4}, 64: {1 << 62, math.MaxInt64}} {
+		if lo, hi := bucketRange(log, b); lo != want[0] || hi != want[1] {
+			t.Errorf("hist bucket %d = [%d, %d), want %v", b, lo, hi, want)
+		}
+	}
+}
+
+// Diff: create, no-op, replace with why, drift, delete.
+func TestDiff(t *testing.T) {
+	facts, err := bpf.Profile("linux-7.2-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, fns ...string) *compiler.Probe {
+		return &compiler.Probe{Addr: bpf.Address{Kind: bpf.KindKernel, Name: name}, Route: compiler.RouteFtrace,
+			Attach: []string{compiler.FamilyKprobeMulti}, Functions: fns}
+	}
+	same, changed, fresh := mk("same", "a"), mk("changed", "a", "b"), mk("fresh", "a")
+	drifted := mk("drifted", "a")
+	old := &State{Probes: []*ProbeState{
+		{Address: same.Addr, Digest: same.Digest(), Functions: []string{"a"}},
+		{Address: changed.Addr, Digest: "old", Functions: []string{"a"}, Route: compiler.RouteFtrace, Attach: changed.Attach},
+		{Address: drifted.Addr, Digest: drifted.Digest(), Functions: []string{"a"}},
+		{Address: bpf.Address{Kind: bpf.KindKernel, Name: "gone"}, Digest: "x"},
+	}}
+	out := &compiler.Output{Facts: facts, Probes: []*compiler.Probe{same, changed, fresh, drifted}}
+	plan := Diff(old, out, map[bpf.Address][]string{drifted.Addr: {"link kprobe.multi: pin gone"}})
+	got := map[string]string{}
+	for _, c := range plan.Changes {
+		got[c.Address] = c.Action + " " + c.Why
+	}
+	want := map[string]string{
+		"kernel.same":    "no-op ",
+		"kernel.changed": "replace functions added: b",
+		"kernel.fresh":   "create ",
+		"kernel.drifted": "replace drift: link kprobe.multi: pin gone",
+		"kernel.gone":    "delete no longer in the specs",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	if s := plan.Summary; s.Create != 1 || s.Replace != 2 || s.Delete != 1 || s.NoOp != 1 {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+// The checked directories: symlinks are never followed, loose and foreign
+// directories are refused, files are replaced atomically.
+func TestDirRefusesWhatOthersControl(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(base, "target")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "file"), []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	d, err := openPath(base, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	if _, err := d.sub("link", false, trustPrivate); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("sub through a symlink: %v", err)
+	}
+	if err := d.removeAll("link"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "file")); err != nil || string(b) != "keep" {
+		t.Errorf("removeAll of a symlink touched its target: %q %v", b, err)
+	}
+	if err := os.Symlink(filepath.Join(target, "file"), filepath.Join(base, "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.readFile("state.json", 100); err == nil {
+		t.Error("readFile followed a symlink")
+	}
+	if err := d.writeFile("state.json", []byte("new")); err != nil {
+		t.Fatal(err) // replaces the symlink itself, atomically
+	}
+	if b, _ := os.ReadFile(filepath.Join(target, "file")); string(b) != "keep" {
+		t.Errorf("writeFile wrote through a symlink: %q", b)
+	}
+	if b, err := d.readFile("state.json", 100); err != nil || string(b) != "new" {
+		t.Errorf("readFile = %q, %v", b, err)
+	}
+	if _, err := d.readFile("state.json", 2); err == nil {
+		t.Error("readFile ignored its limit")
+	}
+	loose := filepath.Join(base, "loose")
+	if err := os.Mkdir(loose, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openPath(loose, false); err == nil || !strings.Contains(err.Error(), "writable by other users") {
+		t.Errorf("a loose directory: %v", err)
+	}
+	if _, err := openPath(filepath.Join(loose, "below"), true); err == nil {
+		t.Error("a directory created under a loose one")
+	}
+	if _, err := openPath(filepath.Join(base, "missing", "deeper"), false); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+	for _, bad := range []string{"", ".", "..", "a/b", "a\x00b"} {
+		if err := d.mkdirExcl(bad); err == nil {
+			t.Errorf("mkdirExcl(%q) accepted", bad)
+		}
+	}
+	if err := d.mkdirExcl("x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.mkdirExcl("x"); err == nil {
+		t.Error("mkdirExcl of an existing directory succeeded")
+	}
+}
+
+func TestWorkspaceNames(t *testing.T) {
+	for _, good := range []string{"default", "a", "ws-1_x", strings.Repeat("a", 64)} {
+		if _, err := Open(t.TempDir(), good); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
+	}
+	for _, bad := range []string{"", "-x", "../etc", "a/b", "a.b", "a b", strings.Repeat("a", 65), "_x", "\x00"} {
+		if _, err := Open(t.TempDir(), bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
