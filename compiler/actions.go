@@ -33,7 +33,7 @@ func (g *gen) layoutMaps() {
 			out.Events = append(out.Events, ev)
 			continue
 		}
-		agg := &Aggregation{Name: a.Name, Kind: a.Kind, MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
+		agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
 		n++
 		for i, b := range a.By {
 			size := b.Type().Size()

@@ -150,10 +150,28 @@ type KeyField struct {
 	Size   int    `json:"size"`
 }
 
+// AggregationKind is what an aggregation keeps, as plans, state and show
+// name it.
+type AggregationKind string
+
+// The aggregation kinds: the spec's actions that keep a map.
+const (
+	AggCount AggregationKind = "count"
+	AggSum   AggregationKind = "sum"
+	AggMin   AggregationKind = "min"
+	AggMax   AggregationKind = "max"
+	AggHist  AggregationKind = "hist"  // log2 buckets
+	AggLHist AggregationKind = "lhist" // linear buckets
+)
+
+// IsHistogram reports whether the aggregation keeps buckets: the bucket is
+// the last 8 bytes of its key.
+func (k AggregationKind) IsHistogram() bool { return k == AggHist || k == AggLHist }
+
 // Aggregation describes one aggregation map.
 type Aggregation struct {
 	Name    string          `json:"name"`
-	Kind    spec.ActionKind `json:"kind"`
+	Kind    AggregationKind `json:"kind"`
 	MapRef  string          `json:"map"`
 	Key     []KeyField      `json:"key"`
 	KeySize int             `json:"key_size"`

@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
-	"github.com/probectl/probectl/spec"
 )
 
 // ProbeResult is what one probe measured: the stable JSON of "probectl show -json".
@@ -28,11 +27,11 @@ type ProbeResult struct {
 
 // AggregationResult is one aggregation's data.
 type AggregationResult struct {
-	Name    string          `json:"name"`
-	Kind    spec.ActionKind `json:"kind"`
-	KeyKeys []string        `json:"-"` // the by fields, in order
-	Entries []Entry         `json:"entries"`
-	Dropped uint64          `json:"dropped"`
+	Name    string                   `json:"name"`
+	Kind    compiler.AggregationKind `json:"kind"`
+	KeyKeys []string                 `json:"-"` // the by fields, in order
+	Entries []Entry                  `json:"entries"`
+	Dropped uint64                   `json:"dropped"`
 }
 
 // Entry is one key's value: Value for count, sum, min and max; Buckets for
@@ -192,7 +191,7 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 	for _, f := range agg.Key {
 		ar.KeyKeys = append(ar.KeyKeys, f.Name)
 	}
-	hist := agg.Kind == spec.Hist || agg.Kind == spec.LHist
+	hist := agg.Kind.IsHistogram()
 	type group struct {
 		key     OrderedKey
 		buckets map[int64]uint64
@@ -249,17 +248,17 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 
 // combine folds the per-CPU values of one key: sums for count, sum and
 // histograms; min or max over the CPUs that saw the key.
-func combine(kind spec.ActionKind, per [][]byte) (int64, bool) {
+func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
 	var acc int64
 	seen := false
 	for _, b := range per {
 		v := int64(binary.LittleEndian.Uint64(b))
 		switch kind {
-		case spec.Min, spec.Max:
+		case compiler.AggMin, compiler.AggMax:
 			if binary.LittleEndian.Uint64(b[8:]) == 0 {
 				continue
 			}
-			if !seen || (kind == spec.Min && v < acc) || (kind == spec.Max && v > acc) {
+			if !seen || (kind == compiler.AggMin && v < acc) || (kind == compiler.AggMax && v > acc) {
 				acc = v
 			}
 			seen = true
@@ -314,7 +313,7 @@ func decodeInt(raw []byte) int64 {
 // bucketRange is the [low, high) range of a histogram bucket; the open
 // ends are the int64 limits.
 func bucketRange(agg *compiler.Aggregation, b int64) (int64, int64) {
-	if agg.Kind == spec.LHist {
+	if agg.Kind == compiler.AggLHist {
 		n := compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep)
 		switch {
 		case b == 0:

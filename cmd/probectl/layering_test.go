@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestLayering keeps the imports pointing down the pipeline, as
+// ARCHITECTURE.md draws it: spec → compiler → runtime, bpf under all of
+// them, and only cmd/probectl seeing everything. It reads the packages'
+// own imports (not their tests').
+func TestLayering(t *testing.T) {
+	const mod = "github.com/probectl/probectl/"
+	allowed := map[string][]string{
+		"bpf":           {},
+		"spec":          {"bpf"},
+		"spec/spectest": {"spec"},
+		"compiler":      {"spec", "bpf"},
+		"runtime":       {"compiler", "bpf"},
+		"examples":      {},
+		"cmd/vmexec":    {},
+		"cmd/vminit":    {},
+		"cmd/probectl":  {"bpf", "spec", "compiler", "runtime", "examples"},
+	}
+	// Packages that must not see HCL at all: a saved plan is self-contained.
+	noHCL := map[string]bool{"bpf": true, "runtime": true}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], mod)
+		seen[pkg] = true
+		ok, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s is not in ARCHITECTURE.md's layering (add it here and there)", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if noHCL[pkg] && strings.HasPrefix(imp, "github.com/hashicorp/hcl") {
+				t.Errorf("%s imports %s: it must not see HCL", pkg, imp)
+			}
+			dep, ours := strings.CutPrefix(imp, mod)
+			if !ours {
+				continue
+			}
+			if i := sort.SearchStrings(sorted(ok), dep); i >= len(ok) || sorted(ok)[i] != dep {
+				t.Errorf("%s imports %s: imports point down the pipeline (ARCHITECTURE.md); %s may import only %v", pkg, dep, pkg, ok)
+			}
+		}
+	}
+	for pkg := range allowed {
+		if !seen[pkg] {
+			t.Errorf("package %s is gone: update the layering", pkg)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
