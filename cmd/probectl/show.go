@@ -120,7 +120,7 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 				fmt.Fprintln(w, "    (no data)")
 				continue
 			}
-			if ar.Kind == "hist" || ar.Kind == "lhist" {
+			if ar.Kind.IsHistogram() {
 				for _, e := range ar.Entries {
 					if len(e.Key) > 0 {
 						fmt.Fprintf(w, "    [%s]\n", keyText(e.Key))
