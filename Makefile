@@ -9,7 +9,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit vmtest vmfetch vet fmt-check demo fuzz bench clean
+.PHONY: all build static test unit vmtest vmfetch vet lint fmt-check demo fuzz bench clean
 
 all: build
 
@@ -29,16 +29,22 @@ static:
 vet:
 	$(GO) vet ./...
 
+# staticcheck, at a pinned version from the Go module proxy.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
 	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples
 
 # The test command: everything on the host, then the kernel matrix.
-test: fmt-check vet static unit vmtest
+test: fmt-check vet lint static unit vmtest
 
-# -p 1: the kernel tests check for leaks by listing every BPF object on the
-# machine, so packages must not load programs at the same time.
+# -p 1: packages that attach probes to the same tracepoints and count
+# exact numbers run one at a time. (Leak checks look only at the objects a
+# test created, so other BPF users on the machine do not matter.)
 unit:
 	$(GO) test -p 1 -count=1 ./...
 
