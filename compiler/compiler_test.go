@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rogpeppe/go-internal/diff"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -220,7 +221,8 @@ func golden(t *testing.T, path, got string) {
 		t.Fatalf("%v (run go test -update)", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s differs from the output; run go test ./compiler -update and review the diff", path)
+		t.Errorf("%s differs from the output (run go test ./compiler -update and review the diff):\n%s",
+			path, diff.Diff(path, want, "output", []byte(got)))
 	}
 }
 
