@@ -94,7 +94,8 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		if d.HasErrors() {
 			continue
 		}
-		dec := &decoder{src: files[name]}
+		src := source(files[name])
+		dec := &decoder{src: &src}
 		probes := dec.file(f.Body)
 		diags = append(diags, dec.diags...)
 		for _, p := range probes {
@@ -160,7 +161,7 @@ var attachFamilies = map[bpf.Kind][]string{
 }
 
 type decoder struct {
-	src   []byte
+	src   *source // shared by the file's expressions
 	diags hcl.Diagnostics
 }
 

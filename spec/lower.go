@@ -143,8 +143,7 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 }
 
 func (s *scope) base(e hcl.Expression, t Type) exprBase {
-	rng := e.Range()
-	return exprBase{rng: rng, text: string(rng.SliceBytes(s.d.src)), typ: t}
+	return exprBase{rng: e.Range(), src: s.d.src, typ: t}
 }
 
 // lower checks one expression. Every error path reports a diagnostic and
@@ -338,16 +337,34 @@ var binaryOps = map[*hclsyntax.Operation]Op{
 	hclsyntax.OpLogicalAnd: OpAnd, hclsyntax.OpLogicalOr: OpOr,
 }
 
+// binary lowers a binary operation. HCL makes a left-deep tree of a chain
+// such as a + b + c: binary walks its left spine in a loop, so that a long
+// chain costs no deep recursion.
 func (s *scope) binary(e *hclsyntax.BinaryOpExpr) Expr {
-	op, ok := binaryOps[e.Op]
-	if !ok {
-		return s.errorf(e.Range(), "Unsupported operator", "This operator is not available in probes.")
+	spine := []*hclsyntax.BinaryOpExpr{e}
+	for {
+		l, ok := spine[len(spine)-1].LHS.(*hclsyntax.BinaryOpExpr)
+		if !ok {
+			break
+		}
+		spine = append(spine, l)
 	}
-	l, r := s.lower(e.LHS), s.lower(e.RHS)
-	if isInvalid(l) || isInvalid(r) {
-		return &invalid{exprBase{rng: e.Range()}}
+	x := s.lower(spine[len(spine)-1].LHS)
+	for i := len(spine) - 1; i >= 0; i-- {
+		b := spine[i]
+		op, ok := binaryOps[b.Op]
+		if !ok {
+			x = s.errorf(b.Range(), "Unsupported operator", "This operator is not available in probes.")
+			continue
+		}
+		r := s.lower(b.RHS)
+		if isInvalid(x) || isInvalid(r) {
+			x = &invalid{exprBase{rng: b.Range()}}
+			continue
+		}
+		x = s.typeBinary(b, op, x, r)
 	}
-	return s.typeBinary(e, op, l, r)
+	return x
 }
 
 func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
