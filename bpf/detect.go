@@ -56,6 +56,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		}
 	}
 
+	f.ISAv4 = supported(features.HaveV4ISA())
 	f.Links.Kprobe = exists("/sys/bus/event_source/devices/kprobe/type")
 	f.Links.Uprobe = exists("/sys/bus/event_source/devices/uprobe/type")
 	f.Links.Tracepoint = exists("/sys/bus/event_source/devices/tracepoint/type")

@@ -118,7 +118,10 @@ type Facts struct {
 	Kernel  Version `json:"kernel"`
 	Release string  `json:"release,omitempty"`
 	BTF     bool    `json:"btf"`
-	Links   Links   `json:"links"`
+	// ISAv4 is BPF ISA v4 (Linux 6.6): gotol, the jump with a 32-bit
+	// offset, lets programs jump further than 32767 instructions.
+	ISAv4 bool  `json:"isa_v4"`
+	Links Links `json:"links"`
 	// Fprobe is the backend of the kprobe.multi family.
 	Fprobe FprobeBackend `json:"fprobe"`
 	// FtraceWithRegs and FtraceWithArgs are CONFIG_DYNAMIC_FTRACE_WITH_REGS
@@ -171,6 +174,7 @@ func (f *Facts) Differences(other *Facts) []string {
 	add("arch", f.Arch, other.Arch)
 	add("kernel", fmt.Sprintf("%d.%d", f.Kernel.Major, f.Kernel.Minor), fmt.Sprintf("%d.%d", other.Kernel.Major, other.Kernel.Minor))
 	add("btf", f.BTF, other.BTF)
+	add("isa_v4", f.ISAv4, other.ISAv4)
 	add("links", fmt.Sprintf("%+v", f.Links), fmt.Sprintf("%+v", other.Links))
 	add("fprobe", f.Fprobe, other.Fprobe)
 	add("ftrace_with_regs", f.FtraceWithRegs, other.FtraceWithRegs)

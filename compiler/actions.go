@@ -143,6 +143,7 @@ func (g *gen) actions(h *spec.Handler) {
 		g.e.At(fmt.Sprintf("%s %q", a.Kind, a.Name), a.DeclRange)
 		if a.When != nil {
 			g.cond(a.When, skip)
+			g.e.Origin(a.DeclRange)
 		}
 		if a.Kind == spec.Event {
 			g.emitEvent(a, skip)
@@ -165,6 +166,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.e.At("by "+b.Text(), b.Range())
 		g.store(b, key+int16(agg.Key[i].Offset))
 	}
+	g.e.Origin(a.DeclRange)
 	val := g.e.Alloc(ValueSize(a.Kind))
 	if ValueSize(a.Kind) == 16 {
 		g.e.Emit(bpf.StoreImm64(asm.RFP, val+8, 1)) // seen
@@ -175,6 +177,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	case spec.Hist, spec.LHist:
 		g.e.At("value "+a.Value.Text(), a.Value.Range())
 		g.expr(a.Value)
+		g.e.Origin(a.DeclRange)
 		if a.Kind == spec.Hist {
 			g.log2Bucket()
 		} else {
@@ -189,6 +192,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.expr(a.Value)
 		g.e.Emit(asm.StoreMem(asm.RFP, val, asm.R0, asm.DWord))
 	}
+	g.e.Origin(a.DeclRange)
 
 	found, insert, retry := g.e.NewLabel("found"), g.e.NewLabel("insert"), g.e.NewLabel("dropped")
 	lookup := func(miss string) {
@@ -329,6 +333,7 @@ func (g *gen) emitEvent(a *spec.Action, skip string) {
 		g.e.At(fmt.Sprintf("field %s = %s", f.Name, f.Value.Text()), f.Range)
 		g.store(f.Value, area+int16(ev.Fields[i].Offset))
 	}
+	g.e.Origin(a.DeclRange)
 	reserved := g.e.NewLabel("reserved")
 	g.e.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(refEvents),

@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -139,7 +141,7 @@ func programName(name, role string) string {
 }
 
 func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
-	g.e, g.ctx = &bpf.Emitter{}, ctx
+	g.e, g.ctx = &bpf.Emitter{LongJumps: g.facts.ISAv4}, ctx
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
@@ -151,7 +153,7 @@ func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachT
 	body()
 	insns, err := g.e.Finish()
 	if err != nil {
-		g.errorf(g.p.DeclRange, "Probe too large", "The %s program of %s: %s. Use fewer or smaller keys and values.", role, g.p.Addr, err)
+		g.finishError(role, err)
 		return
 	}
 	g.out.Programs = append(g.out.Programs, &Program{
@@ -159,6 +161,33 @@ func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachT
 		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit,
 		Instructions: insns, StackBytes: g.e.StackUsed(),
 	})
+}
+
+// finishError reports a program the emitter could not finish at the
+// construct that caused it.
+func (g *gen) finishError(role string, err error) {
+	var stack *bpf.StackError
+	var jump *bpf.JumpError
+	switch {
+	case errors.As(err, &stack):
+		g.errorf(g.rangeOf(stack.Origin), "Too much stack",
+			"The %s program of %s needs %d bytes of stack, and BPF allows %d; the code for this takes it past the limit. Keys, values and the left operands of nested operators take stack: use fewer or smaller keys, or write a + (b + c) as a + b + c.",
+			role, g.p.Addr, stack.Used, bpf.MaxStack)
+	case errors.As(err, &jump):
+		g.errorf(g.rangeOf(jump.Origin), "Jump too long for the target",
+			"The code for this jumps over %d instructions. A BPF jump reaches %d; longer ones need gotol (BPF ISA v4, Linux 6.6), which the target (%s) lacks. Make the expression shorter, or split it across actions.",
+			jump.Distance, math.MaxInt16, g.facts.Label())
+	default:
+		panic(fmt.Sprintf("compiler: %s program of %s: %v", role, g.p.Addr, err))
+	}
+}
+
+// rangeOf is the spec range of an origin, or the probe's header.
+func (g *gen) rangeOf(origin any) hcl.Range {
+	if rng, ok := origin.(hcl.Range); ok {
+		return rng
+	}
+	return g.p.DeclRange
 }
 
 // ret emits "return v".
@@ -262,6 +291,7 @@ func (g *gen) sessionBody() {
 	}
 	switch g.storage {
 	case StorageCookie:
+		g.e.Origin(g.p.Exit.DeclRange)
 		g.entryArea = g.e.Alloc(8)
 		g.e.At("entry data: the session cookie", g.p.Exit.DeclRange)
 		g.e.Emit(
@@ -301,6 +331,7 @@ func (g *gen) storeSlot() {
 // slot (on_entry's when was false, or recursion took it) it jumps to
 // "no_entry", which the caller marks.
 func (g *gen) fetchSlot() {
+	g.e.Origin(g.p.Exit.DeclRange)
 	g.entryArea = g.e.Alloc(g.entrySize())
 	g.slotKey()
 	g.e.At("entry data: the (thread, function) slot", g.p.Exit.DeclRange)
@@ -331,6 +362,7 @@ func (g *gen) entrySize() int {
 // returns its offset.
 func (g *gen) saveArea() int16 {
 	size := g.entrySize()
+	g.e.Origin(g.p.Entry.DeclRange)
 	area := g.e.Alloc(size)
 	for off := 0; off < size; off += 8 {
 		g.e.Emit(bpf.StoreImm64(asm.RFP, area+int16(off), 0))
@@ -339,6 +371,7 @@ func (g *gen) saveArea() int16 {
 		g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
 		g.store(f.Value, area+int16(g.entryFields[f.Name]))
 	}
+	g.e.Origin(g.p.Entry.DeclRange)
 	return area
 }
 
@@ -377,6 +410,7 @@ func (g *gen) funcCookie() {
 func (g *gen) cond(x spec.Expr, label string) {
 	mark := g.e.StackMark()
 	g.expr(x)
+	g.e.Origin(x.Range())
 	g.e.Emit(asm.JEq.Imm(asm.R0, 0, label))
 	g.e.Release(mark)
 }
