@@ -138,20 +138,22 @@ func (g *gen) event(a *spec.Action) *EventLayout {
 
 func (g *gen) actions(h *spec.Handler) {
 	for _, a := range h.Actions {
-		mark := g.e.StackMark()
-		skip := g.e.NewLabel(a.Name + "_done")
-		g.e.At(fmt.Sprintf("%s %q", a.Kind, a.Name), a.DeclRange)
-		if a.When != nil {
-			g.cond(a.When, skip)
-			g.e.Origin(a.DeclRange)
-		}
-		if a.Kind == spec.Event {
-			g.emitEvent(a, skip)
-		} else {
-			g.update(a, g.aggregation(a), skip)
-		}
-		g.e.Mark(skip)
-		g.e.Release(mark)
+		g.measure(a.DeclRange, func() {
+			mark := g.e.StackMark()
+			skip := g.e.NewLabel(a.Name + "_done")
+			g.e.At(fmt.Sprintf("%s %q", a.Kind, a.Name), a.DeclRange)
+			if a.When != nil {
+				g.cond(a.When, skip)
+				g.e.Origin(a.DeclRange)
+			}
+			if a.Kind == spec.Event {
+				g.emitEvent(a, skip)
+			} else {
+				g.update(a, g.aggregation(a), skip)
+			}
+			g.e.Mark(skip)
+			g.e.Release(mark)
+		})
 	}
 }
 

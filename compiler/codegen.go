@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -62,6 +63,9 @@ type gen struct {
 	storage string
 	// slotNeeded: the exit handler runs only for calls with an entry slot.
 	slotNeeded bool
+	// sizes holds the instruction counts of the constructs of the program
+	// being generated, for blaming the largest when it is too large.
+	sizes []constructSize
 	// slotKeyOff is the stack offset of the entry slot key, set by slotKey.
 	slotKeyOff int16
 	// funcIndex holds the index of each function named in func == NAME.
@@ -141,7 +145,7 @@ func programName(name, role string) string {
 }
 
 func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
-	g.e, g.ctx = &bpf.Emitter{LongJumps: g.facts.ISAv4}, ctx
+	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, ctx, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
@@ -156,11 +160,14 @@ func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachT
 		g.finishError(role, err)
 		return
 	}
-	g.out.Programs = append(g.out.Programs, &Program{
+	prog := &Program{
 		Name: programName(g.p.Addr.Name, role), Role: role, Family: family,
 		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit,
 		Instructions: insns, StackBytes: g.e.StackUsed(),
-	})
+	}
+	if g.checkLimits(prog) {
+		g.out.Programs = append(g.out.Programs, prog)
+	}
 }
 
 // finishError reports a program the emitter could not finish at the
@@ -190,6 +197,66 @@ func (g *gen) rangeOf(origin any) hcl.Range {
 	return g.p.DeclRange
 }
 
+// Kernel limits on one program.
+const (
+	// MaxInstructions is BPF_COMPLEXITY_LIMIT_INSNS, the most instructions
+	// a privileged loader may load.
+	MaxInstructions = 1_000_000
+	// MaxMaps is MAX_USED_MAPS, the most maps a program may use.
+	MaxMaps = 64
+)
+
+// constructSize is the number of instructions a construct took.
+type constructSize struct {
+	rng hcl.Range
+	n   int
+}
+
+// measure runs gen, which emits the code of the construct at rng, and
+// records its size.
+func (g *gen) measure(rng hcl.Range, gen func()) {
+	start := g.e.Len()
+	gen()
+	g.sizes = append(g.sizes, constructSize{rng, g.e.Len() - start})
+}
+
+// checkLimits reports a program the kernel would refuse to load for its
+// size or its maps, at the construct that takes it past the limit.
+func (g *gen) checkLimits(prog *Program) bool {
+	ok := true
+	if n := prog.InstructionCount(); n > MaxInstructions {
+		largest := constructSize{rng: g.p.DeclRange}
+		for _, c := range g.sizes {
+			if c.n > largest.n {
+				largest = c
+			}
+		}
+		g.errorf(largest.rng, "Program too large",
+			"The %s program of %s has %d instructions; the kernel loads at most %d. This takes %d of them: make it shorter, or split it across probes.",
+			prog.Role, g.p.Addr, n, MaxInstructions, largest.n)
+		ok = false
+	}
+	var maps []string
+	for _, ins := range prog.Instructions {
+		if ins.IsLoadFromMap() && !slices.Contains(maps, ins.Reference()) {
+			maps = append(maps, ins.Reference())
+		}
+	}
+	if len(maps) > MaxMaps {
+		rng := g.p.DeclRange
+		for _, a := range g.p.Actions() {
+			if a.Kind != spec.Event && g.aggregation(a).MapRef == maps[MaxMaps] {
+				rng = a.DeclRange
+			}
+		}
+		g.errorf(rng, "Too many maps",
+			"The %s program of %s uses %d maps, and the kernel allows %d per program; this aggregation's map is one too many (each aggregation has one, and the probe's stats take one more, the entry data and events one each). Move some aggregations to another probe on the same functions.",
+			prog.Role, g.p.Addr, len(maps), MaxMaps)
+		ok = false
+	}
+	return ok
+}
+
 // ret emits "return v".
 func (g *gen) ret(v int32) {
 	g.e.Emit(asm.Mov.Imm(asm.R0, v), asm.Return())
@@ -198,10 +265,7 @@ func (g *gen) ret(v int32) {
 // entryBody: when, actions, then the entry slot (for a separate exit program).
 func (g *gen) entryBody() {
 	h := g.p.Entry
-	if h.When != nil {
-		g.e.At("when "+h.When.Text(), h.When.Range())
-		g.cond(h.When, "filtered")
-	}
+	g.when(h, "filtered")
 	g.actions(h)
 	if g.storage == StorageMap {
 		g.storeSlot()
@@ -228,10 +292,7 @@ func (g *gen) exitBody() {
 
 func (g *gen) exitHandler() {
 	h := g.p.Exit
-	if h.When != nil {
-		g.e.At("when "+h.When.Text(), h.When.Range())
-		g.cond(h.When, "exit_done")
-	}
+	g.when(h, "exit_done")
 	g.actions(h)
 	if h.When != nil {
 		g.e.Mark("exit_done")
@@ -255,10 +316,7 @@ func (g *gen) sessionBody() {
 		skipExit = 1
 	}
 	if h := g.p.Entry; h != nil {
-		if h.When != nil {
-			g.e.At("when "+h.When.Text(), h.When.Range())
-			g.cond(h.When, "filtered")
-		}
+		g.when(h, "filtered")
 		g.actions(h)
 		switch g.storage {
 		case StorageCookie:
@@ -368,8 +426,10 @@ func (g *gen) saveArea() int16 {
 		g.e.Emit(bpf.StoreImm64(asm.RFP, area+int16(off), 0))
 	}
 	for _, f := range g.p.Entry.Save {
-		g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
-		g.store(f.Value, area+int16(g.entryFields[f.Name]))
+		g.measure(f.Range, func() {
+			g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
+			g.store(f.Value, area+int16(g.entryFields[f.Name]))
+		})
 	}
 	g.e.Origin(g.p.Entry.DeclRange)
 	return area
@@ -404,6 +464,17 @@ func (g *gen) copyFrom(src asm.Register, dst int16, size int) {
 // funcCookie puts the attach cookie, the index of the probed function, in R0.
 func (g *gen) funcCookie() {
 	g.e.Emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetAttachCookie.Call())
+}
+
+// when emits a handler's when: a jump to label when it is false.
+func (g *gen) when(h *spec.Handler, label string) {
+	if h.When == nil {
+		return
+	}
+	g.measure(h.When.Range(), func() {
+		g.e.At("when "+h.When.Text(), h.When.Range())
+		g.cond(h.When, label)
+	})
 }
 
 // cond evaluates a bool and jumps to label when it is false.

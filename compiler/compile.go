@@ -120,6 +120,31 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 		diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
 			"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
 	}
+	return append(diags, g.checkLinks(d)...)
+}
+
+// Kernel limits on the functions of one multi link.
+const (
+	MaxKprobeMulti = 1 << 20 // MAX_KPROBE_MULTI_CNT
+	MaxUprobeMulti = 1 << 20 // MAX_UPROBE_MULTI_CNT
+)
+
+// checkLinks checks the resolved functions against the limits of the link
+// families that attach them.
+func (g *gen) checkLinks(d decision) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	limits := map[string]int{
+		FamilyKprobeMulti: MaxKprobeMulti, FamilyKretprobeMulti: MaxKprobeMulti, FamilyKprobeSession: MaxKprobeMulti,
+		FamilyUprobeMulti: MaxUprobeMulti, FamilyUretprobeMulti: MaxUprobeMulti,
+	}
+	for _, fam := range d.families {
+		if limit, ok := limits[fam]; ok && len(g.out.Functions) > limit {
+			diags = append(diags, diagf(g.p.FunctionsRange, "Too many functions for one link",
+				"These patterns match %d functions, and one %s link attaches at most %d. Narrow the patterns, or split the functions across probes.",
+				len(g.out.Functions), fam, limit))
+			break
+		}
+	}
 	return diags
 }
 

@@ -215,6 +215,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		}
 		switch attrName {
 		case "functions":
+			p.FunctionsRange = attr.Expr.Range()
 			p.Functions = d.patterns(attr, false)
 		case "exclude":
 			p.Exclude = d.patterns(attr, true)
