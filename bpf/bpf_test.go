@@ -108,36 +108,6 @@ func TestFactsFileRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTracepointFormat(t *testing.T) {
-	const text = `name: sys_enter_openat
-ID: 782
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:int __syscall_nr;	offset:8;	size:4;	signed:1;
-	field:const char * filename;	offset:24;	size:8;	signed:0;
-	field:char comm[16];	offset:32;	size:16;	signed:0;
-`
-	tp, err := ParseTracepointFormat("syscalls:sys_enter_openat", text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tp.Fields) != 3 {
-		t.Fatalf("fields %+v", tp.Fields)
-	}
-	f := tp.Field("filename")
-	if f == nil || f.Offset != 24 || f.Size != 8 || f.Type != "const char *" {
-		t.Errorf("filename: %+v", f)
-	}
-	if c := tp.Field("comm"); c == nil || c.Size != 16 || c.Type != "char" {
-		t.Errorf("comm: %+v", c)
-	}
-	if tp.Field("common_pid") != nil {
-		t.Error("common fields are left out")
-	}
-}
-
 func TestBuiltinSyscallFormats(t *testing.T) {
 	f, _ := Profile("linux-7.2-amd64")
 	tp := f.Tracepoint("syscalls:sys_enter_openat")

@@ -13,7 +13,8 @@
 //     and made a gotol (BPF ISA v4) where it is too long;
 //   - kfunc calls that are resolved against kernel BTF at load time ([KfuncCall],
 //     [ResolveKfuncs]);
-//   - tracepoint format files ([TracepointFormat]).
+//   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),
+//     every field classified ([FieldClass]).
 //
 // Package bpf knows nothing of HCL, specs or plans, and it must not import
 // any other probectl package.

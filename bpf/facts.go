@@ -140,6 +140,8 @@ type Facts struct {
 	// Tracepoints holds the format of the tracepoint events known for this
 	// target, by "group:event".
 	Tracepoints map[string]*TracepointFormat `json:"tracepoints,omitempty"`
+	// tracepointErrs holds the events whose formats could not be read.
+	tracepointErrs map[string]error
 }
 
 // Label is a short description such as "linux 6.12.117 x86_64 (live)".
@@ -184,6 +186,10 @@ func (f *Facts) Differences(other *Facts) []string {
 	return diffs
 }
 
+// MaxCPUs bounds the CPU count of a facts file (CONFIG_NR_CPUS is at most
+// 8192), which multiplies the memory of per-CPU maps.
+const MaxCPUs = 1 << 16
+
 // ReadFactsFile reads facts written by "probectl target -o FILE".
 func ReadFactsFile(path string) (*Facts, error) {
 	b, err := os.ReadFile(path)
@@ -196,6 +202,21 @@ func ReadFactsFile(path string) (*Facts, error) {
 	}
 	if f.Arch != ArchX86_64 && f.Arch != ArchArm64 {
 		return nil, fmt.Errorf("read facts %s: unsupported arch %q", path, f.Arch)
+	}
+	if f.CPUs < 0 || f.CPUs > MaxCPUs {
+		return nil, fmt.Errorf("read facts %s: %d CPUs; Linux has at most %d", path, f.CPUs, MaxCPUs)
+	}
+	for ev, tp := range f.Tracepoints {
+		if tp == nil {
+			return nil, fmt.Errorf("read facts %s: tracepoint %s has no format", path, ev)
+		}
+		for i := range tp.Fields {
+			fl := &tp.Fields[i]
+			fl.Class = ClassifyField(fl.Type, fl.Size)
+			if err := fl.check(); err != nil {
+				return nil, fmt.Errorf("read facts %s: tracepoint %s: %w", path, ev, err)
+			}
+		}
 	}
 	sort.Strings(f.Functions)
 	f.Source, f.Name = "file", path

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -116,9 +117,14 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
 			"func and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
-	if p.Addr.Kind == bpf.KindTracepoint && f.Source == "live" && f.Tracepoint(p.Event) == nil {
-		diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
-			"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
+	if p.Addr.Kind == bpf.KindTracepoint {
+		if err := f.TracepointError(p.Event); err != nil {
+			diags = append(diags, diagf(p.EventRange, "Tracepoint format unreadable",
+				"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", p.Event, err))
+		} else if f.Source == "live" && f.Tracepoint(p.Event) == nil {
+			diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
+				"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
+		}
 	}
 	return append(diags, g.checkLinks(d)...)
 }
@@ -206,11 +212,16 @@ func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
 		return hcl.Diagnostics{diagf(x.Range(), "Unknown tracepoint field",
 			"%s has no field %q. Its fields: %s.", g.p.Event, x.Name, strings.Join(g.tp.FieldNames(), ", "))}
 	}
-	switch fl.Size {
-	case 1, 2, 4, 8:
-	default:
-		return hcl.Diagnostics{diagf(x.Range(), "Field is not an integer",
-			"args.%s is %s (%d bytes); only integer and pointer fields can be read.", x.Name, fl.Type, fl.Size)}
+	if fl.Class.Readable() {
+		return nil
 	}
-	return nil
+	what := map[bpf.FieldClass]string{
+		bpf.FieldString:  "a string (char[N])",
+		bpf.FieldDataLoc: "a variable-length value stored after the record (__data_loc)",
+		bpf.FieldArray:   "an array",
+		bpf.FieldStruct:  "a structure by value",
+		bpf.FieldUnknown: fmt.Sprintf("a %d-byte value of a type probectl does not know", fl.Size),
+	}[fl.Class]
+	return hcl.Diagnostics{diagf(x.Range(), "Field cannot be read",
+		"args.%s is %s, %s. Probes read integer and pointer fields; this one cannot be read yet.", x.Name, fl.Type, what)}
 }

@@ -250,9 +250,9 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			p.EventRange = attr.Expr.Range()
 			if s, ok := d.stringAttr(attr); ok {
 				p.Event = s
-				if g, e, ok := strings.Cut(s, ":"); !ok || g == "" || e == "" || strings.ContainsAny(s, "*?/ ") {
+				if err := bpf.CheckEvent(s); err != nil {
 					d.errorf(attr.Expr.Range(), "Invalid tracepoint event",
-						"%q is not a tracepoint event. Write it as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\".", s)
+						"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\"; the events are listed under /sys/kernel/tracing/events.", err)
 				}
 			}
 		}
