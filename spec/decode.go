@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/probectl/probectl/bpf"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -29,11 +28,9 @@ func LoadPaths(paths []string) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		for _, name := range names {
-			b, err := os.ReadFile(name)
-			if err != nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError, Summary: "Cannot read spec file", Detail: err.Error() + ".",
-				})
+			b, d := ReadFile(name)
+			if d != nil {
+				diags = append(diags, d)
 				continue
 			}
 			files[name] = b
@@ -89,7 +86,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	sort.Strings(names)
 	seen := map[bpf.Address]*Probe{}
 	for _, name := range names {
-		f, d := hclsyntax.ParseConfig(files[name], name, hcl.InitialPos)
+		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
