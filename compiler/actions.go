@@ -299,10 +299,12 @@ func (g *gen) log2Bucket() {
 }
 
 // LinearBuckets is the number of in-range buckets of an lhist.
-func LinearBuckets(min, max, step int64) int64 { return (max - min + step - 1) / step }
+func LinearBuckets(min, max, step int64) int64 { return spec.LinearBuckets(min, max, step) }
 
 // linearBucket turns the value in R0 into its lhist bucket: 0 below min,
-// 1..n in range, n+1 at or above max.
+// 1..n in range, n+1 at or above max. In range, value - min is below
+// max - min, at most 2^63 (spec bounds min and max to ±2^62), and is
+// divided unsigned: it never overflows.
 func (g *gen) linearBucket(a *spec.Action) {
 	n := LinearBuckets(a.Min, a.Max, a.Step)
 	done := g.e.NewLabel("bucket")

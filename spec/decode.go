@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -434,16 +435,33 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 			d.errorf(rng, "Invalid lhist step", "step must be positive. Set it to the width of one bucket.")
 		case a.Max <= a.Min:
 			d.errorf(content.Attributes["max"].Expr.Range(), "Invalid lhist range", "max (%d) must be greater than min (%d).", a.Max, a.Min)
-		case (a.Max-a.Min)/a.Step > MaxLinearBuckets:
+		case span(a.Min, a.Max)/uint64(a.Step) > MaxLinearBuckets:
 			d.errorf(rng, "Too many lhist buckets",
-				"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", (a.Max-a.Min)/a.Step, MaxLinearBuckets)
+				"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", span(a.Min, a.Max)/uint64(a.Step), MaxLinearBuckets)
 		}
 	}
 	return a
 }
 
-// MaxLinearBuckets is the most buckets an lhist may have (plus under and over).
+// MaxLinearBuckets bounds the buckets of an lhist: (max - min) / step, the
+// whole buckets between min and max, is at most this; a last partial one,
+// and the under and over buckets, come on top.
 const MaxLinearBuckets = 1000
+
+// LinearBuckets is the number of in-range buckets of an lhist from lo to
+// hi in steps of step (hi > lo, step > 0): the last one may be partial.
+// It computes without overflow for any int64 bounds, and saturates.
+func LinearBuckets(lo, hi, step int64) int64 {
+	n := span(lo, hi) / uint64(step)
+	if span(lo, hi)%uint64(step) != 0 {
+		n++
+	}
+	return int64(min(n, math.MaxInt64))
+}
+
+// span is hi - lo for hi > lo, which fits in a uint64 though not always
+// in an int64.
+func span(lo, hi int64) uint64 { return uint64(hi) - uint64(lo) }
 
 func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 	exprs, diags := hcl.ExprList(attr.Expr)

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -188,14 +190,23 @@ func (s *scope) literal(e hcl.Expression, v cty.Value) Expr {
 	case v.Type() == cty.Bool:
 		return &BoolLit{exprBase: s.base(e, TypeBool), Value: v.True()}
 	case v.Type() == cty.Number:
-		bf := v.AsBigFloat()
-		n, acc := bf.Int64()
-		if !bf.IsInt() || acc != 0 {
-			return s.errorf(e.Range(), "Not a whole number", "Probes compute with 64-bit integers; %s is not one.", v.AsBigFloat().Text('g', -1))
-		}
-		return &IntLit{exprBase: s.base(e, TypeInt), Value: n}
+		return s.number(e, v.AsBigFloat())
 	}
 	return s.errorf(e.Range(), "Unsupported literal", "Use a number, true, false, or a quoted string compared with comm.")
+}
+
+// number checks a numeric literal: a 64-bit integer. A negative one is
+// written -N, so number is also given N negated.
+func (s *scope) number(e hcl.Expression, bf *big.Float) Expr {
+	if !bf.IsInt() {
+		return s.errorf(e.Range(), "Not a whole number", "Probes compute with 64-bit integers; %s is not one.", bf.Text('g', -1))
+	}
+	n, acc := bf.Int64()
+	if acc != big.Exact {
+		return s.errorf(e.Range(), "Number out of range",
+			"%s does not fit in 64 bits: probes compute with integers from %d to %d.", bf.Text('f', 0), int64(math.MinInt64), int64(math.MaxInt64))
+	}
+	return &IntLit{exprBase: s.base(e, TypeInt), Value: n}
 }
 
 func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
@@ -306,6 +317,10 @@ func levenshtein(a, b string) int {
 }
 
 func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
+	if lit, ok := e.Val.(*hclsyntax.LiteralValueExpr); ok && e.Op == hclsyntax.OpNegate && lit.Val.Type() == cty.Number {
+		// -N is how a negative number is written: -9223372036854775808 fits.
+		return s.number(e, new(big.Float).Neg(lit.Val.AsBigFloat()))
+	}
 	x := s.lower(e.Val)
 	if isInvalid(x) {
 		return x
@@ -320,9 +335,8 @@ func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
 		if x.Type() != TypeInt {
 			return s.errorf(e.Range(), "- needs an integer", "%s is a %s.", x.Text(), x.Type())
 		}
-		if lit, ok := x.(*IntLit); ok {
-			return &IntLit{exprBase: s.base(e, TypeInt), Value: -lit.Value}
-		}
+		// Negating anything but a number wraps like all arithmetic:
+		// -(-9223372036854775808) is -9223372036854775808.
 		return &Unary{exprBase: s.base(e, TypeInt), Op: OpNeg, X: x}
 	}
 	return s.errorf(e.Range(), "Unsupported operator", "Use ! or -.")
