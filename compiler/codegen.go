@@ -61,8 +61,6 @@ type gen struct {
 	entryFields map[string]int
 	// storage is where entry data lives (StorageNone/Cookie/Map).
 	storage string
-	// slotNeeded: the exit handler runs only for calls with an entry slot.
-	slotNeeded bool
 	// sizes holds the instruction counts of the constructs of the program
 	// being generated, for blaming the largest when it is too large.
 	sizes []constructSize
@@ -76,24 +74,32 @@ func (g *gen) errorf(rng hcl.Range, summary, detail string, args ...any) {
 	g.diags = append(g.diags, diagf(rng, summary, detail, args...))
 }
 
+// entryStorage decides where a probe's entry data lives, for the code and
+// for the target check alike. A session keeps up to 8 bytes in its cookie.
+// Otherwise an exit program runs only for calls whose entry wrote a slot,
+// so a slot is kept when there is data, or a when that can skip the exit.
+func entryStorage(p *spec.Probe, d decision) string {
+	entry, exit := handlers(p)
+	size := p.EntryData()
+	switch {
+	case !entry || !exit:
+		return StorageNone
+	case d.session && size == 0:
+		return StorageNone
+	case d.session && size <= 8:
+		return StorageCookie
+	case d.session, p.Entry.When != nil || size > 0:
+		return StorageMap
+	}
+	return StorageNone
+}
+
 // build emits every program for decision d and lays out the maps.
 func (g *gen) build(d decision) {
 	p := g.p
-	entry, exit := handlers(p)
-	size := p.EntryData()
-	g.slotNeeded = exit && entry && (p.Entry.When != nil || len(p.Entry.Save) > 0 || size > 0)
-	switch {
-	case d.session && size > 0 && size <= 8:
-		g.storage = StorageCookie
-	case d.session && size > 8:
-		g.storage = StorageMap
-	case !d.session && g.slotNeeded:
-		g.storage = StorageMap
-	default:
-		g.storage = StorageNone
-	}
-	if !exit {
-		size = 0
+	size := 0
+	if _, exit := handlers(p); exit {
+		size = p.EntryData()
 	}
 	g.out.EntryData = EntryData{Size: size, Storage: g.storage}
 	g.entryFields = map[string]int{}

@@ -57,7 +57,7 @@ func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.D
 	case bpf.KindUser:
 		cp.Functions, diags = resolveUserFunctions(p, facts)
 	}
-	g := &gen{p: p, facts: facts, regs: regs, out: cp}
+	g := &gen{p: p, facts: facts, regs: regs, out: cp, storage: entryStorage(p, d)}
 	diags = append(diags, g.checkTarget(d)...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -113,7 +113,8 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 	if d.route == RouteTrampoline {
 		cookie = f.Helpers.TracingAttachCookie
 	}
-	if (usesFunc || g.slotNeededFor(d)) && !cookie {
+	// The slot of per-call entry data is keyed by the function's cookie.
+	if (usesFunc || g.storage == StorageMap) && !cookie {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
 			"func and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
@@ -191,11 +192,6 @@ func (g *gen) resolveFuncName(name string, rng hcl.Range) *hcl.Diagnostic {
 	}
 	g.funcIndex[name] = i
 	return nil
-}
-
-func (g *gen) slotNeededFor(d decision) bool {
-	entry, exit := handlers(g.p)
-	return !d.session && exit && entry
 }
 
 func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
