@@ -1,9 +1,9 @@
 package bpf
 
 import (
-	"encoding/binary"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -71,6 +71,9 @@ func TestProfiles(t *testing.T) {
 		if f.Fprobe != want.fprobe || f.FprobeEntryFastPath != want.fastPath || f.Links.KprobeSession != want.session {
 			t.Errorf("%s: fprobe %s fast path %v session %v; want %+v", name, f.Fprobe, f.FprobeEntryFastPath, f.Links.KprobeSession, want)
 		}
+		if f.ISAv4 != f.Kernel.AtLeast(6, 6) {
+			t.Errorf("%s: ISA v4 %v on %s (gotol is 6.6)", name, f.ISAv4, f.Kernel)
+		}
 		if d := f.Differences(f); len(d) != 0 {
 			t.Errorf("%s differs from itself: %v", name, d)
 		}
@@ -79,6 +82,10 @@ func TestProfiles(t *testing.T) {
 	b, _ := Profile("linux-7.2-amd64")
 	if len(a.Differences(b)) == 0 {
 		t.Error("6.12 and 7.2 should differ")
+	}
+	b.ISAv4 = false
+	if d := a.Differences(b); !strings.Contains(strings.Join(d, "; "), "isa_v4: true, not false") {
+		t.Errorf("ISA v4 is not a difference: %v", d)
 	}
 	if _, err := Profile("linux-2.6-amd64"); err == nil {
 		t.Error("unknown profile accepted")
@@ -101,36 +108,6 @@ func TestFactsFileRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTracepointFormat(t *testing.T) {
-	const text = `name: sys_enter_openat
-ID: 782
-format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
-	field:int __syscall_nr;	offset:8;	size:4;	signed:1;
-	field:const char * filename;	offset:24;	size:8;	signed:0;
-	field:char comm[16];	offset:32;	size:16;	signed:0;
-`
-	tp, err := ParseTracepointFormat("syscalls:sys_enter_openat", text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tp.Fields) != 3 {
-		t.Fatalf("fields %+v", tp.Fields)
-	}
-	f := tp.Field("filename")
-	if f == nil || f.Offset != 24 || f.Size != 8 || f.Type != "const char *" {
-		t.Errorf("filename: %+v", f)
-	}
-	if c := tp.Field("comm"); c == nil || c.Size != 16 || c.Type != "char" {
-		t.Errorf("comm: %+v", c)
-	}
-	if tp.Field("common_pid") != nil {
-		t.Error("common fields are left out")
-	}
-}
-
 func TestBuiltinSyscallFormats(t *testing.T) {
 	f, _ := Profile("linux-7.2-amd64")
 	tp := f.Tracepoint("syscalls:sys_enter_openat")
@@ -147,34 +124,6 @@ func TestBuiltinSyscallFormats(t *testing.T) {
 		t.Error("only syscalls formats are built in")
 	}
 }
-
-func TestEmitterLabels(t *testing.T) {
-	var e Emitter
-	e.Emit(asm.Mov.Imm(asm.R0, 0), asm.JEq.Imm(asm.R0, 0, "b"))
-	e.Mark("a")
-	e.Mark("b") // same instruction as a
-	e.Emit(asm.Return())
-	insns, err := e.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if insns[1].Reference() != "a" {
-		t.Errorf("jump to b should resolve to a, got %q", insns[1].Reference())
-	}
-	if err := insns.Marshal(discard{}, binary.LittleEndian); err != nil {
-		t.Fatalf("labels do not encode: %v", err)
-	}
-	e2 := Emitter{}
-	e2.Alloc(600)
-	e2.Emit(asm.Return())
-	if _, err := e2.Finish(); err == nil {
-		t.Error("600 bytes of stack accepted")
-	}
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func TestResolveKfuncs(t *testing.T) {
 	insns := asm.Instructions{KfuncCall("bpf_session_cookie"), asm.Return()}

@@ -56,6 +56,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		}
 	}
 
+	f.ISAv4 = supported(features.HaveV4ISA())
 	f.Links.Kprobe = exists("/sys/bus/event_source/devices/kprobe/type")
 	f.Links.Uprobe = exists("/sys/bus/event_source/devices/uprobe/type")
 	f.Links.Tracepoint = exists("/sys/bus/event_source/devices/tracepoint/type")
@@ -219,7 +220,10 @@ func Tracefs() (string, error) {
 	return dir, nil
 }
 
-// LoadTracepoints reads the formats of events from tracefs into f.
+// LoadTracepoints reads the formats of events from tracefs into f. It
+// fails only when tracefs cannot be found; an event whose format cannot be
+// read is left out, and [Facts.TracepointError] says why, for the compiler
+// to report at the event's range.
 func (f *Facts) LoadTracepoints(events []string) error {
 	if len(events) == 0 {
 		return nil
@@ -228,21 +232,35 @@ func (f *Facts) LoadTracepoints(events []string) error {
 	if err != nil {
 		return err
 	}
+	f.LoadTracepointsFrom(dir, events)
+	return nil
+}
+
+// LoadTracepointsFrom reads the formats of events from the tracefs mounted
+// at tracefs, as [Facts.LoadTracepoints] does.
+func (f *Facts) LoadTracepointsFrom(tracefs string, events []string) {
 	for _, ev := range events {
 		if f.Tracepoints[ev] != nil {
 			continue
 		}
-		tp, err := ReadTracepointFormat(dir, ev)
-		if errors.Is(err, os.ErrNotExist) {
+		tp, err := ReadTracepointFormat(tracefs, ev)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			continue // the compiler reports unknown events with their range
-		}
-		if err != nil {
-			return err
+		case err != nil:
+			if f.tracepointErrs == nil {
+				f.tracepointErrs = map[string]error{}
+			}
+			f.tracepointErrs[ev] = err
+			continue
 		}
 		if f.Tracepoints == nil {
 			f.Tracepoints = map[string]*TracepointFormat{}
 		}
 		f.Tracepoints[ev] = tp
 	}
-	return nil
 }
+
+// TracepointError says why [Facts.LoadTracepoints] could not read an
+// event's format, or is nil.
+func (f *Facts) TracepointError(event string) error { return f.tracepointErrs[event] }

@@ -8,11 +8,13 @@
 //     on the live kernel ([Detect]), read from a file, or taken from a built-in
 //     profile ([Profile]);
 //   - context layouts per program type and architecture ([Regs]);
-//   - instruction emission ([Emitter]): labels, stack slots and source comments
-//     on top of cilium/ebpf's asm package;
+//   - instruction emission ([Emitter]): labels, stack slots, source comments
+//     and origins on top of cilium/ebpf's asm package, every jump checked,
+//     and made a gotol (BPF ISA v4) where it is too long;
 //   - kfunc calls that are resolved against kernel BTF at load time ([KfuncCall],
 //     [ResolveKfuncs]);
-//   - tracepoint format files ([TracepointFormat]).
+//   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),
+//     every field classified ([FieldClass]).
 //
 // Package bpf knows nothing of HCL, specs or plans, and it must not import
 // any other probectl package.

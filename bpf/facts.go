@@ -118,7 +118,10 @@ type Facts struct {
 	Kernel  Version `json:"kernel"`
 	Release string  `json:"release,omitempty"`
 	BTF     bool    `json:"btf"`
-	Links   Links   `json:"links"`
+	// ISAv4 is BPF ISA v4 (Linux 6.6): gotol, the jump with a 32-bit
+	// offset, lets programs jump further than 32767 instructions.
+	ISAv4 bool  `json:"isa_v4"`
+	Links Links `json:"links"`
 	// Fprobe is the backend of the kprobe.multi family.
 	Fprobe FprobeBackend `json:"fprobe"`
 	// FtraceWithRegs and FtraceWithArgs are CONFIG_DYNAMIC_FTRACE_WITH_REGS
@@ -137,6 +140,8 @@ type Facts struct {
 	// Tracepoints holds the format of the tracepoint events known for this
 	// target, by "group:event".
 	Tracepoints map[string]*TracepointFormat `json:"tracepoints,omitempty"`
+	// tracepointErrs holds the events whose formats could not be read.
+	tracepointErrs map[string]error
 }
 
 // Label is a short description such as "linux 6.12.117 x86_64 (live)".
@@ -171,6 +176,7 @@ func (f *Facts) Differences(other *Facts) []string {
 	add("arch", f.Arch, other.Arch)
 	add("kernel", fmt.Sprintf("%d.%d", f.Kernel.Major, f.Kernel.Minor), fmt.Sprintf("%d.%d", other.Kernel.Major, other.Kernel.Minor))
 	add("btf", f.BTF, other.BTF)
+	add("isa_v4", f.ISAv4, other.ISAv4)
 	add("links", fmt.Sprintf("%+v", f.Links), fmt.Sprintf("%+v", other.Links))
 	add("fprobe", f.Fprobe, other.Fprobe)
 	add("ftrace_with_regs", f.FtraceWithRegs, other.FtraceWithRegs)
@@ -179,6 +185,10 @@ func (f *Facts) Differences(other *Facts) []string {
 	add("helpers", fmt.Sprintf("%+v", f.Helpers), fmt.Sprintf("%+v", other.Helpers))
 	return diffs
 }
+
+// MaxCPUs bounds the CPU count of a facts file (CONFIG_NR_CPUS is at most
+// 8192), which multiplies the memory of per-CPU maps.
+const MaxCPUs = 1 << 16
 
 // ReadFactsFile reads facts written by "probectl target -o FILE".
 func ReadFactsFile(path string) (*Facts, error) {
@@ -192,6 +202,21 @@ func ReadFactsFile(path string) (*Facts, error) {
 	}
 	if f.Arch != ArchX86_64 && f.Arch != ArchArm64 {
 		return nil, fmt.Errorf("read facts %s: unsupported arch %q", path, f.Arch)
+	}
+	if f.CPUs < 0 || f.CPUs > MaxCPUs {
+		return nil, fmt.Errorf("read facts %s: %d CPUs; Linux has at most %d", path, f.CPUs, MaxCPUs)
+	}
+	for ev, tp := range f.Tracepoints {
+		if tp == nil {
+			return nil, fmt.Errorf("read facts %s: tracepoint %s has no format", path, ev)
+		}
+		for i := range tp.Fields {
+			fl := &tp.Fields[i]
+			fl.Class = ClassifyField(fl.Type, fl.Size)
+			if err := fl.check(); err != nil {
+				return nil, fmt.Errorf("read facts %s: tracepoint %s: %w", path, ev, err)
+			}
+		}
 	}
 	sort.Strings(f.Functions)
 	f.Source, f.Name = "file", path

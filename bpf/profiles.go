@@ -32,7 +32,7 @@ func Profile(name string) (*Facts, error) {
 var profiles = map[string]func() Facts{
 	"linux-6.1-amd64": func() Facts {
 		return Facts{
-			Arch: ArchX86_64, Kernel: Version{6, 1, 0}, BTF: true,
+			Arch: ArchX86_64, Kernel: Version{6, 1, 0}, BTF: true, // no ISA v4 (6.6)
 			// CONFIG_FPROBE is off in Debian's 6.1: no kprobe.multi.
 			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, Tracepoint: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
@@ -41,7 +41,7 @@ var profiles = map[string]func() Facts{
 	},
 	"linux-6.12-amd64": func() Facts {
 		return Facts{
-			Arch: ArchX86_64, Kernel: Version{6, 12, 0}, BTF: true,
+			Arch: ArchX86_64, Kernel: Version{6, 12, 0}, BTF: true, ISAv4: true,
 			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
 				Uprobe: true, UprobeMulti: true, Tracepoint: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
@@ -51,7 +51,7 @@ var profiles = map[string]func() Facts{
 	},
 	"linux-7.2-amd64": func() Facts {
 		return Facts{
-			Arch: ArchX86_64, Kernel: Version{7, 2, 0}, BTF: true,
+			Arch: ArchX86_64, Kernel: Version{7, 2, 0}, BTF: true, ISAv4: true,
 			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
 				Uprobe: true, UprobeMulti: true, Tracepoint: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
@@ -61,7 +61,7 @@ var profiles = map[string]func() Facts{
 	},
 	"linux-6.12-arm64": func() Facts {
 		return Facts{
-			Arch: ArchArm64, Kernel: Version{6, 12, 0}, BTF: true,
+			Arch: ArchArm64, Kernel: Version{6, 12, 0}, BTF: true, ISAv4: true,
 			// fprobe on arm64 needs the 6.14 fgraph rewrite: FPROBE is off,
 			// though the session kfuncs are in its BTF (checked in the VM).
 			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, UprobeMulti: true, Tracepoint: true},
@@ -72,7 +72,7 @@ var profiles = map[string]func() Facts{
 	},
 	"linux-7.2-arm64": func() Facts {
 		return Facts{
-			Arch: ArchArm64, Kernel: Version{7, 2, 0}, BTF: true,
+			Arch: ArchArm64, Kernel: Version{7, 2, 0}, BTF: true, ISAv4: true,
 			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
 				Uprobe: true, UprobeMulti: true, Tracepoint: true},
 			FtraceWithArgs: true,

@@ -1,23 +1,83 @@
 package bpf
 
 import (
-	"bufio"
 	_ "embed"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 )
 
+// FieldClass says what a tracepoint field holds, and whether probes can
+// read it.
+type FieldClass string
+
+// The field classes.
+const (
+	FieldInteger FieldClass = "integer"  // integers, enums, typedefs of 1, 2, 4 or 8 bytes
+	FieldPointer FieldClass = "pointer"  // read as an integer
+	FieldString  FieldClass = "string"   // char[N]
+	FieldDataLoc FieldClass = "data_loc" // __data_loc or __rel_loc: a variable-length value after the record
+	FieldArray   FieldClass = "array"    // other arrays
+	FieldStruct  FieldClass = "struct"   // a struct or union by value
+	FieldUnknown FieldClass = "unknown"  // a typedef whose size is no integer's
+)
+
+// Readable reports whether probes can read fields of class c.
+func (c FieldClass) Readable() bool { return c == FieldInteger || c == FieldPointer }
+
 // TracepointField is one field of a tracepoint's record.
 type TracepointField struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Offset int    `json:"offset"`
-	Size   int    `json:"size"`
-	Signed bool   `json:"signed"`
+	Name string `json:"name"`
+	// Type is the declared type, array dimensions included: "int",
+	// "const char *", "char[16]", "__data_loc char[]".
+	Type   string     `json:"type"`
+	Class  FieldClass `json:"class"`
+	Offset int        `json:"offset"`
+	Size   int        `json:"size"`
+	Signed bool       `json:"signed"`
+}
+
+// ClassifyField tells what a field of a declared type and size holds. It
+// is the one rule for every field, parsed or read from a facts file.
+func ClassifyField(typ string, size int) FieldClass {
+	base := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(typ, "const "), "volatile "))
+	switch {
+	case strings.HasPrefix(base, "__data_loc ") || strings.HasPrefix(base, "__rel_loc "):
+		return FieldDataLoc
+	case strings.HasSuffix(base, "]"):
+		elem := strings.TrimSpace(base[:strings.LastIndex(base, "[")])
+		if elem == "char" || elem == "signed char" || elem == "const char" {
+			return FieldString
+		}
+		return FieldArray
+	case strings.Contains(base, "*"):
+		return FieldPointer
+	case strings.HasPrefix(base, "struct ") || strings.HasPrefix(base, "union "):
+		return FieldStruct
+	}
+	switch size {
+	case 1, 2, 4, 8:
+		return FieldInteger
+	}
+	return FieldUnknown
+}
+
+// check refuses a field whose layout cannot be right: the compiler reads
+// fields at 16-bit offsets, and a class's size must be that class's.
+func (f *TracepointField) check() error {
+	if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > math.MaxInt16 {
+		return fmt.Errorf("field %s: offset %d, size %d: out of range", f.Name, f.Offset, f.Size)
+	}
+	want := map[FieldClass][]int{FieldDataLoc: {4}, FieldPointer: {4, 8}}[f.Class]
+	if want != nil && !slices.Contains(want, f.Size) {
+		return fmt.Errorf("field %s: a %s of %d bytes", f.Name, f.Type, f.Size)
+	}
+	return nil
 }
 
 // TracepointFormat is the record layout of one tracepoint event, as its
@@ -49,9 +109,8 @@ func (t *TracepointFormat) FieldNames() []string {
 // ParseTracepointFormat parses the text of a tracefs format file.
 func ParseTracepointFormat(event, text string) (*TracepointFormat, error) {
 	tp := &TracepointFormat{Event: event}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "field:") {
 			continue
 		}
@@ -64,29 +123,26 @@ func ParseTracepointFormat(event, text string) (*TracepointFormat, error) {
 		}
 		tp.Fields = append(tp.Fields, f)
 	}
-	return tp, sc.Err()
+	return tp, nil
 }
 
 // parseFieldLine parses "field:const char * filename;	offset:24;	size:8;	signed:0;".
 func parseFieldLine(line string) (TracepointField, error) {
 	var f TracepointField
+	seen := map[string]bool{}
 	for _, part := range strings.Split(line, ";") {
 		key, val, ok := strings.Cut(strings.TrimSpace(part), ":")
 		if !ok {
 			continue
 		}
+		seen[key] = true
 		switch key {
 		case "field":
-			decl := strings.TrimSpace(val)
-			if i := strings.Index(decl, "["); i >= 0 { // arrays: "char comm[16]"
-				decl = decl[:i]
+			name, typ, err := parseDecl(val)
+			if err != nil {
+				return f, err
 			}
-			i := strings.LastIndexAny(decl, " *")
-			if i < 0 {
-				return f, fmt.Errorf("field %q: no type", val)
-			}
-			f.Name = decl[i+1:]
-			f.Type = strings.TrimSpace(strings.TrimSpace(val)[:i+1])
+			f.Name, f.Type = name, typ
 		case "offset", "size", "signed":
 			n, err := strconv.Atoi(val)
 			if err != nil {
@@ -102,18 +158,82 @@ func parseFieldLine(line string) (TracepointField, error) {
 			}
 		}
 	}
-	if f.Name == "" || f.Size == 0 {
+	if !seen["field"] || !seen["offset"] || !seen["size"] {
 		return f, fmt.Errorf("bad field line %q", line)
 	}
-	return f, nil
+	f.Class = ClassifyField(f.Type, f.Size)
+	return f, f.check()
+}
+
+// parseDecl splits a C declaration into the name and the type, array
+// dimensions moved to the type: "char comm[16]" is comm, "char[16]";
+// "__data_loc char[] name" is name, "__data_loc char[]".
+func parseDecl(decl string) (name, typ string, err error) {
+	decl = strings.TrimSpace(decl)
+	dims := ""
+	if strings.HasSuffix(decl, "]") {
+		if i := strings.LastIndex(decl, "["); i >= 0 {
+			decl, dims = strings.TrimSpace(decl[:i]), decl[i:]
+		}
+	}
+	i := len(decl)
+	for i > 0 && isIdentByte(decl[i-1]) {
+		i--
+	}
+	name, typ = decl[i:], strings.TrimSpace(decl[:i])
+	if name == "" || typ == "" || name[0] >= '0' && name[0] <= '9' {
+		return "", "", fmt.Errorf("field %q: want TYPE NAME", decl+dims)
+	}
+	return name, typ + dims, nil
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// MaxEventName is the longest tracepoint group or event name the kernel
+// takes (MAX_EVENT_NAME_LEN).
+const MaxEventName = 64
+
+// CheckEvent checks a tracepoint's name, "GROUP:EVENT": each part is at
+// most [MaxEventName] characters, a letter or an underscore then letters,
+// digits and underscores (hyphens too in GROUP, as in dynamic events'
+// groups). The ftrace group holds the function tracer's own records, which
+// cannot be attached to.
+func CheckEvent(event string) error {
+	group, name, ok := strings.Cut(event, ":")
+	if !ok {
+		return fmt.Errorf("it is not GROUP:EVENT")
+	}
+	for _, part := range []struct {
+		what, s, extra string
+	}{{"group", group, "-"}, {"event", name, ""}} {
+		switch {
+		case part.s == "":
+			return fmt.Errorf("the %s name is empty", part.what)
+		case len(part.s) > MaxEventName:
+			return fmt.Errorf("the %s name has %d characters; the kernel's are at most %d", part.what, len(part.s), MaxEventName)
+		}
+		for i := 0; i < len(part.s); i++ {
+			c := part.s[i]
+			letter := c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+			if !letter && (i == 0 || !isIdentByte(c) && strings.IndexByte(part.extra, c) < 0) {
+				return fmt.Errorf("the %s name %q has %q; names are letters, digits and underscores, starting with a letter or an underscore", part.what, part.s, c)
+			}
+		}
+	}
+	if group == "ftrace" {
+		return fmt.Errorf("the ftrace group holds the function tracer's own records, which are not tracepoints and cannot be attached")
+	}
+	return nil
 }
 
 // ReadTracepointFormat reads "group:event"'s format from tracefs.
 func ReadTracepointFormat(tracefs, event string) (*TracepointFormat, error) {
-	group, name, ok := strings.Cut(event, ":")
-	if !ok {
-		return nil, fmt.Errorf("tracepoint %q: want GROUP:EVENT", event)
+	if err := CheckEvent(event); err != nil {
+		return nil, fmt.Errorf("tracepoint %q: %w", event, err)
 	}
+	group, name, _ := strings.Cut(event, ":")
 	b, err := os.ReadFile(filepath.Join(tracefs, "events", group, name, "format"))
 	if err != nil {
 		return nil, err

@@ -138,19 +138,22 @@ func (g *gen) event(a *spec.Action) *EventLayout {
 
 func (g *gen) actions(h *spec.Handler) {
 	for _, a := range h.Actions {
-		mark := g.e.StackMark()
-		skip := g.e.NewLabel(a.Name + "_done")
-		g.e.At(fmt.Sprintf("%s %q", a.Kind, a.Name), a.DeclRange)
-		if a.When != nil {
-			g.cond(a.When, skip)
-		}
-		if a.Kind == spec.Event {
-			g.emitEvent(a, skip)
-		} else {
-			g.update(a, g.aggregation(a), skip)
-		}
-		g.e.Mark(skip)
-		g.e.Release(mark)
+		g.measure(a.DeclRange, func() {
+			mark := g.e.StackMark()
+			skip := g.e.NewLabel(a.Name + "_done")
+			g.e.At(fmt.Sprintf("%s %q", a.Kind, a.Name), a.DeclRange)
+			if a.When != nil {
+				g.cond(a.When, skip)
+				g.e.Origin(a.DeclRange)
+			}
+			if a.Kind == spec.Event {
+				g.emitEvent(a, skip)
+			} else {
+				g.update(a, g.aggregation(a), skip)
+			}
+			g.e.Mark(skip)
+			g.e.Release(mark)
+		})
 	}
 }
 
@@ -165,6 +168,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.e.At("by "+b.Text(), b.Range())
 		g.store(b, key+int16(agg.Key[i].Offset))
 	}
+	g.e.Origin(a.DeclRange)
 	val := g.e.Alloc(ValueSize(a.Kind))
 	if ValueSize(a.Kind) == 16 {
 		g.e.Emit(bpf.StoreImm64(asm.RFP, val+8, 1)) // seen
@@ -175,6 +179,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	case spec.Hist, spec.LHist:
 		g.e.At("value "+a.Value.Text(), a.Value.Range())
 		g.expr(a.Value)
+		g.e.Origin(a.DeclRange)
 		if a.Kind == spec.Hist {
 			g.log2Bucket()
 		} else {
@@ -189,6 +194,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.expr(a.Value)
 		g.e.Emit(asm.StoreMem(asm.RFP, val, asm.R0, asm.DWord))
 	}
+	g.e.Origin(a.DeclRange)
 
 	found, insert, retry := g.e.NewLabel("found"), g.e.NewLabel("insert"), g.e.NewLabel("dropped")
 	lookup := func(miss string) {
@@ -293,10 +299,12 @@ func (g *gen) log2Bucket() {
 }
 
 // LinearBuckets is the number of in-range buckets of an lhist.
-func LinearBuckets(min, max, step int64) int64 { return (max - min + step - 1) / step }
+func LinearBuckets(min, max, step int64) int64 { return spec.LinearBuckets(min, max, step) }
 
 // linearBucket turns the value in R0 into its lhist bucket: 0 below min,
-// 1..n in range, n+1 at or above max.
+// 1..n in range, n+1 at or above max. In range, value - min is below
+// max - min, at most 2^63 (spec bounds min and max to ±2^62), and is
+// divided unsigned: it never overflows.
 func (g *gen) linearBucket(a *spec.Action) {
 	n := LinearBuckets(a.Min, a.Max, a.Step)
 	done := g.e.NewLabel("bucket")
@@ -329,6 +337,7 @@ func (g *gen) emitEvent(a *spec.Action, skip string) {
 		g.e.At(fmt.Sprintf("field %s = %s", f.Name, f.Value.Text()), f.Range)
 		g.store(f.Value, area+int16(ev.Fields[i].Offset))
 	}
+	g.e.Origin(a.DeclRange)
 	reserved := g.e.NewLabel("reserved")
 	g.e.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(refEvents),

@@ -1,9 +1,13 @@
 package compiler_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/spec"
@@ -49,5 +53,49 @@ func BenchmarkCompile(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// sums is a tracepoint probe with one sum per value.
+func sums(values ...string) string {
+	var b strings.Builder
+	b.WriteString("probe \"tracepoint\" \"t\" {\n  event = \"syscalls:sys_enter_getppid\"\n  on_entry {\n")
+	for i, v := range values {
+		fmt.Fprintf(&b, "    sum \"s%d\" {\n      value = %s\n    }\n", i, v)
+	}
+	b.WriteString("  }\n}\n")
+	return b.String()
+}
+
+// chain is "pid + pid + ... + pid" with n terms.
+func chain(n int) string { return strings.TrimSuffix(strings.Repeat("pid + ", n), " + ") }
+
+// BenchmarkParseLong: checking a value of 50000 terms (10.6 s and 5 GB
+// before issue 7: every node kept its own copy of its text).
+func BenchmarkParseLong(b *testing.B) {
+	files := map[string][]byte{"long.hcl": []byte(sums(chain(50000)))}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, diags := spec.Parse(files); diags.HasErrors() {
+			b.Fatal(diags)
+		}
+	}
+}
+
+// A 50000-term value (10.6 s and 5 GB to check before issue 7) checks and
+// compiles in linear time and memory.
+func TestLongExpressionCompiles(t *testing.T) {
+	src := sums(chain(50000))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	out := compileText(t, mustProfile(t, "linux-7.2-amd64"), src)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	n := out.Probes[0].Programs[0].InstructionCount()
+	t.Logf("50000 terms: %d instructions, checked and compiled in %v, %d MB allocated", n, took, (after.TotalAlloc-before.TotalAlloc)>>20)
+	if n < 50000*6 {
+		t.Errorf("%d instructions for 50000 terms", n)
 	}
 }

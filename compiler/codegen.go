@@ -1,7 +1,10 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -58,8 +61,9 @@ type gen struct {
 	entryFields map[string]int
 	// storage is where entry data lives (StorageNone/Cookie/Map).
 	storage string
-	// slotNeeded: the exit handler runs only for calls with an entry slot.
-	slotNeeded bool
+	// sizes holds the instruction counts of the constructs of the program
+	// being generated, for blaming the largest when it is too large.
+	sizes []constructSize
 	// slotKeyOff is the stack offset of the entry slot key, set by slotKey.
 	slotKeyOff int16
 	// funcIndex holds the index of each function named in func == NAME.
@@ -70,24 +74,32 @@ func (g *gen) errorf(rng hcl.Range, summary, detail string, args ...any) {
 	g.diags = append(g.diags, diagf(rng, summary, detail, args...))
 }
 
+// entryStorage decides where a probe's entry data lives, for the code and
+// for the target check alike. A session keeps up to 8 bytes in its cookie.
+// Otherwise an exit program runs only for calls whose entry wrote a slot,
+// so a slot is kept when there is data, or a when that can skip the exit.
+func entryStorage(p *spec.Probe, d decision) string {
+	entry, exit := handlers(p)
+	size := p.EntryData()
+	switch {
+	case !entry || !exit:
+		return StorageNone
+	case d.session && size == 0:
+		return StorageNone
+	case d.session && size <= 8:
+		return StorageCookie
+	case d.session, p.Entry.When != nil || size > 0:
+		return StorageMap
+	}
+	return StorageNone
+}
+
 // build emits every program for decision d and lays out the maps.
 func (g *gen) build(d decision) {
 	p := g.p
-	entry, exit := handlers(p)
-	size := p.EntryData()
-	g.slotNeeded = exit && entry && (p.Entry.When != nil || len(p.Entry.Save) > 0 || size > 0)
-	switch {
-	case d.session && size > 0 && size <= 8:
-		g.storage = StorageCookie
-	case d.session && size > 8:
-		g.storage = StorageMap
-	case !d.session && g.slotNeeded:
-		g.storage = StorageMap
-	default:
-		g.storage = StorageNone
-	}
-	if !exit {
-		size = 0
+	size := 0
+	if _, exit := handlers(p); exit {
+		size = p.EntryData()
 	}
 	g.out.EntryData = EntryData{Size: size, Storage: g.storage}
 	g.entryFields = map[string]int{}
@@ -139,7 +151,7 @@ func programName(name, role string) string {
 }
 
 func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
-	g.e, g.ctx = &bpf.Emitter{}, ctx
+	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, ctx, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
@@ -151,14 +163,104 @@ func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachT
 	body()
 	insns, err := g.e.Finish()
 	if err != nil {
-		g.errorf(g.p.DeclRange, "Probe too large", "The %s program of %s: %s. Use fewer or smaller keys and values.", role, g.p.Addr, err)
+		g.finishError(role, err)
 		return
 	}
-	g.out.Programs = append(g.out.Programs, &Program{
+	prog := &Program{
 		Name: programName(g.p.Addr.Name, role), Role: role, Family: family,
 		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit,
 		Instructions: insns, StackBytes: g.e.StackUsed(),
-	})
+	}
+	if g.checkLimits(prog) {
+		g.out.Programs = append(g.out.Programs, prog)
+	}
+}
+
+// finishError reports a program the emitter could not finish at the
+// construct that caused it.
+func (g *gen) finishError(role string, err error) {
+	var stack *bpf.StackError
+	var jump *bpf.JumpError
+	switch {
+	case errors.As(err, &stack):
+		g.errorf(g.rangeOf(stack.Origin), "Too much stack",
+			"The %s program of %s needs %d bytes of stack, and BPF allows %d; the code for this takes it past the limit. Keys, values and the left operands of nested operators take stack: use fewer or smaller keys, or write a + (b + c) as a + b + c.",
+			role, g.p.Addr, stack.Used, bpf.MaxStack)
+	case errors.As(err, &jump):
+		g.errorf(g.rangeOf(jump.Origin), "Jump too long for the target",
+			"The code for this jumps over %d instructions. A BPF jump reaches %d; longer ones need gotol (BPF ISA v4, Linux 6.6), which the target (%s) lacks. Make the expression shorter, or split it across actions.",
+			jump.Distance, math.MaxInt16, g.facts.Label())
+	default:
+		panic(fmt.Sprintf("compiler: %s program of %s: %v", role, g.p.Addr, err))
+	}
+}
+
+// rangeOf is the spec range of an origin, or the probe's header.
+func (g *gen) rangeOf(origin any) hcl.Range {
+	if rng, ok := origin.(hcl.Range); ok {
+		return rng
+	}
+	return g.p.DeclRange
+}
+
+// Kernel limits on one program.
+const (
+	// MaxInstructions is BPF_COMPLEXITY_LIMIT_INSNS, the most instructions
+	// a privileged loader may load.
+	MaxInstructions = 1_000_000
+	// MaxMaps is MAX_USED_MAPS, the most maps a program may use.
+	MaxMaps = 64
+)
+
+// constructSize is the number of instructions a construct took.
+type constructSize struct {
+	rng hcl.Range
+	n   int
+}
+
+// measure runs gen, which emits the code of the construct at rng, and
+// records its size.
+func (g *gen) measure(rng hcl.Range, gen func()) {
+	start := g.e.Len()
+	gen()
+	g.sizes = append(g.sizes, constructSize{rng, g.e.Len() - start})
+}
+
+// checkLimits reports a program the kernel would refuse to load for its
+// size or its maps, at the construct that takes it past the limit.
+func (g *gen) checkLimits(prog *Program) bool {
+	ok := true
+	if n := prog.InstructionCount(); n > MaxInstructions {
+		largest := constructSize{rng: g.p.DeclRange}
+		for _, c := range g.sizes {
+			if c.n > largest.n {
+				largest = c
+			}
+		}
+		g.errorf(largest.rng, "Program too large",
+			"The %s program of %s has %d instructions; the kernel loads at most %d. This takes %d of them: make it shorter, or split it across probes.",
+			prog.Role, g.p.Addr, n, MaxInstructions, largest.n)
+		ok = false
+	}
+	var maps []string
+	for _, ins := range prog.Instructions {
+		if ins.IsLoadFromMap() && !slices.Contains(maps, ins.Reference()) {
+			maps = append(maps, ins.Reference())
+		}
+	}
+	if len(maps) > MaxMaps {
+		rng := g.p.DeclRange
+		for _, a := range g.p.Actions() {
+			if a.Kind != spec.Event && g.aggregation(a).MapRef == maps[MaxMaps] {
+				rng = a.DeclRange
+			}
+		}
+		g.errorf(rng, "Too many maps",
+			"The %s program of %s uses %d maps, and the kernel allows %d per program; this aggregation's map is one too many (each aggregation has one, and the probe's stats take one more, the entry data and events one each). Move some aggregations to another probe on the same functions.",
+			prog.Role, g.p.Addr, len(maps), MaxMaps)
+		ok = false
+	}
+	return ok
 }
 
 // ret emits "return v".
@@ -169,10 +271,7 @@ func (g *gen) ret(v int32) {
 // entryBody: when, actions, then the entry slot (for a separate exit program).
 func (g *gen) entryBody() {
 	h := g.p.Entry
-	if h.When != nil {
-		g.e.At("when "+h.When.Text(), h.When.Range())
-		g.cond(h.When, "filtered")
-	}
+	g.when(h, "filtered")
 	g.actions(h)
 	if g.storage == StorageMap {
 		g.storeSlot()
@@ -199,10 +298,7 @@ func (g *gen) exitBody() {
 
 func (g *gen) exitHandler() {
 	h := g.p.Exit
-	if h.When != nil {
-		g.e.At("when "+h.When.Text(), h.When.Range())
-		g.cond(h.When, "exit_done")
-	}
+	g.when(h, "exit_done")
 	g.actions(h)
 	if h.When != nil {
 		g.e.Mark("exit_done")
@@ -226,10 +322,7 @@ func (g *gen) sessionBody() {
 		skipExit = 1
 	}
 	if h := g.p.Entry; h != nil {
-		if h.When != nil {
-			g.e.At("when "+h.When.Text(), h.When.Range())
-			g.cond(h.When, "filtered")
-		}
+		g.when(h, "filtered")
 		g.actions(h)
 		switch g.storage {
 		case StorageCookie:
@@ -262,6 +355,7 @@ func (g *gen) sessionBody() {
 	}
 	switch g.storage {
 	case StorageCookie:
+		g.e.Origin(g.p.Exit.DeclRange)
 		g.entryArea = g.e.Alloc(8)
 		g.e.At("entry data: the session cookie", g.p.Exit.DeclRange)
 		g.e.Emit(
@@ -301,6 +395,7 @@ func (g *gen) storeSlot() {
 // slot (on_entry's when was false, or recursion took it) it jumps to
 // "no_entry", which the caller marks.
 func (g *gen) fetchSlot() {
+	g.e.Origin(g.p.Exit.DeclRange)
 	g.entryArea = g.e.Alloc(g.entrySize())
 	g.slotKey()
 	g.e.At("entry data: the (thread, function) slot", g.p.Exit.DeclRange)
@@ -331,14 +426,18 @@ func (g *gen) entrySize() int {
 // returns its offset.
 func (g *gen) saveArea() int16 {
 	size := g.entrySize()
+	g.e.Origin(g.p.Entry.DeclRange)
 	area := g.e.Alloc(size)
 	for off := 0; off < size; off += 8 {
 		g.e.Emit(bpf.StoreImm64(asm.RFP, area+int16(off), 0))
 	}
 	for _, f := range g.p.Entry.Save {
-		g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
-		g.store(f.Value, area+int16(g.entryFields[f.Name]))
+		g.measure(f.Range, func() {
+			g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
+			g.store(f.Value, area+int16(g.entryFields[f.Name]))
+		})
 	}
+	g.e.Origin(g.p.Entry.DeclRange)
 	return area
 }
 
@@ -373,10 +472,22 @@ func (g *gen) funcCookie() {
 	g.e.Emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetAttachCookie.Call())
 }
 
+// when emits a handler's when: a jump to label when it is false.
+func (g *gen) when(h *spec.Handler, label string) {
+	if h.When == nil {
+		return
+	}
+	g.measure(h.When.Range(), func() {
+		g.e.At("when "+h.When.Text(), h.When.Range())
+		g.cond(h.When, label)
+	})
+}
+
 // cond evaluates a bool and jumps to label when it is false.
 func (g *gen) cond(x spec.Expr, label string) {
 	mark := g.e.StackMark()
 	g.expr(x)
+	g.e.Origin(x.Range())
 	g.e.Emit(asm.JEq.Imm(asm.R0, 0, label))
 	g.e.Release(mark)
 }

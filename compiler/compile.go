@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -56,7 +57,7 @@ func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.D
 	case bpf.KindUser:
 		cp.Functions, diags = resolveUserFunctions(p, facts)
 	}
-	g := &gen{p: p, facts: facts, regs: regs, out: cp}
+	g := &gen{p: p, facts: facts, regs: regs, out: cp, storage: entryStorage(p, d)}
 	diags = append(diags, g.checkTarget(d)...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -112,13 +113,44 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 	if d.route == RouteTrampoline {
 		cookie = f.Helpers.TracingAttachCookie
 	}
-	if (usesFunc || g.slotNeededFor(d)) && !cookie {
+	// The slot of per-call entry data is keyed by the function's cookie.
+	if (usesFunc || g.storage == StorageMap) && !cookie {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
 			"func and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
-	if p.Addr.Kind == bpf.KindTracepoint && f.Source == "live" && f.Tracepoint(p.Event) == nil {
-		diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
-			"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
+	if p.Addr.Kind == bpf.KindTracepoint {
+		if err := f.TracepointError(p.Event); err != nil {
+			diags = append(diags, diagf(p.EventRange, "Tracepoint format unreadable",
+				"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", p.Event, err))
+		} else if f.Source == "live" && f.Tracepoint(p.Event) == nil {
+			diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
+				"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
+		}
+	}
+	return append(diags, g.checkLinks(d)...)
+}
+
+// Kernel limits on the functions of one multi link.
+const (
+	MaxKprobeMulti = 1 << 20 // MAX_KPROBE_MULTI_CNT
+	MaxUprobeMulti = 1 << 20 // MAX_UPROBE_MULTI_CNT
+)
+
+// checkLinks checks the resolved functions against the limits of the link
+// families that attach them.
+func (g *gen) checkLinks(d decision) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	limits := map[string]int{
+		FamilyKprobeMulti: MaxKprobeMulti, FamilyKretprobeMulti: MaxKprobeMulti, FamilyKprobeSession: MaxKprobeMulti,
+		FamilyUprobeMulti: MaxUprobeMulti, FamilyUretprobeMulti: MaxUprobeMulti,
+	}
+	for _, fam := range d.families {
+		if limit, ok := limits[fam]; ok && len(g.out.Functions) > limit {
+			diags = append(diags, diagf(g.p.FunctionsRange, "Too many functions for one link",
+				"These patterns match %d functions, and one %s link attaches at most %d. Narrow the patterns, or split the functions across probes.",
+				len(g.out.Functions), fam, limit))
+			break
+		}
 	}
 	return diags
 }
@@ -162,11 +194,6 @@ func (g *gen) resolveFuncName(name string, rng hcl.Range) *hcl.Diagnostic {
 	return nil
 }
 
-func (g *gen) slotNeededFor(d decision) bool {
-	entry, exit := handlers(g.p)
-	return !d.session && exit && entry
-}
-
 func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
 	if g.tp == nil {
 		g.tp = g.facts.Tracepoint(g.p.Event)
@@ -181,11 +208,16 @@ func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
 		return hcl.Diagnostics{diagf(x.Range(), "Unknown tracepoint field",
 			"%s has no field %q. Its fields: %s.", g.p.Event, x.Name, strings.Join(g.tp.FieldNames(), ", "))}
 	}
-	switch fl.Size {
-	case 1, 2, 4, 8:
-	default:
-		return hcl.Diagnostics{diagf(x.Range(), "Field is not an integer",
-			"args.%s is %s (%d bytes); only integer and pointer fields can be read.", x.Name, fl.Type, fl.Size)}
+	if fl.Class.Readable() {
+		return nil
 	}
-	return nil
+	what := map[bpf.FieldClass]string{
+		bpf.FieldString:  "a string (char[N])",
+		bpf.FieldDataLoc: "a variable-length value stored after the record (__data_loc)",
+		bpf.FieldArray:   "an array",
+		bpf.FieldStruct:  "a structure by value",
+		bpf.FieldUnknown: fmt.Sprintf("a %d-byte value of a type probectl does not know", fl.Size),
+	}[fl.Class]
+	return hcl.Diagnostics{diagf(x.Range(), "Field cannot be read",
+		"args.%s is %s, %s. Probes read integer and pointer fields; this one cannot be read yet.", x.Name, fl.Type, what)}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rogpeppe/go-internal/diff"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -185,6 +186,30 @@ func TestEntryDataStorage(t *testing.T) {
 	}
 }
 
+// With no attach cookies, probes that need no per-call slot compile: an
+// on_entry with only actions, and an on_exit. Those that do are refused.
+func TestNoAttachCookies(t *testing.T) {
+	facts := mustProfile(t, "linux-6.1-amd64")
+	facts.Helpers.AttachCookie, facts.Helpers.TracingAttachCookie = false, false
+	const noSlot = `probe "kernel" "p" {
+  functions = ["vfs_read"]
+  on_entry {
+    count "calls" {}
+  }
+  on_exit {
+    count "returns" {}
+  }
+}`
+	out := compileText(t, facts, noSlot)
+	if ed := out.Probes[0].EntryData; ed.Storage != compiler.StorageNone {
+		t.Errorf("entry data %+v, want none", ed)
+	}
+	withSave := strings.Replace(noSlot, `count "calls" {}`, "save = { t = ktime }", 1)
+	wantError(t, compileErrors(t, facts, withSave), "No attach cookies", 1)
+	withWhen := strings.Replace(noSlot, `count "calls" {}`, `when = pid != 1`, 1)
+	wantError(t, compileErrors(t, facts, withWhen), "No attach cookies", 1)
+}
+
 // Golden instruction listings and JSON plans of the examples, per profile.
 func TestGolden(t *testing.T) {
 	for _, name := range bpf.ProfileNames() {
@@ -220,7 +245,8 @@ func golden(t *testing.T, path, got string) {
 		t.Fatalf("%v (run go test -update)", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s differs from the output; run go test ./compiler -update and review the diff", path)
+		t.Errorf("%s differs from the output (run go test ./compiler -update and review the diff):\n%s",
+			path, diff.Diff(path, want, "output", []byte(got)))
 	}
 }
 

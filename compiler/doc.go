@@ -6,7 +6,10 @@
 // Compilation is deterministic: the same spec and the same [bpf.Facts] give
 // the same output. Nothing here loads into or reads from the running kernel;
 // what depends on it (kfunc ids, function addresses, cookies) is resolved by
-// the runtime at load time. Errors are hcl.Diagnostics with spec ranges.
+// the runtime at load time. Errors are hcl.Diagnostics with spec ranges,
+// among them everything the kernel would refuse for its own limits (program
+// size, maps, stack, jumps, functions per link, instructions uprobes cannot
+// single-step), reported at the construct that crosses the limit.
 //
 // Package compiler imports spec and bpf, never runtime.
 package compiler

@@ -44,14 +44,6 @@ func (g *gen) commInto(x spec.Expr, off int16) {
 	g.comm(off)
 }
 
-// spill evaluates x and keeps it in a fresh stack slot.
-func (g *gen) spill(x spec.Expr) int16 {
-	g.expr(x)
-	slot := g.e.Alloc(8)
-	g.e.Emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
-	return slot
-}
-
 func (g *gen) imm(v int64) {
 	if v >= math.MinInt32 && v <= math.MaxInt32 {
 		g.e.Emit(asm.Mov.Imm(asm.R0, int32(v)))
@@ -61,10 +53,13 @@ func (g *gen) imm(v int64) {
 }
 
 // expr evaluates x into R0 (bools as 0 or 1). It may call helpers, so R1-R5
-// are clobbered; intermediate values live on the stack.
+// are clobbered; intermediate values live on the stack. Every instruction
+// is tagged with the expression that emits it: its first, and those it
+// emits after its operands'.
 func (g *gen) expr(x spec.Expr) {
 	mark := g.e.StackMark()
 	defer g.e.Release(mark)
+	g.e.Origin(x.Range())
 	switch x := x.(type) {
 	case *spec.IntLit:
 		g.imm(x.Value)
@@ -82,6 +77,7 @@ func (g *gen) expr(x spec.Expr) {
 		g.tracepointField(x)
 	case *spec.Unary:
 		g.expr(x.X)
+		g.e.Origin(x.Range())
 		switch x.Op {
 		case spec.OpNot:
 			g.e.Emit(asm.Xor.Imm(asm.R0, 1))
@@ -95,8 +91,10 @@ func (g *gen) expr(x spec.Expr) {
 	case *spec.Cond:
 		elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
 		g.expr(x.If)
+		g.e.Origin(x.Range())
 		g.e.Emit(asm.JEq.Imm(asm.R0, 0, elseL))
 		g.expr(x.Then)
+		g.e.Origin(x.Range())
 		g.e.Emit(asm.Ja.Label(done))
 		g.e.Mark(elseL)
 		g.expr(x.Else)
@@ -179,21 +177,11 @@ var alus = map[spec.Op]asm.ALUOp{
 	spec.OpShl: asm.LSh, spec.OpShr: asm.RSh,
 }
 
+// binary evaluates a binary operation. HCL makes a left-deep tree of a
+// chain such as a + b + c: binary walks its left spine in a loop, so that a
+// long chain costs no deep recursion, and emits the code the recursion
+// would (labels of && and || are taken before their left operand's).
 func (g *gen) binary(x *spec.Binary) {
-	switch x.Op {
-	case spec.OpAnd, spec.OpOr:
-		// Short-circuit: && stops at the first false, || at the first true.
-		done := g.e.NewLabel("logic")
-		g.expr(x.L)
-		if x.Op == spec.OpAnd {
-			g.e.Emit(asm.JEq.Imm(asm.R0, 0, done))
-		} else {
-			g.e.Emit(asm.JNE.Imm(asm.R0, 0, done))
-		}
-		g.expr(x.R)
-		g.e.Mark(done)
-		return
-	}
 	if name, ok := spec.FuncName(x); ok {
 		// func == NAME: the attach cookie against the function's index.
 		done := g.e.NewLabel("func")
@@ -220,8 +208,51 @@ func (g *gen) binary(x *spec.Binary) {
 		g.commEquals(name, lit.(*spec.StringLit).Value, x.Op == spec.OpEq)
 		return
 	}
-	left := g.spill(x.L)
+	spine := []*spec.Binary{x}
+	for {
+		l, ok := spine[len(spine)-1].L.(*spec.Binary)
+		if !ok || l.L.Type() == spec.TypeString {
+			break
+		}
+		if _, fn := spec.FuncName(l); fn {
+			break
+		}
+		spine = append(spine, l)
+	}
+	labels := make([]string, len(spine))
+	for i, b := range spine {
+		if b.Op == spec.OpAnd || b.Op == spec.OpOr {
+			labels[i] = g.e.NewLabel("logic")
+		}
+	}
+	g.expr(spine[len(spine)-1].L)
+	for i := len(spine) - 1; i >= 0; i-- {
+		g.operate(spine[i], labels[i])
+	}
+}
+
+// operate applies x to its left operand, in R0: it evaluates the right
+// operand and combines the two into R0. done is the label && and || skip to.
+func (g *gen) operate(x *spec.Binary, done string) {
+	mark := g.e.StackMark()
+	defer g.e.Release(mark)
+	g.e.Origin(x.Range())
+	switch x.Op {
+	case spec.OpAnd, spec.OpOr:
+		// Short-circuit: && stops at the first false, || at the first true.
+		if x.Op == spec.OpAnd {
+			g.e.Emit(asm.JEq.Imm(asm.R0, 0, done))
+		} else {
+			g.e.Emit(asm.JNE.Imm(asm.R0, 0, done))
+		}
+		g.expr(x.R)
+		g.e.Mark(done)
+		return
+	}
+	left := g.e.Alloc(8)
+	g.e.Emit(asm.StoreMem(asm.RFP, left, asm.R0, asm.DWord))
 	g.expr(x.R)
+	g.e.Origin(x.Range())
 	g.e.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.RFP, left, asm.DWord))
 	// R0 = left, R1 = right.
 	if op, ok := alus[x.Op]; ok {

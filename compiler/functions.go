@@ -3,6 +3,7 @@ package compiler
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"sort"
@@ -19,21 +20,28 @@ func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts) ([]string, hcl.Diagnost
 	if len(f.Functions) == 0 {
 		return nil, nil
 	}
-	return matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	names, _, diags := matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	return names, diags
 }
 
-// ResolveFunctions matches p's patterns against available, a sorted list.
+// matchPatterns matches p's patterns against available, a sorted list,
+// and says which pattern chose each name (the first that matched it).
 // Each pattern must match something; an exact name that is missing gets the
 // nearest names as a hint.
-func matchPatterns(p *spec.Probe, available []string, where string) ([]string, hcl.Diagnostics) {
+func matchPatterns(p *spec.Probe, available []string, where string) ([]string, map[string]hcl.Range, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	chosen := map[string]bool{}
+	chosen := map[string]hcl.Range{}
+	choose := func(name string, pat spec.Pattern) {
+		if _, ok := chosen[name]; !ok {
+			chosen[name] = pat.Range
+		}
+	}
 	for _, pat := range p.Functions {
 		n := 0
 		if !isGlob(pat.Text) {
 			i := sort.SearchStrings(available, pat.Text)
 			if i < len(available) && available[i] == pat.Text {
-				chosen[pat.Text] = true
+				choose(pat.Text, pat)
 				continue
 			}
 			diags = append(diags, diagf(pat.Range, "Function not found",
@@ -42,7 +50,7 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, h
 		}
 		for _, name := range available {
 			if ok, _ := path.Match(pat.Text, name); ok {
-				chosen[name] = true
+				choose(name, pat)
 				n++
 			}
 		}
@@ -66,7 +74,7 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, h
 		out = append(out, name)
 	}
 	sort.Strings(out)
-	return out, diags
+	return out, chosen, diags
 }
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
@@ -141,9 +149,10 @@ func distance(a, b string, limit int) int {
 
 // resolveUserFunctions reads the binary's symbol tables when the binary is
 // there to read. A binary absent from the planning host stays unresolved
-// for a profile target, and is an error for a live one.
+// for a profile target, and is an error for a live one. Functions the
+// kernel cannot put a uprobe on are refused at the pattern that chose them.
 func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, hcl.Diagnostics) {
-	syms, err := BinaryFunctions(p.Binary)
+	bin, err := openBinary(p.Binary)
 	if errors.Is(err, os.ErrNotExist) && f.Source != "live" {
 		return nil, nil
 	}
@@ -151,17 +160,42 @@ func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, hcl.Diagnostic
 		return nil, hcl.Diagnostics{diagf(p.BinaryRange, "Cannot read binary",
 			"%s. The binary must exist and be an ELF file with a symbol table.", err)}
 	}
-	return matchPatterns(p, syms, p.Binary)
+	defer bin.Close()
+	names, chosen, diags := matchPatterns(p, bin.functions(), p.Binary)
+	if diags.HasErrors() || f.Arch != bpf.ArchX86_64 || bin.Machine != elf.EM_X86_64 {
+		return names, diags
+	}
+	for _, name := range names {
+		code := bin.code(name)
+		if why := x86UprobeRefusal(code); why != "" {
+			diags = append(diags, diagf(chosen[name], "Function cannot be probed",
+				"The kernel refuses uprobes on %s in %s: its first instruction, %s, %s (arch/x86/kernel/uprobes.c). Leave it out, with exclude = [%q].",
+				name, p.Binary, x86Instruction(code), why, name))
+		}
+	}
+	return names, diags
 }
 
-// BinaryFunctions lists the function symbols of an ELF file, sorted.
-func BinaryFunctions(file string) ([]string, error) {
-	ef, err := elf.Open(file)
+// elfBinary is a user binary: its ELF file and function symbols.
+type elfBinary struct {
+	*elf.File
+	file  *os.File
+	funcs map[string]uint64 // name → address
+}
+
+// openBinary reads the function symbols of an ELF file, which must be a
+// regular file: it never blocks on a named pipe.
+func openBinary(path string) (*elfBinary, error) {
+	f, err := bpf.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	defer ef.Close()
-	seen := map[string]bool{}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	b := &elfBinary{File: ef, file: f, funcs: map[string]uint64{}}
 	for _, read := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
 		syms, err := read()
 		if err != nil {
@@ -172,16 +206,51 @@ func BinaryFunctions(file string) ([]string, error) {
 				continue
 			}
 			name, _, _ := strings.Cut(s.Name, "@") // versioned: malloc@@GLIBC_2.2.5
-			seen[name] = true
+			if _, ok := b.funcs[name]; !ok {
+				b.funcs[name] = s.Value
+			}
 		}
 	}
-	if len(seen) == 0 {
-		return nil, errors.New(file + ": no function symbols")
+	if len(b.funcs) == 0 {
+		b.Close()
+		return nil, errors.New(path + ": no function symbols")
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
+	return b, nil
+}
+
+func (b *elfBinary) Close() error { return b.file.Close() }
+
+// functions lists the function names, sorted.
+func (b *elfBinary) functions() []string {
+	names := make([]string, 0, len(b.funcs))
+	for n := range b.funcs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return names, nil
+	return names
+}
+
+// code returns the bytes a function starts with: as many as an x86
+// instruction can take, fewer at the end of its section.
+func (b *elfBinary) code(name string) []byte {
+	addr := b.funcs[name]
+	for _, s := range b.Sections {
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_EXECINSTR == 0 || addr < s.Addr || addr >= s.Addr+s.Size {
+			continue
+		}
+		buf := make([]byte, min(maxX86Instruction, s.Addr+s.Size-addr))
+		n, _ := s.ReadAt(buf, int64(addr-s.Addr))
+		return buf[:n]
+	}
+	return nil
+}
+
+// BinaryFunctions lists the function symbols of an ELF file, sorted.
+func BinaryFunctions(file string) ([]string, error) {
+	b, err := openBinary(file)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return b.functions(), nil
 }

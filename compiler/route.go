@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -186,5 +185,3 @@ func sprintf(format string, args ...any) string {
 	}
 	return fmt.Sprintf(format, args...)
 }
-
-func joinFamilies(f []string) string { return strings.Join(f, " + ") }

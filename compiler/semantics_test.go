@@ -1,16 +1,21 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/spec"
+	"golang.org/x/sys/unix"
 )
 
 // These tests run generated expression code in the kernel (a socket filter
@@ -88,8 +93,17 @@ func runValue(t testing.TB, p *spec.Probe, a *spec.Action, bucket bool) int64 {
 	return out
 }
 
-// eval is the reference: what an expression of constants means.
-func eval(x spec.Expr) int64 {
+// env is what the built-in values hold when the reference evaluates.
+type env struct {
+	pid  int64
+	comm string
+}
+
+// eval is the reference for expressions of constants.
+var eval = env{}.eval
+
+// eval is the reference: what an expression means.
+func (v env) eval(x spec.Expr) int64 {
 	b := func(v bool) int64 {
 		if v {
 			return 1
@@ -99,10 +113,14 @@ func eval(x spec.Expr) int64 {
 	switch x := x.(type) {
 	case *spec.IntLit:
 		return x.Value
+	case *spec.Var:
+		if x.Name == "pid" {
+			return v.pid
+		}
 	case *spec.BoolLit:
 		return b(x.Value)
 	case *spec.Unary:
-		v := eval(x.X)
+		v := v.eval(x.X)
 		switch x.Op {
 		case spec.OpNot:
 			return v ^ 1
@@ -112,12 +130,23 @@ func eval(x spec.Expr) int64 {
 			return ^v
 		}
 	case *spec.Cond:
-		if eval(x.If) != 0 {
-			return eval(x.Then)
+		if v.eval(x.If) != 0 {
+			return v.eval(x.Then)
 		}
-		return eval(x.Else)
+		return v.eval(x.Else)
 	case *spec.Binary:
-		l, r := eval(x.L), eval(x.R)
+		if x.L.Type() == spec.TypeString { // comm against a literal
+			eq := v.comm == x.R.(*spec.StringLit).Value
+			return b(eq == (x.Op == spec.OpEq))
+		}
+		if x.Op == spec.OpAnd || x.Op == spec.OpOr { // short-circuit
+			l := v.eval(x.L)
+			if (l != 0) == (x.Op == spec.OpOr) {
+				return l
+			}
+			return v.eval(x.R)
+		}
+		l, r := v.eval(x.L), v.eval(x.R)
 		switch x.Op {
 		case spec.OpAdd:
 			return l + r
@@ -181,6 +210,7 @@ func TestExpressionSemantics(t *testing.T) {
 		"band(12, 10)", "bor(12, 10)", "bxor(12, 10)", "bnot(0)", "shl(1, 40)", "shr(-1, 60)", "shl(3, 64)",
 		"1 < 2 ? 10 : 20", "2 < 1 ? 10 : 20", "!(1 == 1) ? 1 : 0", "1 != 1 || 2 >= 2 ? 5 : 6",
 		"1 == 1 && 2 <= 1 ? 5 : 6", "-5 < 3 ? 1 : 0", "4294967296 * 4294967296", "9223372036854775807 + 1",
+		"-9223372036854775808", "-(-9223372036854775808)", "-9223372036854775808 - 1",
 	}
 	for _, src := range exprs {
 		p, a := action(t, fmt.Sprintf("    sum \"v\" { value = %s }", src))
@@ -281,6 +311,140 @@ func TestHistogramBuckets(t *testing.T) {
 		}
 		if got := runValue(t, p, a, true); got != want {
 			t.Errorf("lhist bucket of %d = %d, want %d", v, got, want)
+		}
+	}
+}
+
+// runProbe compiles a tracepoint probe for facts, loads its program as a
+// raw tracepoint program (the same helpers; it reads no record field) and
+// runs it n times on this thread through BPF_PROG_RUN, with comm set to
+// comm. It returns the program and the total of its first aggregation.
+func runProbe(t *testing.T, facts *bpf.Facts, src, comm string, n int) (*Program, int64) {
+	t.Helper()
+	cfg, diags := spec.Parse(map[string][]byte{"t.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out, diags := Compile(cfg, facts)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	p := out.Probes[0]
+	cs, err := p.CollectionSpec(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := cs.Programs["event"]
+	prog.Type, prog.AttachType = ebpf.RawTracepoint, ebpf.AttachNone
+	coll, err := ebpf.NewCollection(cs)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	defer coll.Close()
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var saved [16]byte
+	if err := unix.Prctl(unix.PR_GET_NAME, uintptr(unsafe.Pointer(&saved[0])), 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	name := append([]byte(comm), 0)
+	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&saved[0])), 0, 0, 0)
+	for range n {
+		if _, err := coll.Programs["event"].Run(&ebpf.RunOptions{Context: make([]byte, 8)}); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	}
+	var perCPU []int64
+	if err := coll.Maps[p.Aggregations[0].MapRef].Lookup(uint64(0), &perCPU); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return p.Programs[0], 0
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, v := range perCPU {
+		total += v
+	}
+	return p.Programs[0], total
+}
+
+// longJumps counts the gotol instructions of a program.
+func longJumps(prog *Program) int {
+	n := 0
+	for _, ins := range prog.Instructions {
+		if ins.OpCode == asm.LongJump("").OpCode {
+			n++
+		}
+	}
+	return n
+}
+
+// Issue 7's replays, compiled for a target with gotol and run in the
+// kernel: jumps beyond 32767 instructions used to wrap silently.
+func TestLongJumpsRun(t *testing.T) {
+	requireRoot(t)
+	facts, _ := bpf.Profile("linux-7.2-amd64")
+	me := int64(os.Getpid())
+	const runs = 3
+
+	// A filter: && jumps over 7000 comparisons. The list holds this
+	// process's pid last, or not at all.
+	for _, listed := range []bool{true, false} {
+		var pids []string
+		for i := int64(1); len(pids) < 6999; i++ {
+			if i != me {
+				pids = append(pids, fmt.Sprint("pid == ", i))
+			}
+		}
+		last := me + 1
+		if listed {
+			last = me
+		}
+		pids = append(pids, fmt.Sprint("pid == ", last))
+		src := `probe "tracepoint" "calls" {
+  event = "syscalls:sys_enter_getppid"
+  on_entry {
+    when = comm == "x" && (` + strings.Join(pids, " || ") + `)
+    count "n" {}
+  }
+}`
+		cfg, _ := spec.Parse(map[string][]byte{"t.hcl": []byte(src)})
+		when := cfg.Probes[0].Entry.When
+		for _, comm := range []string{"x", "y"} {
+			prog, got := runProbe(t, facts, src, comm, runs)
+			want := runs * env{pid: me, comm: comm}.eval(when)
+			t.Logf("filter, pid listed %v, comm %s: %d instructions, %d gotol, count %d", listed, comm, prog.InstructionCount(), longJumps(prog), got)
+			if got != want {
+				t.Errorf("filter, pid listed %v, comm %s: counted %d, want %d", listed, comm, got, want)
+			}
+			if prog.InstructionCount() <= math.MaxInt16 || longJumps(prog) == 0 {
+				t.Errorf("the filter should need a long jump: %d instructions, %d gotol", prog.InstructionCount(), longJumps(prog))
+			}
+		}
+	}
+
+	// A conditional: the true branch jumps over the 11000-term false one.
+	// With pid != 1 the sum is 7 a run (it was 30442401 after 3 runs);
+	// with this process's pid the far branch runs.
+	terms := strings.TrimSuffix(strings.Repeat("pid + ", 11000), " + ")
+	for _, other := range []int64{1, me} {
+		src := fmt.Sprintf(`probe "tracepoint" "sums" {
+  event = "syscalls:sys_enter_getppid"
+  on_entry {
+    sum "s" {
+      value = pid != %d ? 7 : %s
+    }
+  }
+}`, other, terms)
+		cfg, _ := spec.Parse(map[string][]byte{"t.hcl": []byte(src)})
+		prog, got := runProbe(t, facts, src, "y", runs)
+		want := runs * env{pid: me}.eval(cfg.Probes[0].Entry.Actions[0].Value)
+		t.Logf("conditional, pid != %d: %d instructions, %d gotol, sum %d", other, prog.InstructionCount(), longJumps(prog), got)
+		if got != want {
+			t.Errorf("conditional, pid != %d: sum %d, want %d", other, got, want)
 		}
 	}
 }

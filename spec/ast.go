@@ -20,9 +20,10 @@ type Probe struct {
 	DeclRange hcl.Range
 
 	// kernel and user probes
-	Functions []Pattern
-	Exclude   []Pattern
-	Attach    string // "auto" or a link family
+	Functions      []Pattern
+	FunctionsRange hcl.Range // the functions list
+	Exclude        []Pattern
+	Attach         string // "auto" or a link family
 	// AttachRange is where attach was set, or the block header.
 	AttachRange hcl.Range
 	// EntryDataSize is what the user set, 0 when unset.

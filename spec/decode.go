@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -9,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/probectl/probectl/bpf"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -29,11 +29,9 @@ func LoadPaths(paths []string) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		for _, name := range names {
-			b, err := os.ReadFile(name)
-			if err != nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError, Summary: "Cannot read spec file", Detail: err.Error() + ".",
-				})
+			b, d := ReadFile(name)
+			if d != nil {
+				diags = append(diags, d)
 				continue
 			}
 			files[name] = b
@@ -89,12 +87,13 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	sort.Strings(names)
 	seen := map[bpf.Address]*Probe{}
 	for _, name := range names {
-		f, d := hclsyntax.ParseConfig(files[name], name, hcl.InitialPos)
+		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
 		}
-		dec := &decoder{src: files[name]}
+		src := source(files[name])
+		dec := &decoder{src: &src}
 		probes := dec.file(f.Body)
 		diags = append(diags, dec.diags...)
 		for _, p := range probes {
@@ -160,7 +159,7 @@ var attachFamilies = map[bpf.Kind][]string{
 }
 
 type decoder struct {
-	src   []byte
+	src   *source // shared by the file's expressions
 	diags hcl.Diagnostics
 }
 
@@ -214,6 +213,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		}
 		switch attrName {
 		case "functions":
+			p.FunctionsRange = attr.Expr.Range()
 			p.Functions = d.patterns(attr, false)
 		case "exclude":
 			p.Exclude = d.patterns(attr, true)
@@ -248,9 +248,9 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			p.EventRange = attr.Expr.Range()
 			if s, ok := d.stringAttr(attr); ok {
 				p.Event = s
-				if g, e, ok := strings.Cut(s, ":"); !ok || g == "" || e == "" || strings.ContainsAny(s, "*?/ ") {
+				if err := bpf.CheckEvent(s); err != nil {
 					d.errorf(attr.Expr.Range(), "Invalid tracepoint event",
-						"%q is not a tracepoint event. Write it as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\".", s)
+						"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\"; the events are listed under /sys/kernel/tracing/events.", err)
 				}
 			}
 		}
@@ -435,16 +435,33 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 			d.errorf(rng, "Invalid lhist step", "step must be positive. Set it to the width of one bucket.")
 		case a.Max <= a.Min:
 			d.errorf(content.Attributes["max"].Expr.Range(), "Invalid lhist range", "max (%d) must be greater than min (%d).", a.Max, a.Min)
-		case (a.Max-a.Min)/a.Step > MaxLinearBuckets:
+		case span(a.Min, a.Max)/uint64(a.Step) > MaxLinearBuckets:
 			d.errorf(rng, "Too many lhist buckets",
-				"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", (a.Max-a.Min)/a.Step, MaxLinearBuckets)
+				"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", span(a.Min, a.Max)/uint64(a.Step), MaxLinearBuckets)
 		}
 	}
 	return a
 }
 
-// MaxLinearBuckets is the most buckets an lhist may have (plus under and over).
+// MaxLinearBuckets bounds the buckets of an lhist: (max - min) / step, the
+// whole buckets between min and max, is at most this; a last partial one,
+// and the under and over buckets, come on top.
 const MaxLinearBuckets = 1000
+
+// LinearBuckets is the number of in-range buckets of an lhist from lo to
+// hi in steps of step (hi > lo, step > 0): the last one may be partial.
+// It computes without overflow for any int64 bounds, and saturates.
+func LinearBuckets(lo, hi, step int64) int64 {
+	n := span(lo, hi) / uint64(step)
+	if span(lo, hi)%uint64(step) != 0 {
+		n++
+	}
+	return int64(min(n, math.MaxInt64))
+}
+
+// span is hi - lo for hi > lo, which fits in a uint64 though not always
+// in an int64.
+func span(lo, hi int64) uint64 { return uint64(hi) - uint64(lo) }
 
 func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 	exprs, diags := hcl.ExprList(attr.Expr)

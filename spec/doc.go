@@ -2,6 +2,10 @@
 // into a typed AST ([Config], [Probe], [Handler], [Action], [Expr]) and
 // checks them strictly, so that every mistake it can see without a target
 // kernel becomes an hcl.Diagnostic with the exact source range and the fix.
+// Input is bounded before the HCL parser sees it ([ReadFile], [ParseFile]):
+// regular files of at most [MaxFileSize] bytes, [MaxNesting] levels of
+// nesting and [MaxOperators] operators an expression, so that no pass over a
+// spec recurses without bound.
 //
 // What depends on a target kernel (routes, tracepoint field layouts,
 // function lists) is the compiler's. Package spec imports only bpf (for

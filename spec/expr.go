@@ -48,15 +48,25 @@ type Expr interface {
 	Text() string
 }
 
+// source is a spec file's text, shared by its expressions: each keeps a
+// range into it, and takes its text from it only when asked.
+type source []byte
+
 type exprBase struct {
-	rng  hcl.Range
-	text string
-	typ  Type
+	rng hcl.Range
+	src *source
+	typ Type
 }
 
 func (b *exprBase) Range() hcl.Range { return b.rng }
 func (b *exprBase) Type() Type       { return b.typ }
-func (b *exprBase) Text() string     { return b.text }
+
+func (b *exprBase) Text() string {
+	if b.src == nil {
+		return ""
+	}
+	return string(b.rng.SliceBytes(*b.src))
+}
 
 // IntLit is an integer literal.
 type IntLit struct {

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -12,6 +13,17 @@ import (
 // inside the file; it never panics.
 func FuzzParse(f *testing.F) {
 	spectest.AddSeeds(f, "../examples/*.hcl", "testdata/invalid/*.hcl")
+	// Around the input limits (testdata/invalid has 1001 parentheses).
+	for _, expr := range []string{
+		strings.Repeat("!", spec.MaxNesting) + "true ? 1 : 0",
+		strings.Repeat("-", spec.MaxNesting) + "1",
+		strings.Repeat("pid == 1 ? 1 : ", spec.MaxNesting) + "0",
+		strings.Repeat(`"${`, spec.MaxNesting/2) + "1" + strings.Repeat(`}"`, spec.MaxNesting/2),
+		"-9223372036854775808 - -(-9223372036854775808)",
+		chain(1000),
+	} {
+		f.Add([]byte(tracepointValue(expr)))
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		cfg, diags := spec.Parse(map[string][]byte{"fuzz.hcl": src})
 		for _, d := range diags {

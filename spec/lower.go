@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -143,8 +145,7 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 }
 
 func (s *scope) base(e hcl.Expression, t Type) exprBase {
-	rng := e.Range()
-	return exprBase{rng: rng, text: string(rng.SliceBytes(s.d.src)), typ: t}
+	return exprBase{rng: e.Range(), src: s.d.src, typ: t}
 }
 
 // lower checks one expression. Every error path reports a diagnostic and
@@ -189,14 +190,23 @@ func (s *scope) literal(e hcl.Expression, v cty.Value) Expr {
 	case v.Type() == cty.Bool:
 		return &BoolLit{exprBase: s.base(e, TypeBool), Value: v.True()}
 	case v.Type() == cty.Number:
-		bf := v.AsBigFloat()
-		n, acc := bf.Int64()
-		if !bf.IsInt() || acc != 0 {
-			return s.errorf(e.Range(), "Not a whole number", "Probes compute with 64-bit integers; %s is not one.", v.AsBigFloat().Text('g', -1))
-		}
-		return &IntLit{exprBase: s.base(e, TypeInt), Value: n}
+		return s.number(e, v.AsBigFloat())
 	}
 	return s.errorf(e.Range(), "Unsupported literal", "Use a number, true, false, or a quoted string compared with comm.")
+}
+
+// number checks a numeric literal: a 64-bit integer. A negative one is
+// written -N, so number is also given N negated.
+func (s *scope) number(e hcl.Expression, bf *big.Float) Expr {
+	if !bf.IsInt() {
+		return s.errorf(e.Range(), "Not a whole number", "Probes compute with 64-bit integers; %s is not one.", bf.Text('g', -1))
+	}
+	n, acc := bf.Int64()
+	if acc != big.Exact {
+		return s.errorf(e.Range(), "Number out of range",
+			"%s does not fit in 64 bits: probes compute with integers from %d to %d.", bf.Text('f', 0), int64(math.MinInt64), int64(math.MaxInt64))
+	}
+	return &IntLit{exprBase: s.base(e, TypeInt), Value: n}
 }
 
 func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
@@ -307,6 +317,10 @@ func levenshtein(a, b string) int {
 }
 
 func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
+	if lit, ok := e.Val.(*hclsyntax.LiteralValueExpr); ok && e.Op == hclsyntax.OpNegate && lit.Val.Type() == cty.Number {
+		// -N is how a negative number is written: -9223372036854775808 fits.
+		return s.number(e, new(big.Float).Neg(lit.Val.AsBigFloat()))
+	}
 	x := s.lower(e.Val)
 	if isInvalid(x) {
 		return x
@@ -321,9 +335,8 @@ func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
 		if x.Type() != TypeInt {
 			return s.errorf(e.Range(), "- needs an integer", "%s is a %s.", x.Text(), x.Type())
 		}
-		if lit, ok := x.(*IntLit); ok {
-			return &IntLit{exprBase: s.base(e, TypeInt), Value: -lit.Value}
-		}
+		// Negating anything but a number wraps like all arithmetic:
+		// -(-9223372036854775808) is -9223372036854775808.
 		return &Unary{exprBase: s.base(e, TypeInt), Op: OpNeg, X: x}
 	}
 	return s.errorf(e.Range(), "Unsupported operator", "Use ! or -.")
@@ -338,16 +351,34 @@ var binaryOps = map[*hclsyntax.Operation]Op{
 	hclsyntax.OpLogicalAnd: OpAnd, hclsyntax.OpLogicalOr: OpOr,
 }
 
+// binary lowers a binary operation. HCL makes a left-deep tree of a chain
+// such as a + b + c: binary walks its left spine in a loop, so that a long
+// chain costs no deep recursion.
 func (s *scope) binary(e *hclsyntax.BinaryOpExpr) Expr {
-	op, ok := binaryOps[e.Op]
-	if !ok {
-		return s.errorf(e.Range(), "Unsupported operator", "This operator is not available in probes.")
+	spine := []*hclsyntax.BinaryOpExpr{e}
+	for {
+		l, ok := spine[len(spine)-1].LHS.(*hclsyntax.BinaryOpExpr)
+		if !ok {
+			break
+		}
+		spine = append(spine, l)
 	}
-	l, r := s.lower(e.LHS), s.lower(e.RHS)
-	if isInvalid(l) || isInvalid(r) {
-		return &invalid{exprBase{rng: e.Range()}}
+	x := s.lower(spine[len(spine)-1].LHS)
+	for i := len(spine) - 1; i >= 0; i-- {
+		b := spine[i]
+		op, ok := binaryOps[b.Op]
+		if !ok {
+			x = s.errorf(b.Range(), "Unsupported operator", "This operator is not available in probes.")
+			continue
+		}
+		r := s.lower(b.RHS)
+		if isInvalid(x) || isInvalid(r) {
+			x = &invalid{exprBase{rng: b.Range()}}
+			continue
+		}
+		x = s.typeBinary(b, op, x, r)
 	}
-	return s.typeBinary(e, op, l, r)
+	return x
 }
 
 func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/probectl/probectl/spec"
 	"github.com/rogpeppe/go-internal/diff"
@@ -33,12 +32,15 @@ Exit status: 0 done (or nothing to change), 1 a file does not parse or cannot be
 			}
 			failed, changed := false, false
 			for _, name := range files {
-				src, err := os.ReadFile(name)
-				if err != nil {
-					return err
+				src, d := spec.ReadFile(name)
+				if d != nil {
+					printDiags(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
+					failed = true
+					continue
 				}
-				// Parse first: hclwrite.Format only re-spaces tokens, even broken ones.
-				if _, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos); diags.HasErrors() {
+				// Parse first, within the limits validate has: hclwrite.Format
+				// only re-spaces tokens, even broken ones.
+				if _, diags := spec.ParseFile(name, src); diags.HasErrors() {
 					printDiags(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 					failed = true
 					continue

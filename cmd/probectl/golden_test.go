@@ -10,6 +10,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/spec"
+	"github.com/rogpeppe/go-internal/diff"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -48,7 +49,8 @@ func TestGoldenPlans(t *testing.T) {
 				t.Fatalf("%v (run go test -update)", err)
 			}
 			if !bytes.Equal(want, buf.Bytes()) {
-				t.Errorf("%s differs; run go test ./cmd/probectl -update and review the diff", path)
+				t.Errorf("%s differs from the output (run go test ./cmd/probectl -update and review the diff):\n%s",
+					path, diff.Diff(path, want, "output", buf.Bytes()))
 			}
 		})
 	}

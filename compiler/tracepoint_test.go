@@ -1,0 +1,107 @@
+package compiler_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+)
+
+// sched_process_fork as Linux 6.18 gives it: its __data_loc fields were
+// read as one field named "char", the descriptor (length<<16 | offset)
+// counted as a value.
+const forkFormat = `name: sched_process_fork
+ID: 366
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:__data_loc char[] parent_comm;	offset:8;	size:4;	signed:0;
+	field:pid_t parent_pid;	offset:12;	size:4;	signed:1;
+	field:__data_loc char[] child_comm;	offset:16;	size:4;	signed:0;
+	field:pid_t child_pid;	offset:20;	size:4;	signed:1;
+
+print fmt: "comm=%s pid=%d child_comm=%s child_pid=%d", __get_str(parent_comm), REC->parent_pid, __get_str(child_comm), REC->child_pid
+`
+
+// A field of a type the compiler cannot read is refused, saying what it is.
+func TestTracepointFieldClasses(t *testing.T) {
+	facts := mustProfile(t, "linux-7.2-amd64")
+	fork, err := bpf.ParseTracepointFormat("sched:sched_process_fork", forkFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := bpf.ParseTracepointFormat("test:fields", `format:
+	field:char comm[16];	offset:8;	size:16;	signed:0;
+	field:u8 addr[6];	offset:24;	size:6;	signed:0;
+	field:struct foo bar;	offset:32;	size:16;	signed:0;
+	field:const char * name;	offset:48;	size:8;	signed:0;
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts.Tracepoints = map[string]*bpf.TracepointFormat{fork.Event: fork, other.Event: other}
+	probe := func(event, field string) string {
+		return fmt.Sprintf(`probe "tracepoint" "t" {
+  event = %q
+  on_entry {
+    count "c" {
+      by = [args.%s]
+    }
+  }
+}`, event, field)
+	}
+	for event, fields := range map[string]map[string]string{
+		fork.Event:  {"parent_comm": "__data_loc", "child_comm": "__data_loc", "char": ""},
+		other.Event: {"comm": "a string", "addr": "an array", "bar": "a structure"},
+	} {
+		for field, what := range fields {
+			diags := compileErrors(t, facts, probe(event, field))
+			if what == "" {
+				wantError(t, diags, "Unknown tracepoint field", 5)
+				continue
+			}
+			wantError(t, diags, "Field cannot be read", 5)
+			if !strings.Contains(diags[0].Detail, what) {
+				t.Errorf("args.%s: %q does not say %q", field, diags[0].Detail, what)
+			}
+		}
+	}
+	for event, field := range map[string]string{fork.Event: "child_pid", other.Event: "name"} {
+		compileText(t, facts, probe(event, field))
+	}
+}
+
+// A tracepoint whose format cannot be read is an error at its event, not
+// a failure of the whole command.
+func TestTracepointFormatUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	facts := mustProfile(t, "linux-7.2-amd64")
+	facts.Source = "live"
+	src := `probe "tracepoint" "t" {
+  event = "sched:sched_switch"
+  on_entry {
+    count "c" {}
+  }
+}`
+	facts.LoadTracepointsFrom(dir, []string{"sched:sched_switch"})
+	wantError(t, compileErrors(t, facts, src), "Tracepoint not found", 2)
+	writeFile(t, dir+"/events/sched/sched_switch/format", "format:\n\tfield:int prev_pid;\toffset:eight;\tsize:4;\tsigned:1;\n")
+	facts.LoadTracepointsFrom(dir, []string{"sched:sched_switch"})
+	wantError(t, compileErrors(t, facts, src), "Tracepoint format unreadable", 2)
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
