@@ -190,9 +190,13 @@ func (f *Facts) Differences(other *Facts) []string {
 // 8192), which multiplies the memory of per-CPU maps.
 const MaxCPUs = 1 << 16
 
-// ReadFactsFile reads facts written by "probectl target -o FILE".
+// MaxFactsFile bounds a facts file: the functions of a kernel take a few MB.
+const MaxFactsFile = 256 << 20
+
+// ReadFactsFile reads facts written by "probectl target -o FILE". It must
+// be a regular file; nothing blocks.
 func ReadFactsFile(path string) (*Facts, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxFactsFile)
 	if err != nil {
 		return nil, fmt.Errorf("read facts: %w", err)
 	}

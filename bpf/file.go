@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -41,4 +42,22 @@ func fileKind(m fs.FileMode) string {
 		return "a block device"
 	}
 	return "special"
+}
+
+// ReadRegular reads a regular file (see [OpenRegular]) of at most limit
+// bytes, reading no more than limit+1.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -57,7 +56,7 @@ Exit status: 0 applied (or nothing to do), 1 errors.`,
 			defer w.Unlock()
 			plan := runtime.Diff(s, out, w.Drift(s))
 			if saved != nil {
-				if err := checkSaved(saved, s, plan); err != nil {
+				if err := saved.CheckState(s, plan); err != nil {
 					return err
 				}
 			}
@@ -107,24 +106,16 @@ func confirm(cmd *cobra.Command, what string) error {
 }
 
 // readSavedPlan returns the saved plan when args is one plan file.
-func readSavedPlan(args []string) (*SavedPlan, error) {
+func readSavedPlan(args []string) (*runtime.SavedPlan, error) {
 	if len(args) != 1 {
 		return nil, nil
 	}
-	b, err := os.ReadFile(args[0])
-	if err != nil || !json.Valid(b) {
-		return nil, nil // a spec; spec.LoadPaths reports unreadable paths
-	}
-	var sp SavedPlan
-	if err := json.Unmarshal(b, &sp); err != nil || sp.Plan == nil || sp.Facts == nil {
-		return nil, fmt.Errorf("%s is JSON but not a saved plan (make one with probectl plan -out FILE)", args[0])
-	}
-	return &sp, nil
+	return runtime.ReadSavedPlan(args[0])
 }
 
 // compileSaved recompiles a saved plan's sources for the live kernel and
 // refuses when the kernel is not the one the plan was made for.
-func compileSaved(cmd *cobra.Command, sp *SavedPlan) (*spec.Config, *compiler.Output, error) {
+func compileSaved(cmd *cobra.Command, sp *runtime.SavedPlan) (*spec.Config, *compiler.Output, error) {
 	files := map[string][]byte{}
 	for name, src := range sp.Sources {
 		files[name] = []byte(src)
@@ -137,42 +128,8 @@ func compileSaved(cmd *cobra.Command, sp *SavedPlan) (*spec.Config, *compiler.Ou
 	if err != nil {
 		return nil, nil, err
 	}
-	if d := live.Differences(sp.Facts); len(d) > 0 {
-		return nil, nil, fmt.Errorf("saved plan is stale: it was made for %s, and this kernel differs (%s); plan again", sp.Facts.Label(), strings.Join(d, "; "))
+	if err := sp.CheckKernel(live); err != nil {
+		return nil, nil, err
 	}
 	return compileFor(cmd, cfg, sp.Facts)
-}
-
-// checkSaved refuses a saved plan when the state moved since it was made,
-// or when it no longer plans the same changes.
-func checkSaved(sp *SavedPlan, s *runtime.State, now *compiler.Plan) error {
-	if sp.Workspace != "" && sp.Workspace != s.Workspace {
-		return fmt.Errorf("saved plan is for workspace %q, not %q", sp.Workspace, s.Workspace)
-	}
-	// A plan made before the workspace's first write saw no lineage: the
-	// state it meant is one with no probes at serial 0.
-	fresh := sp.StateLineage == "" && sp.StateSerial == 0 && s.Serial == 0 && len(s.Probes) == 0
-	if !fresh && (sp.StateLineage != s.Lineage || sp.StateSerial != s.Serial) {
-		return fmt.Errorf("saved plan is stale: the state moved since it was made (serial %d, now %d; lineage %s, now %s); plan again",
-			sp.StateSerial, s.Serial, short(sp.StateLineage), short(s.Lineage))
-	}
-	if len(sp.Plan.Changes) != len(now.Changes) {
-		return fmt.Errorf("saved plan is stale: it no longer matches the kernel; plan again")
-	}
-	for i, c := range sp.Plan.Changes {
-		if c.Address != now.Changes[i].Address || c.Action != now.Changes[i].Action || c.Digest != now.Changes[i].Digest {
-			return fmt.Errorf("saved plan is stale: %s now plans %s; plan again", c.Address, now.Changes[i].Action)
-		}
-	}
-	return nil
-}
-
-func short(lineage string) string {
-	if lineage == "" {
-		return "(none)"
-	}
-	if len(lineage) > 8 {
-		return lineage[:8]
-	}
-	return lineage
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -62,7 +61,7 @@ Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 error
 				w.Close()
 			}
 			if outFile != "" {
-				if err := writeSavedPlan(outFile, plan, facts, cfg, state); err != nil {
+				if err := runtime.NewSavedPlan(plan, facts, cfg.Sources, state).Write(outFile); err != nil {
 					return err
 				}
 			}
@@ -98,60 +97,13 @@ func sourcesOf(cfg *spec.Config) map[string][]byte {
 	return cfg.Sources
 }
 
-// loadTarget resolves -target: auto (the live kernel), a profile, or a file.
+// loadTarget resolves -target for the probes of cfg.
 func loadTarget(target string, cfg *spec.Config) (*bpf.Facts, error) {
-	switch {
-	case target == "auto" || target == "":
-		if err := runtime.CheckPrivileges(); err != nil {
-			return nil, fmt.Errorf("-target auto reads the live kernel and needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), which this process lacks: run it as root, or plan for a profile: -target %s", bpf.ProfileNames()[0])
+	var events []string
+	for _, p := range cfg.Probes {
+		if p.Event != "" {
+			events = append(events, p.Event)
 		}
-		facts, err := bpf.Detect(bpf.DetectOptions{Functions: true})
-		if err != nil {
-			return nil, err
-		}
-		var events []string
-		for _, p := range cfg.Probes {
-			if p.Event != "" {
-				events = append(events, p.Event)
-			}
-		}
-		if err := facts.LoadTracepoints(events); err != nil {
-			return nil, err
-		}
-		return facts, nil
 	}
-	if f, err := bpf.Profile(target); err == nil {
-		return f, nil
-	}
-	if _, err := os.Stat(target); err == nil {
-		return bpf.ReadFactsFile(target)
-	}
-	return nil, fmt.Errorf("-target %q is neither auto, a profile (%v), nor a facts file", target, bpf.ProfileNames())
-}
-
-// SavedPlan is what "plan -out" writes: the plan, the full target facts and
-// the spec sources it was made from.
-type SavedPlan struct {
-	Plan    *compiler.Plan    `json:"plan"`
-	Facts   *bpf.Facts        `json:"facts"`
-	Sources map[string]string `json:"sources"`
-	// The state the plan was made against: apply refuses when it moved.
-	Workspace    string `json:"workspace,omitempty"`
-	StateLineage string `json:"state_lineage"`
-	StateSerial  uint64 `json:"state_serial"`
-}
-
-func writeSavedPlan(path string, plan *compiler.Plan, facts *bpf.Facts, cfg *spec.Config, state *runtime.State) error {
-	sp := SavedPlan{Plan: plan, Facts: facts, Sources: map[string]string{}}
-	if state != nil {
-		sp.Workspace, sp.StateLineage, sp.StateSerial = state.Workspace, state.Lineage, state.Serial
-	}
-	for name, src := range cfg.Sources {
-		sp.Sources[name] = string(src)
-	}
-	b, err := json.MarshalIndent(sp, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
+	return bpf.LoadTarget(target, events)
 }

@@ -44,7 +44,7 @@ Exit status: 0 recovered, 1 errors.`,
 			for _, sk := range skipped {
 				cmd.Printf("  not adopted: %s\n", sk)
 			}
-			cmd.Printf("Recovered the state of workspace %q: %s, lineage %s, serial %d.\n", w.Name, plural(len(s.Probes), "probe"), short(s.Lineage), s.Serial)
+			cmd.Printf("Recovered the state of workspace %q: %s, lineage %s, serial %d.\n", w.Name, plural(len(s.Probes), "probe"), shortLineage(s.Lineage), s.Serial)
 			return nil
 		},
 	}
@@ -85,4 +85,11 @@ Exit status: 0 done, 1 errors.`,
 	g.addLockTimeout(rm)
 	cmd.AddCommand(recover, rm)
 	return cmd
+}
+
+func shortLineage(l string) string {
+	if len(l) > 8 {
+		return l[:8]
+	}
+	return l
 }

@@ -42,7 +42,7 @@ func (g *globals) addLockTimeout(cmd *cobra.Command) {
 // requireBPF refuses, in one sentence, when the process cannot use BPF:
 // root, or CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN.
 func requireBPF(what string) error {
-	if err := runtime.CheckPrivileges(); err != nil {
+	if err := bpf.CheckPrivileges(); err != nil {
 		return fmt.Errorf("%s needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), which this process lacks: run it as root (sudo), or grant those capabilities", what)
 	}
 	return nil

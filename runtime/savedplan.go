@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+)
+
+// SavedPlan is what plan -out writes and apply PLANFILE applies: the plan,
+// the full facts of the kernel it was made for, the spec sources, and the
+// state it was made against. It is self-contained: applying it needs no
+// other file.
+type SavedPlan struct {
+	Plan    *compiler.Plan    `json:"plan"`
+	Facts   *bpf.Facts        `json:"facts"`
+	Sources map[string]string `json:"sources"`
+	// The state the plan was made against: apply refuses when it moved.
+	Workspace    string `json:"workspace,omitempty"`
+	StateLineage string `json:"state_lineage"`
+	StateSerial  uint64 `json:"state_serial"`
+}
+
+// NewSavedPlan records plan, made for facts from sources, against state s
+// (nil for a target other than the live kernel).
+func NewSavedPlan(plan *compiler.Plan, facts *bpf.Facts, sources map[string][]byte, s *State) *SavedPlan {
+	sp := &SavedPlan{Plan: plan, Facts: facts, Sources: map[string]string{}}
+	if s != nil {
+		sp.Workspace, sp.StateLineage, sp.StateSerial = s.Workspace, s.Lineage, s.Serial
+	}
+	for name, src := range sources {
+		sp.Sources[name] = string(src)
+	}
+	return sp
+}
+
+// maxSavedPlan bounds a saved plan file.
+const maxSavedPlan = 256 << 20
+
+// Write writes the plan to path, readable by its owner only.
+func (sp *SavedPlan) Write(path string) error {
+	b, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// ReadSavedPlan reads path when it is a saved plan. It returns nil, nil for
+// a file that is not JSON (a spec, which the spec reader then reads), and
+// never blocks: only regular files are read.
+func ReadSavedPlan(path string) (*SavedPlan, error) {
+	b, err := bpf.ReadRegular(path, maxSavedPlan)
+	if err != nil {
+		return nil, nil // a spec path, or unreadable: the spec reader says why
+	}
+	if !json.Valid(b) {
+		return nil, nil
+	}
+	var sp SavedPlan
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&sp); err != nil || sp.Plan == nil || sp.Facts == nil {
+		return nil, fmt.Errorf("%s is JSON but not a saved plan (make one with probectl plan -out FILE)", path)
+	}
+	if sp.Facts.Arch != bpf.ArchX86_64 && sp.Facts.Arch != bpf.ArchArm64 {
+		return nil, fmt.Errorf("%s: a saved plan for arch %q", path, sp.Facts.Arch)
+	}
+	return &sp, nil
+}
+
+// ErrStale says a saved plan no longer applies.
+var ErrStale = errors.New("saved plan is stale")
+
+// CheckKernel refuses the plan when live is not the kernel it was made for.
+func (sp *SavedPlan) CheckKernel(live *bpf.Facts) error {
+	if d := live.Differences(sp.Facts); len(d) > 0 {
+		return fmt.Errorf("%w: it was made for %s, and this kernel differs (%s); plan again", ErrStale, sp.Facts.Label(), strings.Join(d, "; "))
+	}
+	return nil
+}
+
+// CheckState refuses the plan when the state moved since it was made, or
+// when the plan it makes now differs from the saved one.
+func (sp *SavedPlan) CheckState(s *State, now *compiler.Plan) error {
+	if sp.Workspace != "" && sp.Workspace != s.Workspace {
+		return fmt.Errorf("saved plan is for workspace %q, not %q", sp.Workspace, s.Workspace)
+	}
+	// A plan made before the workspace's first write saw no lineage: the
+	// state it meant is one with no probes at serial 0.
+	fresh := sp.StateLineage == "" && sp.StateSerial == 0 && s.Serial == 0 && len(s.Probes) == 0
+	if !fresh && (sp.StateLineage != s.Lineage || sp.StateSerial != s.Serial) {
+		return fmt.Errorf("%w: the state moved since it was made (serial %d, now %d; lineage %s, now %s); plan again",
+			ErrStale, sp.StateSerial, s.Serial, short(sp.StateLineage), short(s.Lineage))
+	}
+	if len(sp.Plan.Changes) != len(now.Changes) {
+		return fmt.Errorf("%w: it no longer matches the kernel; plan again", ErrStale)
+	}
+	for i, c := range sp.Plan.Changes {
+		if c.Address != now.Changes[i].Address || c.Action != now.Changes[i].Action || c.Digest != now.Changes[i].Digest {
+			return fmt.Errorf("%w: %s now plans %s; plan again", ErrStale, c.Address, now.Changes[i].Action)
+		}
+	}
+	return nil
+}
