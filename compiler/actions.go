@@ -89,17 +89,19 @@ func ValueSize(kind spec.ActionKind) int {
 }
 
 // keyKind is how show decodes a key field or event field.
-func keyKind(x spec.Expr) string {
+func keyKind(x spec.Expr) KeyKind {
 	if x.Type() == spec.TypeString {
-		return "comm"
+		return KeyComm
 	}
 	if v, ok := x.(*spec.Var); ok {
 		switch v.Name {
-		case "func", "comm":
-			return v.Name
+		case "func":
+			return KeyFunc
+		case "comm":
+			return KeyComm
 		}
 	}
-	return "int"
+	return KeyInt
 }
 
 func keyName(x spec.Expr, i int) string {

@@ -60,7 +60,7 @@ type gen struct {
 	entryArea   int16
 	entryFields map[string]int
 	// storage is where entry data lives (StorageNone/Cookie/Map).
-	storage string
+	storage Storage
 	// sizes holds the instruction counts of the constructs of the program
 	// being generated, for blaming the largest when it is too large.
 	sizes []constructSize
@@ -78,7 +78,7 @@ func (g *gen) errorf(rng hcl.Range, summary, detail string, args ...any) {
 // for the target check alike. A session keeps up to 8 bytes in its cookie.
 // Otherwise an exit program runs only for calls whose entry wrote a slot,
 // so a slot is kept when there is data, or a when that can skip the exit.
-func entryStorage(p *spec.Probe, d decision) string {
+func entryStorage(p *spec.Probe, d decision) Storage {
 	entry, exit := handlers(p)
 	size := p.EntryData()
 	switch {
@@ -118,39 +118,39 @@ func (g *gen) build(d decision) {
 	for _, fam := range d.families {
 		switch fam {
 		case FamilyKprobeSession:
-			g.program("session", fam, ebpf.Kprobe, ebpf.AttachTraceKprobeSession, ctxRegs, g.sessionBody)
+			g.program(RoleSession, fam, ebpf.Kprobe, ebpf.AttachTraceKprobeSession, ctxRegs, g.sessionBody)
 		case FamilyKprobeMulti:
-			g.program("entry", fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.entryBody)
+			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.entryBody)
 		case FamilyKretprobeMulti:
-			g.program("exit", fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.exitBody)
+			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.exitBody)
 		case FamilyFentry:
-			g.program("entry", fam, ebpf.Tracing, ebpf.AttachTraceFEntry, ctxTracing, g.entryBody)
+			g.program(RoleEntry, fam, ebpf.Tracing, ebpf.AttachTraceFEntry, ctxTracing, g.entryBody)
 		case FamilyFexit:
-			g.program("exit", fam, ebpf.Tracing, ebpf.AttachTraceFExit, ctxTracing, g.exitBody)
+			g.program(RoleExit, fam, ebpf.Tracing, ebpf.AttachTraceFExit, ctxTracing, g.exitBody)
 		case FamilyKprobe, FamilyUprobe:
-			g.program("entry", fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.entryBody)
+			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.entryBody)
 		case FamilyKretprobe, FamilyUretprobe:
-			g.program("exit", fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.exitBody)
+			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.exitBody)
 		case FamilyUprobeMulti:
-			g.program("entry", fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.entryBody)
+			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.entryBody)
 		case FamilyUretprobeMulti:
-			g.program("exit", fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.exitBody)
+			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.exitBody)
 		case FamilyTracepoint:
-			g.program("event", fam, ebpf.TracePoint, ebpf.AttachNone, ctxTracepoint, g.entryBody)
+			g.program(RoleEvent, fam, ebpf.TracePoint, ebpf.AttachNone, ctxTracepoint, g.entryBody)
 		}
 	}
 }
 
 // programName is the kernel's name: the probe name cut to fit, and the role.
-func programName(name, role string) string {
-	suffix := map[string]string{"entry": "_e", "exit": "_x", "session": "_s", "event": "_t"}[role]
+func programName(name string, role Role) string {
+	suffix := map[Role]string{RoleEntry: "_e", RoleExit: "_x", RoleSession: "_s", RoleEvent: "_t"}[role]
 	if len(name) > 15-len(suffix) {
 		name = name[:15-len(suffix)]
 	}
 	return name + suffix
 }
 
-func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
+func (g *gen) program(role Role, family Family, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
 	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, ctx, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
@@ -178,7 +178,7 @@ func (g *gen) program(role, family string, typ ebpf.ProgramType, at ebpf.AttachT
 
 // finishError reports a program the emitter could not finish at the
 // construct that caused it.
-func (g *gen) finishError(role string, err error) {
+func (g *gen) finishError(role Role, err error) {
 	var stack *bpf.StackError
 	var jump *bpf.JumpError
 	switch {

@@ -16,9 +16,9 @@ const License = "GPL"
 // per-function programs the function ("exit:vfs_read").
 func ProgramKey(prog *Program, function string) string {
 	if prog.PerFunction {
-		return prog.Role + ":" + function
+		return string(prog.Role) + ":" + function
 	}
-	return prog.Role
+	return string(prog.Role)
 }
 
 // CollectionSpec returns the probe's maps and programs as cilium/ebpf
@@ -32,7 +32,7 @@ func (p *Probe) CollectionSpec(kernel *btf.Spec, functions []string) (*ebpf.Coll
 	for _, prog := range p.Programs {
 		insns, err := bpf.ResolveKfuncs(prog.Instructions, kernel)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s program: %w", p.Addr, prog.Role, err)
+			return nil, fmt.Errorf("%s %s program: %w", p.Address, prog.Role, err)
 		}
 		ps := &ebpf.ProgramSpec{
 			Name: prog.Name, Type: prog.Type, AttachType: prog.AttachType,
@@ -43,7 +43,7 @@ func (p *Probe) CollectionSpec(kernel *btf.Spec, functions []string) (*ebpf.Coll
 			continue
 		}
 		if len(functions) == 0 {
-			return nil, fmt.Errorf("%s %s program: per-function program with no functions", p.Addr, prog.Role)
+			return nil, fmt.Errorf("%s %s program: per-function program with no functions", p.Address, prog.Role)
 		}
 		for _, fn := range functions {
 			cp := ps.Copy()

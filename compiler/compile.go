@@ -31,7 +31,7 @@ func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	sort.Slice(out.Probes, func(i, j int) bool { return out.Probes[i].Addr.Less(out.Probes[j].Addr) })
+	sort.Slice(out.Probes, func(i, j int) bool { return out.Probes[i].Address.Less(out.Probes[j].Address) })
 	return out, diags
 }
 
@@ -40,10 +40,10 @@ func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.D
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
-	cp := &Probe{
-		Addr: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason,
-		Binary: p.Binary, PID: p.PID, Event: p.Event, Spec: p,
-	}
+	cp := &Probe{Spec: p, Description: Description{
+		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason,
+		Binary: p.Binary, PID: p.PID, Event: p.Event,
+	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)
 	}
@@ -67,6 +67,7 @@ func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.D
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	cp.Digest = cp.digest()
 	return cp, diags
 }
 
@@ -140,7 +141,7 @@ const (
 // families that attach them.
 func (g *gen) checkLinks(d decision) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	limits := map[string]int{
+	limits := map[Family]int{
 		FamilyKprobeMulti: MaxKprobeMulti, FamilyKretprobeMulti: MaxKprobeMulti, FamilyKprobeSession: MaxKprobeMulti,
 		FamilyUprobeMulti: MaxUprobeMulti, FamilyUretprobeMulti: MaxUprobeMulti,
 	}

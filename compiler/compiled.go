@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"strings"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/hashicorp/hcl/v2"
@@ -22,24 +24,36 @@ const (
 	RouteTracepoint Route = "tracepoint"
 )
 
+// Family is a link family: the kind of link a program is attached with.
+type Family string
+
 // Link families, as plans name them.
 const (
-	FamilyKprobeMulti    = "kprobe.multi"
-	FamilyKretprobeMulti = "kretprobe.multi"
-	FamilyKprobeSession  = "kprobe.session"
-	FamilyFentry         = "fentry"
-	FamilyFexit          = "fexit"
-	FamilyKprobe         = "kprobe"
-	FamilyKretprobe      = "kretprobe"
-	FamilyUprobeMulti    = "uprobe.multi"
-	FamilyUretprobeMulti = "uretprobe.multi"
-	FamilyUprobe         = "uprobe"
-	FamilyUretprobe      = "uretprobe"
-	FamilyTracepoint     = "tracepoint"
+	FamilyKprobeMulti    Family = "kprobe.multi"
+	FamilyKretprobeMulti Family = "kretprobe.multi"
+	FamilyKprobeSession  Family = "kprobe.session"
+	FamilyFentry         Family = "fentry"
+	FamilyFexit          Family = "fexit"
+	FamilyKprobe         Family = "kprobe"
+	FamilyKretprobe      Family = "kretprobe"
+	FamilyUprobeMulti    Family = "uprobe.multi"
+	FamilyUretprobeMulti Family = "uretprobe.multi"
+	FamilyUprobe         Family = "uprobe"
+	FamilyUretprobe      Family = "uretprobe"
+	FamilyTracepoint     Family = "tracepoint"
 )
 
+// JoinFamilies writes families as plans do: "kprobe.multi + kretprobe.multi".
+func JoinFamilies(fams []Family) string {
+	s := make([]string, len(fams))
+	for i, f := range fams {
+		s[i] = string(f)
+	}
+	return strings.Join(s, " + ")
+}
+
 // Multi reports whether one link of family covers every function.
-func Multi(family string) bool {
+func Multi(family Family) bool {
 	switch family {
 	case FamilyKprobeMulti, FamilyKretprobeMulti, FamilyKprobeSession, FamilyUprobeMulti, FamilyUretprobeMulti, FamilyTracepoint:
 		return true
@@ -47,11 +61,35 @@ func Multi(family string) bool {
 	return false
 }
 
+// Storage is where entry data lives between a call's entry and its exit.
+type Storage string
+
 // Entry-data storage.
 const (
-	StorageNone   = "none"   // nothing passes from entry to exit
-	StorageCookie = "cookie" // the kprobe.session cookie (8 bytes)
-	StorageMap    = "map"    // a per-call slot in an LRU hash keyed by (thread, function)
+	StorageNone   Storage = "none"   // nothing passes from entry to exit
+	StorageCookie Storage = "cookie" // the kprobe.session cookie (8 bytes)
+	StorageMap    Storage = "map"    // a per-call slot in an LRU hash keyed by (thread, function)
+)
+
+// Role is what a program does for its probe.
+type Role string
+
+// The program roles.
+const (
+	RoleEntry   Role = "entry"   // runs at function entry
+	RoleExit    Role = "exit"    // runs at function return
+	RoleSession Role = "session" // both, one kprobe.session program
+	RoleEvent   Role = "event"   // a tracepoint's program
+)
+
+// KeyKind is how a key or event field decodes.
+type KeyKind string
+
+// The key kinds.
+const (
+	KeyInt  KeyKind = "int"  // a signed integer
+	KeyFunc KeyKind = "func" // the index of the probe's function: its name
+	KeyComm KeyKind = "comm" // a task name, NUL-padded
 )
 
 // Output is what the kernel should have for a config on one target.
@@ -60,26 +98,36 @@ type Output struct {
 	Probes []*Probe
 }
 
+// Description says what a compiled probe is: its address, its route and
+// why, its link families, its functions or event, where entry data lives,
+// and its digest. Plans, state and status carry it embedded: a probe is
+// described once, here.
+type Description struct {
+	Address bpf.Address `json:"address"`
+	Route   Route       `json:"route"`
+	Attach  []Family    `json:"attach"`
+	Reason  string      `json:"reason"`
+	// Functions is what the patterns resolved to on the target (sorted, the
+	// index is the attach cookie), or nil when the target's function list
+	// is unknown; Patterns and Exclude are as written.
+	Functions []string  `json:"functions"`
+	Patterns  []string  `json:"patterns,omitempty"`
+	Exclude   []string  `json:"exclude,omitempty"`
+	Binary    string    `json:"binary,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	Event     string    `json:"event,omitempty"`
+	EntryData EntryData `json:"entry_data"`
+	// Digest identifies the compiled probe: equal digests, equal kernel
+	// objects.
+	Digest string `json:"digest"`
+}
+
 // Probe is one compiled probe.
 type Probe struct {
-	Addr   bpf.Address
-	Route  Route
-	Attach []string // link families
-	Reason string
+	Description
 
-	// Patterns and Exclude are as written; Functions is what they resolved
-	// to on the target (sorted, the index is the attach cookie), or nil when
-	// the target's function list is unknown.
-	Patterns  []string
-	Exclude   []string
-	Functions []string
-	Binary    string
-	PID       int
-	Event     string
-
-	EntryData EntryData
-	Programs  []*Program
-	Maps      []*Map
+	Programs []*Program
+	Maps     []*Map
 	// Aggregations decode the maps; Events decode ring buffer records.
 	Aggregations []*Aggregation
 	Events       []*EventLayout
@@ -101,18 +149,17 @@ type Stats struct {
 
 // EntryData is what the entry handler keeps for the exit handler.
 type EntryData struct {
-	Size    int    `json:"size"`
-	Storage string `json:"storage"`
+	Size    int     `json:"size"`
+	Storage Storage `json:"storage"`
 }
 
 // Program is one BPF program of a probe.
 type Program struct {
 	// Name is the kernel's name for it (at most 15 characters).
 	Name string
-	// Role is "entry", "exit" or "session" (both), or "event" for tracepoints.
-	Role string
+	Role Role
 	// Family is the link family it is attached with.
-	Family     string
+	Family     Family
 	Type       ebpf.ProgramType
 	AttachType ebpf.AttachType
 	// PerFunction: loaded once per function (fentry/fexit: AttachTo).
@@ -144,10 +191,10 @@ func (m *Map) Spec() *ebpf.MapSpec {
 
 // KeyField is one part of an aggregation's key.
 type KeyField struct {
-	Name   string `json:"name"`
-	Kind   string `json:"kind"` // "int", "func", "comm"
-	Offset int    `json:"offset"`
-	Size   int    `json:"size"`
+	Name   string  `json:"name"`
+	Kind   KeyKind `json:"kind"`
+	Offset int     `json:"offset"`
+	Size   int     `json:"size"`
 }
 
 // AggregationKind is what an aggregation keeps, as plans, state and show

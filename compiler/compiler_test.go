@@ -132,7 +132,7 @@ func TestRoutes(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-%s", i, tt.profile), func(t *testing.T) {
 			out := compileText(t, mustProfile(t, tt.profile), tt.src)
 			p := out.Probes[0]
-			got := want{p.Route, strings.Join(p.Attach, " ")}
+			got := want{p.Route, strings.ReplaceAll(compiler.JoinFamilies(p.Attach), " + ", " ")}
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v (reason: %s)", got, tt.want, p.Reason)
 			}
@@ -162,8 +162,9 @@ func TestFgraphWithoutFastPath(t *testing.T) {
 func TestEntryDataStorage(t *testing.T) {
 	f := mustProfile(t, "linux-7.2-amd64")
 	tests := []struct {
-		save, storage string
-		size          int
+		save    string
+		storage compiler.Storage
+		size    int
 	}{
 		{"{ t = ktime }", compiler.StorageCookie, 8},
 		{"{ t = ktime, a = arg0 }", compiler.StorageMap, 16},
@@ -219,7 +220,7 @@ func TestGolden(t *testing.T) {
 			var listing strings.Builder
 			for _, p := range out.Probes {
 				for _, prog := range p.Programs {
-					fmt.Fprintf(&listing, "## %s %s (%s, %s)\n%v\n", p.Addr, prog.Role, prog.Family, prog.Type, prog.Instructions)
+					fmt.Fprintf(&listing, "## %s %s (%s, %s)\n%v\n", p.Address, prog.Role, prog.Family, prog.Type, prog.Instructions)
 				}
 			}
 			plan, _ := json.MarshalIndent(compiler.NewPlan(out), "", "  ")
@@ -255,8 +256,8 @@ func TestDeterministic(t *testing.T) {
 	a := compileFiles(t, f, "../examples")
 	b := compileFiles(t, f, "../examples")
 	for i := range a.Probes {
-		if a.Probes[i].Digest() != b.Probes[i].Digest() {
-			t.Errorf("%s: two compilations differ", a.Probes[i].Addr)
+		if a.Probes[i].Digest != b.Probes[i].Digest {
+			t.Errorf("%s: two compilations differ", a.Probes[i].Address)
 		}
 	}
 }

@@ -14,12 +14,15 @@ import (
 // only in ways that keep existing fields' meaning.
 const PlanFormatVersion = "1"
 
+// Action is what a plan does to a probe.
+type Action string
+
 // Actions a plan can take on a probe.
 const (
-	ActionCreate  = "create"
-	ActionReplace = "replace"
-	ActionDelete  = "delete"
-	ActionNoOp    = "no-op"
+	ActionCreate  Action = "create"
+	ActionReplace Action = "replace"
+	ActionDelete  Action = "delete"
+	ActionNoOp    Action = "no-op"
 )
 
 // Plan is what would change on a target: the stable, documented JSON of
@@ -46,38 +49,25 @@ type Summary struct {
 	NoOp    int `json:"no_op"`
 }
 
-// Change is one probe's entry in a plan.
+// Change is one probe's entry in a plan: the probe's description, what
+// the plan does to it and why, and what it costs.
 type Change struct {
-	Address string `json:"address"`
-	Action  string `json:"action"`
-	// Why says what changed, for replace.
-	Why    string   `json:"why,omitempty"`
-	Route  Route    `json:"route"`
-	Attach []string `json:"attach"`
-	Reason string   `json:"reason"`
-	// Functions resolved on the target (null when the target's function
-	// list is unknown: Patterns are resolved at apply).
-	Functions []string `json:"functions"`
-	Patterns  []string `json:"patterns,omitempty"`
-	Exclude   []string `json:"exclude,omitempty"`
-	Binary    string   `json:"binary,omitempty"`
-	PID       int      `json:"pid,omitempty"`
-	Event     string   `json:"event,omitempty"`
+	Description
+	Action Action `json:"action"`
+	// Why says what changed, for replace and delete.
+	Why string `json:"why,omitempty"`
 	// Links is the number of links, null when it depends on unresolved functions.
 	Links       *int          `json:"links"`
-	EntryData   EntryData     `json:"entry_data"`
 	Programs    []PlanProgram `json:"programs"`
 	Maps        []PlanMap     `json:"maps"`
 	MemoryBytes int64         `json:"memory_bytes"`
-	// Digest identifies the compiled probe: equal digests, equal kernel objects.
-	Digest string `json:"digest"`
 }
 
 // PlanProgram is a program in a plan.
 type PlanProgram struct {
 	Name         string `json:"name"`
-	Role         string `json:"role"`
-	Family       string `json:"family"`
+	Role         Role   `json:"role"`
+	Family       Family `json:"family"`
 	Type         string `json:"type"`
 	AttachType   string `json:"attach_type,omitempty"`
 	Instructions int    `json:"instructions"`
@@ -123,13 +113,8 @@ func (p *Plan) Count() {
 }
 
 // Change describes the probe as a plan entry.
-func (p *Probe) Change(action string, facts *bpf.Facts) *Change {
-	c := &Change{
-		Address: p.Addr.String(), Action: action, Route: p.Route, Attach: p.Attach, Reason: p.Reason,
-		Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude,
-		Binary: p.Binary, PID: p.PID, Event: p.Event,
-		EntryData: p.EntryData, Links: p.LinkCount(), Digest: p.Digest(),
-	}
+func (p *Probe) Change(action Action, facts *bpf.Facts) *Change {
+	c := &Change{Description: p.Description, Action: action, Links: p.LinkCount()}
 	for _, prog := range p.Programs {
 		c.Programs = append(c.Programs, PlanProgram{
 			Name: prog.Name, Role: prog.Role, Family: prog.Family, Type: prog.Type.String(),
@@ -201,13 +186,13 @@ func (p *Probe) MemoryBytes(cpus int) int64 {
 	return total
 }
 
-// Digest is a hash of everything that makes the probe's kernel objects:
+// digest is a hash of everything that makes the probe's kernel objects:
 // programs, maps, functions and attach families. Two compilations with the
 // same digest need no change in the kernel.
-func (p *Probe) Digest() string {
+func (p *Probe) digest() string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode([]any{p.Addr.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData})
+	_ = enc.Encode([]any{p.Address.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData})
 	for _, m := range p.Maps {
 		_ = enc.Encode(m)
 	}

@@ -11,7 +11,7 @@ import (
 // decision is a route and the link families that realise it.
 type decision struct {
 	route    Route
-	families []string
+	families []Family
 	session  bool
 	reason   string
 }
@@ -31,7 +31,7 @@ func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 			return decision{}, diagf(p.DeclRange, "No tracepoint support",
 				"The target (%s) cannot attach tracepoint programs.", f.Label())
 		}
-		return decision{route: RouteTracepoint, families: []string{FamilyTracepoint},
+		return decision{route: RouteTracepoint, families: []Family{FamilyTracepoint},
 			reason: "tracepoint: a perf link on the event"}, nil
 	case bpf.KindUser:
 		return chooseUserRoute(p, f)
@@ -67,22 +67,22 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 	}
 	multi := func(why string) decision {
 		if !exit {
-			return decision{route: multiEntryRoute(), families: []string{FamilyKprobeMulti},
+			return decision{route: multiEntryRoute(), families: []Family{FamilyKprobeMulti},
 				reason: why + "entry only: one kprobe.multi link for all functions; " + fprobe()}
 		}
-		fams := []string{FamilyKretprobeMulti}
+		fams := []Family{FamilyKretprobeMulti}
 		if entry {
-			fams = []string{FamilyKprobeMulti, FamilyKretprobeMulti}
+			fams = []Family{FamilyKprobeMulti, FamilyKretprobeMulti}
 		}
 		return decision{route: multiExitRoute(), families: fams,
 			reason: why + "entry and exit as kprobe.multi + kretprobe.multi links; " + fprobe()}
 	}
 	session := func(why string) decision {
-		return decision{route: multiExitRoute(), families: []string{FamilyKprobeSession}, session: true,
+		return decision{route: multiExitRoute(), families: []Family{FamilyKprobeSession}, session: true,
 			reason: why + "entry and exit in one kprobe.session program, the entry deciding whether the exit runs; " + fprobe()}
 	}
 	trampoline := func(why string) decision {
-		var fams []string
+		var fams []Family
 		if entry {
 			fams = append(fams, FamilyFentry)
 		}
@@ -93,7 +93,7 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 			reason: why + "one BPF trampoline per function (fentry/fexit)"}
 	}
 	legacy := func(why string) decision {
-		var fams []string
+		var fams []Family
 		if entry {
 			fams = append(fams, FamilyKprobe)
 		}
@@ -112,7 +112,7 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 			"attach = %q needs %s, which the target (%s) lacks. Use attach = \"auto\" to let probectl choose a route this kernel has.",
 			family, needs, f.Label())
 	}
-	switch p.Attach {
+	switch Family(p.Attach) {
 	case FamilyKprobeMulti:
 		if !haveMulti {
 			return missing(p.Attach, "the kprobe.multi link (Linux 5.18 with CONFIG_FPROBE; arm64 from 6.14)")
@@ -152,8 +152,8 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 
 func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 	entry, exit := handlers(p)
-	fams := func(e, x string) []string {
-		var out []string
+	fams := func(e, x Family) []Family {
+		var out []Family
 		if entry {
 			out = append(out, e)
 		}
@@ -163,12 +163,12 @@ func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 		return out
 	}
 	switch {
-	case p.Attach == FamilyUprobeMulti && !f.Links.UprobeMulti:
+	case Family(p.Attach) == FamilyUprobeMulti && !f.Links.UprobeMulti:
 		return decision{}, diagf(p.AttachRange, "Attach family not available",
 			"attach = \"uprobe.multi\" needs Linux 6.6, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
 	case !f.Links.Uprobe:
 		return decision{}, diagf(p.DeclRange, "No uprobe support", "The target (%s) cannot attach uprobes (CONFIG_UPROBES off).", f.Label())
-	case p.Attach == FamilyUprobe:
+	case Family(p.Attach) == FamilyUprobe:
 		return decision{route: RouteUprobe, families: fams(FamilyUprobe, FamilyUretprobe),
 			reason: "attach = \"uprobe\": one uprobe/uretprobe perf link per function"}, nil
 	case f.Links.UprobeMulti:

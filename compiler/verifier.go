@@ -54,7 +54,7 @@ func VerifierDiagnostic(p *Probe, prog *Program, err error) *hcl.Diagnostic {
 		Severity: hcl.DiagError,
 		Summary:  "Verifier rejected program",
 		Detail: fmt.Sprintf("The kernel's verifier rejected the %s program of %s at instruction %d%s: %v.\nIts last lines:\n  %s\nThis is a probectl bug unless the kernel lacks something the plan assumed; please report it with the spec.",
-			prog.Role, p.Addr, insn, where, ve.Cause, strings.Join(tail, "\n  ")),
+			prog.Role, p.Address, insn, where, ve.Cause, strings.Join(tail, "\n  ")),
 		Subject: rng,
 	}
 	return d

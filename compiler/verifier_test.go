@@ -34,7 +34,7 @@ func loadAll(t *testing.T, out *compiler.Output, kernel *btf.Spec) int {
 	for _, p := range out.Probes {
 		cs, err := p.CollectionSpec(kernel, []string{"vfs_read"})
 		if err != nil {
-			t.Fatalf("%s: %v", p.Addr, err)
+			t.Fatalf("%s: %v", p.Address, err)
 		}
 		for _, prog := range p.Programs {
 			if prog.Type == ebpf.Tracing {
@@ -45,9 +45,9 @@ func loadAll(t *testing.T, out *compiler.Output, kernel *btf.Spec) int {
 			coll, err := ebpf.NewCollection(one)
 			if err != nil {
 				if d := compiler.VerifierDiagnostic(p, prog, err); d != nil {
-					t.Errorf("%s %s (%s) on %s: %s: %s", p.Addr, prog.Role, prog.Family, out.Facts.Name, d.Subject, d.Detail)
+					t.Errorf("%s %s (%s) on %s: %s: %s", p.Address, prog.Role, prog.Family, out.Facts.Name, d.Subject, d.Detail)
 				} else {
-					t.Errorf("%s %s (%s) on %s: %v", p.Addr, prog.Role, prog.Family, out.Facts.Name, err)
+					t.Errorf("%s %s (%s) on %s: %v", p.Address, prog.Role, prog.Family, out.Facts.Name, err)
 				}
 				continue
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -24,16 +23,16 @@ type LoadError struct {
 
 func (e *LoadError) Error() string {
 	if e.Program == nil {
-		return fmt.Sprintf("%s: load: %v%s", e.Probe.Addr, e.Err, hint(e.Err))
+		return fmt.Sprintf("%s: load: %v%s", e.Probe.Address, e.Err, hint(e.Err))
 	}
-	return fmt.Sprintf("%s: load %s program: %v%s", e.Probe.Addr, e.Program.Role, e.Err, hint(e.Err))
+	return fmt.Sprintf("%s: load %s program: %v%s", e.Probe.Address, e.Program.Role, e.Err, hint(e.Err))
 }
 
 func (e *LoadError) Unwrap() error { return e.Err }
 
 // Result says what an apply or destroy did.
 type Result struct {
-	Created, Replaced, Deleted, Unchanged []string
+	Created, Replaced, Deleted, Unchanged []bpf.Address
 	// Leftovers are old pin directories that could not be removed; the next
 	// command removes them.
 	Leftovers []string
@@ -86,26 +85,22 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		return nil, nil, errors.New("apply needs the workspace lock (Begin)")
 	}
 	res := &Result{}
-	byAddr := map[string]*compiler.Probe{}
+	byAddr := map[bpf.Address]*compiler.Probe{}
 	for _, p := range out.Probes {
-		byAddr[p.Addr.String()] = p
+		byAddr[p.Address] = p
 	}
 	var changes []*change
 	gone := map[bpf.Address]bool{}
 	for _, c := range plan.Changes {
-		addr, err := bpf.ParseAddress(c.Address)
-		if err != nil {
-			return nil, nil, err
-		}
 		switch c.Action {
 		case compiler.ActionCreate, compiler.ActionReplace:
 			p := byAddr[c.Address]
-			if p == nil || p.Digest() != c.Digest {
+			if p == nil || p.Digest != c.Digest {
 				return nil, nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
 			}
-			changes = append(changes, &change{live: live{probe: p}, old: s.Probe(addr)})
+			changes = append(changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
 		case compiler.ActionDelete:
-			gone[addr] = true
+			gone[c.Address] = true
 			res.Deleted = append(res.Deleted, c.Address)
 		default:
 			res.Unchanged = append(res.Unchanged, c.Address)
@@ -142,12 +137,12 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
 	replaced := map[bpf.Address]bool{}
 	for _, c := range changes {
-		replaced[c.probe.Addr] = true
+		replaced[c.probe.Address] = true
 		next.Probes = append(next.Probes, c.state)
 		if c.old != nil {
-			res.Replaced = append(res.Replaced, c.probe.Addr.String())
+			res.Replaced = append(res.Replaced, c.probe.Address)
 		} else {
-			res.Created = append(res.Created, c.probe.Addr.String())
+			res.Created = append(res.Created, c.probe.Address)
 		}
 	}
 	var oldDirs []string
@@ -185,16 +180,16 @@ func (w *Workspace) commit(next *State) error {
 // the program it belongs to.
 func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	p := l.probe
-	if err := w.step("load %s", p.Addr); err != nil {
+	if err := w.step("load %s", p.Address); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	if p.Functions == nil && p.Addr.Kind != bpf.KindTracepoint {
+	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint {
 		return &LoadError{Probe: p, Err: errors.New("functions are not resolved; plan against the live kernel")}
 	}
 	if *kernelBTF == nil && needsBTF(p) {
 		spec, err := btf.LoadKernelSpec()
 		if err != nil {
-			return fmt.Errorf("%s: kernel BTF: %w", p.Addr, err)
+			return fmt.Errorf("%s: kernel BTF: %w", p.Address, err)
 		}
 		*kernelBTF = spec
 	}
@@ -208,7 +203,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 		if errors.As(err, &ve) {
 			for _, prog := range p.Programs {
 				// cilium/ebpf names the failing program: "program ROLE[:FUNCTION]: ...".
-				if strings.Contains(err.Error(), "program "+prog.Role) {
+				if strings.Contains(err.Error(), "program "+string(prog.Role)) {
 					return &LoadError{Probe: p, Program: prog, Err: err}
 				}
 			}
@@ -252,9 +247,9 @@ func needsBTF(p *compiler.Probe) bool {
 // created itself.
 func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 	p := c.probe
-	name := fmt.Sprintf("%s-%s-%d", p.Addr.Kind, p.Addr.Name, serial) // bpffs refuses dots
+	name := fmt.Sprintf("%s-%s-%d", p.Address.Kind, p.Address.Name, serial) // bpffs refuses dots
 	if err := w.pins.mkdirExcl(name); err != nil {
-		return nil, fmt.Errorf("%s: pin directory: %w (the state's serial %d is behind the pins: was the state file edited or restored from a backup?)", p.Addr, err, serial-1)
+		return nil, fmt.Errorf("%s: pin directory: %w (the state's serial %d is behind the pins: was the state file edited or restored from a backup?)", p.Address, err, serial-1)
 	}
 	t.onUndo(func() { _ = w.pins.removeAll(name) })
 	d, err := w.pins.sub(name, false, trustPrivate)
@@ -262,20 +257,16 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 		return nil, err
 	}
 	defer d.close()
-	ps := &ProbeState{
-		Address: p.Addr, Digest: p.Digest(), Route: p.Route, Attach: p.Attach, Reason: p.Reason,
-		Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude, Binary: p.Binary, PID: p.PID, Event: p.Event,
-		EntryData: p.EntryData, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats,
-		AppliedAt: time.Now().UTC().Truncate(time.Second), BootID: bootID(), PinDir: name,
-	}
+	ps := newProbeState(p)
+	ps.BootID, ps.PinDir = bootID(), name
 	for _, a := range c.links {
 		if a.file != nil {
 			ps.BinaryFile = a.file
 		}
 	}
 	for _, m := range p.Maps {
-		if err := w.step("pin %s map %s", p.Addr, m.Ref); err != nil {
-			return nil, fmt.Errorf("%s: pin map %s: %w", p.Addr, m.Ref, err)
+		if err := w.step("pin %s map %s", p.Address, m.Ref); err != nil {
+			return nil, fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
 		}
 		pin := "map_" + m.Ref
 		path, err := d.procPath(pin)
@@ -284,18 +275,18 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 		}
 		km := c.coll.Maps[m.Ref]
 		if err := km.Pin(path); err != nil {
-			return nil, fmt.Errorf("%s: pin map %s: %w", p.Addr, m.Ref, err)
+			return nil, fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
 		}
 		info, err := km.Info()
 		if err != nil {
-			return nil, fmt.Errorf("%s: map info: %w", p.Addr, err)
+			return nil, fmt.Errorf("%s: map info: %w", p.Address, err)
 		}
 		id, _ := info.ID()
 		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: pin})
 	}
 	for i, a := range c.links {
-		if err := w.step("pin %s link %d", p.Addr, i); err != nil {
-			return nil, fmt.Errorf("%s: pin link: %w", p.Addr, err)
+		if err := w.step("pin %s link %d", p.Address, i); err != nil {
+			return nil, fmt.Errorf("%s: pin link: %w", p.Address, err)
 		}
 		pin := fmt.Sprintf("link_%d", i)
 		path, err := d.procPath(pin)
@@ -303,17 +294,17 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 			return nil, err
 		}
 		if err := a.link.Pin(path); err != nil {
-			return nil, fmt.Errorf("%s: pin %s link: %w", p.Addr, a.family, err)
+			return nil, fmt.Errorf("%s: pin %s link: %w", p.Address, a.family, err)
 		}
 		info, err := a.link.Info()
 		if err != nil {
-			return nil, fmt.Errorf("%s: link info: %w", p.Addr, err)
+			return nil, fmt.Errorf("%s: link info: %w", p.Address, err)
 		}
 		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: info.ID,
 			Program: a.program, ProgramID: info.Program, Pin: pin})
 	}
-	if err := w.step("pin %s meta", p.Addr); err != nil {
-		return nil, fmt.Errorf("%s: pin meta: %w", p.Addr, err)
+	if err := w.step("pin %s meta", p.Address); err != nil {
+		return nil, fmt.Errorf("%s: pin meta: %w", p.Address, err)
 	}
 	b, err := json.Marshal(ps)
 	if err != nil {
@@ -321,7 +312,7 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 	}
 	mid, err := pinBlob(d, metaPin, "probectl.meta", b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: pin meta: %w", p.Addr, err)
+		return nil, fmt.Errorf("%s: pin meta: %w", p.Address, err)
 	}
 	w.created("map", uint32(mid))
 	ps.MetaID = mid
@@ -368,7 +359,7 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 	for _, p := range s.Probes {
 		if len(want) == 0 || want[p.Address] {
 			dirs = append(dirs, p.PinDir)
-			res.Deleted = append(res.Deleted, p.Address.String())
+			res.Deleted = append(res.Deleted, p.Address)
 			continue
 		}
 		next.Probes = append(next.Probes, p)

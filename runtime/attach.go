@@ -17,7 +17,7 @@ import (
 
 // attached is one link of a probe, before and after pinning.
 type attached struct {
-	family   string
+	family   compiler.Family
 	function string
 	program  string
 	link     link.Link
@@ -28,13 +28,13 @@ type attached struct {
 // kernel's reason.
 type AttachError struct {
 	Probe    string
-	Family   string
+	Family   compiler.Family
 	Function string
 	Err      error
 }
 
 func (e *AttachError) Error() string {
-	what := e.Family
+	what := string(e.Family)
 	if e.Function != "" {
 		what += " to " + e.Function
 	}
@@ -66,7 +66,7 @@ type linker struct {
 }
 
 // attachers attach each link family.
-var attachers = map[string]func(*linker) error{
+var attachers = map[compiler.Family]func(*linker) error{
 	compiler.FamilyKprobeMulti:    (*linker).kprobeMulti,
 	compiler.FamilyKretprobeMulti: (*linker).kprobeMulti,
 	compiler.FamilyKprobeSession:  (*linker).kprobeMulti,
@@ -87,7 +87,7 @@ func (w *Workspace) attach(t *txn, l *live) error {
 	for _, prog := range l.probe.Programs {
 		fn := attachers[prog.Family]
 		if fn == nil {
-			return fmt.Errorf("%s: unknown link family %q", l.probe.Addr, prog.Family)
+			return fmt.Errorf("%s: unknown link family %q", l.probe.Address, prog.Family)
 		}
 		lk := &linker{w: w, p: l.probe, prog: prog, coll: l.coll, onLink: func(a attached) {
 			l.links = append(l.links, a)
@@ -104,12 +104,12 @@ func (w *Workspace) attach(t *txn, l *live) error {
 }
 
 func (l *linker) fail(fn string, err error) error {
-	return &AttachError{Probe: l.p.Addr.String(), Family: l.prog.Family, Function: fn, Err: err}
+	return &AttachError{Probe: l.p.Address.String(), Family: l.prog.Family, Function: fn, Err: err}
 }
 
 // one makes one link to function fn ("" for links over every function).
 func (l *linker) one(fn string, file *FileID, mk func(*ebpf.Program) (link.Link, error)) error {
-	if err := l.w.step("attach %s %s %s", l.p.Addr, l.prog.Family, fn); err != nil {
+	if err := l.w.step("attach %s %s %s", l.p.Address, l.prog.Family, fn); err != nil {
 		return l.fail(fn, err)
 	}
 	key := compiler.ProgramKey(l.prog, fn)

@@ -20,14 +20,14 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 	}
 	seen := map[bpf.Address]bool{}
 	for _, p := range out.Probes {
-		seen[p.Addr] = true
-		old := s.Probe(p.Addr)
+		seen[p.Address] = true
+		old := s.Probe(p.Address)
 		action, why := compiler.ActionCreate, ""
 		switch {
 		case old == nil:
-		case len(drift[p.Addr]) > 0:
-			action, why = compiler.ActionReplace, "drift: "+strings.Join(drift[p.Addr], "; ")
-		case old.Digest == p.Digest():
+		case len(drift[p.Address]) > 0:
+			action, why = compiler.ActionReplace, "drift: "+strings.Join(drift[p.Address], "; ")
+		case old.Digest == p.Digest:
 			action = compiler.ActionNoOp
 		default:
 			action, why = compiler.ActionReplace, whyReplace(old, p)
@@ -40,19 +40,17 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 		if seen[old.Address] {
 			continue
 		}
-		plan.Changes = append(plan.Changes, &compiler.Change{
-			Address: old.Address.String(), Action: compiler.ActionDelete, Why: "no longer in the specs",
-			Route: old.Route, Attach: old.Attach, Reason: old.Reason, Functions: old.Functions,
-			Patterns: old.Patterns, Binary: old.Binary, Event: old.Event, EntryData: old.EntryData, Digest: old.Digest,
-		})
+		plan.Changes = append(plan.Changes, DeleteChange(old, "no longer in the specs"))
 	}
-	sort.Slice(plan.Changes, func(i, j int) bool {
-		a, _ := bpf.ParseAddress(plan.Changes[i].Address)
-		b, _ := bpf.ParseAddress(plan.Changes[j].Address)
-		return a.Less(b)
-	})
+	sort.Slice(plan.Changes, func(i, j int) bool { return plan.Changes[i].Address.Less(plan.Changes[j].Address) })
 	plan.Count()
 	return plan
+}
+
+// DeleteChange is the plan entry that removes an applied probe: its
+// description as applied, whole.
+func DeleteChange(old *ProbeState, why string) *compiler.Change {
+	return &compiler.Change{Description: old.Description, Action: compiler.ActionDelete, Why: why}
 }
 
 // whyReplace names what changed between an applied probe and its new compilation.
@@ -61,8 +59,8 @@ func whyReplace(old *ProbeState, p *compiler.Probe) string {
 	if old.Route != p.Route {
 		why = append(why, fmt.Sprintf("route %s → %s", old.Route, p.Route))
 	}
-	if strings.Join(old.Attach, "+") != strings.Join(p.Attach, "+") {
-		why = append(why, fmt.Sprintf("attach %s → %s", strings.Join(old.Attach, " + "), strings.Join(p.Attach, " + ")))
+	if a, b := compiler.JoinFamilies(old.Attach), compiler.JoinFamilies(p.Attach); a != b {
+		why = append(why, fmt.Sprintf("attach %s → %s", a, b))
 	}
 	added, removed := setDiff(p.Functions, old.Functions), setDiff(old.Functions, p.Functions)
 	if len(added) > 0 {

@@ -32,8 +32,8 @@ func TestUprobeCountsExactly(t *testing.T) {
   }
 }`)
 			p := s.Probes[0]
-			wantFamily := map[string]string{"uprobe": "uprobe", "uprobe.multi": "uprobe.multi"}[attach]
-			if strings.Join(p.Attach, ",") != wantFamily {
+			wantFamily := attach
+			if compiler.JoinFamilies(p.Attach) != wantFamily {
 				t.Fatalf("attach %v, want %s", p.Attach, wantFamily)
 			}
 			runWork(t, n)
@@ -282,7 +282,7 @@ func TestReplaceCreatesBeforeDestroying(t *testing.T) {
 	w.SetFault(nil)
 	var c *compiler.Change
 	for _, x := range plan.Changes {
-		if x.Address == "user.calls" {
+		if x.Address.String() == "user.calls" {
 			c = x
 		}
 	}

@@ -188,7 +188,7 @@ type family struct {
 	entry   bool   // on_entry present (with when and save)
 	save    string // the save object
 	want    string // the link families the plan must pick
-	storage string
+	storage compiler.Storage
 	needs   func(*bpf.Facts) bool
 }
 
@@ -200,10 +200,10 @@ func families(f *bpf.Facts) []family {
 	return []family{
 		{"kprobe.session", true, "{ start = ktime }", "kprobe.session", compiler.StorageCookie, session},
 		{"kprobe.session", true, "{ start = ktime, fd = arg0 }", "kprobe.session", compiler.StorageMap, session},
-		{"kprobe.multi", true, "{ start = ktime }", "kprobe.multi kretprobe.multi", compiler.StorageMap, multi},
-		{"fentry", true, "{ start = ktime }", "fentry fexit", compiler.StorageMap, fentry},
+		{"kprobe.multi", true, "{ start = ktime }", "kprobe.multi + kretprobe.multi", compiler.StorageMap, multi},
+		{"fentry", true, "{ start = ktime }", "fentry + fexit", compiler.StorageMap, fentry},
 		{"fentry", false, "", "fexit", compiler.StorageNone, fentry},
-		{"kprobe", true, "{ start = ktime }", "kprobe kretprobe", compiler.StorageMap, kprobe},
+		{"kprobe", true, "{ start = ktime }", "kprobe + kretprobe", compiler.StorageMap, kprobe},
 	}
 }
 
@@ -222,7 +222,7 @@ func TestKernelFamiliesExact(t *testing.T) {
 			t.Logf("%s is not offered by %s", fam.want, f.Label())
 			continue
 		}
-		t.Run(fmt.Sprintf("%d-%s", i, strings.ReplaceAll(fam.want, " ", "+")), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d-%s", i, strings.ReplaceAll(fam.want, " + ", "+")), func(t *testing.T) {
 			ran++
 			wk := newWorker(t)
 			tid := wk.tid
@@ -249,7 +249,7 @@ func TestKernelFamiliesExact(t *testing.T) {
 			w := workspace(t)
 			out := kcompile(t, f, src, tid)
 			p := out.Probes[0]
-			if got := strings.Join(p.Attach, " "); got != fam.want || p.EntryData.Storage != fam.storage {
+			if got := compiler.JoinFamilies(p.Attach); got != fam.want || p.EntryData.Storage != fam.storage {
 				t.Fatalf("plan: %s with entry data in %s, want %s in %s", got, p.EntryData.Storage, fam.want, fam.storage)
 			}
 			s, err := kapply(t, w, out)
@@ -332,8 +332,8 @@ probe "kernel" "entry_exit" {
 		planned := kcompile(t, profile, src, tid)
 		for i, p := range out.Probes {
 			q := planned.Probes[i]
-			if p.Route != q.Route || strings.Join(p.Attach, " ") != strings.Join(q.Attach, " ") {
-				t.Errorf("%s: live route %s via %v, the %s plan promised %s via %v", p.Addr, p.Route, p.Attach, name, q.Route, q.Attach)
+			if p.Route != q.Route || compiler.JoinFamilies(p.Attach) != compiler.JoinFamilies(q.Attach) {
+				t.Errorf("%s: live route %s via %v, the %s plan promised %s via %v", p.Address, p.Route, p.Attach, name, q.Route, q.Attach)
 			}
 		}
 	}
@@ -363,7 +363,7 @@ probe "kernel" "entry_exit" {
 		t.Logf("%s takes a pt_regs pointer: the argument check needs ksys_write", wfn)
 	}
 	for _, p := range out.Probes {
-		t.Logf("%s: %s via %v (%s)", p.Addr, p.Route, p.Attach, p.Reason)
+		t.Logf("%s: %s via %v (%s)", p.Address, p.Route, p.Attach, p.Reason)
 	}
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)

@@ -362,13 +362,8 @@ func sortEntries(es []Entry) {
 // ProbeStatus is one applied probe's health: the stable JSON of
 // "probectl status -json".
 type ProbeStatus struct {
-	Address   string         `json:"address"`
-	Route     compiler.Route `json:"route"`
-	Attach    []string       `json:"attach"`
-	Functions []string       `json:"functions,omitempty"`
-	Event     string         `json:"event,omitempty"`
-	Binary    string         `json:"binary,omitempty"`
-	Links     []LinkStatus   `json:"links"`
+	compiler.Description
+	Links []LinkStatus `json:"links"`
 	// EntryHits and ExitHits count program runs; Missed is the kernel's
 	// count of hits it could not deliver (recursion, full rethook pools),
 	// where the link type reports one.
@@ -384,18 +379,17 @@ type ProbeStatus struct {
 
 // LinkStatus is one link.
 type LinkStatus struct {
-	Family    string         `json:"family"`
-	Function  string         `json:"function,omitempty"`
-	ID        link.ID        `json:"id"`
-	ProgramID ebpf.ProgramID `json:"program_id"`
+	Family    compiler.Family `json:"family"`
+	Function  string          `json:"function,omitempty"`
+	ID        link.ID         `json:"id"`
+	ProgramID ebpf.ProgramID  `json:"program_id"`
 }
 
 // Status checks every probe of s against the kernel. It changes nothing.
 func (w *Workspace) Status(s *State) []ProbeStatus {
 	var out []ProbeStatus
 	for _, p := range s.Probes {
-		st := ProbeStatus{Address: p.Address.String(), Route: p.Route, Attach: p.Attach, Functions: p.Functions,
-			Event: p.Event, Binary: p.Binary, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
+		st := ProbeStatus{Description: p.Description, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
 		st.Drift, st.Missed = w.checkProbe(p)
 		for _, l := range p.Links {
 			st.Links = append(st.Links, LinkStatus{Family: l.Family, Function: l.Function, ID: l.ID, ProgramID: l.ProgramID})
@@ -466,7 +460,7 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		mp.Close()
 	}
 	for _, l := range p.Links {
-		what := l.Family
+		what := string(l.Family)
 		if l.Function != "" {
 			what += " " + l.Function
 		}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -50,14 +49,8 @@ func Attach(out *compiler.Output) (*Session, error) {
 			return nil, err
 		}
 	}
-	now := time.Now().UTC().Truncate(time.Second)
 	for _, l := range s.probes {
-		p := l.probe
-		s.States = append(s.States, &ProbeState{
-			Address: p.Addr, Digest: p.Digest(), Route: p.Route, Attach: p.Attach, Reason: p.Reason,
-			Functions: p.Functions, Patterns: p.Patterns, Exclude: p.Exclude, Binary: p.Binary, PID: p.PID, Event: p.Event,
-			EntryData: p.EntryData, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats, AppliedAt: now,
-		})
+		s.States = append(s.States, newProbeState(l.probe))
 	}
 	ok = true
 	return s, nil
@@ -91,7 +84,7 @@ func (s *Session) Counters() ([]ProbeStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = ProbeStatus{Address: p.Address.String(), Route: p.Route, Attach: p.Attach}
+		out[i] = ProbeStatus{Description: p.Description}
 		out[i].fill(p, counts)
 	}
 	return out, nil

@@ -33,21 +33,11 @@ type State struct {
 	Probes    []*ProbeState `json:"probes"`
 }
 
-// ProbeState is one applied probe: its kernel objects and how to read them.
+// ProbeState is one applied probe: its description (as the plan gave it),
+// its kernel objects and how to read them.
 type ProbeState struct {
-	Address   bpf.Address        `json:"address"`
-	Digest    string             `json:"digest"`
-	Route     compiler.Route     `json:"route"`
-	Attach    []string           `json:"attach"`
-	Reason    string             `json:"reason"`
-	Functions []string           `json:"functions,omitempty"`
-	Patterns  []string           `json:"patterns,omitempty"`
-	Exclude   []string           `json:"exclude,omitempty"`
-	Binary    string             `json:"binary,omitempty"`
-	PID       int                `json:"pid,omitempty"`
-	Event     string             `json:"event,omitempty"`
-	EntryData compiler.EntryData `json:"entry_data"`
-	// PinDir is the probe's directory under the workspace's bpffs root.
+	compiler.Description
+	// PinDir is the probe's directory under the workspace's pin directory.
 	PinDir       string                  `json:"pin_dir"`
 	Maps         []MapState              `json:"maps"`
 	Links        []LinkState             `json:"links"`
@@ -65,6 +55,12 @@ type ProbeState struct {
 	MetaID ebpf.MapID `json:"meta_id,omitempty"`
 }
 
+// newProbeState describes a compiled probe for reading, before it is pinned.
+func newProbeState(p *compiler.Probe) *ProbeState {
+	return &ProbeState{Description: p.Description, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats,
+		AppliedAt: time.Now().UTC().Truncate(time.Second)}
+}
+
 // MapState is a pinned map.
 type MapState struct {
 	Ref  string     `json:"ref"`
@@ -75,7 +71,7 @@ type MapState struct {
 
 // LinkState is a pinned link and the program behind it.
 type LinkState struct {
-	Family string `json:"family"`
+	Family compiler.Family `json:"family"`
 	// Function is set for per-function links.
 	Function  string         `json:"function,omitempty"`
 	ID        link.ID        `json:"id"`

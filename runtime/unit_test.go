@@ -18,7 +18,7 @@ import (
 
 func validState() *State {
 	return &State{Version: StateVersion, Lineage: "abc", Serial: 4, Workspace: "ws", Probes: []*ProbeState{{
-		Address:      bpf.Address{Kind: bpf.KindTracepoint, Name: "opens"},
+		Description:  compiler.Description{Address: bpf.Address{Kind: bpf.KindTracepoint, Name: "opens"}},
 		PinDir:       "tracepoint-opens-4",
 		Maps:         []MapState{{Ref: "agg_0", Pin: "map_agg_0"}, {Ref: "stats", Pin: "map_stats"}},
 		Links:        []LinkState{{Family: "tracepoint", Pin: "link_0"}},
@@ -136,23 +136,31 @@ func TestDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	desc := func(name, digest string, fns ...string) compiler.Description {
+		return compiler.Description{Address: bpf.Address{Kind: bpf.KindKernel, Name: name}, Route: compiler.RouteFtrace,
+			Attach: []compiler.Family{compiler.FamilyKprobeMulti}, Functions: fns, Digest: digest}
+	}
 	mk := func(name string, fns ...string) *compiler.Probe {
-		return &compiler.Probe{Addr: bpf.Address{Kind: bpf.KindKernel, Name: name}, Route: compiler.RouteFtrace,
-			Attach: []string{compiler.FamilyKprobeMulti}, Functions: fns}
+		return &compiler.Probe{Description: desc(name, "new-"+name, fns...)}
 	}
 	same, changed, fresh := mk("same", "a"), mk("changed", "a", "b"), mk("fresh", "a")
 	drifted := mk("drifted", "a")
+	gone := desc("gone", "x")
+	gone.Exclude, gone.PID = []string{"b"}, 7
 	old := &State{Probes: []*ProbeState{
-		{Address: same.Addr, Digest: same.Digest(), Functions: []string{"a"}},
-		{Address: changed.Addr, Digest: "old", Functions: []string{"a"}, Route: compiler.RouteFtrace, Attach: changed.Attach},
-		{Address: drifted.Addr, Digest: drifted.Digest(), Functions: []string{"a"}},
-		{Address: bpf.Address{Kind: bpf.KindKernel, Name: "gone"}, Digest: "x"},
+		{Description: desc("same", same.Digest, "a")},
+		{Description: desc("changed", "old", "a")},
+		{Description: desc("drifted", drifted.Digest, "a")},
+		{Description: gone},
 	}}
 	out := &compiler.Output{Facts: facts, Probes: []*compiler.Probe{same, changed, fresh, drifted}}
-	plan := Diff(old, out, map[bpf.Address][]string{drifted.Addr: {"link kprobe.multi: pin gone"}})
+	plan := Diff(old, out, map[bpf.Address][]string{drifted.Address: {"link kprobe.multi: pin gone"}})
 	got := map[string]string{}
 	for _, c := range plan.Changes {
-		got[c.Address] = c.Action + " " + c.Why
+		got[c.Address.String()] = string(c.Action) + " " + c.Why
+		if c.Action == compiler.ActionDelete && (c.Digest != "x" || c.PID != 7 || len(c.Exclude) != 1) {
+			t.Errorf("the delete entry lost the applied description: %+v", c.Description)
+		}
 	}
 	want := map[string]string{
 		"kernel.same":    "no-op ",

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
 	"github.com/spf13/cobra"
 )
 
@@ -28,15 +30,13 @@ Exit status: 0 done, 1 errors.`,
 			}
 			defer w.Unlock()
 			plan := &compiler.Plan{FormatVersion: compiler.PlanFormatVersion}
-			want := map[string]bool{}
+			want := map[bpf.Address]bool{}
 			for _, a := range addrs {
-				want[a.String()] = true
+				want[a] = true
 			}
 			for _, p := range s.Probes {
-				if len(want) == 0 || want[p.Address.String()] {
-					plan.Changes = append(plan.Changes, &compiler.Change{Address: p.Address.String(), Action: compiler.ActionDelete,
-						Route: p.Route, Attach: p.Attach, Reason: p.Reason, Functions: p.Functions, Patterns: p.Patterns,
-						Binary: p.Binary, Event: p.Event, EntryData: p.EntryData})
+				if len(want) == 0 || want[p.Address] {
+					plan.Changes = append(plan.Changes, runtime.DeleteChange(p, "destroy"))
 				}
 			}
 			if len(plan.Changes) == 0 && len(addrs) == 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -90,7 +89,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		}
 	}()
 	for _, p := range sess.States {
-		cmd.Printf("Attached %s: %s via %s.\n", p.Address, p.Route, strings.Join(p.Attach, " + "))
+		cmd.Printf("Attached %s: %s via %s.\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
 	}
 	until := "until Ctrl-C"
 	if duration > 0 {

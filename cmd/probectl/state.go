@@ -1,7 +1,7 @@
 package main
 
 import (
-	"strings"
+	"github.com/probectl/probectl/compiler"
 
 	"github.com/spf13/cobra"
 )
@@ -39,7 +39,7 @@ Exit status: 0 recovered, 1 errors.`,
 				return err
 			}
 			for _, p := range s.Probes {
-				cmd.Printf("  recovered %s (%s via %s)\n", p.Address, p.Route, strings.Join(p.Attach, " + "))
+				cmd.Printf("  recovered %s (%s via %s)\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
 			}
 			for _, sk := range skipped {
 				cmd.Printf("  not adopted: %s\n", sk)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/probectl/probectl/compiler"
 	"strings"
 
 	"github.com/probectl/probectl/runtime"
@@ -64,7 +65,7 @@ func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus
 	cmd.Printf("Workspace %q: %s applied (serial %d)\n", s.Workspace, plural(len(st), "probe"), s.Serial)
 	for _, p := range st {
 		cmd.Printf("\n  %s\n", p.Address)
-		cmd.Printf("    route      %s via %s\n", p.Route, strings.Join(p.Attach, " + "))
+		cmd.Printf("    route      %s via %s\n", p.Route, compiler.JoinFamilies(p.Attach))
 		switch {
 		case p.Event != "":
 			cmd.Printf("    event      %s\n", p.Event)

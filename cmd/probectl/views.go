@@ -48,11 +48,11 @@ func linkList(plan *compiler.Plan) string {
 	return strings.Join(have, ", ")
 }
 
-var actionSymbols = map[string]string{
+var actionSymbols = map[compiler.Action]string{
 	compiler.ActionCreate: "+", compiler.ActionReplace: "-/+", compiler.ActionDelete: "-", compiler.ActionNoOp: " ",
 }
 
-var actionWords = map[string]string{
+var actionWords = map[compiler.Action]string{
 	compiler.ActionCreate: "will be created", compiler.ActionReplace: "must be replaced",
 	compiler.ActionDelete: "will be destroyed", compiler.ActionNoOp: "is unchanged",
 }
@@ -63,8 +63,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		fmt.Fprintf(w, " (%s)", c.Why)
 	}
 	fmt.Fprintln(w)
-	kind, name, _ := strings.Cut(c.Address, ".")
-	fmt.Fprintf(w, "  %s probe %q %q {\n", actionSymbols[c.Action], kind, name)
+	fmt.Fprintf(w, "  %s probe %q %q {\n", actionSymbols[c.Action], c.Address.Kind, c.Address.Name)
 	row := func(key, format string, args ...any) {
 		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
 	}
@@ -91,7 +90,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	if c.Links != nil {
 		links = plural(*c.Links, "link")
 	}
-	row("attach", "%s (%s)", strings.Join(c.Attach, " + "), links)
+	row("attach", "%s (%s)", compiler.JoinFamilies(c.Attach), links)
 	switch c.EntryData.Storage {
 	case compiler.StorageCookie:
 		row("entry_data", "%d bytes in the kprobe.session cookie", c.EntryData.Size)
