@@ -1,7 +1,11 @@
 package runtime_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -327,4 +331,59 @@ func TestLockNamesHolder(t *testing.T) {
 		t.Fatalf("waiting lock: %v", err)
 	}
 	w2.Unlock()
+}
+
+// When the kernel refuses one function of a uprobe.multi link anyway (the
+// plan checks first instructions, but the kernel has the last word: it
+// looks at the instruction when it puts the breakpoint into a process that
+// has the binary mapped), the error names that function, and nothing is
+// left attached.
+func TestUprobeMultiRefusalNamesTheFunction(t *testing.T) {
+	requireRoot(t)
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the refused function is x86-64 code")
+	}
+	dir := t.TempDir()
+	src := `#include <unistd.h>
+__attribute__((naked)) void bad(void) { __asm__("hlt\n\tret"); }
+__attribute__((noinline)) long good(long x) { return x + 1; }
+int main(void) { good(1); pause(); return 0; }
+`
+	if err := os.WriteFile(dir+"/two.c", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := dir + "/two"
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", bin, dir+"/two.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	running := exec.Command(bin)
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { running.Process.Kill(); running.Wait() }()
+	w := workspace(t)
+	out := compile(t, `probe "user" "two" {
+  binary    = "`+bin+`"
+  functions = ["good"]
+  attach    = "uprobe.multi"
+  on_entry {
+    count "n" {}
+  }
+}`)
+	// What the plan would refuse, put past it: the apply's own check.
+	out.Probes[0].Functions = []string{"bad", "good"}
+	s, err := w.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = w.Apply(s, out, runtime.Diff(s, out, nil))
+	var ae *runtime.AttachError
+	if !errors.As(err, &ae) || ae.Function != "bad" {
+		t.Fatalf("apply: %v, want an attach error naming bad", err)
+	}
+	t.Log(err)
+	if after, _ := w.State(); len(after.Probes) != 0 {
+		t.Errorf("the state records %d probes", len(after.Probes))
+	}
+	leakFree(t, w, nil)
 }
