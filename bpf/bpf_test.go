@@ -71,8 +71,8 @@ func TestProfiles(t *testing.T) {
 		if f.Fprobe != want.fprobe || f.FprobeEntryFastPath != want.fastPath || f.Links.KprobeSession != want.session {
 			t.Errorf("%s: fprobe %s fast path %v session %v; want %+v", name, f.Fprobe, f.FprobeEntryFastPath, f.Links.KprobeSession, want)
 		}
-		if f.ISAv4 != f.Kernel.AtLeast(6, 6) {
-			t.Errorf("%s: ISA v4 %v on %s (gotol is 6.6)", name, f.ISAv4, f.Kernel)
+		if !f.ISAv4 { // 6.6, and Debian's 6.1 (6.1.176)
+			t.Errorf("%s: no ISA v4", name)
 		}
 		if d := f.Differences(f); len(d) != 0 {
 			t.Errorf("%s differs from itself: %v", name, d)

@@ -32,7 +32,9 @@ func Profile(name string) (*Facts, error) {
 var profiles = map[string]func() Facts{
 	"linux-6.1-amd64": func() Facts {
 		return Facts{
-			Arch: ArchX86_64, Kernel: Version{6, 1, 0}, BTF: true, // no ISA v4 (6.6)
+			// gotol is ISA v4 (6.6), but Debian's 6.1 (6.1.176) has it: the
+			// VM matrix found it, and runs long jumps there correctly.
+			Arch: ArchX86_64, Kernel: Version{6, 1, 0}, BTF: true, ISAv4: true,
 			// CONFIG_FPROBE is off in Debian's 6.1: no kprobe.multi.
 			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, Tracepoint: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,

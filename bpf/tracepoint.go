@@ -47,7 +47,8 @@ type TracepointField struct {
 func ClassifyField(typ string, size int) FieldClass {
 	base := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(typ, "const "), "volatile "))
 	switch {
-	case strings.HasPrefix(base, "__data_loc ") || strings.HasPrefix(base, "__rel_loc "):
+	case strings.HasPrefix(base, "__data_loc") || strings.HasPrefix(base, "__rel_loc"):
+		// Alone, as facts files written before the classes recorded it.
 		return FieldDataLoc
 	case strings.HasSuffix(base, "]"):
 		elem := strings.TrimSpace(base[:strings.LastIndex(base, "[")])

@@ -70,7 +70,7 @@ func TestClassifyField(t *testing.T) {
 		{"void *", 8, FieldPointer}, {"const void*", 8, FieldPointer}, {"struct robust_list_head * *", 8, FieldPointer},
 		{"char[16]", 16, FieldString}, {"char[]", 0, FieldString},
 		{"unsigned char[6]", 6, FieldArray}, {"__u8[4]", 4, FieldArray}, {"unsigned long[8]", 64, FieldArray},
-		{"__data_loc char[]", 4, FieldDataLoc}, {"__data_loc u64[]", 4, FieldDataLoc}, {"__rel_loc char[]", 4, FieldDataLoc},
+		{"__data_loc char[]", 4, FieldDataLoc}, {"__data_loc u64[]", 4, FieldDataLoc}, {"__rel_loc char[]", 4, FieldDataLoc}, {"__data_loc", 4, FieldDataLoc},
 		{"struct ftrace_graph_ent", 16, FieldStruct}, {"union bpf_attr", 8, FieldStruct},
 		{"uuid_t", 16, FieldUnknown}, {"u24", 3, FieldUnknown},
 	} {

@@ -61,6 +61,14 @@ func TestInvalidFixtures(t *testing.T) {
 			if fns := f.Headers["FUNCTIONS"]; fns != "" {
 				facts.Functions = strings.Fields(fns)
 			}
+			for _, fact := range strings.Fields(f.Headers["WITHOUT"]) {
+				switch fact {
+				case "isa_v4":
+					facts.ISAv4 = false
+				default:
+					t.Fatalf("# WITHOUT: %s is not a fact fixtures can remove", fact)
+				}
+			}
 			cfg, diags := spec.Parse(map[string][]byte{f.Name: f.Source})
 			if diags.HasErrors() {
 				t.Fatalf("spec errors, the fixture should fail in the compiler: %v", diags)

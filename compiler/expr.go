@@ -23,8 +23,13 @@ func (g *gen) store(x spec.Expr, off int16) {
 }
 
 // comm copies the current task's comm (16 bytes, NUL-padded) to the stack.
+//
+// bpf_get_current_comm pads the name with NULs only since Linux 6.4
+// (strscpy_pad); before, the bytes after it keep what the stack held, so
+// the area is zeroed first: comparisons and keys see all 16 bytes.
 func (g *gen) comm(off int16) {
 	g.e.Emit(
+		bpf.StoreImm64(asm.RFP, off, 0), bpf.StoreImm64(asm.RFP, off+8, 0),
 		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(off)),
 		asm.Mov.Imm(asm.R2, spec.CommSize),
 		asm.FnGetCurrentComm.Call(),

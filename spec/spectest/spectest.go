@@ -1,6 +1,7 @@
 // Package spectest checks spec fixtures: files whose "# ERROR: SUMMARY"
 // comments mark the lines where diagnostics must point, and whose header
-// comments ("# TARGET: PROFILE", "# FUNCTIONS: a b c") set up the target.
+// comments ("# TARGET: PROFILE", "# FUNCTIONS: a b c", "# WITHOUT: isa_v4")
+// set up the target.
 // Tests of spec and compiler share it.
 package spectest
 
