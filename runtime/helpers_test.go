@@ -282,10 +282,11 @@ func noLeaks(t testing.TB, objs *objects, w *runtime.Workspace, keep *runtime.St
 	}
 	objs.mu.Unlock()
 	sort.Strings(ids)
-	// The kernel frees links (and so their programs) from a work queue:
-	// give it a moment before calling anything a leak.
+	// The kernel frees links (and so their programs) from a work queue and
+	// after an RCU grace period: give it up to 10 s (a TCG guest is slow)
+	// before calling anything a leak.
 	var leaked []string
-	for try := 0; try < 60; try++ {
+	for try := 0; try < 200; try++ {
 		leaked = leaked[:0]
 		for _, o := range ids {
 			var kind string

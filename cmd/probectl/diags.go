@@ -43,7 +43,18 @@ func printSnippet(w io.Writer, src []byte, rng hcl.Range) {
 	if rng.End.Line == rng.Start.Line && rng.End.Column > rng.Start.Column {
 		width = rng.End.Column - rng.Start.Column
 	}
+	// A very long line is cut around the range: the snippet stays readable
+	// whatever the spec holds.
+	col := rng.Start.Column
+	const most = 120
+	if len(line) > most {
+		from := max(0, min(col-1-most/2, len(line)-most))
+		line = "..." + line[from:min(from+most, len(line))] + "..."
+		col = col - from + 3
+		width = min(width, most)
+	}
+	line = printable(line)
 	num := fmt.Sprint(n)
 	fmt.Fprintf(w, "  %s | %s\n", num, line)
-	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(rng.Start.Column-1, 0)), strings.Repeat("^", width))
+	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(col-1, 0)), strings.Repeat("^", width))
 }

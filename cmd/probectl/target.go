@@ -59,6 +59,7 @@ func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
 	}
 	cmd.Printf("Kernel:   linux %s (%s), %s\n", f.Kernel, f.Name, f.Arch)
 	cmd.Printf("BTF:      %s\n", yes(f.BTF))
+	cmd.Printf("ISA:      %s\n", map[bool]string{true: "v4 (gotol: jumps beyond 32767 instructions)", false: "before v4 (no gotol)"}[f.ISAv4])
 	cmd.Printf("fprobe:   %s", f.Fprobe)
 	if f.FprobeEntryFastPath {
 		cmd.Print(", entry-only ftrace_ops fast path")
