@@ -3,7 +3,6 @@ package bpf
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,7 +232,7 @@ func (f *Facts) WriteFile(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return WriteNew(path, append(b, '\n'), 0o644)
 }
 
 // Derive fills in the facts that follow from others: the fprobe backend and

@@ -71,7 +71,7 @@ func ClassifyField(typ string, size int) FieldClass {
 // check refuses a field whose layout cannot be right: the compiler reads
 // fields at 16-bit offsets, and a class's size must be that class's.
 func (f *TracepointField) check() error {
-	if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > math.MaxInt16 {
+	if f.Offset < 0 || f.Size < 0 || f.Offset > math.MaxInt16 || f.Size > math.MaxInt16 || f.Offset+f.Size > math.MaxInt16 {
 		return fmt.Errorf("field %s: offset %d, size %d: out of range", f.Name, f.Offset, f.Size)
 	}
 	want := map[FieldClass][]int{FieldDataLoc: {4}, FieldPointer: {4, 8}}[f.Class]

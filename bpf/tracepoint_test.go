@@ -230,6 +230,10 @@ func TestFactsFileChecks(t *testing.T) {
 		func(f *Facts) { f.CPUs = MaxCPUs + 1 },
 		func(f *Facts) { f.CPUs = -1 },
 		func(f *Facts) { f.Tracepoints["g:e"].Fields[0].Offset = 1 << 20 },
+		// offset + size wraps around to a small number (the red team's case)
+		func(f *Facts) {
+			f.Tracepoints["g:e"].Fields[0].Offset, f.Tracepoints["g:e"].Fields[0].Size = 9223372036854775800, 8
+		},
 	} {
 		bad, _ := Profile("linux-7.2-amd64")
 		bad.Tracepoints = map[string]*TracepointFormat{"g:e": {Event: "g:e", Fields: []TracepointField{{Name: "x", Type: "int", Offset: 8, Size: 4}}}}

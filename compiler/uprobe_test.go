@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -186,5 +187,63 @@ func TestBinaryNotRegular(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the compiler blocks on a named pipe")
+	}
+}
+
+// A binary's symbols are whatever bytes its author chose: a function whose
+// name holds escape sequences or bytes that are not UTF-8 is refused at the
+// pattern that matched it, before it reaches a plan, a state or a terminal.
+func TestHostileSymbolNames(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc is absent: the test builds its binary with it")
+	}
+	dir := t.TempDir()
+	src := `long f1(long) __asm__("\"evil\x1b[2Jname\"");
+__attribute__((noinline)) long f1(long x) { return x + 1; }
+long f2(long) __asm__("\"bad\xff\xfeutf\"");
+__attribute__((noinline)) long f2(long x) { return x + 2; }
+__attribute__((noinline)) long fine(long x) { return x + 3; }
+int main(void) { return f1(1) + f2(2) + fine(3) == 0; }
+`
+	if err := os.WriteFile(filepath.Join(dir, "sym.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sym")
+	if out, err := exec.Command(gcc, "-O1", "-o", bin, filepath.Join(dir, "sym.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	f := mustProfile(t, "linux-7.2-amd64")
+	for _, tt := range []struct {
+		functions, exclude string
+		want               int
+	}{
+		{`["*"]`, `["_*", "main", "frame_dummy", "*register_tm_clones", "fine"]`, 2},
+		{`["*"]`, `["_*", "main", "frame_dummy", "*register_tm_clones", "evil*", "bad*"]`, 0},
+	} {
+		cfg, diags := spec.Parse(map[string][]byte{"s.hcl": []byte(fmt.Sprintf(`probe "user" "syms" {
+  binary    = %q
+  functions = %s
+  exclude   = %s
+  on_entry {
+    count "n" { by = [func] }
+  }
+}`, bin, tt.functions, tt.exclude))})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		_, diags = compiler.Compile(cfg, f)
+		n := 0
+		for _, d := range diags {
+			if d.Summary == "Function name not printable" {
+				n++
+				if strings.ContainsRune(d.Detail, 0x1b) || !utf8.ValidString(d.Detail) {
+					t.Errorf("the diagnostic holds the raw bytes: %q", d.Detail)
+				}
+			}
+		}
+		if n != tt.want {
+			t.Errorf("exclude %s: %d refusals, want %d: %v", tt.exclude, n, tt.want, diags)
+		}
 	}
 }

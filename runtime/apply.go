@@ -107,6 +107,9 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		}
 	}
 
+	if s.Serial >= MaxSerial {
+		return nil, nil, fmt.Errorf("the state's serial %d is at its limit (%d): the state file was edited", s.Serial, uint64(MaxSerial))
+	}
 	t := &txn{}
 	committed := false
 	defer func() {
@@ -122,6 +125,11 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 	}
 	for _, c := range changes {
 		if err := w.attach(t, &c.live); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(changes) > 0 {
+		if err := w.ensureIdentity(t, s); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -371,17 +379,14 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 		return nil, nil, err
 	}
 	res.Leftovers = w.removeDirs(dirs)
-	if len(next.Probes) == 0 && len(res.Leftovers) == 0 {
-		w.release()
-	}
 	return &next, res, nil
 }
 
-// release gives up a workspace that holds no probes: its identity and its
-// pin directory go, so bpffs lists only workspaces in use. A writer that
-// was waiting for the lock sees the directory gone and opens a new one.
+// release gives up a workspace whose pins hold no probes: its identity
+// and its pin directory go. A writer that was waiting for the lock sees the
+// directory gone and opens a new one.
 func (w *Workspace) release() {
-	if dirs, err := probeDirs(w.pins); err != nil || len(dirs) > 0 {
+	if names, err := w.pins.list(); err != nil || len(names) > 1 || (len(names) == 1 && names[0] != identityPin) {
 		return
 	}
 	if w.pins.removeAll(identityPin) != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -172,37 +173,30 @@ func (l *linker) kprobe() error {
 	return nil
 }
 
-// executable opens the probe's binary and identifies it; the identity is
-// checked again after attaching, so a binary replaced meanwhile fails the
-// apply instead of leaving probes on a file nobody runs.
-func (l *linker) executable() (*link.Executable, *FileID, error) {
-	id, err := fileID(l.p.Binary)
+// executable opens the probe's binary once, without blocking, and attaches
+// through that descriptor (/proc/self/fd/N): the symbols are read from, and
+// the kernel puts the uprobes on, the very file that was checked, whatever
+// happens to the path meanwhile (a FIFO swapped in, a new build moved into
+// place). The caller closes the file when the links are made.
+func (l *linker) executable() (*link.Executable, *os.File, *FileID, error) {
+	f, id, err := openBinary(l.p.Binary)
 	if err != nil {
-		return nil, nil, l.fail("", err)
+		return nil, nil, nil, l.fail("", err)
 	}
-	ex, err := link.OpenExecutable(l.p.Binary)
+	ex, err := link.OpenExecutable(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	if err != nil {
-		return nil, nil, l.fail("", err)
+		f.Close()
+		return nil, nil, nil, l.fail("", err)
 	}
-	return ex, id, nil
-}
-
-func (l *linker) sameFile(id *FileID) error {
-	now, err := fileID(l.p.Binary)
-	if err != nil {
-		return l.fail("", err)
-	}
-	if !now.Same(id) {
-		return l.fail("", fmt.Errorf("%s was replaced while probectl attached to it; apply again", l.p.Binary))
-	}
-	return nil
+	return ex, f, id, nil
 }
 
 func (l *linker) uprobeMulti() error {
-	ex, id, err := l.executable()
+	ex, f, id, err := l.executable()
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	ret := l.prog.Family == compiler.FamilyUretprobeMulti
 	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
 		return func(pr *ebpf.Program) (link.Link, error) {
@@ -224,7 +218,7 @@ func (l *linker) uprobeMulti() error {
 		}
 		return err
 	}
-	return l.sameFile(id)
+	return nil
 }
 
 // culprit returns the first function that cannot be attached on its own.
@@ -244,10 +238,11 @@ func (l *linker) culprit(mk func([]string, []uint64) func(*ebpf.Program) (link.L
 }
 
 func (l *linker) uprobe() error {
-	ex, id, err := l.executable()
+	ex, f, id, err := l.executable()
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	ret := l.prog.Family == compiler.FamilyUretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
@@ -260,7 +255,7 @@ func (l *linker) uprobe() error {
 			return err
 		}
 	}
-	return l.sameFile(id)
+	return nil
 }
 
 func (l *linker) tracepoint() error {
@@ -296,24 +291,35 @@ func (a *FileID) String() string {
 // fileID identifies the regular file at path, following symlinks as the
 // kernel does when it attaches. It never blocks: a FIFO is refused.
 func fileID(path string) (*FileID, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, id, err := openBinary(path)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
+	f.Close()
+	return id, nil
+}
+
+// openBinary opens a regular file without blocking and identifies it.
+func openBinary(path string) (*os.File, *FileID, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	id := &FileID{Dev: st.Dev, Inode: st.Ino, Size: st.Size}
-	if ef, err := elf.NewFile(f); err == nil {
+	if ef, err := elf.NewFile(io.NewSectionReader(f, 0, st.Size)); err == nil {
 		id.BuildID = buildID(ef)
 	}
-	return id, nil
+	return f, id, nil
 }
 
 // buildID returns the GNU build-id note of an ELF file, or "".

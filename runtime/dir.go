@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,7 +79,10 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	resolved, missing := resolveExisting(abs)
+	resolved, missing, err := resolveExisting(abs)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open /: %w", err)
@@ -131,21 +135,47 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 }
 
 // resolveExisting resolves the symlinks of the longest existing prefix of
-// abs and returns it with the missing elements after it.
-func resolveExisting(abs string) (string, []string) {
-	var missing []string
-	p := abs
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r, missing
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return p, missing
-		}
-		missing = append([]string{filepath.Base(p)}, missing...)
-		p = parent
+// abs and returns it with the missing elements after it. A symlink that
+// neither root nor this user owns is refused: it is another user's, and
+// must not redirect probectl (the kernel's protected_symlinks rule, applied
+// whatever the machine's sysctl says).
+func resolveExisting(abs string) (string, []string, error) {
+	euid := uint32(os.Geteuid())
+	rest := strings.Split(strings.Trim(abs, "/"), "/")
+	if abs == "/" {
+		rest = nil
 	}
+	cur := "/"
+	for hops := 0; len(rest) > 0; {
+		next := filepath.Join(cur, rest[0])
+		var st unix.Stat_t
+		if err := unix.Lstat(next, &st); err != nil {
+			return cur, rest, nil
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			cur, rest = next, rest[1:]
+			continue
+		}
+		if st.Uid != 0 && st.Uid != euid {
+			return "", nil, fmt.Errorf("%s is a symlink owned by uid %d, not by root or by this user: probectl does not follow another user's link; remove it", next, st.Uid)
+		}
+		if hops++; hops > 40 {
+			return "", nil, fmt.Errorf("%s: too many levels of symlinks", abs)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", nil, err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(cur, target)
+		}
+		parts := strings.Split(strings.Trim(filepath.Clean(target), "/"), "/")
+		if filepath.Clean(target) == "/" {
+			parts = nil
+		}
+		cur, rest = "/", append(parts, rest[1:]...)
+	}
+	return cur, nil, nil
 }
 
 // sub opens the directory name inside d without following a symlink,
@@ -396,23 +426,29 @@ func (d *dir) flock(timeout time.Duration, waiting func()) error {
 
 var errWouldBlock = errors.New("held by another process")
 
-// lockHolder finds the PID holding a flock on d, from /proc/locks.
+// lockHolder says who holds a flock on d, from /proc/locks: "probectl PID
+// 1234", or the holder's command name when it is not probectl.
 func (d *dir) lockHolder() string {
 	var st unix.Stat_t
 	if unix.Fstat(d.fd, &st) != nil {
-		return "unknown"
+		return "an unknown process"
 	}
 	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	b, err := os.ReadFile("/proc/locks")
 	if err != nil {
-		return "unknown"
+		return "an unknown process"
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		// 1: FLOCK  ADVISORY  WRITE 1234 00:2a:5678 0 EOF
 		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
-			return f[4]
+			comm, _ := os.ReadFile("/proc/" + f[4] + "/comm")
+			name := strings.TrimSpace(string(comm))
+			if name == "" || strings.HasPrefix(name, "probectl") {
+				name = "probectl"
+			}
+			return fmt.Sprintf("%s PID %s", strconv.Quote(name)[1:len(strconv.Quote(name))-1], f[4])
 		}
 	}
-	return "unknown"
+	return "an unknown process"
 }

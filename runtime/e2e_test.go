@@ -8,9 +8,11 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/runtime"
+	"golang.org/x/sys/unix"
 )
 
 // The workload makes, for n iterations: n calls of target(i) returning
@@ -384,6 +386,51 @@ int main(void) { good(1); pause(); return 0; }
 	t.Log(err)
 	if after, _ := w.State(); len(after.Probes) != 0 {
 		t.Errorf("the state records %d probes", len(after.Probes))
+	}
+	leakFree(t, w, nil)
+}
+
+// A user probe's binary swapped for a FIFO between the plan and the apply
+// (by its owner, in a race) is refused; the apply never blocks holding the
+// lock (the red team hung it with this).
+func TestBinaryBecomesFIFO(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	bin := dir + "/bin"
+	data, err := os.ReadFile(workload(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := workspace(t)
+	out := compile(t, `probe "user" "fifo" {
+  binary    = "`+bin+`"
+  functions = ["target"]
+  on_entry {
+    count "n" {}
+  }
+}`)
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := w.State()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := w.Apply(s, out, runtime.Diff(s, out, nil))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Fatalf("apply: %v, want a refusal of the FIFO", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("apply blocked on a FIFO")
 	}
 	leakFree(t, w, nil)
 }

@@ -72,12 +72,13 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	if err := next.validate(w.Name); err != nil {
 		return nil, nil, fmt.Errorf("recover: %w", err)
 	}
-	if id == nil {
-		if err := w.claim(next); err != nil {
-			return nil, nil, err
-		}
+	t := &txn{}
+	if err := w.ensureIdentity(t, next); err != nil {
+		t.rollback()
+		return nil, nil, err
 	}
 	if err := w.commit(next); err != nil {
+		t.rollback()
 		return nil, nil, err
 	}
 	return next, skipped, nil

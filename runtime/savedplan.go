@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
@@ -48,19 +48,25 @@ func (sp *SavedPlan) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	return bpf.WriteNew(path, append(b, '\n'), 0o600)
 }
 
 // ReadSavedPlan reads path when it is a saved plan. It returns nil, nil for
 // a file that is not JSON (a spec, which the spec reader then reads), and
 // never blocks: only regular files are read.
 func ReadSavedPlan(path string) (*SavedPlan, error) {
-	b, err := bpf.ReadRegular(path, maxSavedPlan)
+	f, err := bpf.OpenRegular(path)
 	if err != nil {
 		return nil, nil // a spec path, or unreadable: the spec reader says why
 	}
-	if !json.Valid(b) {
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSavedPlan+1))
+	if err != nil || len(b) > maxSavedPlan || !json.Valid(b) {
 		return nil, nil
+	}
+	// A saved plan is applied as it says: it must be what its owner wrote.
+	if err := bpf.CheckOwned(f); err != nil {
+		return nil, err
 	}
 	var sp SavedPlan
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -69,6 +75,11 @@ func ReadSavedPlan(path string) (*SavedPlan, error) {
 	}
 	if sp.Facts.Arch != bpf.ArchX86_64 && sp.Facts.Arch != bpf.ArchArm64 {
 		return nil, fmt.Errorf("%s: a saved plan for arch %q", path, sp.Facts.Arch)
+	}
+	for _, c := range sp.Plan.Changes {
+		if c == nil || !c.Address.Kind.Valid() || c.Action == "" {
+			return nil, fmt.Errorf("%s is damaged: a change is empty or names no probe; plan again", path)
+		}
 	}
 	return &sp, nil
 }

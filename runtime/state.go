@@ -165,6 +165,9 @@ func (s *State) validate(workspace string) error {
 	if s.Workspace != "" && s.Workspace != workspace {
 		return fmt.Errorf("it is the state of workspace %q, not %q", s.Workspace, workspace)
 	}
+	if s.Serial > MaxSerial {
+		return fmt.Errorf("serial %d is beyond %d", s.Serial, uint64(MaxSerial))
+	}
 	seen := map[bpf.Address]bool{}
 	for _, p := range s.Probes {
 		if p == nil {
@@ -213,6 +216,10 @@ func (s *State) validate(workspace string) error {
 	}
 	return nil
 }
+
+// MaxSerial bounds a state's serial: a write a second for 30 million years,
+// and pin directory names stay short.
+const MaxSerial = 1e15
 
 // maxStats bounds a probe's stats counters: one per aggregation, and three.
 const maxStats = 1 << 16

@@ -49,6 +49,7 @@ func TestStateValidation(t *testing.T) {
 		"hits out of stats":    func(s *State) { s.Probes[0].Stats.EntryHits = 9 },
 		"drops out of stats":   func(s *State) { s.Probes[0].Aggregations[0].DroppedIndex = -1 },
 		"null aggregation":     func(s *State) { s.Probes[0].Aggregations[0] = nil },
+		"serial at 20 digits":  func(s *State) { s.Serial = 9999999999999999999 },
 	} {
 		s := validState()
 		mutate(s)

@@ -120,20 +120,44 @@ func (w *Workspace) Lock() error {
 	}
 }
 
+// private makes a workspace directory reachable by its owner alone: anyone
+// who can open it could flock it, and hold the workspace for ever.
+func private(d *dir) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&0o077 == 0 {
+		return nil
+	}
+	if st.Uid == uint32(os.Geteuid()) {
+		return unix.Fchmod(d.fd, 0o700)
+	}
+	return fmt.Errorf("%s can be opened by other users (mode %04o), who could hold its lock: run chmod 0700 %s", d.path, st.Mode&0o7777, d.path)
+}
+
 func (w *Workspace) flock(d *dir) error {
+	if err := private(d); err != nil {
+		return err
+	}
 	err := d.flock(w.LockTimeout, func() {
 		if w.Waiting != nil {
 			w.Waiting(d.lockHolder())
 		}
 	})
 	if errors.Is(err, errWouldBlock) {
-		return fmt.Errorf("%w: workspace %q is held by probectl PID %s; wait for it, or retry with -lock-timeout", ErrLocked, w.Name, d.lockHolder())
+		return fmt.Errorf("%w: workspace %q is held by %s; wait for it, or retry with -lock-timeout", ErrLocked, w.Name, d.lockHolder())
 	}
 	return err
 }
 
-// Unlock releases the workspace.
+// Unlock releases the workspace. A workspace whose pins hold no probe
+// (after destroy, a failed first apply, a command that did nothing) gives
+// up its pin directory and identity: bpffs lists only workspaces in use.
 func (w *Workspace) Unlock() {
+	if w.locked {
+		w.release()
+	}
 	w.state.close()
 	w.pins.close()
 	w.state, w.pins, w.locked = nil, nil, false
@@ -285,7 +309,7 @@ type PinsMissingError struct {
 }
 
 func (e *PinsMissingError) Error() string {
-	return fmt.Sprintf("workspace %q: the state records %s applied since this machine booted, but %s holds none of their pins: this is another bpffs (a private mount namespace, or bpffs remounted) or they were removed by hand; nothing was changed. Run probectl where the pins are, or, if those probes are truly gone, forget them with: probectl state rm -workspace %s %s",
+	return fmt.Sprintf("workspace %q: the state records %s applied since this machine booted, but %s holds none of their pins: this is another bpffs (a private mount namespace, or bpffs remounted) or they were removed by hand; nothing was changed. Run probectl where the pins are. Only if those probes are truly gone (not alive in another mount namespace: forgotten, they would be removed by the next command that sees them) forget them with: probectl state rm -workspace %s %s",
 		e.Workspace, strings.Join(e.Missing, ", "), e.PinDir, e.Workspace, strings.Join(e.Missing, " "))
 }
 
@@ -299,10 +323,10 @@ func short(lineage string) string {
 	return lineage
 }
 
-// claim checks that s owns the workspace's pins, and for writers (locked)
-// makes it so where no probe is at stake: a new workspace, or one whose
-// pins hold no probes, gets s's lineage as its identity (a state never
-// written gets a lineage and is written first). Readers only check.
+// claim checks that s owns the workspace's pins: the identity names s's
+// lineage, or the pins hold no probes (a new workspace, or one given up),
+// or pins from before identities existed are all the state's. It changes
+// nothing: Apply writes the identity when it first pins.
 func (w *Workspace) claim(s *State) error {
 	id, err := readIdentity(w.pins)
 	if err != nil {
@@ -339,13 +363,23 @@ func (w *Workspace) claim(s *State) error {
 			return &PinsMissingError{Workspace: w.Name, PinDir: w.PinDir(), Missing: missing}
 		}
 	}
-	if owned || !w.locked {
+	return nil
+}
+
+// ensureIdentity makes the workspace's pins s's before Apply pins anything:
+// a state never written gets its lineage, committed first (a crash before
+// the apply's own commit then leaves pins a state of the same lineage does
+// not record, which Repair removes; a state file lost later, with no
+// lineage, never owns them), and the identity is written. t undoes the
+// identity if the apply fails.
+func (w *Workspace) ensureIdentity(t *txn, s *State) error {
+	id, err := readIdentity(w.pins)
+	if err != nil {
+		return err
+	}
+	if id != nil && s.Lineage != "" && id.Lineage == s.Lineage {
 		return nil
 	}
-	// A state never written gets its lineage now, committed before any pin
-	// is made: a crash before the first apply's commit then leaves pins a
-	// state of the same lineage does not record, which Repair removes,
-	// while a state file lost later (no lineage) never owns them.
 	if s.Lineage == "" {
 		s.Lineage = newLineage()
 		if err := w.commit(s); err != nil {
@@ -355,7 +389,7 @@ func (w *Workspace) claim(s *State) error {
 	if err := w.step("write identity"); err != nil {
 		return err
 	}
-	if id != nil {
+	if id != nil { // another lineage's, over no probes: claim checked
 		if err := w.pins.removeAll(identityPin); err != nil {
 			return err
 		}
@@ -366,6 +400,7 @@ func (w *Workspace) claim(s *State) error {
 		return fmt.Errorf("workspace identity: %w", err)
 	}
 	w.created("identity", uint32(mid))
+	t.onUndo(func() { _ = w.pins.removeAll(identityPin) })
 	return nil
 }
 
@@ -385,23 +420,10 @@ func (w *Workspace) Begin() (*State, []string, error) {
 		removed, err = w.Repair(s)
 	}
 	if err != nil {
-		w.dropEmpty()
 		w.Unlock()
 		return nil, nil, err
 	}
 	return s, removed, nil
-}
-
-// dropEmpty removes the workspace's pin directory when Lock made it for a
-// command that then failed: an empty directory, no identity.
-func (w *Workspace) dropEmpty() {
-	if names, err := w.pins.list(); err != nil || len(names) > 0 {
-		return
-	}
-	if root, err := openPath(PinRoot, false); err == nil {
-		_ = unix.Unlinkat(root.fd, w.Name, unix.AT_REMOVEDIR)
-		root.close()
-	}
 }
 
 // Inspect reads the state for a command that changes nothing (status,

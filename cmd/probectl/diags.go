@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -33,28 +36,49 @@ func printDiags(w io.Writer, diags hcl.Diagnostics, sources map[string][]byte) {
 }
 
 func printSnippet(w io.Writer, src []byte, rng hcl.Range) {
-	lines := strings.Split(string(src), "\n")
 	n := rng.Start.Line
-	if n < 1 || n > len(lines) {
-		return
+	lineStart := 0
+	for l := 1; l < n; l++ {
+		i := bytes.IndexByte(src[lineStart:], '\n')
+		if i < 0 {
+			return
+		}
+		lineStart += i + 1
 	}
-	line := strings.ReplaceAll(lines[n-1], "\t", " ")
-	width := 1
-	if rng.End.Line == rng.Start.Line && rng.End.Column > rng.Start.Column {
-		width = rng.End.Column - rng.Start.Column
+	lineEnd := len(src)
+	if i := bytes.IndexByte(src[lineStart:], '\n'); i >= 0 {
+		lineEnd = lineStart + i
 	}
+	line := strings.ReplaceAll(string(src[lineStart:lineEnd]), "\t", " ")
+	from := min(max(rng.Start.Byte-lineStart, 0), len(line))
+	to := from + 1
+	if rng.End.Line == rng.Start.Line {
+		to = rng.End.Byte - lineStart
+	}
+	to = min(max(to, from+1), len(line))
 	// A very long line is cut around the range: the snippet stays readable
 	// whatever the spec holds.
-	col := rng.Start.Column
 	const most = 120
+	head, tail := "", ""
 	if len(line) > most {
-		from := max(0, min(col-1-most/2, len(line)-most))
-		line = "..." + line[from:min(from+most, len(line))] + "..."
-		col = col - from + 3
-		width = min(width, most)
+		cut := max(0, min(from-most/2, len(line)-most))
+		if cut > 0 {
+			head = "..."
+		}
+		if cut+most < len(line) {
+			tail = "..."
+		}
+		line = line[cut:min(cut+most, len(line))]
+		from, to = min(from-cut, len(line)), min(to-cut, len(line))
 	}
-	line = printable(line)
+	// The line as a terminal may show it; the caret under the same text.
+	shown, col, width := head+line+tail, len(head)+utf8.RuneCountInString(line[:from]), max(utf8.RuneCountInString(line[from:to]), 1)
+	if printable(line) != line {
+		body := func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }
+		shown = head + strconv.Quote(line) + tail
+		col, width = len(head)+1+len(body(line[:from])), max(len(body(line[from:to])), 1)
+	}
 	num := fmt.Sprint(n)
-	fmt.Fprintf(w, "  %s | %s\n", num, line)
-	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", max(col-1, 0)), strings.Repeat("^", width))
+	fmt.Fprintf(w, "  %s | %s\n", num, shown)
+	fmt.Fprintf(w, "  %s | %s%s\n", strings.Repeat(" ", len(num)), strings.Repeat(" ", col), strings.Repeat("^", width))
 }

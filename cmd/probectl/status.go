@@ -68,12 +68,12 @@ func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus
 		cmd.Printf("    route      %s via %s\n", p.Route, compiler.JoinFamilies(p.Attach))
 		switch {
 		case p.Event != "":
-			cmd.Printf("    event      %s\n", p.Event)
+			cmd.Printf("    event      %s\n", printable(p.Event))
 		default:
 			cmd.Printf("    functions  %d: %s\n", len(p.Functions), abbreviate(p.Functions, 6))
 		}
 		if p.Binary != "" {
-			cmd.Printf("    binary     %s\n", p.Binary)
+			cmd.Printf("    binary     %s\n", printable(p.Binary))
 		}
 		var ids []string
 		for _, l := range p.Links {
@@ -83,7 +83,7 @@ func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus
 		cmd.Printf("    hits       %d entry, %d exit; missed %d\n", p.EntryHits, p.ExitHits, p.Missed)
 		cmd.Printf("    dropped    %d keys, %d events\n", p.DroppedKeys, p.DroppedEvents)
 		if len(p.Drift) > 0 {
-			cmd.Printf("    DRIFT      %s (apply replaces it)\n", strings.Join(p.Drift, "; "))
+			cmd.Printf("    DRIFT      %s (apply replaces it)\n", printable(strings.Join(p.Drift, "; ")))
 		}
 	}
 }

@@ -69,7 +69,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	}
 	switch {
 	case c.Event != "":
-		row("event", "%s", c.Event)
+		row("event", "%s", printable(c.Event))
 	case c.Functions != nil:
 		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
 	default:
@@ -79,7 +79,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		row("exclude", "%s", quoteAll(c.Exclude))
 	}
 	if c.Binary != "" {
-		row("binary", "%s", c.Binary)
+		row("binary", "%s", printable(c.Binary))
 	}
 	if c.PID != 0 {
 		row("pid", "%d", c.PID)
@@ -136,11 +136,16 @@ func eqIf(first bool) string {
 	return " "
 }
 
+// abbreviate writes the first n names of list, each printable.
 func abbreviate(list []string, n int) string {
-	if len(list) <= n {
-		return strings.Join(list, ", ")
+	shown := make([]string, 0, min(n, len(list)))
+	for _, s := range list[:min(n, len(list))] {
+		shown = append(shown, printable(s))
 	}
-	return strings.Join(list[:n], ", ") + fmt.Sprintf(", ... (%d more)", len(list)-n)
+	if len(list) <= n {
+		return strings.Join(shown, ", ")
+	}
+	return strings.Join(shown, ", ") + fmt.Sprintf(", ... (%d more)", len(list)-n)
 }
 
 func quoteAll(list []string) string {

@@ -58,7 +58,7 @@ func (g *globals) open() (*runtime.Workspace, error) {
 	}
 	w.LockTimeout = g.lockTimeout
 	w.Waiting = func(holder string) {
-		fmt.Fprintf(os.Stderr, "Waiting up to %s for workspace %q, held by probectl PID %s...\n", g.lockTimeout, w.Name, holder)
+		fmt.Fprintf(os.Stderr, "Waiting up to %s for workspace %q, held by %s...\n", g.lockTimeout, w.Name, holder)
 	}
 	return w, nil
 }
