@@ -13,6 +13,9 @@ const (
 	KindKernel     Kind = "kernel"
 	KindUser       Kind = "user"
 	KindTracepoint Kind = "tracepoint"
+	// KindTable is not a probe: a table the probes of a spec set share
+	// has an address too ("table.queued_at"), in plans and state.
+	KindTable Kind = "table"
 )
 
 // Kinds lists every probe kind, in the order plans list them.
@@ -45,6 +48,9 @@ func (a Address) Less(b Address) bool {
 }
 
 func kindOrder(k Kind) int {
+	if k == KindTable {
+		return -1 // tables first: probes use them
+	}
 	for i, known := range Kinds {
 		if k == known {
 			return i
@@ -60,8 +66,8 @@ func ParseAddress(s string) (Address, error) {
 		return Address{}, fmt.Errorf("address %q: want KIND.NAME, e.g. kernel.vfs_latency", s)
 	}
 	a := Address{Kind: Kind(kind), Name: name}
-	if !a.Kind.Valid() {
-		return Address{}, fmt.Errorf("address %q: unknown kind %q (want kernel, user or tracepoint)", s, kind)
+	if !a.Kind.Valid() && a.Kind != KindTable {
+		return Address{}, fmt.Errorf("address %q: unknown kind %q (want kernel, user, tracepoint or table)", s, kind)
 	}
 	if !ValidName(name) {
 		return Address{}, fmt.Errorf("address %q: name must be letters, digits and underscores", s)

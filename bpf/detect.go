@@ -98,6 +98,9 @@ func Detect(opts DetectOptions) (*Facts, error) {
 			return nil, err
 		}
 		f.Functions = fns
+		if dir, err := Tracefs(); err == nil {
+			f.Events = listEvents(dir)
+		}
 	}
 	return f, nil
 }
@@ -224,21 +227,33 @@ func Tracefs() (string, error) {
 // fails only when tracefs cannot be found; an event whose format cannot be
 // read is left out, and [Facts.TracepointError] says why, for the compiler
 // to report at the event's range.
-func (f *Facts) LoadTracepoints(events []string) error {
-	if len(events) == 0 {
+func (f *Facts) LoadTracepoints(patterns []string) error {
+	if len(patterns) == 0 {
 		return nil
 	}
 	dir, err := Tracefs()
 	if err != nil {
 		return err
 	}
-	f.LoadTracepointsFrom(dir, events)
+	f.LoadTracepointsFrom(dir, patterns)
 	return nil
 }
 
-// LoadTracepointsFrom reads the formats of events from the tracefs mounted
-// at tracefs, as [Facts.LoadTracepoints] does.
-func (f *Facts) LoadTracepointsFrom(tracefs string, events []string) {
+// LoadTracepointsFrom reads the formats of events (names or globs) from the
+// tracefs mounted at tracefs, as [Facts.LoadTracepoints] does. A glob needs
+// the list of events, which it reads too.
+func (f *Facts) LoadTracepointsFrom(tracefs string, patterns []string) {
+	var events []string
+	for _, p := range patterns {
+		if !IsEventGlob(p) {
+			events = append(events, p)
+			continue
+		}
+		if f.Events == nil {
+			f.Events = listEvents(tracefs)
+		}
+		events = append(events, f.MatchEvents(p)...)
+	}
 	for _, ev := range events {
 		if f.Tracepoints[ev] != nil {
 			continue
@@ -264,3 +279,20 @@ func (f *Facts) LoadTracepointsFrom(tracefs string, events []string) {
 // TracepointError says why [Facts.LoadTracepoints] could not read an
 // event's format, or is nil.
 func (f *Facts) TracepointError(event string) error { return f.tracepointErrs[event] }
+
+// listEvents lists the tracepoints of the tracefs at dir, "group:event",
+// sorted.
+func listEvents(dir string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, "available_events"))
+	if err != nil {
+		return []string{}
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); CheckEvent(line) == nil {
+			out = append(out, line)
+		}
+	}
+	sort.Strings(out)
+	return dedup(out)
+}

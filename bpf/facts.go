@@ -139,6 +139,9 @@ type Facts struct {
 	// Tracepoints holds the format of the tracepoint events known for this
 	// target, by "group:event".
 	Tracepoints map[string]*TracepointFormat `json:"tracepoints,omitempty"`
+	// Events lists the target's tracepoints ("group:event", sorted), for
+	// resolving event globs; nil when unknown (a profile knows syscalls:*).
+	Events []string `json:"events,omitempty"`
 	// tracepointErrs holds the events whose formats could not be read.
 	tracepointErrs map[string]error
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -270,4 +271,85 @@ func builtinTracepoint(event string) *TracepointFormat {
 		}
 	})
 	return builtinTPs[event]
+}
+
+// IsEventGlob reports whether an event pattern is a glob.
+func IsEventGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?[") }
+
+// CheckEventPattern checks an event name or glob: a glob must be valid and
+// name events of the kernel's charset ("syscalls:sys_enter_exec*").
+func CheckEventPattern(pattern string) error {
+	if !IsEventGlob(pattern) {
+		return CheckEvent(pattern)
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("%q is not a valid glob", pattern)
+	}
+	// The pattern's literal characters must be those of event names.
+	plain := strings.Map(func(r rune) rune {
+		switch r {
+		case '*', '?', '[', ']', '^', '!':
+			return 'a'
+		}
+		return r
+	}, pattern)
+	if err := CheckEvent(plain); err != nil && !strings.Contains(err.Error(), "ftrace") {
+		return err
+	}
+	if g, _, _ := strings.Cut(pattern, ":"); g == "ftrace" {
+		return CheckEvent(pattern)
+	}
+	return nil
+}
+
+// Elem is the element type of an array or __data_loc field ("char" of
+// "__data_loc char[]" and of "char[16]"), or "" for other fields.
+func (f *TracepointField) Elem() string {
+	base := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(f.Type, "const "), "volatile "))
+	for _, p := range []string{"__data_loc ", "__rel_loc "} {
+		base = strings.TrimSpace(strings.TrimPrefix(base, p))
+	}
+	i := strings.LastIndex(base, "[")
+	if i < 0 {
+		return ""
+	}
+	elem := strings.TrimSpace(base[:i])
+	if elem == "signed char" || elem == "const char" {
+		elem = "char"
+	}
+	return elem
+}
+
+// MatchEvents lists the target's events a glob matches, sorted. A profile,
+// which has no list, knows its syscalls:* events.
+func (f *Facts) MatchEvents(pattern string) []string {
+	list := f.Events
+	if list == nil {
+		list = builtinEventNames()
+	}
+	var out []string
+	for _, ev := range list {
+		if ok, _ := path.Match(pattern, ev); ok {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// EventsKnown reports whether MatchEvents can resolve pattern: the target
+// lists its events, or the pattern stays within the syscalls a profile
+// knows.
+func (f *Facts) EventsKnown(pattern string) bool {
+	g, _, _ := strings.Cut(pattern, ":")
+	return f.Events != nil || g == "syscalls"
+}
+
+func builtinEventNames() []string {
+	builtinTracepoint("")
+	names := make([]string, 0, len(builtinTPs))
+	for n := range builtinTPs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

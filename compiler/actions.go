@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -26,18 +27,21 @@ func (g *gen) layoutMaps() {
 		if a.Kind == spec.Event {
 			ev := &EventLayout{Name: a.Name, ID: len(out.Events), Size: 8}
 			for _, f := range a.Fields {
-				size := f.Value.Type().Size()
-				ev.Fields = append(ev.Fields, KeyField{Name: f.Name, Kind: keyKind(f.Value), Offset: ev.Size, Size: size})
+				size := slotSize(g.typeOf(f.Value))
+				ev.Fields = append(ev.Fields, KeyField{Name: f.Name, Kind: g.keyKind(f.Value), Offset: ev.Size, Size: size})
 				ev.Size += size
 			}
 			out.Events = append(out.Events, ev)
 			continue
 		}
+		if !a.IsAggregation() {
+			continue
+		}
 		agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
 		n++
 		for i, b := range a.By {
-			size := b.Type().Size()
-			agg.Key = append(agg.Key, KeyField{Name: keyName(b, i), Kind: keyKind(b), Offset: agg.KeySize, Size: size})
+			size := slotSize(g.typeOf(b))
+			agg.Key = append(agg.Key, KeyField{Name: keyName(b, i), Kind: g.keyKind(b), Offset: agg.KeySize, Size: size})
 			agg.KeySize += size
 		}
 		if a.IsHistogram() {
@@ -67,6 +71,34 @@ func (g *gen) layoutMaps() {
 			Purpose: "entry data per (thread, function) call",
 		})
 	}
+	// The tables the probe uses: their maps are the tables', shared.
+	used := map[*spec.Table]bool{}
+	for _, x := range g.exprs() {
+		spec.Walk(x, func(x spec.Expr) {
+			switch x := x.(type) {
+			case *spec.TableRead:
+				used[x.Table] = true
+			case *spec.Has:
+				used[x.Table] = true
+			}
+		})
+	}
+	for _, a := range g.p.Actions() {
+		if a.Table != nil {
+			used[a.Table] = true
+		}
+	}
+	for t := range used {
+		out.Tables = append(out.Tables, t.Name)
+	}
+	sort.Strings(out.Tables)
+	for _, name := range out.Tables {
+		for t := range used {
+			if t.Name == name {
+				out.Shared = append(out.Shared, g.u.layout(t))
+			}
+		}
+	}
 	if len(out.Events) > 0 {
 		if !g.facts.Helpers.Ringbuf {
 			g.errorf(g.p.DeclRange, "No ring buffer", "event needs BPF ring buffers (Linux 5.8), which the target (%s) lacks. Use an aggregation.", g.facts.Label())
@@ -89,19 +121,18 @@ func ValueSize(kind spec.ActionKind) int {
 }
 
 // keyKind is how show decodes a key field or event field.
-func keyKind(x spec.Expr) KeyKind {
-	if x.Type() == spec.TypeString {
-		return KeyComm
-	}
+func (g *gen) keyKind(x spec.Expr) KeyKind {
 	if v, ok := x.(*spec.Var); ok {
 		switch v.Name {
 		case "func":
 			return KeyFunc
+		case "event":
+			return KeyEvent
 		case "comm":
 			return KeyComm
 		}
 	}
-	return KeyInt
+	return kindOf(g.typeOf(x))
 }
 
 func keyName(x spec.Expr, i int) string {
@@ -148,9 +179,14 @@ func (g *gen) actions(h *spec.Handler) {
 				g.cond(a.When, skip)
 				g.e.Origin(a.DeclRange)
 			}
-			if a.Kind == spec.Event {
+			switch a.Kind {
+			case spec.Event:
 				g.emitEvent(a, skip)
-			} else {
+			case spec.Store:
+				g.tableStore(a)
+			case spec.Delete:
+				g.tableDelete(a)
+			default:
 				g.update(a, g.aggregation(a), skip)
 			}
 			g.e.Mark(skip)
@@ -168,7 +204,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	}
 	for i, b := range a.By {
 		g.e.At("by "+b.Text(), b.Range())
-		g.store(b, key+int16(agg.Key[i].Offset))
+		g.store(b, stack(key+int16(agg.Key[i].Offset)), agg.Key[i].Size)
 	}
 	g.e.Origin(a.DeclRange)
 	val := g.e.Alloc(ValueSize(a.Kind))
@@ -253,14 +289,17 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	g.countStat(agg.DroppedIndex)
 }
 
-// countStat adds one to a counter of the stats map.
-func (g *gen) countStat(index int) {
+// countStat adds one to a counter of the probe's stats map.
+func (g *gen) countStat(index int) { g.countIn(refStats, index) }
+
+// countIn adds one to a counter of a per-CPU array map.
+func (g *gen) countIn(ref string, index int) {
 	mark := g.e.StackMark()
 	slot := g.e.Alloc(8)
 	done := g.e.NewLabel("stat_done")
 	g.e.Emit(
 		asm.StoreImm(asm.RFP, slot, int64(index), asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(refStats),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(ref),
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(slot)),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, done),
@@ -327,19 +366,11 @@ func (g *gen) linearBucket(a *spec.Action) {
 	g.e.Mark(done) // on the caller's next instruction
 }
 
-// emitEvent reserves a ring buffer record, fills it and submits it. A full
-// ring buffer counts a dropped event.
+// emitEvent reserves a ring buffer record, fills it in place and submits
+// it; a full ring buffer counts a dropped event. Between the reserve and
+// the submit nothing jumps out: the record is submitted on every path.
 func (g *gen) emitEvent(a *spec.Action, skip string) {
 	ev := g.event(a)
-	// Values are computed on the stack first: the record must be submitted
-	// on every path, so nothing may jump out while it is held.
-	area := g.e.Alloc(ev.Size)
-	g.e.Emit(bpf.StoreImm64(asm.RFP, area, int32(ev.ID)))
-	for i, f := range a.Fields {
-		g.e.At(fmt.Sprintf("field %s = %s", f.Name, f.Value.Text()), f.Range)
-		g.store(f.Value, area+int16(ev.Fields[i].Offset))
-	}
-	g.e.Origin(a.DeclRange)
 	reserved := g.e.NewLabel("reserved")
 	g.e.Emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(refEvents),
@@ -352,20 +383,15 @@ func (g *gen) emitEvent(a *spec.Action, skip string) {
 	g.e.Emit(asm.Ja.Label(skip))
 	g.e.Mark(reserved)
 	g.e.Emit(asm.Mov.Reg(regRecord, asm.R0))
-	g.copyTo(regRecord, area, ev.Size)
+	g.e.Emit(bpf.StoreImm64(regRecord, 0, int32(ev.ID)))
+	for i, f := range a.Fields {
+		g.e.At(fmt.Sprintf("field %s = %s", f.Name, f.Value.Text()), f.Range)
+		g.store(f.Value, place{regRecord, int16(ev.Fields[i].Offset)}, ev.Fields[i].Size)
+	}
+	g.e.Origin(a.DeclRange)
 	g.e.Emit(
 		asm.Mov.Reg(asm.R1, regRecord),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.FnRingbufSubmit.Call(),
 	)
-}
-
-// copyTo copies size bytes (a multiple of 8) from the stack to the pointer in dst.
-func (g *gen) copyTo(dst asm.Register, src int16, size int) {
-	for off := 0; off < size; off += 8 {
-		g.e.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, src+int16(off), asm.DWord),
-			asm.StoreMem(dst, int16(off), asm.R1, asm.DWord),
-		)
-	}
 }

@@ -48,9 +48,20 @@ type gen struct {
 	p     *spec.Probe
 	facts *bpf.Facts
 	regs  bpf.Regs
-	tp    *bpf.TracepointFormat
 	out   *Probe
 	diags hcl.Diagnostics
+	d     decision
+	u     *unit // the compilation: the other probes, the tables
+	// tps are the formats of a tracepoint probe's events, in the order of
+	// out.Tracepoints.
+	tps []*bpf.TracepointFormat
+	// unformatted are events whose format the target does not know.
+	unformatted []string
+	// types memoizes typeOf; typeErrs the expressions already reported.
+	types    map[spec.Expr]spec.Type
+	typeErrs map[spec.Expr]bool
+	// eventIndex holds the index of each event named in event == NAME.
+	eventIndex map[string]int
 
 	// Set per program.
 	e   *bpf.Emitter
@@ -107,7 +118,7 @@ func (g *gen) build(d decision) {
 		off := 0
 		for _, f := range p.Entry.Save {
 			g.entryFields[f.Name] = off
-			off += f.Value.Type().Size()
+			off += slotSize(g.typeOf(f.Value))
 		}
 	}
 
@@ -434,7 +445,7 @@ func (g *gen) saveArea() int16 {
 	for _, f := range g.p.Entry.Save {
 		g.measure(f.Range, func() {
 			g.e.At(fmt.Sprintf("save %s = %s", f.Name, f.Value.Text()), f.Range)
-			g.store(f.Value, area+int16(g.entryFields[f.Name]))
+			g.store(f.Value, stack(area+int16(g.entryFields[f.Name])), slotSize(g.typeOf(f.Value)))
 		})
 	}
 	g.e.Origin(g.p.Entry.DeclRange)

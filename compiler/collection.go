@@ -29,6 +29,11 @@ func (p *Probe) CollectionSpec(kernel *btf.Spec, functions []string) (*ebpf.Coll
 	for _, m := range p.Maps {
 		cs.Maps[m.Ref] = m.Spec()
 	}
+	for _, t := range p.Shared {
+		for _, m := range t.Maps {
+			cs.Maps[m.Ref] = m.Spec() // replaced by the table's own map at load
+		}
+	}
 	for _, prog := range p.Programs {
 		insns, err := bpf.ResolveKfuncs(prog.Instructions, kernel)
 		if err != nil {

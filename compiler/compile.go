@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -12,8 +11,12 @@ import (
 	"github.com/probectl/probectl/spec"
 )
 
-// Compile compiles every probe of cfg for the target described by facts.
-// It returns nil output when there are errors.
+// Compile compiles every probe of cfg for the target described by facts,
+// and the tables they share. It returns nil output when there are errors.
+//
+// It works in passes over the whole spec set: each probe's route,
+// functions and events; then the types of every expression on the target
+// (tables are laid out from all their uses, in every probe); then code.
 func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	out := &Output{Facts: facts}
 	var diags hcl.Diagnostics
@@ -21,11 +24,40 @@ func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported target", Detail: err.Error() + "."}}
 	}
+	u := &unit{facts: facts}
 	for _, p := range cfg.Probes {
-		cp, d := compileProbe(p, facts, regs)
+		g, d := u.prepare(p, regs)
 		diags = append(diags, d...)
-		if cp != nil {
-			out.Probes = append(out.Probes, cp)
+		if g != nil {
+			u.gens = append(u.gens, g)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	for _, g := range u.gens {
+		u.collectUses(g)
+	}
+	for _, g := range u.gens {
+		g.checkTypes()
+		diags = append(diags, g.diags...)
+		g.diags = nil
+	}
+	for _, t := range cfg.Tables {
+		if l := u.layout(t); l != nil {
+			out.Tables = append(out.Tables, l)
+		}
+	}
+	diags = append(diags, u.diags...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	for _, g := range u.gens {
+		g.build(g.d)
+		diags = append(diags, g.diags...)
+		if !g.diags.HasErrors() {
+			g.out.Digest = g.out.digest()
+			out.Probes = append(out.Probes, g.out)
 		}
 	}
 	if diags.HasErrors() {
@@ -35,14 +67,16 @@ func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	return out, diags
 }
 
-func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.Diagnostics) {
-	d, diag := chooseRoute(p, facts)
+// prepare decides a probe's route and resolves its functions or events,
+// checking what it uses against what the target has.
+func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
+	d, diag := chooseRoute(p, u.facts)
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
 	cp := &Probe{Spec: p, Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason,
-		Binary: p.Binary, PID: p.PID, Event: p.Event,
+		Binary: p.Binary, PID: p.PID,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)
@@ -50,60 +84,106 @@ func compileProbe(p *spec.Probe, facts *bpf.Facts, regs bpf.Regs) (*Probe, hcl.D
 	for _, pat := range p.Exclude {
 		cp.Exclude = append(cp.Exclude, pat.Text)
 	}
+	g := &gen{p: p, facts: u.facts, regs: regs, out: cp, storage: entryStorage(p, d), d: d, u: u}
 	var diags hcl.Diagnostics
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
-		cp.Functions, diags = resolveKernelFunctions(p, facts)
+		cp.Functions, diags = resolveKernelFunctions(p, u.facts)
 	case bpf.KindUser:
-		cp.Functions, diags = resolveUserFunctions(p, facts)
+		cp.Functions, diags = resolveUserFunctions(p, u.facts)
+	case bpf.KindTracepoint:
+		diags = g.resolveEvents()
 	}
-	g := &gen{p: p, facts: facts, regs: regs, out: cp, storage: entryStorage(p, d)}
 	diags = append(diags, g.checkTarget(d)...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	g.build(d)
-	diags = append(diags, g.diags...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	cp.Digest = cp.digest()
-	return cp, diags
+	return g, diags
 }
 
-// checkTarget checks what the spec uses against what the target has:
-// tracepoint fields, and the helpers behind func.
+// resolveEvents resolves a tracepoint probe's event names and globs to the
+// target's events, and reads their formats. The index of an event in the
+// sorted list is its attach cookie: event says which one fired.
+func (g *gen) resolveEvents() hcl.Diagnostics {
+	p, f := g.p, g.facts
+	var diags hcl.Diagnostics
+	chosen := map[string]bool{}
+	for _, pat := range p.Events {
+		if !bpf.IsEventGlob(pat.Text) {
+			chosen[pat.Text] = true
+			continue
+		}
+		if !f.EventsKnown(pat.Text) {
+			diags = append(diags, diagf(pat.Range, "Event list unknown",
+				"%q is a glob, and the target (%s) does not list its events outside syscalls:*. Plan against the live kernel or a facts file (probectl target -o FILE), or name the events.", pat.Text, f.Label()))
+			continue
+		}
+		matched := f.MatchEvents(pat.Text)
+		if len(matched) == 0 {
+			diags = append(diags, diagf(pat.Range, "Glob matches no event",
+				"No tracepoint of the target (%s) matches %q. The events are listed under /sys/kernel/tracing/events.", f.Label(), pat.Text))
+		}
+		for _, ev := range matched {
+			chosen[ev] = true
+		}
+	}
+	for ev := range chosen {
+		g.out.Tracepoints = append(g.out.Tracepoints, ev)
+	}
+	sort.Strings(g.out.Tracepoints)
+	if len(g.out.Tracepoints) == 1 {
+		g.out.Event = g.out.Tracepoints[0]
+	}
+	if len(p.Events) > 1 || len(p.Events) == 1 && bpf.IsEventGlob(p.Events[0].Text) {
+		for _, pat := range p.Events {
+			g.out.Patterns = append(g.out.Patterns, pat.Text)
+		}
+	}
+	for _, ev := range g.out.Tracepoints {
+		rng := p.EventRange
+		for _, pat := range p.Events {
+			if pat.Text == ev {
+				rng = pat.Range
+			}
+		}
+		if err := f.TracepointError(ev); err != nil {
+			diags = append(diags, diagf(rng, "Tracepoint format unreadable",
+				"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", ev, err))
+			continue
+		}
+		tp := f.Tracepoint(ev)
+		switch {
+		case tp != nil:
+			g.tps = append(g.tps, tp)
+		case f.Source == "live":
+			diags = append(diags, diagf(rng, "Tracepoint not found",
+				"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", ev))
+		default:
+			g.unformatted = append(g.unformatted, ev) // reported where a field is read
+		}
+	}
+	return diags
+}
+
+// checkTarget checks what the spec uses against what the target has: the
+// helpers behind func and event, and names they are compared with.
 func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 	p, f := g.p, g.facts
 	var diags hcl.Diagnostics
-	var exprs []spec.Expr
-	for _, h := range []*spec.Handler{p.Entry, p.Exit} {
-		if h == nil {
-			continue
-		}
-		exprs = append(exprs, h.When)
-		for _, s := range h.Save {
-			exprs = append(exprs, s.Value)
-		}
-		for _, a := range h.Actions {
-			exprs = append(exprs, a.Value, a.When)
-			exprs = append(exprs, a.By...)
-			for _, fl := range a.Fields {
-				exprs = append(exprs, fl.Value)
-			}
-		}
-	}
-	usesFunc := false
-	for _, x := range exprs {
+	usesCookie := false
+	for _, x := range g.exprs() {
 		spec.Walk(x, func(x spec.Expr) {
 			switch x := x.(type) {
 			case *spec.Var:
-				usesFunc = usesFunc || x.Name == "func"
-			case *spec.ArgsField:
-				diags = append(diags, g.checkField(x)...)
+				usesCookie = usesCookie || x.Name == "func" || (x.Name == "event" && len(g.out.Tracepoints) > 1)
 			case *spec.Binary:
 				if name, ok := spec.FuncName(x); ok {
 					if d := g.resolveFuncName(name, x.R.Range()); d != nil {
+						diags = append(diags, d)
+					}
+				}
+				if name, ok := spec.EventName(x); ok {
+					if d := g.resolveEventName(name, x.R.Range()); d != nil {
 						diags = append(diags, d)
 					}
 				}
@@ -115,20 +195,26 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 		cookie = f.Helpers.TracingAttachCookie
 	}
 	// The slot of per-call entry data is keyed by the function's cookie.
-	if (usesFunc || g.storage == StorageMap) && !cookie {
+	if (usesCookie || g.storage == StorageMap) && !cookie {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
-			"func and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
-	}
-	if p.Addr.Kind == bpf.KindTracepoint {
-		if err := f.TracepointError(p.Event); err != nil {
-			diags = append(diags, diagf(p.EventRange, "Tracepoint format unreadable",
-				"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", p.Event, err))
-		} else if f.Source == "live" && f.Tracepoint(p.Event) == nil {
-			diags = append(diags, diagf(p.EventRange, "Tracepoint not found",
-				"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", p.Event))
-		}
+			"func, event and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
 	return append(diags, g.checkLinks(d)...)
+}
+
+// resolveEventName finds the index (the attach cookie) of an event named
+// in "event == NAME".
+func (g *gen) resolveEventName(name string, rng hcl.Range) *hcl.Diagnostic {
+	i, found := slices.BinarySearch(g.out.Tracepoints, name)
+	if !found {
+		return diagf(rng, "Not an event of this probe",
+			"event == %q can never hold: this probe's events are %s. Use one of them.", name, strings.Join(g.out.Tracepoints, ", "))
+	}
+	if g.eventIndex == nil {
+		g.eventIndex = map[string]int{}
+	}
+	g.eventIndex[name] = i
+	return nil
 }
 
 // Kernel limits on the functions of one multi link.
@@ -193,32 +279,4 @@ func (g *gen) resolveFuncName(name string, rng hcl.Range) *hcl.Diagnostic {
 	}
 	g.funcIndex[name] = i
 	return nil
-}
-
-func (g *gen) checkField(x *spec.ArgsField) hcl.Diagnostics {
-	if g.tp == nil {
-		g.tp = g.facts.Tracepoint(g.p.Event)
-	}
-	if g.tp == nil {
-		return hcl.Diagnostics{diagf(x.Range(), "Tracepoint format unknown",
-			"The format of %q is not known for the target (%s), so args.%s cannot be located. Plan against the live kernel, or a facts file from probectl target -o FILE.",
-			g.p.Event, g.facts.Label(), x.Name)}
-	}
-	fl := g.tp.Field(x.Name)
-	if fl == nil {
-		return hcl.Diagnostics{diagf(x.Range(), "Unknown tracepoint field",
-			"%s has no field %q. Its fields: %s.", g.p.Event, x.Name, strings.Join(g.tp.FieldNames(), ", "))}
-	}
-	if fl.Class.Readable() {
-		return nil
-	}
-	what := map[bpf.FieldClass]string{
-		bpf.FieldString:  "a string (char[N])",
-		bpf.FieldDataLoc: "a variable-length value stored after the record (__data_loc)",
-		bpf.FieldArray:   "an array",
-		bpf.FieldStruct:  "a structure by value",
-		bpf.FieldUnknown: fmt.Sprintf("a %d-byte value of a type probectl does not know", fl.Size),
-	}[fl.Class]
-	return hcl.Diagnostics{diagf(x.Range(), "Field cannot be read",
-		"args.%s is %s, %s. Probes read integer and pointer fields; this one cannot be read yet.", x.Name, fl.Type, what)}
 }

@@ -87,15 +87,20 @@ type KeyKind string
 
 // The key kinds.
 const (
-	KeyInt  KeyKind = "int"  // a signed integer
-	KeyFunc KeyKind = "func" // the index of the probe's function: its name
-	KeyComm KeyKind = "comm" // a task name, NUL-padded
+	KeyInt    KeyKind = "int"    // a signed integer
+	KeyFunc   KeyKind = "func"   // the index of the probe's function: its name
+	KeyEvent  KeyKind = "event"  // the index of the probe's event: its name
+	KeyComm   KeyKind = "comm"   // a task name, NUL-padded
+	KeyString KeyKind = "string" // text, NUL-terminated
+	KeyBytes  KeyKind = "bytes"  // a byte array, shown in hex
 )
 
 // Output is what the kernel should have for a config on one target.
 type Output struct {
 	Facts  *bpf.Facts
 	Probes []*Probe
+	// Tables are shared by the probes: they live as long as the spec set.
+	Tables []*Table
 }
 
 // Description says what a compiled probe is: its address, its route and
@@ -110,13 +115,19 @@ type Description struct {
 	// Functions is what the patterns resolved to on the target (sorted, the
 	// index is the attach cookie), or nil when the target's function list
 	// is unknown; Patterns and Exclude are as written.
-	Functions []string  `json:"functions"`
-	Patterns  []string  `json:"patterns,omitempty"`
-	Exclude   []string  `json:"exclude,omitempty"`
-	Binary    string    `json:"binary,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	Event     string    `json:"event,omitempty"`
-	EntryData EntryData `json:"entry_data"`
+	Functions []string `json:"functions"`
+	Patterns  []string `json:"patterns,omitempty"`
+	Exclude   []string `json:"exclude,omitempty"`
+	Binary    string   `json:"binary,omitempty"`
+	PID       int      `json:"pid,omitempty"`
+	Event     string   `json:"event,omitempty"`
+	// Tracepoints are the events a tracepoint probe attaches, sorted (its
+	// patterns resolved; the index is the attach cookie); Event is the one
+	// event of a probe that has only one.
+	Tracepoints []string  `json:"tracepoints,omitempty"`
+	EntryData   EntryData `json:"entry_data"`
+	// Tables are the tables the probe uses.
+	Tables []string `json:"tables,omitempty"`
 	// Digest identifies the compiled probe: equal digests, equal kernel
 	// objects.
 	Digest string `json:"digest"`
@@ -128,6 +139,9 @@ type Probe struct {
 
 	Programs []*Program
 	Maps     []*Map
+	// Shared are the tables the programs use, whose maps the runtime
+	// provides: they belong to the spec set, not to the probe.
+	Shared []*Table `json:"-"`
 	// Aggregations decode the maps; Events decode ring buffer records.
 	Aggregations []*Aggregation
 	Events       []*EventLayout
@@ -195,6 +209,8 @@ type KeyField struct {
 	Kind   KeyKind `json:"kind"`
 	Offset int     `json:"offset"`
 	Size   int     `json:"size"`
+
+	typ spec.Type // the value's type, while compiling
 }
 
 // AggregationKind is what an aggregation keeps, as plans, state and show

@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -9,45 +8,6 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/spec"
 )
-
-// store evaluates x into the stack at off: 16 bytes for comm, 8 otherwise.
-func (g *gen) store(x spec.Expr, off int16) {
-	if x.Type() == spec.TypeString {
-		g.commInto(x, off)
-		return
-	}
-	mark := g.e.StackMark()
-	g.expr(x)
-	g.e.Emit(asm.StoreMem(asm.RFP, off, asm.R0, asm.DWord))
-	g.e.Release(mark)
-}
-
-// comm copies the current task's comm (16 bytes, NUL-padded) to the stack.
-//
-// bpf_get_current_comm pads the name with NULs only since Linux 6.4
-// (strscpy_pad); before, the bytes after it keep what the stack held, so
-// the area is zeroed first: comparisons and keys see all 16 bytes.
-func (g *gen) comm(off int16) {
-	g.e.Emit(
-		bpf.StoreImm64(asm.RFP, off, 0), bpf.StoreImm64(asm.RFP, off+8, 0),
-		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(off)),
-		asm.Mov.Imm(asm.R2, spec.CommSize),
-		asm.FnGetCurrentComm.Call(),
-	)
-}
-
-// commInto copies a task name to the stack at off: the current comm, or
-// one saved on entry.
-func (g *gen) commInto(x spec.Expr, off int16) {
-	if ref, ok := x.(*spec.EntryRef); ok {
-		src := g.entryArea + int16(g.entryFields[ref.Name])
-		for i := int16(0); i < spec.CommSize; i += 8 {
-			g.e.Emit(asm.LoadMem(asm.R1, asm.RFP, src+i, asm.DWord), asm.StoreMem(asm.RFP, off+i, asm.R1, asm.DWord))
-		}
-		return
-	}
-	g.comm(off)
-}
 
 func (g *gen) imm(v int64) {
 	if v >= math.MinInt32 && v <= math.MaxInt32 {
@@ -80,6 +40,18 @@ func (g *gen) expr(x spec.Expr) {
 		g.e.Emit(asm.LoadMem(asm.R0, asm.RFP, g.entryArea+int16(g.entryFields[x.Name]), asm.DWord))
 	case *spec.ArgsField:
 		g.tracepointField(x)
+	case *spec.KernelPath:
+		g.kernelValue(x)
+	case *spec.TableRead:
+		g.tableValue(x)
+	case *spec.Has:
+		g.has(x)
+	case *spec.StartsWith:
+		g.startsWith(x)
+	case *spec.ByteSwap:
+		g.expr(x.X)
+		g.e.Origin(x.Range())
+		g.e.Emit(asm.HostTo(asm.BE, asm.R0, map[int]asm.Size{16: asm.Half, 32: asm.Word}[x.Bits]))
 	case *spec.Unary:
 		g.expr(x.X)
 		g.e.Origin(x.Range())
@@ -125,12 +97,21 @@ func (g *gen) variable(v *spec.Var) {
 		g.e.Emit(asm.FnKtimeGetNs.Call())
 	case "func":
 		g.funcCookie()
+	case "event":
+		if len(g.out.Tracepoints) > 1 {
+			g.funcCookie() // the attach cookie is the event's index
+		} else {
+			g.e.Emit(asm.Mov.Imm(asm.R0, 0))
+		}
+	case "ppid":
+		g.ppid()
 	case "ret":
 		if g.ctx == ctxTracing {
 			g.tracingValue(asm.FnGetFuncRet, -1)
 		} else {
 			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Ret, asm.DWord))
 		}
+		g.extendRet()
 	case "arg0", "arg1", "arg2", "arg3", "arg4", "arg5":
 		n := int(v.Name[3] - '0')
 		if g.ctx == ctxTracing {
@@ -160,15 +141,45 @@ func (g *gen) tracingValue(fn asm.BuiltinFunc, n int) {
 	g.e.Emit(fn.Call(), asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 }
 
-// tracepointField loads a record field, sign-extending signed narrow ones.
+// tracepointField loads an integer field of the record, sign-extending
+// signed narrow ones. A probe over several events whose field sits at
+// different offsets picks the offset by its attach cookie (the event).
 func (g *gen) tracepointField(x *spec.ArgsField) {
-	f := g.tp.Field(x.Name) // checked by the compiler before generation
-	size := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[f.Size]
-	g.e.Emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset), size))
-	if f.Signed && f.Size < 8 {
-		shift := int32(64 - 8*f.Size)
-		g.e.Emit(asm.LSh.Imm(asm.R0, shift), asm.ArSh.Imm(asm.R0, shift))
+	g.perEvent(x.Name, func(f *bpf.TracepointField) {
+		size := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[f.Size]
+		g.e.Emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset), size))
+		if f.Signed && f.Size < 8 {
+			shift := int32(64 - 8*f.Size)
+			g.e.Emit(asm.LSh.Imm(asm.R0, shift), asm.ArSh.Imm(asm.R0, shift))
+		}
+	})
+}
+
+// perEvent emits emit for the field as each event lays it out: once when
+// all agree on its offset, else in a switch on the attach cookie.
+func (g *gen) perEvent(name string, emit func(f *bpf.TracepointField)) {
+	first := g.tps[0].Field(name)
+	same := true
+	for _, tp := range g.tps[1:] {
+		same = same && tp.Field(name).Offset == first.Offset
 	}
+	if same {
+		emit(first)
+		return
+	}
+	done := g.e.NewLabel("field")
+	slot := g.e.Alloc(8)
+	g.funcCookie()
+	g.e.Emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	for i, tp := range g.tps {
+		next := g.e.NewLabel("event")
+		g.e.Emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord), asm.JNE.Imm(asm.R1, int32(i), next))
+		emit(tp.Field(name))
+		g.e.Emit(asm.Ja.Label(done))
+		g.e.Mark(next)
+	}
+	g.e.Emit(asm.Mov.Imm(asm.R0, 0))
+	g.e.Mark(done)
 }
 
 var jumps = map[spec.Op]asm.JumpOp{
@@ -204,22 +215,35 @@ func (g *gen) binary(x *spec.Binary) {
 		g.e.Mark(done)
 		return
 	}
-	if x.L.Type() == spec.TypeString {
-		// The checker allows only a task name against a literal.
-		name, lit := x.L, x.R
-		if _, ok := name.(*spec.StringLit); ok {
-			name, lit = lit, name
+	if name, ok := spec.EventName(x); ok {
+		// event == NAME: the attach cookie against the event's index.
+		done := g.e.NewLabel("event")
+		match, miss := int32(1), int32(0)
+		if x.Op == spec.OpNe {
+			match, miss = 0, 1
 		}
-		g.commEquals(name, lit.(*spec.StringLit).Value, x.Op == spec.OpEq)
+		g.expr(x.L)
+		g.e.Emit(
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Mov.Imm(asm.R0, match),
+			asm.JEq.Imm(asm.R1, int32(g.eventIndex[name]), done),
+			asm.Mov.Imm(asm.R0, miss),
+		)
+		g.e.Mark(done)
+		return
+	}
+	if lit, ok := x.R.(*spec.StringLit); ok {
+		// The checker allows a string only against a literal.
+		g.stringEquals(x.L, lit.Value, x.Op == spec.OpEq)
 		return
 	}
 	spine := []*spec.Binary{x}
 	for {
 		l, ok := spine[len(spine)-1].L.(*spec.Binary)
-		if !ok || l.L.Type() == spec.TypeString {
+		if !ok {
 			break
 		}
-		if _, fn := spec.FuncName(l); fn {
+		if _, lit := l.R.(*spec.StringLit); lit {
 			break
 		}
 		spine = append(spine, l)
@@ -301,29 +325,5 @@ func (g *gen) signedDivMod(mod bool) {
 		g.e.Emit(asm.Div.Reg(asm.R0, asm.R1))
 	}
 	g.e.Emit(asm.JEq.Imm(asm.R2, 0, done), asm.Neg.Imm(asm.R0, 0))
-	g.e.Mark(done)
-}
-
-// commEquals compares the current comm with a literal, 8 bytes at a time,
-// NUL padding included.
-func (g *gen) commEquals(name spec.Expr, lit string, eq bool) {
-	var buf [spec.CommSize]byte
-	copy(buf[:], lit)
-	area := g.e.Alloc(spec.CommSize)
-	g.commInto(name, area)
-	match, miss := int32(1), int32(0)
-	if !eq {
-		match, miss = 0, 1
-	}
-	done := g.e.NewLabel("comm")
-	g.e.Emit(asm.Mov.Imm(asm.R0, miss))
-	for off := 0; off < spec.CommSize; off += 8 {
-		g.e.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, area+int16(off), asm.DWord),
-			asm.LoadImm(asm.R2, int64(binary.LittleEndian.Uint64(buf[off:])), asm.DWord),
-			asm.JNE.Reg(asm.R1, asm.R2, done),
-		)
-	}
-	g.e.Emit(asm.Mov.Imm(asm.R0, match))
 	g.e.Mark(done)
 }

@@ -192,9 +192,18 @@ func (p *Probe) MemoryBytes(cpus int) int64 {
 func (p *Probe) digest() string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode([]any{p.Address.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData})
+	what := []any{p.Address.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData}
+	if len(p.Tracepoints) > 1 {
+		what = append(what, p.Tracepoints)
+	}
+	_ = enc.Encode(what)
 	for _, m := range p.Maps {
 		_ = enc.Encode(m)
+	}
+	// The tables' maps are in the programs: a table laid out anew is a
+	// new map, and its users must be loaded again.
+	for _, t := range p.Shared {
+		_ = enc.Encode(t.Digest)
 	}
 	for _, prog := range p.Programs {
 		fmt.Fprintf(h, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)

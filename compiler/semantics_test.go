@@ -135,7 +135,7 @@ func (v env) eval(x spec.Expr) int64 {
 		}
 		return v.eval(x.Else)
 	case *spec.Binary:
-		if x.L.Type() == spec.TypeString { // comm against a literal
+		if x.L.Type().IsString() { // comm against a literal
 			eq := v.comm == x.R.(*spec.StringLit).Value
 			return b(eq == (x.Op == spec.OpEq))
 		}

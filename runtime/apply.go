@@ -405,5 +405,6 @@ func stripFacts(f *bpf.Facts) *bpf.Facts {
 	c := *f
 	c.Functions = nil
 	c.Tracepoints = nil
+	c.Events = nil
 	return &c
 }

@@ -93,8 +93,8 @@ func compile(t testing.TB, src string) *compiler.Output {
 	f := liveFacts(t)
 	var events []string
 	for _, p := range cfg.Probes {
-		if p.Event != "" {
-			events = append(events, p.Event)
+		for _, e := range p.Events {
+			events = append(events, e.Text)
 		}
 	}
 	if err := f.LoadTracepoints(events); err != nil {

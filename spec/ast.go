@@ -9,6 +9,8 @@ import (
 type Config struct {
 	// Probes in address order.
 	Probes []*Probe
+	// Tables by name: state the probes share.
+	Tables []*Table
 	// Sources holds each file's text by name, for source comments and
 	// diagnostics.
 	Sources map[string][]byte
@@ -35,8 +37,8 @@ type Probe struct {
 	BinaryRange hcl.Range
 	PID         int
 
-	// tracepoint probes: "group:event"
-	Event      string
+	// tracepoint probes: "group:event" names or globs
+	Events     []Pattern
 	EventRange hcl.Range
 
 	Entry *Handler
@@ -56,7 +58,7 @@ func (p *Probe) SaveSize() int {
 	}
 	n := 0
 	for _, f := range p.Entry.Save {
-		n += f.Value.Type().Size()
+		n += f.Value.Type().Bytes()
 	}
 	return n
 }
@@ -103,11 +105,13 @@ const (
 	Max   ActionKind = "max"
 	Hist  ActionKind = "hist"  // log2 histogram
 	LHist ActionKind = "lhist" // linear histogram
-	Event ActionKind = "event" // a record through a ring buffer
+	Event  ActionKind = "event"  // a record through a ring buffer
+	Store  ActionKind = "store"  // a value into a table
+	Delete ActionKind = "delete" // a key out of a table
 )
 
 // ActionKinds lists the action block types.
-var ActionKinds = []ActionKind{Count, Sum, Min, Max, Hist, LHist, Event}
+var ActionKinds = []ActionKind{Count, Sum, Min, Max, Hist, LHist, Event, Store, Delete}
 
 // DefaultMaxKeys is an aggregation's key limit when max_keys is not set.
 const DefaultMaxKeys = 10240
@@ -123,12 +127,25 @@ type Action struct {
 	MaxKeys   int
 	// lhist
 	Min, Max, Step int64
-	// event
+	// event; store into a table of objects
 	Fields []*Field
+	// store, delete: the table and the key (store's value is Value, or
+	// Fields for a table of objects)
+	Table *Table
+	Key   []Expr
 }
 
 // IsHistogram reports whether the action keeps buckets.
 func (a *Action) IsHistogram() bool { return a.Kind == Hist || a.Kind == LHist }
+
+// IsAggregation reports whether the action keeps a map of its own.
+func (a *Action) IsAggregation() bool {
+	switch a.Kind {
+	case Event, Store, Delete:
+		return false
+	}
+	return true
+}
 
 // Field is a named expression: a save entry or an event field.
 type Field struct {

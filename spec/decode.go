@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/probectl/probectl/bpf"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -76,7 +77,8 @@ func expandPath(p string) ([]string, error) {
 	return names, nil
 }
 
-// Parse decodes and checks spec files given by name and content.
+// Parse decodes and checks spec files given by name and content. Tables
+// are shared by every probe of the set, whichever file declares them.
 func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	cfg := &Config{Sources: files}
 	var diags hcl.Diagnostics
@@ -85,7 +87,13 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	seen := map[bpf.Address]*Probe{}
+	all := tables{}
+	type parsed struct {
+		dec     *decoder
+		probes  []*hcl.Block
+		content *hclsyntax.Body
+	}
+	var parsedFiles []parsed
 	for _, name := range names {
 		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
@@ -93,12 +101,33 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		src := source(files[name])
-		dec := &decoder{src: &src}
-		probes := dec.file(f.Body)
-		diags = append(diags, dec.diags...)
-		for _, p := range probes {
+		dec := &decoder{src: &src, tables: all}
+		content, cd := f.Body.Content(fileSchema)
+		dec.diags = append(dec.diags, cd...)
+		pf := parsed{dec: dec, content: f.Body.(*hclsyntax.Body)}
+		for _, b := range content.Blocks {
+			if b.Type == "table" {
+				dec.table(b, all)
+			} else {
+				pf.probes = append(pf.probes, b)
+			}
+		}
+		parsedFiles = append(parsedFiles, pf)
+	}
+	var bodies []*hclsyntax.Body
+	for _, pf := range parsedFiles {
+		bodies = append(bodies, pf.content)
+	}
+	inferTables(all, bodies)
+	seen := map[bpf.Address]*Probe{}
+	for _, pf := range parsedFiles {
+		for _, b := range pf.probes {
+			p := pf.dec.probe(b)
+			if p == nil {
+				continue
+			}
 			if first, dup := seen[p.Addr]; dup {
-				diags = append(diags, &hcl.Diagnostic{
+				pf.dec.diags = append(pf.dec.diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Duplicate probe address",
 					Detail: fmt.Sprintf("A probe %q is already declared at %s. Each probe needs its own address: rename one of them.",
@@ -110,13 +139,24 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 			seen[p.Addr] = p
 			cfg.Probes = append(cfg.Probes, p)
 		}
+		diags = append(diags, pf.dec.diags...)
 	}
+	if !diags.HasErrors() {
+		diags = append(diags, checkTables(all)...)
+	}
+	for _, t := range all {
+		cfg.Tables = append(cfg.Tables, t)
+	}
+	sort.Slice(cfg.Tables, func(i, j int) bool { return cfg.Tables[i].Name < cfg.Tables[j].Name })
 	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
 	return cfg, diags
 }
 
 var fileSchema = &hcl.BodySchema{
-	Blocks: []hcl.BlockHeaderSchema{{Type: "probe", LabelNames: []string{"kind", "name"}}},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "probe", LabelNames: []string{"kind", "name"}},
+		{Type: "table", LabelNames: []string{"name"}},
+	},
 }
 
 // probeSchema has every probe attribute of every kind; decodeProbe then
@@ -159,8 +199,9 @@ var attachFamilies = map[bpf.Kind][]string{
 }
 
 type decoder struct {
-	src   *source // shared by the file's expressions
-	diags hcl.Diagnostics
+	src    *source // shared by the file's expressions
+	tables tables  // the spec set's, shared by every file
+	diags  hcl.Diagnostics
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, detail string, args ...any) {
@@ -173,18 +214,6 @@ func (d *decoder) warnf(rng hcl.Range, summary, detail string, args ...any) {
 	d.diags = append(d.diags, &hcl.Diagnostic{
 		Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: rng.Ptr(),
 	})
-}
-
-func (d *decoder) file(body hcl.Body) []*Probe {
-	content, diags := body.Content(fileSchema)
-	d.diags = append(d.diags, diags...)
-	var probes []*Probe
-	for _, b := range content.Blocks {
-		if p := d.probe(b); p != nil {
-			probes = append(probes, p)
-		}
-	}
-	return probes
 }
 
 func (d *decoder) probe(b *hcl.Block) *Probe {
@@ -246,13 +275,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			}
 		case "event":
 			p.EventRange = attr.Expr.Range()
-			if s, ok := d.stringAttr(attr); ok {
-				p.Event = s
-				if err := bpf.CheckEvent(s); err != nil {
-					d.errorf(attr.Expr.Range(), "Invalid tracepoint event",
-						"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\"; the events are listed under /sys/kernel/tracing/events.", err)
-				}
-			}
+			p.Events = d.events(attr)
 		}
 	}
 	for attrName, required := range allowed {
@@ -322,6 +345,9 @@ func (d *decoder) checkExit(p *Probe) {
 func (d *decoder) checkActionNames(p *Probe) {
 	seen := map[string]*Action{}
 	for _, a := range p.Actions() {
+		if !a.IsAggregation() && a.Kind != Event {
+			continue // store and delete are named by their table
+		}
 		if first, dup := seen[a.Name]; dup {
 			d.errorf(a.DeclRange, "Duplicate action name",
 				"This probe already has an action named %q at %s. Action names are unique within a probe: rename one.",
@@ -368,6 +394,9 @@ func (d *decoder) handler(p *Probe, b *hcl.Block, exit bool) *Handler {
 
 func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 	a := &Action{Kind: ActionKind(b.Type), Name: b.Labels[0], DeclRange: b.DefRange, MaxKeys: DefaultMaxKeys}
+	if a.Kind == Store || a.Kind == Delete {
+		return d.tableAction(sc, b, a)
+	}
 	if !bpf.ValidName(a.Name) {
 		d.errorf(b.LabelRanges[0], "Invalid action name",
 			"%q is not a valid name. Use letters, digits and underscores, starting with a letter: it becomes a metric name.", a.Name)
@@ -541,4 +570,31 @@ func quoteList(list []string) string {
 // pos writes where a range starts, as FILE:LINE:COL.
 func pos(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// events decodes a tracepoint probe's event: one "GROUP:EVENT" or a list,
+// each name or glob ("syscalls:sys_enter_exec*").
+func (d *decoder) events(attr *hcl.Attribute) []Pattern {
+	exprs, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() {
+		exprs = []hcl.Expression{attr.Expr}
+	}
+	if len(exprs) == 0 {
+		d.errorf(attr.Expr.Range(), "No events", "List at least one event, for example \"syscalls:sys_enter_openat\".")
+	}
+	var out []Pattern
+	for _, e := range exprs {
+		s, ok := d.literalString(e)
+		if !ok {
+			d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\".")
+			continue
+		}
+		if err := bpf.CheckEventPattern(s); err != nil {
+			d.errorf(e.Range(), "Invalid tracepoint event",
+				"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\", or a glob such as \"syscalls:sys_enter_exec*\"; the events are listed under /sys/kernel/tracing/events.", err)
+			continue
+		}
+		out = append(out, Pattern{Text: s, Range: e.Range()})
+	}
+	return out
 }

@@ -6,32 +6,78 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// Type is the type of an expression.
-type Type uint8
+// Kind is what kind of value an expression has.
+type Kind uint8
 
-// The types.
+// The kinds.
 const (
-	TypeInt    Type = iota + 1 // a signed 64-bit integer
-	TypeBool                   // the result of a comparison
-	TypeString                 // comm or a string literal: at most 16 bytes, NUL-padded
+	KindInt    Kind = iota + 1 // a signed 64-bit integer
+	KindBool                   // the result of a comparison
+	KindString                 // text, NUL-terminated in a buffer of Size bytes
+	KindBytes                  // a fixed array of Size bytes, such as an address
+	// KindTarget is typed by the target: a tracepoint field, or kernel data
+	// reached through BTF. The compiler resolves it (an integer, a pointer,
+	// a string or bytes) and checks each use; here it passes where an
+	// integer or a string could.
+	KindTarget
+)
+
+// Type is the type of an expression: its kind, and for strings and bytes
+// the size of the buffer that holds it.
+type Type struct {
+	Kind Kind
+	Size int
+}
+
+// The types of fixed size.
+var (
+	TypeInt    = Type{KindInt, 8}
+	TypeBool   = Type{KindBool, 8}
+	TypeComm   = Type{KindString, CommSize} // a task name
+	TypeTarget = Type{KindTarget, 8}
+)
+
+// StringType is a string in a buffer of size bytes (the NUL included).
+func StringType(size int) Type { return Type{KindString, size} }
+
+// BytesType is an array of size bytes.
+func BytesType(size int) Type { return Type{KindBytes, size} }
+
+// String limits: str() reads 64 bytes unless told otherwise, at most 256.
+const (
+	DefaultStrSize = 64
+	MaxStrSize     = 256
 )
 
 func (t Type) String() string {
-	switch t {
-	case TypeInt:
+	switch t.Kind {
+	case KindInt:
 		return "integer"
-	case TypeBool:
+	case KindBool:
 		return "bool"
-	case TypeString:
+	case KindString:
 		return "string"
+	case KindBytes:
+		return fmt.Sprintf("byte array (%d bytes)", t.Size)
+	case KindTarget:
+		return "target-typed value"
 	}
 	return "invalid"
 }
 
-// Size is the number of bytes a value of type t takes in a key or record.
-func (t Type) Size() int {
-	if t == TypeString {
-		return CommSize
+// IsString reports whether t is a string.
+func (t Type) IsString() bool { return t.Kind == KindString }
+
+// Numeric reports whether t can be an integer: an integer, or a value the
+// target types (which the compiler checks).
+func (t Type) Numeric() bool { return t.Kind == KindInt || t.Kind == KindTarget }
+
+// Size is the number of bytes a value of type t takes in a key, a record
+// or a table: 8 for integers (and, until the compiler resolves them,
+// target-typed values), the buffer for strings and bytes.
+func (t Type) Bytes() int {
+	if t.Kind == KindString || t.Kind == KindBytes {
+		return t.Size
 	}
 	return 8
 }
@@ -80,7 +126,7 @@ type BoolLit struct {
 	Value bool
 }
 
-// StringLit is a string literal; it can only be compared with comm.
+// StringLit is a string literal: compared with strings, never stored.
 type StringLit struct {
 	exprBase
 	Value string
@@ -99,10 +145,90 @@ type EntryRef struct {
 	Name string
 }
 
-// ArgsField is args.FIELD: a field of a tracepoint's record.
+// ArgsField is args.FIELD: a field of a tracepoint's record, typed by the
+// event's format (KindTarget until the compiler resolves it).
 type ArgsField struct {
 	exprBase
 	Name string
+}
+
+// Space is the memory a pointer points into.
+type Space string
+
+// The memory spaces str() reads.
+const (
+	SpaceAuto   Space = ""       // user memory for user probes and syscall tracepoints, kernel memory otherwise
+	SpaceUser   Space = "user"   // user_str
+	SpaceKernel Space = "kernel" // kernel_str
+)
+
+// Str is str(X[, N]), user_str or kernel_str: the NUL-terminated string X
+// points at (or, for a char array, holds), read into a buffer of N bytes.
+type Str struct {
+	exprBase
+	X     Expr
+	Space Space
+}
+
+// StartsWith is starts_with(X, "prefix"): whether string X begins so.
+type StartsWith struct {
+	exprBase
+	X      Expr
+	Prefix string
+}
+
+// ByteSwap is ntohs(X) or ntohl(X): the low Bits bits of X, from network
+// (big-endian) byte order.
+type ByteSwap struct {
+	exprBase
+	X    Expr
+	Bits int
+}
+
+// TableRead is T[KEY] or T[KEY].FIELD: what a table holds for a key, 0 or
+// the empty string when it holds nothing.
+type TableRead struct {
+	exprBase
+	Table *Table
+	Key   []Expr
+	Field string // for tables of objects
+}
+
+// Has is has(T, KEY): whether the table holds the key.
+type Has struct {
+	exprBase
+	Table *Table
+	Key   []Expr
+}
+
+// KernelPath is kernel data reached through BTF: an argument of a kernel
+// function by name (args.NAME), the current task (task), or a pointer cast
+// to a struct (cast(X, "struct sock")), then struct fields through pointers
+// (.f_path.dentry), the way bpftrace's -> follows them. The compiler
+// resolves it against the target's BTF.
+type KernelPath struct {
+	exprBase
+	Root   PathRoot
+	Arg    string // RootArg: the argument's name
+	Base   Expr   // RootCast: the pointer
+	Struct string // RootCast: the struct's name, without "struct "
+	Fields []PathField
+}
+
+// PathRoot is where a KernelPath starts.
+type PathRoot string
+
+// The roots of kernel paths.
+const (
+	RootArg  PathRoot = "args"
+	RootTask PathRoot = "task"
+	RootCast PathRoot = "cast"
+)
+
+// PathField is one field of a KernelPath, with its range for diagnostics.
+type PathField struct {
+	Name  string
+	Range hcl.Range
 }
 
 // Op is an operator.
@@ -154,12 +280,14 @@ type Cond struct {
 	If, Then, Else Expr
 }
 
-// Vars are the built-in values, with their types.
+// Vars are the built-in values, with their types. ret is typed by the
+// target on kernel probes (its BTF says what the function returns); event
+// is which event of a tracepoint probe fired; ppid is the parent's pid.
 var Vars = map[string]Type{
 	"pid": TypeInt, "tid": TypeInt, "uid": TypeInt, "gid": TypeInt, "cpu": TypeInt,
-	"comm": TypeString, "func": TypeInt, "ktime": TypeInt,
+	"comm": TypeComm, "func": TypeInt, "ktime": TypeInt,
 	"arg0": TypeInt, "arg1": TypeInt, "arg2": TypeInt, "arg3": TypeInt, "arg4": TypeInt, "arg5": TypeInt,
-	"ret": TypeInt,
+	"ret": TypeInt, "event": TypeInt, "ppid": TypeInt,
 }
 
 // Walk calls fn for e and every expression below it, parents first.
@@ -178,6 +306,24 @@ func Walk(e Expr, fn func(Expr)) {
 		Walk(e.If, fn)
 		Walk(e.Then, fn)
 		Walk(e.Else, fn)
+	case *Str:
+		Walk(e.X, fn)
+	case *StartsWith:
+		Walk(e.X, fn)
+	case *ByteSwap:
+		Walk(e.X, fn)
+	case *TableRead:
+		for _, k := range e.Key {
+			Walk(k, fn)
+		}
+	case *Has:
+		for _, k := range e.Key {
+			Walk(k, fn)
+		}
+	case *KernelPath:
+		Walk(e.Base, fn)
+	case *Join:
+		Walk(e.X, fn)
 	}
 }
 

@@ -35,9 +35,9 @@ func isInvalid(e Expr) bool {
 
 func (s *scope) boolExpr(e hcl.Expression, what string) Expr {
 	x := s.lower(e)
-	if !isInvalid(x) && x.Type() != TypeBool {
+	if !isInvalid(x) && x.Type().Kind != KindBool {
 		hint := fmt.Sprintf("compare it, for example %s != 0", x.Text())
-		if x.Type() == TypeString {
+		if x.Type().IsString() {
 			hint = fmt.Sprintf("compare it with a string, for example %s == \"bash\"", x.Text())
 		}
 		return s.errorf(x.Range(), "Condition is not a bool", "%s needs a condition, but this is a %s: %s.", what, x.Type(), hint)
@@ -47,7 +47,7 @@ func (s *scope) boolExpr(e hcl.Expression, what string) Expr {
 
 func (s *scope) intExpr(e hcl.Expression, what string) Expr {
 	x := s.lower(e)
-	if !isInvalid(x) && x.Type() != TypeInt {
+	if !isInvalid(x) && !x.Type().Numeric() {
 		return s.errorf(x.Range(), "Value is not an integer",
 			"%s must be an integer expression, but this is a %s. Use a number such as ktime, arg0 or entry.NAME.", what, x.Type())
 	}
@@ -72,11 +72,11 @@ func (s *scope) keys(attr *hcl.Attribute) []Expr {
 			continue
 		}
 		switch {
-		case x.Type() == TypeBool:
+		case x.Type().Kind == KindBool:
 			s.errorf(x.Range(), "Key is a bool", "Group by a value, not a condition: use %s ? 1 : 0 to key by it.", x.Text())
 			continue
-		case x.Type() == TypeString && !isComm(x):
-			s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, or by an integer value.")
+		case isLiteral(x):
+			s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, str(...), or an integer value.")
 			continue
 		}
 		out = append(out, x)
@@ -105,11 +105,8 @@ func FuncName(b *Binary) (string, bool) {
 	return lit.Value, true
 }
 
-// isComm reports whether x is a task name: comm, or a comm saved on entry.
-func isComm(x Expr) bool {
-	_, lit := x.(*StringLit)
-	return x.Type() == TypeString && !lit
-}
+// isStringValue reports whether x is a string that varies: not a literal.
+func isStringValue(x Expr) bool { return x.Type().IsString() && !isLiteral(x) }
 
 // fields lowers an object of named values: save or event fields.
 func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
@@ -135,8 +132,8 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 		if isInvalid(x) {
 			continue
 		}
-		if x.Type() == TypeBool || (x.Type() == TypeString && !isComm(x)) {
-			s.errorf(x.Range(), "Field cannot hold this", "%s fields hold integers or comm, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
+		if x.Type().Kind == KindBool || isLiteral(x) {
+			s.errorf(x.Range(), "Field cannot hold this", "%s fields hold integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
 			continue
 		}
 		out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
@@ -159,11 +156,12 @@ func (s *scope) lower(e hcl.Expression) Expr {
 	case *hclsyntax.TemplateExpr:
 		if len(e.Parts) == 1 {
 			if lit, ok := e.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
-				return &StringLit{exprBase: s.base(e, TypeString), Value: lit.Val.AsString()}
+				v := lit.Val.AsString()
+				return &StringLit{exprBase: s.base(e, StringType(len(v)+1)), Value: v}
 			}
 		}
 		if len(e.Parts) == 0 {
-			return &StringLit{exprBase: s.base(e, TypeString)}
+			return &StringLit{exprBase: s.base(e, StringType(1))}
 		}
 		return s.errorf(e.Range(), "Templates are not supported", "Strings are plain literals; \"${...}\" interpolation is not available in probes.")
 	case *hclsyntax.TemplateWrapExpr:
@@ -178,6 +176,10 @@ func (s *scope) lower(e hcl.Expression) Expr {
 		return s.conditional(e)
 	case *hclsyntax.FunctionCallExpr:
 		return s.call(e)
+	case *hclsyntax.IndexExpr:
+		return s.index(e)
+	case *hclsyntax.RelativeTraversalExpr:
+		return s.relative(e)
 	}
 	return s.errorf(e.Range(), "Unsupported expression",
 		"Probe expressions are built from numbers, built-in values (pid, comm, arg0, ...), entry.NAME, args.FIELD, operators, cond ? a : b and bit functions (band, bor, bxor, shl, shr, bnot).")
@@ -246,15 +248,16 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 		return s.errorf(e.Range(), "Unknown entry value",
 			"on_entry saves %s, not %q. Add it to save, or use one of those.", quoteList(saved), name)
 	case "args":
-		name, ok := attrName()
-		if !ok {
-			return s.errorf(e.Range(), "Invalid args reference", "Write args.FIELD, where FIELD is a field of the tracepoint's format.")
+		return s.args(e)
+	case "task":
+		if kind != bpf.KindKernel && kind != bpf.KindTracepoint {
+			return s.errorf(e.Range(), "task is for kernel data",
+				"task is the current task_struct, read through the kernel's BTF: kernel and tracepoint probes have it.")
 		}
-		if kind != bpf.KindTracepoint {
-			return s.errorf(e.Range(), "args is only for tracepoints",
-				"%s probes read arguments as arg0 to arg5. args.FIELD is for tracepoint fields.", kind)
-		}
-		return &ArgsField{exprBase: s.base(e, TypeInt), Name: name}
+		return &KernelPath{exprBase: s.base(e, TypeTarget), Root: RootTask, Fields: s.pathFields(tr[1:])}
+	}
+	if t := s.d.tables[root]; t != nil {
+		return s.tableTraversal(e, t)
 	}
 	if len(tr) != 1 {
 		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME and args.FIELD have fields; %s is a plain value.", root)
@@ -262,8 +265,8 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	t, ok := Vars[root]
 	if !ok {
 		return s.errorf(e.Range(), "Unknown name",
-			"%q is not a built-in value.%s Available: pid, tid, uid, gid, cpu, comm, func, ktime, arg0..arg5, ret, entry.NAME, args.FIELD.",
-			root, suggest(root))
+			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, comm, func, event, ktime, arg0..arg5, ret, entry.NAME, args.FIELD, task.FIELD, and the tables.",
+			root, s.suggest(root))
 	}
 	switch {
 	case root == "ret" && kind == bpf.KindTracepoint:
@@ -278,14 +281,27 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 			"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { %s = %s }) and read entry.%s.",
 			root, root, root)
 	case root == "func" && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "func is not for tracepoints", "A tracepoint probe has one event; func names the probed function of kernel and user probes.")
+		return s.errorf(e.Range(), "func is not for tracepoints", "func names the probed function of kernel and user probes; a tracepoint probe has event, which of its events fired.")
+	case root == "event" && kind != bpf.KindTracepoint:
+		return s.errorf(e.Range(), "event is for tracepoints", "event says which of a tracepoint probe's events fired; kernel and user probes have func.")
+	case root == "ret" && kind == bpf.KindKernel:
+		t = TypeTarget // its BTF says what the function returns
+	case root == "ppid" && kind == bpf.KindUser:
+		return s.errorf(e.Range(), "ppid is for kernel data", "ppid reads the current task's parent through the kernel's BTF: kernel and tracepoint probes have it.")
 	}
 	return &Var{exprBase: s.base(e, t), Name: root}
 }
 
-func suggest(name string) string {
+func (s *scope) suggest(name string) string {
 	best, bestDist := "", 3
+	candidates := []string{}
 	for v := range Vars {
+		candidates = append(candidates, v)
+	}
+	for t := range s.d.tables {
+		candidates = append(candidates, t)
+	}
+	for _, v := range candidates {
 		if dist := levenshtein(name, v); dist < bestDist || (dist == bestDist && v < best) {
 			best, bestDist = v, dist
 		}
@@ -327,12 +343,12 @@ func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
 	}
 	switch e.Op {
 	case hclsyntax.OpLogicalNot:
-		if x.Type() != TypeBool {
+		if x.Type().Kind != KindBool {
 			return s.errorf(e.Range(), "! needs a bool", "%s is a %s. Compare it first, for example !(%s == 0).", x.Text(), x.Type(), x.Text())
 		}
 		return &Unary{exprBase: s.base(e, TypeBool), Op: OpNot, X: x}
 	case hclsyntax.OpNegate:
-		if x.Type() != TypeInt {
+		if !x.Type().Numeric() {
 			return s.errorf(e.Range(), "- needs an integer", "%s is a %s.", x.Text(), x.Type())
 		}
 		// Negating anything but a number wraps like all arithmetic:
@@ -386,49 +402,54 @@ func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
 	switch op {
 	case OpAnd, OpOr:
 		for _, x := range []Expr{l, r} {
-			if x.Type() != TypeBool {
+			if x.Type().Kind != KindBool {
 				return s.errorf(x.Range(), fmt.Sprintf("%s needs bools", op),
 					"%s is a %s. Compare it, for example %s != 0.", x.Text(), x.Type(), x.Text())
 			}
 		}
 		return mk(TypeBool)
 	case OpEq, OpNe:
-		if isFunc(l) || isFunc(r) {
-			if _, lit := l.(*StringLit); lit {
-				l, r = r, l // func first
-			}
-			if _, lit := r.(*StringLit); lit {
-				return &Binary{exprBase: s.base(e, TypeBool), Op: op, L: l, R: r}
+		if isLiteral(l) && !isLiteral(r) {
+			l, r = r, l // the literal second
+		}
+		if isFunc(l) || isEvent(l) {
+			if isLiteral(r) {
+				return mk(TypeBool)
 			}
 		}
-		if l.Type() == TypeString || r.Type() == TypeString {
-			for _, x := range []Expr{l, r} {
-				if lit, ok := x.(*StringLit); ok && len(lit.Value) >= CommSize {
-					return s.errorf(x.Range(), "String too long",
-						"%q has %d bytes; comm holds at most %d. A longer name never matches: use its first %d bytes.",
-						lit.Value, len(lit.Value), CommSize-1, CommSize-1)
-				}
-			}
-			if l.Type() != r.Type() {
+		lit, _ := r.(*StringLit)
+		switch {
+		case lit != nil && isLiteral(l):
+			return s.errorf(e.Range(), "Comparison of two literals", "Both sides are constant strings: compare a string value with a literal.")
+		case lit != nil:
+			if lt := l.Type(); !lt.IsString() && lt.Kind != KindTarget {
 				return s.errorf(e.Range(), "Mismatched comparison",
-					"%s is a %s and %s is a %s. comm compares only with a quoted string, such as comm == \"bash\".",
-					l.Text(), l.Type(), r.Text(), r.Type())
+					"%s is a %s and %s is a string. Strings compare with strings: comm, str(...), a string field.", l.Text(), lt, r.Text())
 			}
-			if isComm(l) == isComm(r) {
-				return s.errorf(e.Range(), "Unsupported string comparison", "Compare comm with a string literal, such as comm == \"bash\".")
+			if lt := l.Type(); lt.IsString() && len(lit.Value) >= lt.Size {
+				return s.errorf(lit.Range(), "String too long",
+					"%q has %d bytes; %s holds at most %d, so they are never equal. Compare with its first %d bytes, or read a longer string: str(x, %d).",
+					lit.Value, len(lit.Value), l.Text(), lt.Size-1, lt.Size-1, min(len(lit.Value)+1, MaxStrSize))
 			}
 			return mk(TypeBool)
+		case l.Type().IsString() != r.Type().IsString():
+			return s.errorf(e.Range(), "Mismatched comparison",
+				"%s is a %s and %s is a %s. Strings compare with string literals, such as comm == \"bash\".", l.Text(), l.Type(), r.Text(), r.Type())
+		case l.Type().IsString() || r.Type().IsString():
+			return s.errorf(e.Range(), "Unsupported string comparison",
+				"Strings compare with a literal, such as comm == \"bash\" (or starts_with(x, \"/tmp/\")); %s and %s are both values.", l.Text(), r.Text())
+		case l.Type().Kind == KindBool && r.Type().Kind == KindBool:
+			return mk(TypeBool)
+		case l.Type().Numeric() && r.Type().Numeric():
+			return mk(TypeBool)
 		}
-		if l.Type() != r.Type() {
-			return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), l.Type(), r.Text(), r.Type())
-		}
-		return mk(TypeBool)
+		return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), l.Type(), r.Text(), r.Type())
 	case OpLt, OpLe, OpGt, OpGe:
 		for _, x := range []Expr{l, r} {
-			if x.Type() != TypeInt {
+			if !x.Type().Numeric() {
 				hint := ""
-				if x.Type() == TypeString {
-					hint = " Strings compare only with == and !=."
+				if x.Type().IsString() {
+					hint = " Strings compare only with == and != (and starts_with)."
 				}
 				return s.errorf(e.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s.%s", x.Text(), x.Type(), hint)
 			}
@@ -436,7 +457,7 @@ func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
 		return mk(TypeBool)
 	default: // arithmetic and bit operations
 		for _, x := range []Expr{l, r} {
-			if x.Type() != TypeInt {
+			if !x.Type().Numeric() {
 				return s.errorf(x.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s, not an integer.", x.Text(), x.Type())
 			}
 		}
@@ -444,34 +465,74 @@ func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
 	}
 }
 
+func isEvent(x Expr) bool {
+	v, ok := x.(*Var)
+	return ok && v.Name == "event"
+}
+
+// EventName returns the event name b compares event with, which the
+// compiler turns into the event's index, as FuncName does for func.
+func EventName(b *Binary) (string, bool) {
+	if !isEvent(b.L) {
+		return "", false
+	}
+	lit, ok := b.R.(*StringLit)
+	if !ok {
+		return "", false
+	}
+	return lit.Value, true
+}
+
 func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 	c, t, f := s.lower(e.Condition), s.lower(e.TrueResult), s.lower(e.FalseResult)
 	if isInvalid(c) || isInvalid(t) || isInvalid(f) {
 		return &invalid{exprBase{rng: e.Range()}}
 	}
-	if c.Type() != TypeBool {
+	if c.Type().Kind != KindBool {
 		return s.errorf(c.Range(), "Condition is not a bool", "%s is a %s. Compare it, for example %s != 0.", c.Text(), c.Type(), c.Text())
 	}
-	if t.Type() != f.Type() || t.Type() == TypeString {
-		return s.errorf(e.Range(), "Mismatched branches", "Both results must be integers (or both bools); here they are %s and %s.", t.Type(), f.Type())
+	switch tt, ft := t.Type(), f.Type(); {
+	case tt.Kind == KindBool && ft.Kind == KindBool:
+		return &Cond{exprBase: s.base(e, TypeBool), If: c, Then: t, Else: f}
+	case tt.Numeric() && ft.Numeric():
+		return &Cond{exprBase: s.base(e, TypeInt), If: c, Then: t, Else: f}
 	}
-	return &Cond{exprBase: s.base(e, t.Type()), If: c, Then: t, Else: f}
+	return s.errorf(e.Range(), "Mismatched branches", "Both results must be integers (or both bools); here they are %s and %s.", t.Type(), f.Type())
 }
 
 // Functions are the bit operations, which HCL has no operators for.
 var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl": OpShl, "shr": OpShr, "bnot": OpBNot}
 
+// builtins are the other functions, for messages.
+const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, cast"
+
 func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
+	if e.ExpandFinal {
+		return s.errorf(e.Range(), "Unsupported expansion", "Write the arguments out: %s(...) takes no \"...\".", e.Name)
+	}
+	switch e.Name {
+	case "str", "user_str", "kernel_str":
+		return s.str(e)
+	case "join":
+		return s.join(e)
+	case "starts_with":
+		return s.startsWith(e)
+	case "has":
+		return s.has(e)
+	case "ntohs", "ntohl":
+		return s.byteSwap(e)
+	case "cast":
+		return s.cast(e, nil)
+	}
 	op, ok := Functions[e.Name]
 	if !ok {
-		return s.errorf(e.NameRange, "Unknown function",
-			"%q is not a probe function. Available: band(a, b), bor(a, b), bxor(a, b), shl(a, n), shr(a, n), bnot(a).", e.Name)
+		return s.errorf(e.NameRange, "Unknown function", "%q is not a probe function. Available: %s.", e.Name, builtins)
 	}
 	want := 2
 	if op == OpBNot {
 		want = 1
 	}
-	if len(e.Args) != want || e.ExpandFinal {
+	if len(e.Args) != want {
 		return s.errorf(e.Range(), "Wrong number of arguments", "%s takes %d argument(s).", e.Name, want)
 	}
 	args := make([]Expr, want)
@@ -480,7 +541,7 @@ func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 		if isInvalid(args[i]) {
 			return args[i]
 		}
-		if args[i].Type() != TypeInt {
+		if !args[i].Type().Numeric() {
 			return s.errorf(args[i].Range(), e.Name+" needs integers", "%s is a %s.", args[i].Text(), args[i].Type())
 		}
 	}

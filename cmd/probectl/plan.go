@@ -101,8 +101,8 @@ func sourcesOf(cfg *spec.Config) map[string][]byte {
 func loadTarget(target string, cfg *spec.Config) (*bpf.Facts, error) {
 	var events []string
 	for _, p := range cfg.Probes {
-		if p.Event != "" {
-			events = append(events, p.Event)
+		for _, e := range p.Events {
+			events = append(events, e.Text)
 		}
 	}
 	return bpf.LoadTarget(target, events)

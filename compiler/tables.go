@@ -1,0 +1,207 @@
+package compiler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// Table is a compiled table: state the probes of a spec set share, a hash
+// map (not per-CPU: one probe stores, another reads) with its layout, and a
+// per-CPU counter of the stores it could not take (full).
+type Table struct {
+	Address bpf.Address `json:"address"`
+	// Key locates the key's parts; Value the value's fields (one, named
+	// "value", for a table of single values).
+	Key       []KeyField `json:"key"`
+	KeySize   int        `json:"key_size"`
+	Value     []KeyField `json:"value"`
+	ValueSize int        `json:"value_size"`
+	Objects   bool       `json:"objects,omitempty"`
+	MaxKeys   int        `json:"max_keys"`
+	Maps      []*Map     `json:"maps"`
+	Digest    string     `json:"digest"`
+}
+
+// Map refs of a table, as the programs that use it refer to its maps.
+func tableRef(name string) string      { return "table_" + name }
+func tableStatsRef(name string) string { return "tstats_" + name }
+
+// Refs of a table's own maps, in its pin directory.
+const (
+	TableData  = "data"
+	TableStats = "stats"
+)
+
+// tableUse is one place a table is used: a key, and for stores the value.
+type tableUse struct {
+	g      *gen
+	key    []spec.Expr
+	value  spec.Expr     // a store of a single value
+	fields []*spec.Field // a store of an object
+	rng    hcl.Range
+}
+
+// unit is one compilation: every probe's generator, and the tables they
+// share, laid out from the types of all their uses.
+type unit struct {
+	facts   *bpf.Facts
+	gens    []*gen
+	uses    map[*spec.Table][]tableUse
+	layouts map[*spec.Table]*Table
+	busy    map[*spec.Table]bool
+	diags   hcl.Diagnostics
+}
+
+// collectUses records where g uses tables.
+func (u *unit) collectUses(g *gen) {
+	add := func(t *spec.Table, use tableUse) {
+		if u.uses == nil {
+			u.uses = map[*spec.Table][]tableUse{}
+		}
+		use.g = g
+		u.uses[t] = append(u.uses[t], use)
+	}
+	for _, h := range g.handlers() {
+		for _, a := range h.Actions {
+			if a.Table != nil {
+				add(a.Table, tableUse{key: a.Key, value: a.Value, fields: a.Fields, rng: a.DeclRange})
+			}
+		}
+	}
+	for _, x := range g.exprs() {
+		spec.Walk(x, func(x spec.Expr) {
+			switch x := x.(type) {
+			case *spec.TableRead:
+				add(x.Table, tableUse{key: x.Key, rng: x.Range()})
+			case *spec.Has:
+				add(x.Table, tableUse{key: x.Key, rng: x.Range()})
+			}
+		})
+	}
+}
+
+// tableSlot is the type a table read yields: the table's value, or one
+// field of its objects.
+func (u *unit) tableSlot(t *spec.Table, field string) spec.Type {
+	l := u.layout(t)
+	if l == nil {
+		return spec.Type{}
+	}
+	name := "value"
+	if field != "" {
+		name = field
+	}
+	for _, f := range l.Value {
+		if f.Name == name {
+			return f.typ
+		}
+	}
+	return spec.Type{}
+}
+
+// layout lays a table out from the resolved types of all its uses: every
+// use of a key part or a value must have one kind; strings take the
+// largest buffer any use gives them.
+func (u *unit) layout(t *spec.Table) *Table {
+	if l, ok := u.layouts[t]; ok {
+		return l
+	}
+	if u.busy[t] {
+		return nil // a table whose value is read from itself: the stores' other uses decide
+	}
+	if u.busy == nil {
+		u.busy, u.layouts = map[*spec.Table]bool{}, map[*spec.Table]*Table{}
+	}
+	u.busy[t] = true
+	defer delete(u.busy, t)
+	keys := make([]spec.Type, len(t.Key))
+	var values []spec.Type
+	var names []string
+	if t.Fields != nil {
+		for _, f := range t.Fields {
+			names = append(names, f.Name)
+		}
+	} else {
+		names = []string{"value"}
+	}
+	values = make([]spec.Type, len(names))
+	ok := true
+	merge := func(g *gen, slot *spec.Type, x spec.Expr, what string) {
+		got := g.typeOf(x)
+		switch {
+		case got.Kind == 0:
+			ok = false
+		case slot.Kind == 0:
+			*slot = got
+		case slot.Kind != got.Kind || (got.Kind == spec.KindBytes && got.Size != slot.Size):
+			u.diags = append(u.diags, diagf(x.Range(), "Mismatched table types",
+				"%s is a %s on the target, but other uses of %s make it a %s.", x.Text(), typeName(got), what, typeName(*slot)))
+			ok = false
+		case got.Size > slot.Size:
+			slot.Size = got.Size
+		}
+	}
+	for _, use := range u.uses[t] {
+		if len(use.key) != len(keys) {
+			continue // reported by the spec
+		}
+		for i, k := range use.key {
+			merge(use.g, &keys[i], k, fmt.Sprintf("%s's key", t.Name))
+		}
+		if use.value != nil {
+			merge(use.g, &values[0], use.value, t.Name)
+		}
+		for _, f := range use.fields {
+			for i, n := range names {
+				if n == f.Name {
+					merge(use.g, &values[i], f.Value, t.Name+"."+n)
+				}
+			}
+		}
+	}
+	for _, v := range values {
+		ok = ok && v.Kind != 0
+	}
+	if !ok {
+		u.layouts[t] = nil
+		return nil
+	}
+	l := &Table{Address: bpf.Address{Kind: bpf.KindTable, Name: t.Name}, MaxKeys: t.MaxKeys, Objects: t.Fields != nil}
+	for i, kt := range keys {
+		l.Key = append(l.Key, KeyField{Name: fmt.Sprintf("key%d", i), Kind: kindOf(kt), Offset: l.KeySize, Size: slotSize(kt), typ: kt})
+		l.KeySize += slotSize(kt)
+	}
+	for i, vt := range values {
+		l.Value = append(l.Value, KeyField{Name: names[i], Kind: kindOf(vt), Offset: l.ValueSize, Size: slotSize(vt), typ: vt})
+		l.ValueSize += slotSize(vt)
+	}
+	l.Maps = []*Map{
+		{Ref: tableRef(t.Name), Name: mapName("t_" + t.Name), Type: ebpf.Hash, KeySize: uint32(l.KeySize), ValueSize: uint32(l.ValueSize),
+			MaxEntries: uint32(t.MaxKeys), Purpose: fmt.Sprintf("table %q", t.Name)},
+		{Ref: tableStatsRef(t.Name), Name: "probectl.tstat", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1,
+			Purpose: "stores the full table could not take"},
+	}
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode([]any{l.Address.String(), l.Key, l.Value, l.MaxKeys, l.Maps})
+	l.Digest = hex.EncodeToString(h.Sum(nil))[:16]
+	u.layouts[t] = l
+	return l
+}
+
+// kindOf is how a value of type t decodes.
+func kindOf(t spec.Type) KeyKind {
+	switch t.Kind {
+	case spec.KindString:
+		return KeyString
+	case spec.KindBytes:
+		return KeyBytes
+	}
+	return KeyInt
+}

@@ -1,0 +1,291 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// Types on the target. The spec types what it can see without a target;
+// tracepoint fields and kernel data through BTF are KindTarget there, and
+// are resolved here against the target's facts: an integer (pointers
+// included), a string (char[N], __data_loc char[]) or bytes (u8[16]).
+// Every use of a resolved value is checked again, at its range.
+
+// typeOf is x's type on the target. It is memoized, and reports nothing:
+// checkTypes has reported what is wrong before code is generated.
+func (g *gen) typeOf(x spec.Expr) spec.Type {
+	if t, ok := g.types[x]; ok {
+		return t
+	}
+	t := g.resolve(x)
+	if g.types == nil {
+		g.types = map[spec.Expr]spec.Type{}
+	}
+	g.types[x] = t
+	return t
+}
+
+// typeErrorf records a type error once per expression.
+func (g *gen) typeErrorf(x spec.Expr, rng hcl.Range, summary, detail string, args ...any) spec.Type {
+	if g.typeErrs == nil {
+		g.typeErrs = map[spec.Expr]bool{}
+	}
+	if !g.typeErrs[x] {
+		g.typeErrs[x] = true
+		g.errorf(rng, summary, detail, args...)
+	}
+	return spec.Type{}
+}
+
+func (g *gen) resolve(x spec.Expr) spec.Type {
+	switch x := x.(type) {
+	case *spec.ArgsField:
+		return g.fieldType(x)
+	case *spec.KernelPath:
+		return g.kernelType(x)
+	case *spec.Var:
+		switch {
+		case x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel:
+			return g.retType(x)
+		}
+		return x.Type()
+	case *spec.EntryRef:
+		for _, f := range g.p.Entry.Save {
+			if f.Name == x.Name {
+				return g.typeOf(f.Value)
+			}
+		}
+	case *spec.TableRead:
+		return g.u.tableSlot(x.Table, x.Field)
+	case *spec.Unary:
+		t := g.typeOf(x.X)
+		if x.Op != spec.OpNot && !g.numeric(x.X, t) {
+			return spec.Type{}
+		}
+		return x.Type()
+	case *spec.Binary:
+		return g.resolveBinary(x)
+	case *spec.Cond:
+		g.typeOf(x.If)
+		tt, ft := g.typeOf(x.Then), g.typeOf(x.Else)
+		if x.Type().Kind == spec.KindInt && (!g.numeric(x.Then, tt) || !g.numeric(x.Else, ft)) {
+			return spec.Type{}
+		}
+		return x.Type()
+	case *spec.Str:
+		switch t := g.typeOf(x.X); t.Kind {
+		case spec.KindInt, spec.KindString:
+			// a pointer to read through, or a char array to read in place
+		case 0:
+		default:
+			return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
+				"%s is a %s on the target, not a pointer or a char array.", x.X.Text(), t)
+		}
+		return x.Type()
+	case *spec.Join:
+		if t := g.typeOf(x.X); t.Kind != 0 && !g.numeric(x.X, t) {
+			return spec.Type{}
+		}
+		return x.Type()
+	case *spec.StartsWith:
+		if t := g.typeOf(x.X); t.Kind != 0 && !t.IsString() {
+			return g.typeErrorf(x, x.X.Range(), "starts_with needs a string", "%s is a %s on the target.", x.X.Text(), t)
+		}
+		return x.Type()
+	case *spec.ByteSwap:
+		if !g.numeric(x.X, g.typeOf(x.X)) {
+			return spec.Type{}
+		}
+		return x.Type()
+	case *spec.Has:
+		return x.Type()
+	}
+	return x.Type()
+}
+
+// numeric checks that a resolved value can be computed with.
+func (g *gen) numeric(x spec.Expr, t spec.Type) bool {
+	switch t.Kind {
+	case spec.KindInt:
+		return true
+	case 0:
+		return false // already reported
+	case spec.KindString:
+		g.typeErrorf(x, x.Range(), "Not an integer",
+			"%s is a string on the target (%d bytes), not an integer: compare it with a string literal, or key by it.", x.Text(), t.Size)
+	default:
+		g.typeErrorf(x, x.Range(), "Not an integer", "%s is a %s on the target, not an integer.", x.Text(), t)
+	}
+	return false
+}
+
+func (g *gen) resolveBinary(x *spec.Binary) spec.Type {
+	lt, rt := g.typeOf(x.L), g.typeOf(x.R)
+	switch x.Op {
+	case spec.OpAnd, spec.OpOr:
+		return x.Type()
+	case spec.OpEq, spec.OpNe:
+		if _, ok := spec.FuncName(x); ok {
+			return x.Type()
+		}
+		if _, ok := spec.EventName(x); ok {
+			return x.Type()
+		}
+		if lit, ok := x.R.(*spec.StringLit); ok {
+			switch {
+			case lt.Kind == 0:
+			case !lt.IsString():
+				g.typeErrorf(x, x.Range(), "Mismatched comparison",
+					"%s is a %s on the target and %s is a string.", x.L.Text(), lt, x.R.Text())
+			case len(lit.Value) >= lt.Size:
+				g.typeErrorf(x, lit.Range(), "String too long",
+					"%q has %d bytes; %s holds at most %d on the target, so they are never equal.", lit.Value, len(lit.Value), x.L.Text(), lt.Size-1)
+			}
+			return x.Type()
+		}
+		if lt.Kind == spec.KindBool && rt.Kind == spec.KindBool {
+			return x.Type()
+		}
+	}
+	if g.numeric(x.L, lt) && g.numeric(x.R, rt) {
+		return x.Type()
+	}
+	return spec.Type{}
+}
+
+// fieldType resolves args.FIELD of a tracepoint probe from the events'
+// formats: every event the probe attaches must have the field, with one
+// type.
+func (g *gen) fieldType(x *spec.ArgsField) spec.Type {
+	if len(g.unformatted) > 0 {
+		return g.typeErrorf(x, x.Range(), "Tracepoint format unknown",
+			"The format of %q is not known for the target (%s), so args.%s cannot be located. Plan against the live kernel, or a facts file from probectl target -o FILE.",
+			g.unformatted[0], g.facts.Label(), x.Name)
+	}
+	var first *bpf.TracepointField
+	var lacking []string
+	for _, tp := range g.tps {
+		fl := tp.Field(x.Name)
+		switch {
+		case fl == nil:
+			lacking = append(lacking, tp.Event)
+		case first == nil:
+			first = fl
+		case fl.Type != first.Type || fl.Size != first.Size:
+			return g.typeErrorf(x, x.Range(), "Field types differ",
+				"args.%s is %s in %s but %s in %s: a probe over several events reads a field only when it has one type in all.",
+				x.Name, first.Type, g.tps[0].Event, fl.Type, tp.Event)
+		}
+	}
+	if len(lacking) > 0 {
+		if len(g.tps) == 1 {
+			return g.typeErrorf(x, x.Range(), "Unknown tracepoint field",
+				"%s has no field %q. Its fields: %s.", lacking[0], x.Name, strings.Join(g.tps[0].FieldNames(), ", "))
+		}
+		return g.typeErrorf(x, x.Range(), "Field missing from events",
+			"args.%s is not a field of %s, which this probe also attaches to. Read it only in a probe over events that all have it.", x.Name, strings.Join(lacking, ", "))
+	}
+	if first == nil {
+		return spec.Type{} // no format: reported with the event
+	}
+	switch first.Class {
+	case bpf.FieldInteger, bpf.FieldPointer:
+		return spec.TypeInt
+	case bpf.FieldString:
+		return spec.StringType(first.Size)
+	case bpf.FieldDataLoc:
+		if first.Elem() == "char" {
+			return spec.StringType(spec.DefaultStrSize)
+		}
+	case bpf.FieldArray:
+		return spec.BytesType(first.Size)
+	}
+	return g.typeErrorf(x, x.Range(), "Field cannot be read",
+		"args.%s is %s: probes read integers, pointers, strings (char[N], __data_loc char[]) and byte arrays.", x.Name, first.Type)
+}
+
+// checkTypes resolves the type of every expression of the probe, reporting
+// each wrong use of a target-typed value at its range.
+func (g *gen) checkTypes() {
+	for _, x := range g.exprs() {
+		spec.Walk(x, func(x spec.Expr) { g.typeOf(x) })
+	}
+	check := func(x spec.Expr, what string) {
+		if x == nil {
+			return
+		}
+		switch t := g.typeOf(x); {
+		case t.Kind == spec.KindBool:
+			g.typeErrorf(x, x.Range(), "Cannot hold a bool", "%s cannot hold a condition: use %s ? 1 : 0.", what, x.Text())
+		}
+	}
+	for _, h := range g.handlers() {
+		for _, f := range h.Save {
+			check(f.Value, "save")
+		}
+		for _, a := range h.Actions {
+			if a.Value != nil && a.Kind != spec.Store {
+				g.numeric(a.Value, g.typeOf(a.Value))
+			}
+			for _, b := range a.By {
+				check(b, "by")
+			}
+			for _, f := range a.Fields {
+				check(f.Value, string(a.Kind))
+			}
+		}
+	}
+}
+
+// handlers lists the probe's handlers.
+func (g *gen) handlers() []*spec.Handler {
+	var hs []*spec.Handler
+	for _, h := range []*spec.Handler{g.p.Entry, g.p.Exit} {
+		if h != nil {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// exprs lists every top-level expression of the probe.
+func (g *gen) exprs() []spec.Expr {
+	var exprs []spec.Expr
+	for _, h := range g.handlers() {
+		exprs = append(exprs, h.When)
+		for _, s := range h.Save {
+			exprs = append(exprs, s.Value)
+		}
+		for _, a := range h.Actions {
+			exprs = append(exprs, a.Value, a.When)
+			exprs = append(exprs, a.By...)
+			exprs = append(exprs, a.Key...)
+			for _, fl := range a.Fields {
+				exprs = append(exprs, fl.Value)
+			}
+		}
+	}
+	var out []spec.Expr
+	for _, x := range exprs {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// slotSize is how many bytes a value of type t takes in a key, a record or
+// a table: whole 8-byte words.
+func slotSize(t spec.Type) int { return (t.Bytes() + 7) &^ 7 }
+
+// typeName says what a resolved type is, for diagnostics.
+func typeName(t spec.Type) string {
+	if t.Kind == spec.KindString {
+		return fmt.Sprintf("string (%d bytes)", t.Size)
+	}
+	return t.String()
+}
