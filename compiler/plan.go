@@ -185,6 +185,8 @@ func (p *Probe) LinkCount() *int {
 	n := 0
 	for _, fam := range p.Attach {
 		switch {
+		case fam == FamilyTracepoint:
+			n += max(len(p.Tracepoints), 1) // one link per event
 		case Multi(fam):
 			n++
 		case p.Functions == nil:

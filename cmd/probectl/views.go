@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 )
 
@@ -74,6 +75,10 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	switch {
 	case c.Event != "":
 		row("event", "%s", printable(c.Event))
+	case len(c.Tracepoints) > 0:
+		row("events", "%d: %s", len(c.Tracepoints), abbreviate(c.Tracepoints, 8))
+	case c.Address.Kind == bpf.KindTracepoint:
+		row("events", "%s", quoteAll(c.Patterns))
 	case c.Functions != nil:
 		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
 	default:
