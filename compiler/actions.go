@@ -73,6 +73,7 @@ func (g *gen) layoutMaps() {
 	}
 	// The tables the probe uses: their maps are the tables', shared.
 	used := map[*spec.Table]bool{}
+	joins := false
 	for _, x := range g.exprs() {
 		spec.Walk(x, func(x spec.Expr) {
 			switch x := x.(type) {
@@ -80,7 +81,15 @@ func (g *gen) layoutMaps() {
 				used[x.Table] = true
 			case *spec.Has:
 				used[x.Table] = true
+			case *spec.Join:
+				joins = true
 			}
+		})
+	}
+	if joins {
+		out.Maps = append(out.Maps, &Map{
+			Ref: refJoin, Name: "probectl.join", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 2 * spec.JoinSize, MaxEntries: 1,
+			Purpose: "join's work area: the strings read at a variable offset",
 		})
 	}
 	for _, a := range g.p.Actions() {

@@ -34,6 +34,7 @@ const (
 	refStats  = "stats"
 	refEntry  = "entry"
 	refEvents = "events"
+	refJoin   = "join"
 )
 
 // Entry-data slots live in an LRU hash keyed by (thread id << 32 | function

@@ -145,13 +145,27 @@ func (g *gen) str(x *spec.Str, p place, n int) {
 // pointers in user memory (argv) into p, one after the other, each ended by
 // a NUL: the decoder joins them with spaces. Each string takes what it
 // needs, so the place holds as much as fits.
+//
+// The strings are read into the probe's join area first (a per-CPU array
+// value of 2*spec.JoinSize bytes), then copied into p: a string read at the
+// variable offset pos, with room n-pos, ends by n, but the verifier tracks
+// the offset and the size apart, and only a buffer of 2n bytes holds their
+// largest values together.
 func (g *gen) join(x *spec.Join, p place, n int) {
-	arr, pos := g.e.Alloc(8), g.e.Alloc(8)
+	arr, pos, buf, ptr := g.e.Alloc(8), g.e.Alloc(8), g.e.Alloc(8), g.e.Alloc(8)
 	g.expr(x.X)
 	g.e.Origin(x.Range())
-	g.e.Emit(asm.StoreMem(asm.RFP, arr, asm.R0, asm.DWord), bpf.StoreImm64(asm.RFP, pos, 0))
-	done := g.e.NewLabel("join")
-	ptr := g.e.Alloc(8)
+	done, copyOut := g.e.NewLabel("join"), g.e.NewLabel("join_copy")
+	g.e.Emit(
+		asm.StoreMem(asm.RFP, arr, asm.R0, asm.DWord),
+		bpf.StoreImm64(asm.RFP, pos, 0),
+		asm.StoreImm(asm.RFP, ptr, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(refJoin),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(ptr)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.StoreMem(asm.RFP, buf, asm.R0, asm.DWord),
+	)
 	for i := 0; i < x.Args; i++ {
 		// ptr = argv[i], from user memory; a NULL ends the array.
 		g.e.Emit(
@@ -161,35 +175,38 @@ func (g *gen) join(x *spec.Join, p place, n int) {
 			asm.LoadMem(asm.R3, asm.RFP, arr, asm.DWord), asm.Add.Imm(asm.R3, int32(8*i)),
 			asm.FnProbeReadUser.Call(),
 			asm.LoadMem(asm.R3, asm.RFP, ptr, asm.DWord),
-			asm.JEq.Imm(asm.R3, 0, done),
-			// The room left: n - pos, at least one byte, at most n.
+			asm.JEq.Imm(asm.R3, 0, copyOut),
+			// At least two bytes of room (a character and the NUL): pos is
+			// then at most n-2 and the room, n-pos, from 2 to n.
 			asm.LoadMem(asm.R4, asm.RFP, pos, asm.DWord),
-			asm.JGE.Imm(asm.R4, int32(n-1), done),
+			asm.JGE.Imm(asm.R4, int32(n-1), copyOut),
 			asm.Mov.Imm(asm.R2, int32(n)),
 			asm.Sub.Reg(asm.R2, asm.R4),
-			asm.And.Imm(asm.R2, int32(nextPow2(n)-1)), // bounds for the verifier
-		)
-		g.addr(asm.R1, p)
-		g.e.Emit(
-			asm.And.Imm(asm.R4, int32(nextPow2(n)-1)),
+			asm.LoadMem(asm.R1, asm.RFP, buf, asm.DWord),
 			asm.Add.Reg(asm.R1, asm.R4),
 			asm.FnProbeReadUserStr.Call(),
-			asm.JSLE.Imm(asm.R0, 0, done),
+			asm.JSLE.Imm(asm.R0, 0, copyOut),
 			asm.LoadMem(asm.R4, asm.RFP, pos, asm.DWord),
 			asm.Add.Reg(asm.R4, asm.R0),
 			asm.StoreMem(asm.RFP, pos, asm.R4, asm.DWord),
 		)
 	}
+	// Copy what was read, pos bytes (at most n), into the zeroed place.
+	fits := g.e.NewLabel("join_fits")
+	g.e.Mark(copyOut)
+	g.e.Emit(
+		asm.LoadMem(asm.R2, asm.RFP, pos, asm.DWord),
+		asm.JLE.Imm(asm.R2, int32(n), fits),
+		asm.Mov.Imm(asm.R2, int32(n)),
+	)
+	g.e.Mark(fits)
+	g.addr(asm.R1, p)
+	g.e.Emit(
+		asm.LoadMem(asm.R3, asm.RFP, buf, asm.DWord),
+		asm.FnProbeReadKernel.Call(),
+	)
 	g.e.Mark(done)
 	g.e.Emit(asm.Mov.Imm(asm.R0, 0))
-}
-
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }
 
 // fieldText reads a string or byte-array field of a tracepoint's record:
