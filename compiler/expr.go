@@ -146,13 +146,51 @@ func (g *gen) tracingValue(fn asm.BuiltinFunc, n int) {
 // different offsets picks the offset by its attach cookie (the event).
 func (g *gen) tracepointField(x *spec.ArgsField) {
 	g.perEvent(x.Name, func(f *bpf.TracepointField) {
-		size := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[f.Size]
-		g.e.Emit(asm.LoadMem(asm.R0, regCtx, int16(f.Offset), size))
+		g.ctxLoad(f.Offset, f.Size)
 		if f.Signed && f.Size < 8 {
 			shift := int32(64 - 8*f.Size)
 			g.e.Emit(asm.LSh.Imm(asm.R0, shift), asm.ArSh.Imm(asm.R0, shift))
 		}
 	})
+}
+
+// ctxLoad loads size bytes (1, 2, 4 or 8) at off in the tracepoint's
+// record into R0, zero-extended. The kernel attaches a tracepoint program
+// only if its loads from the record end within that event's record, and
+// one program serves every event of the probe: a load past the end of the
+// shortest record (a field that sits further along in another event, such
+// as tgkill's sig after kill's) reads through bpf_probe_read_kernel, which
+// the kernel does not count as a load from the record.
+func (g *gen) ctxLoad(off, size int) {
+	width := map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}[size]
+	if off+size <= g.shortestRecord() {
+		g.e.Emit(asm.LoadMem(asm.R0, regCtx, int16(off), width))
+		return
+	}
+	slot := g.e.Alloc(8)
+	g.e.Emit(
+		bpf.StoreImm64(asm.RFP, slot, 0),
+		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.Mov.Reg(asm.R3, regCtx), asm.Add.Imm(asm.R3, int32(off)),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R0, asm.RFP, slot, width),
+	)
+}
+
+// shortestRecord is the size of the shortest record among the probe's
+// events: the end of its last field, as the kernel measures it when it
+// attaches a program.
+func (g *gen) shortestRecord() int {
+	shortest := math.MaxInt
+	for _, tp := range g.tps {
+		end := 0
+		for _, f := range tp.Fields {
+			end = max(end, f.Offset+f.Size)
+		}
+		shortest = min(shortest, end)
+	}
+	return shortest
 }
 
 // perEvent emits emit for the field as each event lays it out: once when

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
 )
 
@@ -110,5 +111,48 @@ func writeFile(t *testing.T, path, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The kernel attaches a tracepoint program to an event only if every load
+// from the record ends within that event's record (max_ctx_offset), and a
+// probe over several events shares one program: a field further along in
+// one event (tgkill's sig, at 32) than another's record is long (kill's
+// ends at 32) must not be a load from the record, or attaching to
+// sys_enter_kill fails with EACCES.
+func TestMultiEventLoadsFitEveryRecord(t *testing.T) {
+	facts := mustProfile(t, "linux-7.2-amd64")
+	out := compileText(t, facts, `probe "tracepoint" "t" {
+  event = ["syscalls:sys_enter_kill", "syscalls:sys_enter_tgkill"]
+  on_entry {
+    sum "s" {
+      value = args.sig + args.pid
+    }
+  }
+}`)
+	shortest := 0
+	for _, ev := range out.Probes[0].Tracepoints {
+		end := 0
+		for _, f := range facts.Tracepoint(ev).Fields {
+			end = max(end, f.Offset+f.Size)
+		}
+		if shortest == 0 || end < shortest {
+			shortest = end
+		}
+	}
+	if shortest != 32 {
+		t.Fatalf("sys_enter_kill's record ends at %d, want 32", shortest)
+	}
+	prog := out.Probes[0].Programs[0]
+	ctx := asm.R6 // the context, kept in R6 from the first instruction
+	if first := prog.Instructions[0]; first.OpCode.ALUOp() != asm.Mov || first.Dst != ctx || first.Src != asm.R1 {
+		t.Fatalf("first instruction %v does not keep the context in R6", first)
+	}
+	for _, ins := range prog.Instructions {
+		if ins.OpCode.Class().IsLoad() && ins.OpCode.Mode() == asm.MemMode && ins.Src == ctx {
+			if end := int(ins.Offset) + ins.OpCode.Size().Sizeof(); end > shortest {
+				t.Errorf("%v loads from the record up to %d, past the %d bytes of sys_enter_kill's", ins, end, shortest)
+			}
+		}
 	}
 }

@@ -214,17 +214,18 @@ func (g *gen) join(x *spec.Join, p place, n int) {
 // length << 16 | offset).
 func (g *gen) fieldText(x *spec.ArgsField, p place, n int) {
 	g.perEvent(x.Name, func(f *bpf.TracepointField) {
-		g.e.Emit(asm.Mov.Reg(asm.R0, regCtx))
 		if f.Class == bpf.FieldDataLoc {
+			g.ctxLoad(f.Offset, 4)
 			g.e.Emit(
-				asm.LoadMem(asm.R1, regCtx, int16(f.Offset), asm.Word),
+				asm.Mov.Reg(asm.R1, asm.R0),
 				asm.And.Imm(asm.R1, 0xffff),
+				asm.Mov.Reg(asm.R0, regCtx),
 				asm.Add.Reg(asm.R0, asm.R1),
 			)
 			g.readInto(p, n, asm.FnProbeReadKernelStr)
 			return
 		}
-		g.e.Emit(asm.Add.Imm(asm.R0, int32(f.Offset)))
+		g.e.Emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(f.Offset)))
 		g.readInto(p, min(n, f.Size), asm.FnProbeReadKernel)
 	})
 }
