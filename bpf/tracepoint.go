@@ -353,3 +353,62 @@ func builtinEventNames() []string {
 	slices.Sort(names)
 	return names
 }
+
+// SameType reports whether two declared field types are one C type: the
+// spellings of an integer type ("unsigned" and "unsigned int", "long int"
+// and "long"), qualifiers (const, volatile) and spacing aside.
+func SameType(a, b string) bool { return canonicalType(a) == canonicalType(b) }
+
+// canonicalType spells a declared type one way: an integer type as
+// "[unsigned ]char|signed char|short|int|long|long long", anything else with
+// its qualifiers dropped and single spaces.
+func canonicalType(t string) string {
+	var words []string
+	integer := true
+	for _, w := range strings.Fields(t) {
+		switch w {
+		case "const", "volatile":
+			continue
+		case "signed", "unsigned", "char", "short", "int", "long":
+		default:
+			integer = false
+		}
+		words = append(words, w)
+	}
+	if !integer || len(words) == 0 {
+		return strings.Join(words, " ")
+	}
+	var unsigned, signed, char, short bool
+	longs := 0
+	for _, w := range words {
+		switch w {
+		case "unsigned":
+			unsigned = true
+		case "signed":
+			signed = true
+		case "char":
+			char = true
+		case "short":
+			short = true
+		case "long":
+			longs++
+		}
+	}
+	base := "int"
+	switch {
+	case char && signed:
+		return "signed char" // char, signed char and unsigned char are three types
+	case char:
+		base = "char"
+	case short:
+		base = "short"
+	case longs == 1:
+		base = "long"
+	case longs == 2:
+		base = "long long"
+	}
+	if unsigned {
+		return "unsigned " + base
+	}
+	return base
+}

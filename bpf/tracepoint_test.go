@@ -80,6 +80,27 @@ func TestClassifyField(t *testing.T) {
 	}
 }
 
+// Spellings of one C type are one type: block_bio_complete declares
+// nr_sector "unsigned", block_rq_complete "unsigned int".
+func TestSameType(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		same bool
+	}{
+		{"unsigned", "unsigned int", true}, {"long int", "long", true}, {"signed", "int", true},
+		{"unsigned long int", "long unsigned", true}, {"long long int", "signed long long", true},
+		{"short int", "short", true}, {"const int", "int", true}, {"const char *", "const char  *", true},
+		{"dev_t", "dev_t", true}, {"const char *", "char *", true},
+		{"unsigned", "int", false}, {"long", "long long", false}, {"char", "signed char", false},
+		{"char", "unsigned char", false}, {"pid_t", "int", false}, {"u32", "unsigned int", false},
+		{"char[16]", "char[10]", false},
+	} {
+		if got := SameType(tt.a, tt.b); got != tt.same {
+			t.Errorf("SameType(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+}
+
 func TestCheckEvent(t *testing.T) {
 	for _, good := range []string{"syscalls:sys_enter_openat", "sched:sched_switch", "my-group:_ev2", "a:" + strings.Repeat("e", MaxEventName)} {
 		if err := CheckEvent(good); err != nil {

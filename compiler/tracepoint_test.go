@@ -156,3 +156,29 @@ func TestMultiEventLoadsFitEveryRecord(t *testing.T) {
 		}
 	}
 }
+
+// A field declared "unsigned" in one event and "unsigned int" in another
+// (nr_sector of block_bio_complete and block_rq_complete) has one type.
+func TestMultiEventFieldSpellings(t *testing.T) {
+	facts := mustProfile(t, "linux-7.2-amd64")
+	facts.Tracepoints = map[string]*bpf.TracepointFormat{}
+	for event, typ := range map[string]string{"block:bio": "unsigned", "block:rq": "unsigned int", "block:other": "int"} {
+		tp, err := bpf.ParseTracepointFormat(event, "format:\n\tfield:"+typ+" nr_sector;\toffset:8;\tsize:4;\tsigned:0;\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		facts.Tracepoints[event] = tp
+	}
+	probe := func(events string) string {
+		return `probe "tracepoint" "t" {
+  event = ` + events + `
+  on_entry {
+    sum "sectors" {
+      value = args.nr_sector
+    }
+  }
+}`
+	}
+	compileText(t, facts, probe(`["block:bio", "block:rq"]`))
+	wantError(t, compileErrors(t, facts, probe(`["block:bio", "block:other"]`)), "Field types differ", 5)
+}

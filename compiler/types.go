@@ -175,7 +175,7 @@ func (g *gen) fieldType(x *spec.ArgsField) spec.Type {
 			lacking = append(lacking, tp.Event)
 		case first == nil:
 			first = fl
-		case fl.Type != first.Type || fl.Size != first.Size:
+		case !bpf.SameType(fl.Type, first.Type) || fl.Size != first.Size:
 			return g.typeErrorf(x, x.Range(), "Field types differ",
 				"args.%s is %s in %s but %s in %s: a probe over several events reads a field only when it has one type in all.",
 				x.Name, first.Type, g.tps[0].Event, fl.Type, tp.Event)
