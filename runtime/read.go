@@ -25,6 +25,8 @@ type ProbeResult struct {
 	Aggregations []AggregationResult `json:"aggregations"`
 	// Error says why the probe could not be read; the others still are.
 	Error string `json:"error,omitempty"`
+	// Events says whether the probe emits events (which show cannot print).
+	Events bool `json:"-"`
 }
 
 // AggregationResult is one aggregation's data.
@@ -165,7 +167,7 @@ func stats(p *ProbeState, open mapSource) ([]uint64, error) {
 const refStats = "stats"
 
 func readProbe(p *ProbeState, open mapSource) ProbeResult {
-	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}}
+	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
 	st, err := stats(p, open)
 	if err != nil {
 		res.Error = err.Error()

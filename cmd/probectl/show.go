@@ -113,8 +113,12 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 			fmt.Fprintf(w, "  (cannot be read: %s)\n", printable(pr.Error))
 			continue
 		}
-		if len(pr.Aggregations) == 0 {
+		switch {
+		case len(pr.Aggregations) > 0:
+		case pr.Events:
 			fmt.Fprintln(w, "  (events only: probectl run prints them as they arrive)")
+		default:
+			fmt.Fprintln(w, "  (no aggregations or events: it only updates tables)")
 		}
 		for _, ar := range pr.Aggregations {
 			fmt.Fprintf(w, "\n  %s %q", ar.Kind, ar.Name)
