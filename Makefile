@@ -37,7 +37,7 @@ lint:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
-	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples
+	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples examples/bpftrace
 
 # The test command: everything on the host, then the kernel matrix.
 test: fmt-check vet lint static unit vmtest

@@ -22,17 +22,30 @@ func TestInvalidFixtures(t *testing.T) {
 	}
 }
 
+// The examples are valid, and between them use every probe kind and every
+// action: examples/ is one spec set, and each file of examples/bpftrace
+// one of its own (their tables share names).
 func TestExamplesAreValid(t *testing.T) {
-	cfg, diags := spec.LoadPaths([]string{"../examples"})
-	if len(diags) > 0 {
-		t.Fatalf("examples have diagnostics: %v", diags)
+	sets := [][]string{{"../examples"}}
+	tools, err := filepath.Glob("../examples/bpftrace/*.hcl")
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("no examples/bpftrace/*.hcl: %v", err)
+	}
+	for _, f := range tools {
+		sets = append(sets, []string{f})
 	}
 	kinds := map[string]bool{}
 	actions := map[spec.ActionKind]bool{}
-	for _, p := range cfg.Probes {
-		kinds[string(p.Addr.Kind)] = true
-		for _, a := range p.Actions() {
-			actions[a.Kind] = true
+	for _, paths := range sets {
+		cfg, diags := spec.LoadPaths(paths)
+		if len(diags) > 0 {
+			t.Fatalf("%s: diagnostics: %v", paths[0], diags)
+		}
+		for _, p := range cfg.Probes {
+			kinds[string(p.Addr.Kind)] = true
+			for _, a := range p.Actions() {
+				actions[a.Kind] = true
+			}
 		}
 	}
 	if len(kinds) != 3 {
