@@ -275,6 +275,3 @@ func (w *Workspace) pinnedTableMaps(ts *TableState) mapSource {
 		return nil, nil, fmt.Errorf("%s: no map %s in the state", ts.Address, ref)
 	}
 }
-
-// tableAddr is a table's address in messages.
-func tableAddr(name string) bpf.Address { return bpf.Address{Kind: bpf.KindTable, Name: name} }
