@@ -570,15 +570,17 @@ func TestToolStatsnoop(t *testing.T) {
 }
 
 // runqlat: the workload sleeps n times, then runs for 50 ms in user mode
-// and 50 ms in the kernel, on a CPU where another task spins. Every wakeup of it is counted (the n
-// timers and the line that starts it: n+1), and every time it runs again
-// after waiting, runnable, on a run queue is in the histogram: after a
-// wakeup, or after a preemption that left it queued. The kernel counts the
-// same switches (/proc/PID/status: voluntary, after sleeping; involuntary,
-// preempted), read while the workload is blocked before and after: the
-// histogram holds exactly voluntary + involuntary switches in between, and
-// the switches that queued it are the involuntary ones: preemptions in
-// user mode and in the kernel (which runqlat.bt misses), both seen.
+// and 50 ms in the kernel, on a CPU where another task spins. Every wakeup
+// of it is counted (the n timers and the line that starts it: n+1), and
+// every time it runs again after waiting, runnable, on a run queue is in
+// the histogram: after a wakeup, or after a preemption that left it
+// queued. The kernel counts the same switches (/proc/PID/status:
+// voluntary, after sleeping; involuntary, preempted), read while the
+// workload sleeps off the run queue before and after: the histogram holds
+// exactly voluntary + involuntary switches in between, and the switches
+// that left it queued are the involuntary ones, preemptions on the way to
+// user mode (prev_state 0) and in the kernel (0x100, which runqlat.bt
+// misses), both seen.
 func TestToolRunqlat(t *testing.T) {
 	requireRoot(t)
 	const sleeps = 100
