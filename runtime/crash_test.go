@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, dir := range builtIn {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }
 
 // child applies or destroys, sleeping a little before every step so that

@@ -35,6 +35,10 @@ var (
 	workErr  error
 )
 
+// builtIn are the directories of the programs the tests built, removed
+// when they end.
+var builtIn []string
+
 // workload builds testdata/work.c once; its comm is "pcwork". It is static,
 // so no dynamic loader makes system calls of its own.
 func workload(t testing.TB) string {
@@ -45,6 +49,7 @@ func workload(t testing.TB) string {
 			workErr = err
 			return
 		}
+		builtIn = append(builtIn, dir)
 		workPath = filepath.Join(dir, "pcwork")
 		out, err := exec.Command("gcc", "-O0", "-static", "-o", workPath, "testdata/work.c").CombinedOutput()
 		if err != nil {

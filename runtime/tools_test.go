@@ -42,6 +42,7 @@ func toolsBin(t testing.TB) string {
 			toolsErr = err
 			return
 		}
+		builtIn = append(builtIn, dir)
 		toolsPath = filepath.Join(dir, "pctools")
 		out, err := exec.Command("gcc", "-O0", "-static", "-o", toolsPath, "testdata/tools.c").CombinedOutput()
 		if err != nil {
