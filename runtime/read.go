@@ -393,8 +393,9 @@ type ProbeStatus struct {
 	compiler.Description
 	Links []LinkStatus `json:"links"`
 	// EntryHits and ExitHits count program runs; Missed is the kernel's
-	// count of hits it could not deliver (recursion, full rethook pools),
-	// where the link type reports one.
+	// count of hits it could not deliver: where the link type reports one
+	// (recursion, full rethook pools), and the runs of the probe's programs
+	// it skipped because another BPF program was running on the CPU.
 	EntryHits     uint64   `json:"entry_hits"`
 	ExitHits      uint64   `json:"exit_hits"`
 	Missed        uint64   `json:"missed"`
@@ -482,6 +483,24 @@ func (w *Workspace) checkTable(t *TableState) []string {
 	return drift
 }
 
+// recursionMisses is how many times the kernel did not run the program
+// because a BPF program was already running on the CPU: a tracepoint that
+// fires in an interrupt (sched_wakeup from a timer, block_rq_complete)
+// while a program runs in the interrupted context is skipped. 0 when the
+// program cannot be read.
+func recursionMisses(id ebpf.ProgramID) uint64 {
+	prog, err := ebpf.NewProgramFromID(id)
+	if err != nil {
+		return 0
+	}
+	defer prog.Close()
+	stats, err := prog.Stats()
+	if err != nil {
+		return 0
+	}
+	return stats.RecursionMisses
+}
+
 // checkProbe compares a probe's pins with the kernel: every pin must be
 // there, every link must still run the program probectl attached, and a
 // user probe's binary must still be the file it is attached to.
@@ -518,10 +537,15 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		}
 		mp.Close()
 	}
+	programs := map[ebpf.ProgramID]bool{}
 	for _, l := range p.Links {
 		what := string(l.Family)
 		if l.Function != "" {
 			what += " " + l.Function
+		}
+		if !programs[l.ProgramID] {
+			programs[l.ProgramID] = true
+			missed += recursionMisses(l.ProgramID)
 		}
 		path, _ := d.procPath(l.Pin)
 		lk, err := link.LoadPinnedLink(path, nil)
