@@ -570,18 +570,24 @@ func TestToolStatsnoop(t *testing.T) {
 	wl.finish()
 }
 
-// runqlat: the workload sleeps n times, then runs for 50 ms in user mode
-// and 50 ms in the kernel, on a CPU where another task spins. Every wakeup
-// of it is counted (the n timers and the line that starts it: n+1), and
-// every time it runs again after waiting, runnable, on a run queue is in
-// the histogram: after a wakeup, or after a preemption that left it
-// queued. The kernel counts the same switches (/proc/PID/status:
-// voluntary, after sleeping; involuntary, preempted), read while the
-// workload sleeps off the run queue before and after: the histogram holds
-// exactly voluntary + involuntary switches in between, and the switches
-// that left it queued are the involuntary ones, preemptions on the way to
-// user mode (prev_state 0) and in the kernel (0x100, which runqlat.bt
-// misses), both seen.
+// runqlat: the workload sleeps n times in read(2), each time woken by the
+// test's write once it sleeps off the run queue (and once more by the line
+// that starts it), then runs for 50 ms in user mode and 50 ms in the
+// kernel, on a CPU where another task spins. (Timers would wake it in
+// interrupts, where the kernel skips a BPF program that interrupts another
+// one, from any user of BPF on the machine: status counts it as missed,
+// but of no task in particular.)
+//
+// The kernel counts the workload's switches out in /proc/PID/status
+// (voluntary: it slept; involuntary: preempted), read while it sleeps
+// before and after: the probe sees exactly as many, and those that left it
+// queued are the involuntary ones, preemptions on the way to user mode
+// (prev_state 0) and in the kernel (0x100, which runqlat.bt misses), both
+// seen. Every wakeup is counted: n+1. Every switch in is in the histogram,
+// having found the time it was queued; a switch in the kernel did not
+// deliver to the tracepoint's users (it does not, at times, for some tasks
+// switched out: tracefs misses the same ones) shows as a switch out with no
+// switch in before it, and is accounted for as such.
 func TestToolRunqlat(t *testing.T) {
 	requireRoot(t)
 	const sleeps = 100
@@ -595,11 +601,12 @@ func TestToolRunqlat(t *testing.T) {
 	}
 	hog := startTool(t, taskName("runqhog"), "spin", fmt.Sprint(cpu))
 	hog.start()
-	wl := startTool(t, taskName("runqlat"), "sleep", fmt.Sprint(sleeps), "1000", "50", fmt.Sprint(cpu))
+	wl := startTool(t, taskName("runqlat"), "sleep", fmt.Sprint(sleeps), "50", fmt.Sprint(cpu))
 	wl.blockedInRead()
 	v0, nv0 := wl.switches()
 	pid := wl.pid
 	w, s := applyTool(t, toolSpec(t, "runqlat",
+		`table "queued_at" {`, "table \"test_on_cpu\" {\n  max_keys = 16\n}\n\ntable \"queued_at\" {",
 		`when  = args.next_pid != 0 && has(queued_at, [args.next_pid])`,
 		fmt.Sprintf(`when  = args.next_pid != 0 && has(queued_at, [args.next_pid]) && args.next_pid == %d`, pid),
 		"event = [\"sched:sched_wakeup\", \"sched:sched_wakeup_new\"]\n\n  on_entry {",
@@ -614,47 +621,79 @@ func TestToolRunqlat(t *testing.T) {
     count "test_unqueued" {
       when = args.next_pid == %[1]d && !has(queued_at, [args.next_pid])
     }
-    count "test_requeued" {
-      when = args.prev_pid == %[1]d && (args.prev_state == 0 || band(args.prev_state, 256) != 0)
+    count "test_switch_outs" {
+      when = args.prev_pid == %[1]d
       by   = [args.prev_state]
+    }
+    count "test_unseen_switch_ins" {
+      when = args.prev_pid == %[1]d && !has(test_on_cpu, [args.prev_pid])
+    }
+    delete "test_on_cpu" {
+      when = args.prev_pid == %[1]d
+      key  = [args.prev_pid]
+    }
+    store "test_on_cpu" {
+      when  = args.next_pid == %[1]d
+      key   = [args.next_pid]
+      value = 1
     }`, pid)))
-	if calls := wl.run(); len(calls) != 0 {
-		t.Fatalf("workload: %q", calls)
+	wl.start()
+	for i := 0; i < sleeps; i++ {
+		wl.blockedInRead()
+		if _, err := io.WriteString(wl.stdin, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if line := wl.line(); line != "done" {
+		t.Fatalf("workload: %q", line)
 	}
 	wl.blockedInRead()
 	v1, nv1 := wl.switches()
 	count := func(addr, name string) int64 { return values(aggregation(t, w, s, addr, name))[""] }
 	wakeups := count("tracepoint.wakeup", "test_wakeups")
 	switchIns := count("tracepoint.switch", "test_switch_ins")
-	requeuedBy := values(aggregation(t, w, s, "tracepoint.switch", "test_requeued"))
-	running, preempted := requeuedBy["0"], requeuedBy["256"]
-	requeued := running + preempted
 	unqueued := count("tracepoint.switch", "test_unqueued")
+	unseen := count("tracepoint.switch", "test_unseen_switch_ins")
+	outs := values(aggregation(t, w, s, "tracepoint.switch", "test_switch_outs"))
+	var switchOuts, blocked int64
+	for state, n := range outs {
+		switchOuts += n
+		if state != "0" && state != "256" {
+			blocked += n
+		}
+	}
+	running, preempted := outs["0"], outs["256"]
 	total := histTotal(aggregation(t, w, s, "tracepoint.switch", "runq_latency_us"))
-	t.Logf("%d sleeps: %d wakeups; %d voluntary and %d involuntary switches (%d from user mode, %d preempted in the kernel); %d in the histogram",
-		sleeps, wakeups, v1-v0, nv1-nv0, running, preempted, total)
+	t.Logf("%d sleeps: %d wakeups; switches out %v (the kernel: %d voluntary, %d involuntary); %d switches in seen, %d not delivered; %d in the histogram; %d runs of the probes missed",
+		sleeps, wakeups, outs, v1-v0, nv1-nv0, switchIns, unseen, total, missedRuns(w, s))
 	if wakeups != sleeps+1 {
 		t.Errorf("%d wakeups, want %d: %d sleeps and the line that started them", wakeups, sleeps+1, sleeps)
 	}
-	if switchIns != (v1-v0)+(nv1-nv0) {
-		t.Errorf("%d switches in, the kernel counted %d + %d out", switchIns, v1-v0, nv1-nv0)
+	if switchOuts != (v1-v0)+(nv1-nv0) || blocked != v1-v0 {
+		t.Errorf("%d switches out, %d of them asleep; the kernel counted %d voluntary and %d involuntary", switchOuts, blocked, v1-v0, nv1-nv0)
 	}
 	// Preempted on its way back to user mode, a task is switched out as
 	// TASK_RUNNING (0); preempted in the kernel, as TASK_REPORT_MAX (0x100).
-	if running == 0 || preempted == 0 {
-		t.Errorf("preempted %d times on the way to user mode, %d times in the kernel; it spent 50 ms in each beside another task on CPU %d: want both", running, preempted, cpu)
+	if running+preempted != nv1-nv0 || running == 0 || preempted == 0 {
+		t.Errorf("switched out queued %d times on the way to user mode and %d times in the kernel, want both, %d in all (the involuntary switches)", running, preempted, nv1-nv0)
 	}
-	if len(requeuedBy) != 2 && !(len(requeuedBy) == 1 && (running == 0 || preempted == 0)) {
-		t.Errorf("switched out queued with states %v, want 0 and 256 only", requeuedBy)
-	}
-	if requeued != nv1-nv0 {
-		t.Errorf("%d switches out left it queued, the kernel counted %d involuntary ones", requeued, nv1-nv0)
+	if switchIns+unseen != switchOuts {
+		t.Errorf("%d switches in seen and %d not delivered, want %d (one before each switch out)", switchIns, unseen, switchOuts)
 	}
 	if unqueued != 0 || total != uint64(switchIns) {
-		t.Errorf("histogram holds %d, want %d (every switch in); %d switches in found no time queued", total, switchIns, unqueued)
+		t.Errorf("histogram holds %d, want %d (every switch in seen); %d switches in found no time queued", total, switchIns, unqueued)
 	}
 	nothingDropped(t, w, s)
 	wl.finish()
+}
+
+// missedRuns is what status says the probes missed: the runs the kernel
+// skipped.
+func missedRuns(w *runtime.Workspace, s *runtime.State) (n uint64) {
+	for _, st := range w.Status(s) {
+		n += st.Missed
+	}
+	return n
 }
 
 // bioDir finds a directory on ext4 or XFS over a disk or a partition,
@@ -707,8 +746,10 @@ func bioDir(t *testing.T) (string, int64) {
 // the probes were on. The bios queued by the workload's task name at the
 // file's sectors are stored; their completions are found by the table:
 // exactly n writes of 8 sectors, one at each of the n blocks' sectors, and
-// n latencies. (O_DSYNC would add a cache flush per write and, as the
-// timestamps' granularity decides, journal writes.)
+// n latencies (but for completions the kernel did not run the probe for,
+// which it counts, and whose sectors stay in the table). (O_DSYNC would
+// add a cache flush per write and, as the timestamps' granularity
+// decides, journal writes.)
 func TestToolBiolatency(t *testing.T) {
 	requireRoot(t)
 	const writes = 64
@@ -754,17 +795,26 @@ func TestToolBiolatency(t *testing.T) {
 	if got := values(aggregation(t, w, s, "tracepoint.queue", "test_queued")); fmt.Sprint(got) != fmt.Sprint(wantQueued) {
 		t.Errorf("queued %v, want %v", got, wantQueued)
 	}
-	if total := histTotal(aggregation(t, w, s, "tracepoint.complete", "usecs")); total != writes {
-		t.Errorf("histogram holds %d, want %d", total, writes)
-	}
-	nothingDropped(t, w, s)
+	// A completion runs in an interrupt: if it interrupted a BPF program
+	// (of any user of BPF on the machine), the kernel skipped the probe and
+	// counted a miss. Its sector then stays in the table: account for it.
+	var left int64
 	for key := range wantQueued {
 		var sector int64
 		fmt.Sscanf(key, "WS,8,%d", &sector)
 		if tableHolds(t, w, s, "queued_at", sector) {
-			t.Errorf("queued_at still holds sector %d", sector)
+			left++
 		}
 	}
+	total := histTotal(aggregation(t, w, s, "tracepoint.complete", "usecs"))
+	missed := missedRuns(w, s)
+	if left > 0 {
+		t.Logf("%d completions not seen: the kernel skipped %d runs of the probes", left, missed)
+	}
+	if total+uint64(left) != writes || uint64(left) > missed {
+		t.Errorf("histogram holds %d and the table %d, want %d in all; the kernel skipped %d runs", total, left, writes, missed)
+	}
+	nothingDropped(t, w, s)
 	wl.finish()
 }
 

@@ -11,6 +11,11 @@
 # block_rq_complete names the whole disk's, with the sector already moved
 # to the disk's numbering. I/O at one sector on two disks at once is
 # counted once.
+#
+# As in bpftrace, a completion runs in an interrupt, and when it
+# interrupts another BPF program the kernel skips the probe: status counts
+# those runs as missed, and the bio's time stays in the table until its
+# sector is queued again.
 
 table "queued_at" {
   max_keys = 65536

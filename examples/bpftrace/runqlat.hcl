@@ -14,6 +14,11 @@
 # cond_resched() or (on preemptible kernels) anywhere in a system call.
 # Here both count: prev_state 0, or the 0x100 bit. The idle task (pid 0)
 # is never measured.
+#
+# As in bpftrace, a wakeup from a timer runs in an interrupt, and when it
+# interrupts another BPF program the kernel skips the probe: status counts
+# those runs as missed. The task's next switch in then finds no time, and
+# is not in the histogram.
 
 table "queued_at" {
   max_keys = 65536

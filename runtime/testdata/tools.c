@@ -78,10 +78,11 @@ static void spin(long ms) {
 		;
 }
 
-/* runqlat: n sleeps of usec microseconds, then ms milliseconds on the CPU
- * in user mode, then as long in the kernel, reading /dev/zero 64 MiB at a
- * time (the test runs a spinning task on the CPU too: the scheduler
- * preempts the workload in both modes). */
+/* runqlat: n sleeps in read(2) of stdin, each ended by a byte the test
+ * writes once the workload sleeps; then ms milliseconds on the CPU in user
+ * mode, then as long in the kernel, reading /dev/zero 64 MiB at a time
+ * (the test runs a spinning task on the CPU too: the scheduler preempts
+ * the workload in both modes). */
 enum { zeroSize = 64 << 20 };
 static char *zeroBuf;
 static int zeroFd;
@@ -95,11 +96,11 @@ static void sleepSetup(void) {
 		die("mmap");
 }
 
-static void sleeps(long n, long usec, long ms) {
-	struct timespec ts = {usec / 1000000, (usec % 1000000) * 1000};
+static void sleeps(long n, long ms) {
+	char c;
 	for (long i = 0; i < n; i++)
-		if (nanosleep(&ts, NULL) != 0)
-			die("nanosleep");
+		if (read(0, &c, 1) != 1)
+			die("read");
 	spin(ms);
 	long end = nowNs() + ms * 1000000L;
 	while (nowNs() < end)
@@ -310,8 +311,8 @@ int main(int argc, char **argv) {
 		bioSetup(argv[3], atol(argv[4]));
 	}
 	if (strcmp(mode, "sleep") == 0 || strcmp(mode, "spin") == 0) {
-		if (argc != (mode[1] == 'l' ? 7 : 4))
-			die("sleep N USEC MS CPU, spin CPU");
+		if (argc != (mode[1] == 'l' ? 6 : 4))
+			die("sleep N MS CPU, spin CPU");
 		pin(atoi(argv[argc - 1]));
 		if (mode[1] == 'l')
 			sleepSetup();
@@ -327,7 +328,7 @@ int main(int argc, char **argv) {
 	if (!waitline())
 		return 1;
 	if (strcmp(mode, "sleep") == 0)
-		sleeps(atol(argv[3]), atol(argv[4]), atol(argv[5]));
+		sleeps(atol(argv[3]), atol(argv[4]));
 	else if (strcmp(mode, "spin") == 0)
 		spin(-1);
 	else if (strcmp(mode, "open") == 0)
