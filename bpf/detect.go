@@ -23,6 +23,9 @@ import (
 type DetectOptions struct {
 	// Functions collects the list of probe-able kernel functions.
 	Functions bool
+	// BTF carries the kernel's vmlinux BTF in the facts (gzipped), for
+	// planning elsewhere against its types.
+	BTF bool
 }
 
 // Detect reads the facts of the running kernel. It loads small probe
@@ -92,6 +95,11 @@ func Detect(opts DetectOptions) (*Facts, error) {
 	}
 	f.Derive()
 
+	if opts.BTF && f.BTF {
+		if f.KernelBTF, err = ReadKernelBTF(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Functions {
 		fns, err := KernelFunctions()
 		if err != nil {
