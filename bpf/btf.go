@@ -53,6 +53,12 @@ func (f *Facts) Types() (*btf.Spec, error) {
 	return c.spec, c.err
 }
 
+// shareTypes makes the copies of f share the BTF it parses.
+func (f *Facts) shareTypes() *Facts {
+	f.types = &typesCache{}
+	return f
+}
+
 func (f *Facts) loadTypes() (*btf.Spec, error) {
 	switch {
 	case !f.BTF:
@@ -95,6 +101,13 @@ func parseKernelBTF(gz []byte) (spec *btf.Spec, err error) {
 	spec, err = btf.LoadSpecFromReader(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("malformed: %w", err)
+	}
+	// Types decode lazily: decode them all now, so that a damaged one is
+	// this error rather than a surprise later.
+	for _, err := range spec.All() {
+		if err != nil {
+			return nil, fmt.Errorf("malformed: %w", err)
+		}
 	}
 	return spec, nil
 }

@@ -36,7 +36,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		return nil, fmt.Errorf("uname: %w", err)
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
-	f := &Facts{Source: "live", Name: release, Release: release}
+	f := (&Facts{Source: "live", Name: release, Release: release}).shareTypes()
 	switch machine := unix.ByteSliceToString(uts.Machine[:]); machine {
 	case "x86_64":
 		f.Arch = ArchX86_64

@@ -144,7 +144,7 @@ type Facts struct {
 	Events []string `json:"events,omitempty"`
 	// KernelBTF is the target's raw vmlinux BTF, gzipped: facts files carry
 	// it (probectl target -o); live facts read the kernel's when needed, and
-	// profiles have none. [Facts.Types] parses it.
+	// profiles have none. [Facts.Types] parses it: set it before.
 	KernelBTF []byte `json:"kernel_btf,omitempty"`
 	// tracepointErrs holds the events whose formats could not be read.
 	tracepointErrs map[string]error
@@ -236,7 +236,7 @@ func ReadFactsFile(path string) (*Facts, error) {
 	}
 	sort.Strings(f.Functions)
 	f.Source, f.Name = "file", path
-	return &f, nil
+	return f.shareTypes(), nil
 }
 
 // WriteFile writes the facts as indented JSON.
