@@ -34,11 +34,13 @@ type Plan struct {
 	Summary       Summary    `json:"summary"`
 }
 
-// PlanTarget is the target's facts, with the function list cut to its size.
+// PlanTarget is the target's facts, with the function list cut to its
+// size and without the BTF data.
 type PlanTarget struct {
 	*bpf.Facts
 	Functions     []string `json:"functions,omitempty"`
 	FunctionCount int      `json:"function_count"`
+	KernelBTF     []byte   `json:"kernel_btf,omitempty"`
 }
 
 // Summary counts the changes by action.
