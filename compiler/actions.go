@@ -122,6 +122,9 @@ func ValueSize(kind spec.ActionKind) int {
 
 // keyKind is how show decodes a key field or event field.
 func (g *gen) keyKind(x spec.Expr) KeyKind {
+	if _, ok := x.(*spec.Join); ok {
+		return KeyArgv
+	}
 	if v, ok := x.(*spec.Var); ok {
 		switch v.Name {
 		case "func":

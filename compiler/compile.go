@@ -46,6 +46,9 @@ func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	for _, t := range cfg.Tables {
 		if l := u.layout(t); l != nil {
 			out.Tables = append(out.Tables, l)
+		} else if !diags.HasErrors() && !u.diags.HasErrors() {
+			u.diags = append(u.diags, diagf(t.DeclRange, "Table type unknown",
+				"What %q holds cannot be told on the target from its uses: store a value whose type is plain (an integer, str(...), comm).", t.Name))
 		}
 	}
 	diags = append(diags, u.diags...)

@@ -93,6 +93,7 @@ const (
 	KeyComm   KeyKind = "comm"   // a task name, NUL-padded
 	KeyString KeyKind = "string" // text, NUL-terminated
 	KeyBytes  KeyKind = "bytes"  // a byte array, shown in hex
+	KeyArgv   KeyKind = "argv"   // strings one after another, each ended by a NUL: shown joined by spaces
 )
 
 // Output is what the kernel should have for a config on one target.

@@ -31,7 +31,39 @@ type Plan struct {
 	FormatVersion string     `json:"format_version"`
 	Target        PlanTarget `json:"target"`
 	Changes       []*Change  `json:"changes"`
-	Summary       Summary    `json:"summary"`
+	// Tables are the spec set's tables: resources of their own, which
+	// live as long as the spec set (an apply that keeps one keeps its
+	// contents).
+	Tables  []*TableChange `json:"tables,omitempty"`
+	Summary Summary        `json:"summary"`
+}
+
+// TableChange is one table's entry in a plan.
+type TableChange struct {
+	Table
+	Action Action `json:"action"`
+	Why    string `json:"why,omitempty"`
+	// Users are the probes that use the table.
+	Users []bpf.Address `json:"users"`
+}
+
+// TableChanges plans the creation of every table of out.
+func (out *Output) TableChange(t *Table, action Action) *TableChange {
+	c := &TableChange{Table: *t, Action: action}
+	for _, p := range out.Probes {
+		for _, name := range p.Tables {
+			if name == t.Address.Name {
+				c.Users = append(c.Users, p.Address)
+			}
+		}
+	}
+	return c
+}
+
+// MemoryBytes estimates a table's locked memory.
+func (t *Table) MemoryBytes(cpus int) int64 {
+	p := &Probe{Maps: t.Maps}
+	return p.MemoryBytes(cpus)
 }
 
 // PlanTarget is the target's facts, with the function list cut to its
@@ -93,6 +125,9 @@ func NewPlan(out *Output) *Plan {
 	for _, p := range out.Probes {
 		plan.Changes = append(plan.Changes, p.Change(ActionCreate, out.Facts))
 	}
+	for _, t := range out.Tables {
+		plan.Tables = append(plan.Tables, out.TableChange(t, ActionCreate))
+	}
 	plan.Count()
 	return plan
 }
@@ -100,8 +135,15 @@ func NewPlan(out *Output) *Plan {
 // Count recomputes the summary.
 func (p *Plan) Count() {
 	p.Summary = Summary{}
+	actions := make([]Action, 0, len(p.Changes)+len(p.Tables))
 	for _, c := range p.Changes {
-		switch c.Action {
+		actions = append(actions, c.Action)
+	}
+	for _, t := range p.Tables {
+		actions = append(actions, t.Action)
+	}
+	for _, a := range actions {
+		switch a {
 		case ActionCreate:
 			p.Summary.Create++
 		case ActionReplace:
@@ -145,6 +187,8 @@ func (p *Probe) LinkCount() *int {
 	n := 0
 	for _, fam := range p.Attach {
 		switch {
+		case fam == FamilyTracepoint:
+			n += max(len(p.Tracepoints), 1) // one link per event
 		case Multi(fam):
 			n++
 		case p.Functions == nil:

@@ -90,6 +90,20 @@ func (u *unit) collectUses(g *gen) {
 // tableSlot is the type a table read yields: the table's value, or one
 // field of its objects.
 func (u *unit) tableSlot(t *spec.Table, field string) spec.Type {
+	if u.busy[t] {
+		// A store of the table's own value (t[k] + 1): the spec's type,
+		// from the shape of its stores, stands in while it is laid out.
+		st := t.Value
+		if field != "" {
+			if f := t.Field(field); f != nil {
+				st = f.Type
+			}
+		}
+		if st.Kind != spec.KindTarget {
+			return st
+		}
+		return spec.Type{}
+	}
 	l := u.layout(t)
 	if l == nil {
 		return spec.Type{}

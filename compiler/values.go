@@ -24,8 +24,6 @@ type place struct {
 
 func stack(off int16) place { return place{asm.RFP, off} }
 
-func (p place) plus(n int) place { return place{p.base, p.off + int16(n)} }
-
 // addr puts the place's address in reg.
 func (g *gen) addr(reg asm.Register, p place) {
 	g.e.Emit(asm.Mov.Reg(reg, p.base), asm.Add.Imm(reg, int32(p.off)))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -57,6 +58,8 @@ type live struct {
 	probe *compiler.Probe
 	coll  *ebpf.Collection
 	links []attached
+	// shared are the maps of the tables the probe uses, by ref.
+	shared map[string]*ebpf.Map
 }
 
 func (l *live) close() {
@@ -117,8 +120,20 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			t.rollback()
 		}
 	}()
+	tables, err := w.liveTables(t, s, out, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		for _, l := range tables {
+			if !l.made {
+				l.close() // opened from pins: the programs hold what they use
+			}
+		}
+	}()
 	var kernelBTF *btf.Spec
 	for _, c := range changes {
+		c.shared = sharedMaps(c.probe, tables)
 		if err := w.load(t, &c.live, &kernelBTF); err != nil {
 			return nil, nil, err
 		}
@@ -141,6 +156,16 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		}
 		c.state = ps
 	}
+	var newTables []*TableState
+	for _, name := range sortedNames(tables) {
+		if l := tables[name]; l.made {
+			ts, err := w.pinTable(t, l, serial)
+			if err != nil {
+				return nil, nil, err
+			}
+			newTables = append(newTables, ts)
+		}
+	}
 
 	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
 	replaced := map[bpf.Address]bool{}
@@ -161,6 +186,15 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			next.Probes = append(next.Probes, p)
 		}
 	}
+	for _, ts := range s.Tables {
+		if l := tables[ts.Address.Name]; l != nil && !l.made {
+			next.Tables = append(next.Tables, ts)
+		} else {
+			oldDirs = append(oldDirs, ts.PinDir)
+		}
+	}
+	next.Tables = append(next.Tables, newTables...)
+	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
 	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
 	if err := w.commit(next); err != nil {
 		return nil, nil, err
@@ -173,8 +207,72 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 	for _, c := range changes {
 		c.close()
 	}
+	for _, l := range tables {
+		if l.made {
+			l.close()
+		}
+	}
 	res.Leftovers = w.removeDirs(oldDirs)
 	return next, res, nil
+}
+
+// liveTables makes the tables the plan creates or replaces and opens those
+// it keeps, by name.
+func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *compiler.Plan) (map[string]*liveTable, error) {
+	byName := map[string]*compiler.Table{}
+	for _, tb := range out.Tables {
+		byName[tb.Address.Name] = tb
+	}
+	tables := map[string]*liveTable{}
+	for _, tc := range plan.Tables {
+		name := tc.Address.Name
+		switch tc.Action {
+		case compiler.ActionCreate, compiler.ActionReplace:
+			tb := byName[name]
+			if tb == nil || tb.Digest != tc.Digest {
+				return nil, fmt.Errorf("%s: the plan does not match the compiled tables; plan again", tc.Address)
+			}
+			l, err := w.makeTable(t, tb)
+			if err != nil {
+				return nil, err
+			}
+			l.old = s.Table(name)
+			tables[name] = l
+		case compiler.ActionNoOp:
+			ts := s.Table(name)
+			if ts == nil {
+				return nil, fmt.Errorf("%s: the plan keeps a table the state does not have; plan again", tc.Address)
+			}
+			l, err := w.openTable(ts)
+			if err != nil {
+				return nil, err
+			}
+			tables[name] = l
+		}
+	}
+	return tables, nil
+}
+
+// sharedMaps gives a probe's programs the maps of the tables they use.
+func sharedMaps(p *compiler.Probe, tables map[string]*liveTable) map[string]*ebpf.Map {
+	out := map[string]*ebpf.Map{}
+	for _, tb := range p.Shared {
+		if l := tables[tb.Address.Name]; l != nil {
+			for ref, m := range l.maps {
+				out[ref] = m
+			}
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]*liveTable) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (w *Workspace) commit(next *State) error {
@@ -209,7 +307,9 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}})
+	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
+	})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -376,6 +476,13 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 		}
 		next.Probes = append(next.Probes, p)
 	}
+	if len(next.Probes) == 0 {
+		for _, ts := range s.Tables {
+			dirs = append(dirs, ts.PinDir)
+			res.Deleted = append(res.Deleted, ts.Address)
+		}
+		next.Tables = nil
+	}
 	if len(dirs) == 0 {
 		return s, res, nil
 	}
@@ -412,3 +519,5 @@ func stripFacts(f *bpf.Facts) *bpf.Facts {
 	c.Events = nil
 	return &c
 }
+
+func nowUnix() int64 { return time.Now().Unix() }

@@ -18,15 +18,32 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 		FormatVersion: compiler.PlanFormatVersion,
 		Target:        compiler.PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)},
 	}
+	diffTables(s, out, plan, drift)
+	// A table made anew is a new map: the probes that use it are loaded
+	// again with it.
+	remade := map[string]bool{}
+	for _, t := range plan.Tables {
+		if t.Action == compiler.ActionReplace {
+			remade[t.Address.Name] = true
+		}
+	}
 	seen := map[bpf.Address]bool{}
 	for _, p := range out.Probes {
 		seen[p.Address] = true
 		old := s.Probe(p.Address)
 		action, why := compiler.ActionCreate, ""
+		var uses []string
+		for _, name := range p.Tables {
+			if remade[name] {
+				uses = append(uses, name)
+			}
+		}
 		switch {
 		case old == nil:
 		case len(drift[p.Address]) > 0:
 			action, why = compiler.ActionReplace, "drift: "+strings.Join(drift[p.Address], "; ")
+		case len(uses) > 0:
+			action, why = compiler.ActionReplace, "its tables are made anew: "+strings.Join(uses, ", ")
 		case old.Digest == p.Digest:
 			action = compiler.ActionNoOp
 		default:

@@ -69,7 +69,7 @@ func (r *EventReader) Read() (*EventRecord, error) {
 	id := binary.LittleEndian.Uint64(b)
 	for _, ev := range r.probe.Events {
 		if uint64(ev.ID) == id && len(b) >= ev.Size {
-			return &EventRecord{Probe: r.probe.Address.String(), Name: ev.Name, Fields: decodeKey(ev.Fields, b, r.probe.Functions)}, nil
+			return &EventRecord{Probe: r.probe.Address.String(), Name: ev.Name, Fields: decodeKey(ev.Fields, b, r.probe)}, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: event record of unknown id %d", r.probe.Address, id)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -212,7 +214,7 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 		id := string(kb)
 		g := groups[id]
 		if g == nil {
-			g = &group{key: decodeKey(agg.Key, kb, p.Functions), buckets: map[int64]uint64{}}
+			g = &group{key: decodeKey(agg.Key, kb, p), buckets: map[int64]uint64{}}
 			groups[id] = g
 			order = append(order, id)
 		}
@@ -270,8 +272,24 @@ func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
 	return acc, seen
 }
 
-func decodeKey(fields []compiler.KeyField, b []byte, functions []string) OrderedKey {
+// decodeKey decodes a key or a record by its fields. p, when given, names
+// functions and events by their index.
+func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 	key := OrderedKey{}
+	var functions, events []string
+	if p != nil {
+		functions, events = p.Functions, p.Tracepoints
+		if len(events) == 0 && p.Event != "" {
+			events = []string{p.Event}
+		}
+	}
+	name := func(list []string, raw []byte) string {
+		idx := binary.LittleEndian.Uint64(raw)
+		if idx < uint64(len(list)) {
+			return list[idx]
+		}
+		return fmt.Sprintf("#%d", idx)
+	}
 	for _, f := range fields {
 		if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
 			key = append(key, KeyField{f.Name, "(out of the record)"})
@@ -279,18 +297,26 @@ func decodeKey(fields []compiler.KeyField, b []byte, functions []string) Ordered
 		}
 		raw := b[f.Offset : f.Offset+f.Size]
 		switch f.Kind {
-		case "comm":
+		case compiler.KeyComm, compiler.KeyString:
 			if i := bytes.IndexByte(raw, 0); i >= 0 {
 				raw = raw[:i]
 			}
 			key = append(key, KeyField{f.Name, string(raw)})
-		case "func":
-			idx := binary.LittleEndian.Uint64(raw)
-			name := fmt.Sprintf("#%d", idx)
-			if idx < uint64(len(functions)) {
-				name = functions[idx]
+		case compiler.KeyArgv:
+			var parts []string
+			for _, s := range bytes.Split(raw, []byte{0}) {
+				if len(s) == 0 {
+					break
+				}
+				parts = append(parts, string(s))
 			}
-			key = append(key, KeyField{f.Name, name})
+			key = append(key, KeyField{f.Name, strings.Join(parts, " ")})
+		case compiler.KeyBytes:
+			key = append(key, KeyField{f.Name, hex.EncodeToString(raw)})
+		case compiler.KeyFunc:
+			key = append(key, KeyField{f.Name, name(functions, raw)})
+		case compiler.KeyEvent:
+			key = append(key, KeyField{f.Name, name(events, raw)})
 		default:
 			key = append(key, KeyField{f.Name, decodeInt(raw)})
 		}
@@ -412,7 +438,8 @@ func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
 	st.EntryHits, st.ExitHits = counts[p.Stats.EntryHits], counts[p.Stats.ExitHits]
 }
 
-// Drift checks every probe and returns what is damaged, by address.
+// Drift checks every probe and table and returns what is damaged, by
+// address.
 func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 	out := map[bpf.Address][]string{}
 	for _, p := range s.Probes {
@@ -420,7 +447,37 @@ func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 			out[p.Address] = d
 		}
 	}
+	for _, t := range s.Tables {
+		if d := w.checkTable(t); len(d) > 0 {
+			out[t.Address] = d
+		}
+	}
 	return out
+}
+
+// checkTable checks a table's pins: there, and the maps recorded.
+func (w *Workspace) checkTable(t *TableState) []string {
+	d, err := w.tableDir(t)
+	if err != nil {
+		return []string{"pins gone"}
+	}
+	defer d.close()
+	var drift []string
+	for _, m := range t.Pins {
+		path, _ := d.procPath(m.Pin)
+		mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+		if err != nil {
+			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
+			continue
+		}
+		if info, err := mp.Info(); err == nil {
+			if id, _ := info.ID(); id != m.ID {
+				drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
+			}
+		}
+		mp.Close()
+	}
+	return drift
 }
 
 // checkProbe compares a probe's pins with the kernel: every pin must be

@@ -52,9 +52,22 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	}
 	sort.Slice(dirs, func(i, j int) bool { return serialOf(dirs[i]) < serialOf(dirs[j]) })
 	newest := map[bpf.Address]*ProbeState{}
+	tables := map[string]*TableState{}
 	var skipped []string
 	for _, name := range dirs {
 		next.Serial = max(next.Serial, serialOf(name))
+		if strings.HasPrefix(name, "table-") {
+			ts, err := w.readTableMeta(name)
+			if err != nil {
+				skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
+				continue
+			}
+			if old := tables[ts.Address.Name]; old != nil {
+				skipped = append(skipped, old.PinDir+" (an older copy)")
+			}
+			tables[ts.Address.Name] = ts
+			continue
+		}
 		ps, err := w.readMeta(name)
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
@@ -68,6 +81,10 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	for _, ps := range newest {
 		next.Probes = append(next.Probes, ps)
 	}
+	for _, ts := range tables {
+		next.Tables = append(next.Tables, ts)
+	}
+	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
 	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
 	if err := next.validate(w.Name); err != nil {
 		return nil, nil, fmt.Errorf("recover: %w", err)
@@ -87,26 +104,46 @@ func (w *Workspace) Recover() (*State, []string, error) {
 // readMeta reads the description pinned in a probe directory and checks
 // that it describes that directory.
 func (w *Workspace) readMeta(name string) (*ProbeState, error) {
-	d, err := w.pins.sub(name, false, trustPrivate)
-	if err != nil {
-		return nil, err
-	}
-	defer d.close()
-	if !d.exists(metaPin) {
-		return nil, errors.New("incomplete: an apply was interrupted before it finished pinning")
-	}
-	b, err := readBlob(d, metaPin)
-	if err != nil {
-		return nil, err
-	}
 	var ps ProbeState
-	if err := json.Unmarshal(b, &ps); err != nil {
-		return nil, fmt.Errorf("damaged description: %w", err)
+	if err := w.readDirMeta(name, &ps); err != nil {
+		return nil, err
 	}
 	if ps.PinDir != name {
 		return nil, fmt.Errorf("its description is of %s", ps.PinDir)
 	}
 	return &ps, nil
+}
+
+// readTableMeta reads a table directory's description.
+func (w *Workspace) readTableMeta(name string) (*TableState, error) {
+	var ts TableState
+	if err := w.readDirMeta(name, &ts); err != nil {
+		return nil, err
+	}
+	if ts.PinDir != name {
+		return nil, fmt.Errorf("its description is of %s", ts.PinDir)
+	}
+	return &ts, nil
+}
+
+// readDirMeta reads the description pinned in a directory into v.
+func (w *Workspace) readDirMeta(name string, v any) error {
+	d, err := w.pins.sub(name, false, trustPrivate)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if !d.exists(metaPin) {
+		return errors.New("incomplete: an apply was interrupted before it finished pinning")
+	}
+	b, err := readBlob(d, metaPin)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("damaged description: %w", err)
+	}
+	return nil
 }
 
 // Forget removes probes from the state without touching the kernel, for

@@ -20,6 +20,7 @@ import (
 // ends (kill -9 included). probectl run uses it.
 type Session struct {
 	probes []*live
+	tables map[string]*liveTable
 	// States describe the probes for reading, as an apply's state would.
 	States []*ProbeState
 }
@@ -36,9 +37,16 @@ func Attach(out *compiler.Output) (*Session, error) {
 		}
 	}()
 	var kernelBTF *btf.Spec
-	s := &Session{}
+	s := &Session{tables: map[string]*liveTable{}}
+	for _, tb := range out.Tables {
+		l, err := w.makeTable(t, tb)
+		if err != nil {
+			return nil, err
+		}
+		s.tables[tb.Address.Name] = l
+	}
 	for _, p := range out.Probes {
-		l := &live{probe: p}
+		l := &live{probe: p, shared: sharedMaps(p, s.tables)}
 		if err := w.load(t, l, &kernelBTF); err != nil {
 			return nil, err
 		}
@@ -72,6 +80,22 @@ func (s *Session) Read() []ProbeResult {
 	out := make([]ProbeResult, len(s.States))
 	for i, p := range s.States {
 		out[i] = readProbe(p, s.maps(i))
+	}
+	return out
+}
+
+// Tables returns what the session's tables hold.
+func (s *Session) Tables() []TableResult {
+	var out []TableResult
+	for _, name := range sortedNames(s.tables) {
+		l := s.tables[name]
+		out = append(out, readTable(l.table, func(ref string) (*ebpf.Map, func(), error) {
+			m := l.maps[ref]
+			if m == nil {
+				return nil, nil, fmt.Errorf("%s: no map %s", l.table.Address, ref)
+			}
+			return m, func() {}, nil
+		}))
 	}
 	return out
 }
@@ -127,7 +151,10 @@ func (s *Session) Close() error {
 	for _, l := range s.probes {
 		l.coll.Close()
 	}
-	s.probes = nil
+	for _, l := range s.tables {
+		l.close()
+	}
+	s.probes, s.tables = nil, nil
 	return err
 }
 

@@ -31,6 +31,7 @@ type State struct {
 	Workspace string        `json:"workspace"`
 	Facts     *bpf.Facts    `json:"facts,omitempty"`
 	Probes    []*ProbeState `json:"probes"`
+	Tables    []*TableState `json:"tables,omitempty"`
 }
 
 // ProbeState is one applied probe: its description (as the plan gave it),
@@ -90,14 +91,20 @@ func (s *State) Probe(addr bpf.Address) *ProbeState {
 	return nil
 }
 
-// byPinDir returns the probe pinned under dir, or nil.
-func (s *State) byPinDir(dir string) *ProbeState {
+// recorded reports whether the state records the pin directory dir: a
+// probe's or a table's.
+func (s *State) recorded(dir string) bool {
 	for _, p := range s.Probes {
 		if p.PinDir == dir {
-			return p
+			return true
 		}
 	}
-	return nil
+	for _, t := range s.Tables {
+		if t.PinDir == dir {
+			return true
+		}
+	}
+	return false
 }
 
 func newLineage() string {
@@ -154,7 +161,7 @@ func parseState(b []byte, path, workspace string) (*State, error) {
 }
 
 var (
-	mapRefPattern  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	mapRefPattern  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,200}$`)
 	linkPinPattern = regexp.MustCompile(`^link_[0-9]{1,7}$`)
 )
 
@@ -211,6 +218,22 @@ func (s *State) validate(workspace string) error {
 		for _, e := range p.Events {
 			if e == nil {
 				return fmt.Errorf("%s: an event layout is null", p.Address)
+			}
+		}
+	}
+	for _, t := range s.Tables {
+		if t == nil {
+			return errors.New("a table is null")
+		}
+		if t.Address.Kind != bpf.KindTable || !bpf.ValidName(t.Address.Name) {
+			return fmt.Errorf("table %q is not a table address", t.Address)
+		}
+		if !probeDirPattern.MatchString(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
+			return fmt.Errorf("%s: pin_dir %q is not a pin directory of this table", t.Address, t.PinDir)
+		}
+		for _, m := range t.Pins {
+			if !mapRefPattern.MatchString(m.Ref) || m.Pin != "map_"+m.Ref {
+				return fmt.Errorf("%s: map pin %q is not a map pin", t.Address, m.Pin)
 			}
 		}
 	}

@@ -94,11 +94,27 @@ func TestDecodeKey(t *testing.T) {
 		b[i] = 0xff // -1
 	}
 	copy(b[32:], []byte{0xfe, 0xff, 0xff, 0xff}) // -2 in 4 bytes
-	key := decodeKey(fields, b, []string{"vfs_read", "vfs_write"})
+	key := decodeKey(fields, b, &ProbeState{Description: compiler.Description{Functions: []string{"vfs_read", "vfs_write"}}})
 	got, _ := json.Marshal(key)
 	want := `{"comm":"bash","func":"vfs_write","ret":-1,"small":-2,"beyond":"(out of the record)"}`
 	if string(got) != want {
 		t.Errorf("key = %s, want %s", got, want)
+	}
+	// strings, bytes, joined argv and events
+	more := []compiler.KeyField{
+		{Name: "path", Kind: "string", Offset: 0, Size: 8},
+		{Name: "addr", Kind: "bytes", Offset: 8, Size: 4},
+		{Name: "argv", Kind: "argv", Offset: 12, Size: 12},
+		{Name: "event", Kind: "event", Offset: 24, Size: 8},
+	}
+	rec := make([]byte, 32)
+	copy(rec, "/tmp/x\x00\x00")
+	copy(rec[8:], []byte{127, 0, 0, 1})
+	copy(rec[12:], "ls\x00-l\x00")
+	rec[24] = 1
+	p := &ProbeState{Description: compiler.Description{Tracepoints: []string{"sched:a", "sched:b"}}}
+	if got, _ := json.Marshal(decodeKey(more, rec, p)); string(got) != `{"path":"/tmp/x","addr":"7f000001","argv":"ls -l","event":"sched:b"}` {
+		t.Errorf("record = %s", got)
 	}
 	b[16] = 7 // an index past the functions
 	if k := decodeKey(fields[1:2], b, nil); k[0].Value != "#7" {

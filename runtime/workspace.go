@@ -258,7 +258,7 @@ func readIdentity(d *dir) (*identity, error) {
 }
 
 // probeDirPattern matches the directories Apply pins probes under.
-var probeDirPattern = regexp.MustCompile(`^(kernel|user|tracepoint)-[A-Za-z0-9_]{1,128}-[0-9]{1,19}$`)
+var probeDirPattern = regexp.MustCompile(`^(kernel|user|tracepoint|table)-[A-Za-z0-9_]{1,128}-[0-9]{1,19}$`)
 
 // probeDirs lists the probe directories under d.
 func probeDirs(d *dir) ([]string, error) {
@@ -340,7 +340,7 @@ func (w *Workspace) claim(s *State) error {
 	if !owned && len(dirs) > 0 {
 		recorded := false
 		for _, d := range dirs {
-			recorded = recorded || s.byPinDir(d) != nil
+			recorded = recorded || s.recorded(d)
 		}
 		// Pins from before identities existed: adopt them when the state
 		// records them.
@@ -473,7 +473,7 @@ func (w *Workspace) Repair(s *State) ([]string, error) {
 	}
 	var removed []string
 	for _, d := range dirs {
-		if s.byPinDir(d) != nil {
+		if s.recorded(d) {
 			continue
 		}
 		if err := w.pins.removeAll(d); err != nil {

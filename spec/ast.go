@@ -99,12 +99,12 @@ type ActionKind string
 
 // The actions.
 const (
-	Count ActionKind = "count"
-	Sum   ActionKind = "sum"
-	Min   ActionKind = "min"
-	Max   ActionKind = "max"
-	Hist  ActionKind = "hist"  // log2 histogram
-	LHist ActionKind = "lhist" // linear histogram
+	Count  ActionKind = "count"
+	Sum    ActionKind = "sum"
+	Min    ActionKind = "min"
+	Max    ActionKind = "max"
+	Hist   ActionKind = "hist"   // log2 histogram
+	LHist  ActionKind = "lhist"  // linear histogram
 	Event  ActionKind = "event"  // a record through a ring buffer
 	Store  ActionKind = "store"  // a value into a table
 	Delete ActionKind = "delete" // a key out of a table

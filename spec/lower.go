@@ -105,8 +105,6 @@ func FuncName(b *Binary) (string, bool) {
 	return lit.Value, true
 }
 
-// isStringValue reports whether x is a string that varies: not a literal.
-func isStringValue(x Expr) bool { return x.Type().IsString() && !isLiteral(x) }
 
 // fields lowers an object of named values: save or event fields.
 func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {

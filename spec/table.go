@@ -359,7 +359,7 @@ func (d *decoder) tableAction(sc *scope, b *hcl.Block, a *Action) *Action {
 	if t == nil {
 		d.errorf(b.LabelRanges[0], "Unknown table",
 			"No table %q is declared.%s Declare it at the top level: table %q { max_keys = 10240 }.", a.Name, suggestTable(a.Name, d.tables), a.Name)
-		return nil
+		return a // reported: the handler is not also empty
 	}
 	a.Table = t
 	content, diags := b.Body.Content(tableActionSchema)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,8 +32,16 @@ func TestScripts(t *testing.T) {
 			// Each script has its own state and its own workspace: pins
 			// under /sys/fs/bpf/probectl/<workspace> are machine-wide.
 			env.Setenv("PROBECTL_STATE_DIR", filepath.Join(env.WorkDir, "state"))
-			run := strings.TrimPrefix(filepath.Base(filepath.Dir(env.WorkDir)), "go-test-script")
-			env.Setenv("PROBECTL_WORKSPACE", "ts-"+run+"-"+strings.TrimPrefix(filepath.Base(env.WorkDir), "script-"))
+			id := strings.TrimPrefix(filepath.Base(filepath.Dir(env.WorkDir)), "go-test-script")
+			ws := "ts-" + id + "-" + strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
+			env.Setenv("PROBECTL_WORKSPACE", ws)
+			// A script that fails half-way leaves nothing attached.
+			state := filepath.Join(env.WorkDir, "state")
+			env.Defer(func() {
+				if os.Geteuid() == 0 {
+					run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, io.Discard, io.Discard)
+				}
+			})
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

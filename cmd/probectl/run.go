@@ -207,7 +207,11 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 					dropped += d
 				}
 				outw.Flush()
-				cmd.Printf("\nEvents: %d printed, %d dropped (the ring buffer was full).\n", n, dropped)
+				if dropped == 0 {
+					cmd.Printf("\nEvents: %d printed, none dropped.\n", n)
+				} else {
+					cmd.Printf("\nEvents: %d printed, %d dropped (the ring buffer was full).\n", n, dropped)
+				}
 			}
 			return nil
 		case <-tick:

@@ -37,14 +37,19 @@ that cannot be read is reported, and the others are still shown (exit 1).
 				return err
 			}
 			results := w.Read(probes)
+			var tables []runtime.TableResult
+			if len(args) == 0 {
+				tables = w.ReadTables(s.Tables)
+			}
 			if asJSON {
-				if err := writeResultsJSON(cmd.OutOrStdout(), results); err != nil {
+				if err := writeResultsJSON(cmd.OutOrStdout(), results, tables); err != nil {
 					return err
 				}
 			} else if len(results) == 0 {
 				cmd.Println("No probes applied in this workspace.")
 			} else {
 				renderResults(cmd.OutOrStdout(), results)
+				renderTables(cmd.OutOrStdout(), tables)
 			}
 			for _, r := range results {
 				if r.Error != "" {
@@ -63,13 +68,14 @@ that cannot be read is reported, and the others are still shown (exit 1).
 	return cmd
 }
 
-func writeResultsJSON(w io.Writer, results []runtime.ProbeResult) error {
+func writeResultsJSON(w io.Writer, results []runtime.ProbeResult, tables []runtime.TableResult) error {
 	if results == nil {
 		results = []runtime.ProbeResult{}
 	}
 	b, err := json.MarshalIndent(struct {
 		Probes []runtime.ProbeResult `json:"probes"`
-	}{results}, "", "  ")
+		Tables []runtime.TableResult `json:"tables,omitempty"`
+	}{results, tables}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -217,5 +223,23 @@ func drawHistogram(w io.Writer, buckets []runtime.Bucket) {
 			bar = int(b.Count * width / most)
 		}
 		fmt.Fprintf(w, "    %-20s %8d |%-*s|\n", label, b.Count, width, strings.Repeat("@", bar))
+	}
+}
+
+// renderTables says how full each table is: tables are the probes' working
+// state, so show counts them (show -json lists what they hold).
+func renderTables(w io.Writer, tables []runtime.TableResult) {
+	for _, t := range tables {
+		fmt.Fprintf(w, "\n%s: ", t.Address)
+		switch {
+		case t.Error != "":
+			fmt.Fprintf(w, "cannot be read: %s\n", printable(t.Error))
+		default:
+			fmt.Fprintf(w, "%s", plural(len(t.Entries), "key"))
+			if t.Dropped > 0 {
+				fmt.Fprintf(w, "; %d stores refused (the table was full: raise max_keys)", t.Dropped)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 }

@@ -69,6 +69,8 @@ func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus
 		switch {
 		case p.Event != "":
 			cmd.Printf("    event      %s\n", printable(p.Event))
+		case len(p.Tracepoints) > 0:
+			cmd.Printf("    events     %d: %s\n", len(p.Tracepoints), abbreviate(p.Tracepoints, 6))
 		default:
 			cmd.Printf("    functions  %d: %s\n", len(p.Functions), abbreviate(p.Functions, 6))
 		}

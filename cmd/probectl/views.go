@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 )
 
@@ -18,6 +19,10 @@ func renderPlan(w io.Writer, plan *compiler.Plan) {
 		return
 	}
 	fmt.Fprintln(w, "probectl will perform the following actions:")
+	for _, t := range plan.Tables {
+		fmt.Fprintln(w)
+		renderTable(w, t, f.CPUs)
+	}
 	for _, c := range plan.Changes {
 		fmt.Fprintln(w)
 		renderChange(w, c, f.CPUs)
@@ -70,6 +75,10 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	switch {
 	case c.Event != "":
 		row("event", "%s", printable(c.Event))
+	case len(c.Tracepoints) > 0:
+		row("events", "%d: %s", len(c.Tracepoints), abbreviate(c.Tracepoints, 8))
+	case c.Address.Kind == bpf.KindTracepoint:
+		row("events", "%s", quoteAll(c.Patterns))
 	case c.Functions != nil:
 		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
 	default:
@@ -129,6 +138,42 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		cpuNote = "for 1 CPU: the profile does not say how many"
 	}
 	row("memory", "%s (%s)", bytesString(c.MemoryBytes), cpuNote)
+	fmt.Fprintln(w, "    }")
+}
+
+// renderTable writes a table's entry: its layout, its users, its memory.
+func renderTable(w io.Writer, t *compiler.TableChange, cpus int) {
+	fmt.Fprintf(w, "  # %s %s", t.Address, actionWords[t.Action])
+	if t.Why != "" {
+		fmt.Fprintf(w, " (%s)", t.Why)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %s table %q {\n", actionSymbols[t.Action], t.Address.Name)
+	row := func(key, format string, args ...any) {
+		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
+	}
+	slots := func(fields []compiler.KeyField) string {
+		var parts []string
+		for _, f := range fields {
+			parts = append(parts, fmt.Sprintf("%s %s (%d bytes)", f.Name, f.Kind, f.Size))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	row("key", "%s", slots(t.Key))
+	row("value", "%s", slots(t.Value))
+	row("max_keys", "%d (a full table counts the stores it refuses)", t.MaxKeys)
+	if len(t.Users) > 0 {
+		var users []string
+		for _, u := range t.Users {
+			users = append(users, u.String())
+		}
+		row("users", "%s", strings.Join(users, ", "))
+	}
+	cpuNote := "for " + plural(cpus, "CPU")
+	if cpus == 0 {
+		cpuNote = "for 1 CPU: the profile does not say how many"
+	}
+	row("memory", "%s (%s)", bytesString(t.MemoryBytes(cpus)), cpuNote)
 	fmt.Fprintln(w, "    }")
 }
 
