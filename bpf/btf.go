@@ -28,6 +28,10 @@ const MaxKernelBTF = 64 << 20
 // or a facts file written without it): what needs it is resolved at apply.
 var ErrTypesDeferred = errors.New("the target's BTF is not known until apply")
 
+// ErrNoBTF says the target kernel was built without BTF
+// (CONFIG_DEBUG_INFO_BTF): no kernel data can be read by name on it.
+var ErrNoBTF = errors.New("the kernel has no BTF (CONFIG_DEBUG_INFO_BTF is off)")
+
 // typesCache holds the parsed BTF of one set of facts; copies of the facts
 // share it.
 type typesCache struct {
@@ -62,7 +66,7 @@ func (f *Facts) shareTypes() *Facts {
 func (f *Facts) loadTypes() (*btf.Spec, error) {
 	switch {
 	case !f.BTF:
-		return nil, fmt.Errorf("%s has no BTF (CONFIG_DEBUG_INFO_BTF is off)", f.Label())
+		return nil, fmt.Errorf("%s: %w", f.Label(), ErrNoBTF)
 	case len(f.KernelBTF) > 0:
 		spec, err := parseKernelBTF(f.KernelBTF)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/spec"
 )
@@ -64,12 +63,12 @@ func (g *gen) kernelType(x *spec.KernelPath) spec.Type {
 // retType is the type of ret in a kernel probe: what the function's BTF
 // says it returns.
 func (g *gen) retType(x *spec.Var) spec.Type {
-	types, ok := g.kernelTypes(x, x.Range())
-	if !ok {
-		if types == nil {
-			g.addDeferred(x.Text())
-			return spec.TypeTarget
-		}
+	types, deferred := g.kernelTypes(x)
+	switch {
+	case deferred:
+		g.addDeferred(x.Text())
+		return spec.TypeTarget
+	case types == nil:
 		return spec.Type{}
 	}
 	r, decl, t := g.resolveRet(x, types)
@@ -103,20 +102,24 @@ func (g *gen) setAccess(x spec.Expr, a *access) {
 	g.access[x] = a
 }
 
-// kernelTypes returns the target's BTF. It reports why there is none at
-// rng, unless the target defers it to apply: then it returns nil, false
-// without a report.
-func (g *gen) kernelTypes(x spec.Expr, rng hcl.Range) (*btf.Spec, bool) {
+// kernelTypes returns the target's BTF; or deferred, when the target
+// carries none and the access is resolved at apply; or nil, having
+// reported at x why the target's BTF cannot be read.
+func (g *gen) kernelTypes(x spec.Expr) (types *btf.Spec, deferred bool) {
 	types, err := g.facts.Types()
 	switch {
 	case err == nil:
-		return types, true
+		return types, false
 	case errors.Is(err, bpf.ErrTypesDeferred):
+		return nil, true
+	case errors.Is(err, bpf.ErrNoBTF):
+		g.typeErrorf(x, x.Range(), "Kernel has no BTF",
+			"%s reads kernel data through BTF, and the target (%s) was built without it (CONFIG_DEBUG_INFO_BTF): read arguments as arg0 to arg5.", x.Text(), g.facts.Label())
 		return nil, false
 	}
-	g.typeErrorf(x, rng, "Kernel types unavailable",
+	g.typeErrorf(x, x.Range(), "Kernel types unavailable",
 		"%s reads kernel data through BTF, and the target's cannot be read: %v. Plan against the live kernel, or a facts file from probectl target -o FILE.", x.Text(), err)
-	return &btf.Spec{}, false
+	return nil, false
 }
 
 // kernelDecl is the type the target's BTF declares for kernel data x

@@ -1,6 +1,7 @@
 package compiler_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -346,9 +347,12 @@ func TestFactsFileTypesAsLive(t *testing.T) {
 	if _, err := fileFacts.Types(); err != nil || errors.Is(err, bpf.ErrTypesDeferred) {
 		t.Errorf("facts file types: %v", err)
 	}
-	plan := compiler.NewPlan(b)
-	if plan.Target.KernelBTF != nil {
-		t.Error("the plan's target carries the BTF")
+	js, err := json.Marshal(compiler.NewPlan(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "kernel_btf") || len(js) > 1<<20 {
+		t.Errorf("the plan's JSON carries the BTF (%d bytes)", len(js))
 	}
 }
 
@@ -397,4 +401,21 @@ func TestBPFtraceExamplesLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A target whose BTF cannot be read (damaged in a facts file, or a kernel
+// built without it) is an error at the kernel data, never a deferral.
+func TestKernelTypesUnavailable(t *testing.T) {
+	const src = `probe "tracepoint" "t" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    count "c" { by = [task.comm] }
+  }
+}`
+	damaged := mustProfile(t, "linux-7.2-amd64")
+	damaged.KernelBTF = []byte("not gzip")
+	noBTF := mustProfile(t, "linux-7.2-amd64")
+	noBTF.BTF = false
+	wantError(t, compileErrors(t, damaged, src), "Kernel types unavailable", 4)
+	wantError(t, compileErrors(t, noBTF, src), "Kernel has no BTF", 4)
 }

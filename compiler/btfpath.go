@@ -38,11 +38,11 @@ func (r *resolver) fail(rng hcl.Range, summary, detail string, args ...any) bool
 // stands for) against the target's BTF. Without BTF on the target the
 // access is deferred to apply.
 func (g *gen) resolveIn(x spec.Expr, path *spec.KernelPath) (*access, spec.Type) {
-	types, ok := g.kernelTypes(x, x.Range())
-	if !ok {
-		if types == nil {
-			return g.deferAccess(x), spec.TypeTarget
-		}
+	types, deferred := g.kernelTypes(x)
+	switch {
+	case deferred:
+		return g.deferAccess(x), spec.TypeTarget
+	case types == nil:
 		return nil, spec.Type{}
 	}
 	r := &resolver{g: g, x: x, types: types}
