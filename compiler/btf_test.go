@@ -176,6 +176,7 @@ func TestKernelPathOffsets(t *testing.T) {
 	comm, commSize := offsetOf(t, spec, "task_struct", "comm")
 	dport, dportSize := offsetOf(t, spec, "sock", "__sk_common", "skc_dport")
 	daddr, _ := offsetOf(t, spec, "sock", "__sk_common", "skc_daddr")
+	v6, v6Size := offsetOf(t, spec, "sock", "__sk_common", "skc_v6_daddr", "in6_u", "u6_addr8")
 	t.Logf("host BTF: file.f_path %d, path.dentry %d, dentry.d_name.name %d, task_struct.real_parent %d, .tgid %d (%d bytes), .comm %d (%d bytes), sock.skc_dport %d (%d bytes), .skc_daddr %d",
 		fPath, dentry, dName, parent, tgid, tgidSize, comm, commSize, dport, dportSize, daddr)
 
@@ -191,6 +192,8 @@ func TestKernelPathOffsets(t *testing.T) {
 		{"vfs_read", "args.count", nil},
 		{"tcp_connect", "args.sk.__sk_common.skc_dport", []read{{dport, dportSize, false}}},
 		{"tcp_connect", `cast(arg0, "struct sock").__sk_common.skc_daddr`, []read{{daddr, 4, false}}},
+		// __u8[16] is bytes, read whole (not a string that a 0 would end).
+		{"tcp_connect", "args.sk.__sk_common.skc_v6_daddr.in6_u.u6_addr8", []read{{v6, v6Size, false}}},
 	}
 	for _, tt := range tests {
 		code := keyCode(t, facts, tt.fn, tt.key)

@@ -193,12 +193,13 @@ func (r *resolver) fieldLeaf(a *access, t btf.Type, text string, rng hcl.Range) 
 		"%s is %s on the target: probectl reads integers, pointers, bitfields and arrays.", text, cName(t))
 }
 
-// arrayLeaf is an array field: char arrays are strings (at most
-// spec.MaxStrSize bytes of them are read), others bytes.
+// arrayLeaf is an array field: arrays of char (signed or unsigned, as C
+// spells it) are strings, at most spec.MaxStrSize bytes of them read;
+// others, __u8[16] included, are bytes.
 func (r *resolver) arrayLeaf(a *access, arr *btf.Array, text string, rng hcl.Range) (spec.Type, bool) {
 	size, err := btf.Sizeof(arr)
 	a.leaf.kind, a.leaf.size = leafArray, size
-	if elem, ok := btf.UnderlyingType(arr.Type).(*btf.Int); ok && elem.Size == 1 && arr.Nelems > 0 {
+	if isChar(arr.Type) && arr.Nelems > 0 {
 		return spec.StringType(min(int(arr.Nelems), spec.MaxStrSize)), true
 	}
 	if err != nil || size == 0 || size > spec.MaxStrSize {
@@ -342,6 +343,13 @@ func members(comp btf.Type) []btf.Member {
 		return v.Members
 	}
 	return nil
+}
+
+// isChar reports whether t is char, signed char or unsigned char as
+// written (qualifiers aside): not a typedef such as __u8.
+func isChar(t btf.Type) bool {
+	i, ok := btf.QualifiedType(t).(*btf.Int)
+	return ok && i.Size == 1 && strings.HasSuffix(i.Name, "char")
 }
 
 func isComposite(t btf.Type) bool {
