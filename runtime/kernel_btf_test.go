@@ -71,11 +71,13 @@ func loopbackUp(t *testing.T) {
 	}
 }
 
-// listen accepts and closes connections on a loopback port of its own.
-func listen(t *testing.T) int {
+// listen accepts and closes connections on a loopback port of its own
+// (network "tcp4" or "tcp6").
+func listen(t *testing.T, network string) int {
 	t.Helper()
 	loopbackUp(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,20 +96,26 @@ func listen(t *testing.T) int {
 
 // tcpconnect: the destination address and port, and the source address,
 // read from struct sock at tcp_connect, for connections the test makes to
-// two ports it listens on.
+// two IPv4 ports and an IPv6 one it listens on (the IPv6 address a
+// __u8[16], read as bytes).
 func TestKernelTCPConnect(t *testing.T) {
 	f := kernelFacts(t)
-	p1, p2 := listen(t), listen(t)
-	const n1, n2 = 7, 4
+	p1, p2, p3 := listen(t, "tcp4"), listen(t, "tcp4"), listen(t, "tcp6")
+	const n1, n2, n3 = 7, 4, 3
 	for _, attach := range entryFamilies(f) {
 		t.Run(attach, func(t *testing.T) {
 			src := `probe "kernel" "tcpconnect" {
   functions = ["tcp_connect"]
   attach    = "` + attach + `"
   on_entry {
-    when = pid == PID && args.sk.__sk_common.skc_family == 2
+    when = pid == PID
     count "connections" {
-      by = [ntohl(args.sk.__sk_common.skc_rcv_saddr), ntohl(args.sk.__sk_common.skc_daddr), ntohs(args.sk.__sk_common.skc_dport)]
+      when = args.sk.__sk_common.skc_family == 2
+      by   = [ntohl(args.sk.__sk_common.skc_rcv_saddr), ntohl(args.sk.__sk_common.skc_daddr), ntohs(args.sk.__sk_common.skc_dport)]
+    }
+    count "v6" {
+      when = args.sk.__sk_common.skc_family == 10
+      by   = [args.sk.__sk_common.skc_v6_daddr.in6_u.u6_addr8, ntohs(args.sk.__sk_common.skc_dport)]
     }
   }
 }`
@@ -117,12 +125,15 @@ func TestKernelTCPConnect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; i < n1+n2; i++ {
-				port := p1
-				if i >= n1 {
-					port = p2
+			for i := 0; i < n1+n2+n3; i++ {
+				addr := fmt.Sprintf("127.0.0.1:%d", p1)
+				switch {
+				case i >= n1+n2:
+					addr = fmt.Sprintf("[::1]:%d", p3)
+				case i >= n1:
+					addr = fmt.Sprintf("127.0.0.1:%d", p2)
 				}
-				c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+				c, err := net.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -134,7 +145,11 @@ func TestKernelTCPConnect(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("connections = %v, want %v", got, want)
 			}
-			t.Logf("%s via %s %v: %v", f.Label(), out.Probes[0].Route, out.Probes[0].Attach, got)
+			v6 := values(aggregation(t, w, s, "kernel.tcpconnect", "v6"))
+			if want := map[string]int64{fmt.Sprintf("%032x,%d", 1, p3): n3}; fmt.Sprint(v6) != fmt.Sprint(want) {
+				t.Errorf("v6 connections = %v, want %v", v6, want)
+			}
+			t.Logf("%s via %s %v: %v, v6 %v", f.Label(), out.Probes[0].Route, out.Probes[0].Attach, got, v6)
 			if _, _, err := w.Destroy(s, nil); err != nil {
 				t.Fatal(err)
 			}
