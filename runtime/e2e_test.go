@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -433,4 +434,78 @@ func TestBinaryBecomesFIFO(t *testing.T) {
 		t.Fatal("apply blocked on a FIFO")
 	}
 	leakFree(t, w, nil)
+}
+
+// A table lives as long as the spec set: an apply that keeps its layout
+// keeps its contents (a reader probe replaced meanwhile), a new layout
+// makes a new, empty table, and the probes that use it come with it.
+func TestTableKeptAcrossApply(t *testing.T) {
+	requireRoot(t)
+	w := workspace(t)
+	spec := func(value, readerBy string) string {
+		return `table "opens" {
+  max_keys = 64
+}
+
+probe "tracepoint" "writer" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    store "opens" {
+      when  = comm == "pcwork"
+      key   = [comm]
+      value = ` + value + `
+    }
+  }
+}
+
+probe "tracepoint" "reader" {
+  event = "syscalls:sys_exit_openat"
+  on_entry {
+    count "seen" {
+      when = has(opens, [comm])
+      by   = [` + readerBy + `]
+    }
+  }
+}`
+	}
+	held := func(s *runtime.State) string {
+		res := w.ReadTables(s.Tables)
+		if len(res) != 1 || res[0].Error != "" {
+			t.Fatalf("tables: %+v", res)
+		}
+		b, _ := json.Marshal(res[0].Entries)
+		return string(b)
+	}
+	s, plan := apply(t, w, spec("opens[comm] + 1", "comm"))
+	if len(plan.Tables) != 1 || plan.Tables[0].Action != compiler.ActionCreate {
+		t.Fatalf("plan tables: %+v", plan.Tables)
+	}
+	runWork(t, 5)
+	if got := held(s); got != `[{"key":{"key0":"pcwork"},"value":{"value":5}}]` {
+		t.Errorf("after 5 opens: %s", got)
+	}
+	// The reader changes; the table stays, with what it holds.
+	s, plan = apply(t, w, spec("opens[comm] + 1", "comm, args.ret"))
+	if plan.Tables[0].Action != compiler.ActionNoOp {
+		t.Errorf("an unchanged table is %s", plan.Tables[0].Action)
+	}
+	runWork(t, 3)
+	if got := held(s); got != `[{"key":{"key0":"pcwork"},"value":{"value":8}}]` {
+		t.Errorf("kept across the apply, after 3 more: %s", got)
+	}
+	// A new layout: a new, empty table, and both probes replaced with it.
+	s, plan = apply(t, w, spec(`{ n = opens[comm].n + 1, last = args.flags }`, "comm, args.ret"))
+	if plan.Tables[0].Action != compiler.ActionReplace {
+		t.Errorf("a table laid out anew is %s", plan.Tables[0].Action)
+	}
+	for _, c := range plan.Changes {
+		if c.Action != compiler.ActionReplace {
+			t.Errorf("%s uses the new table but is %s", c.Address, c.Action)
+		}
+	}
+	runWork(t, 2)
+	if got := held(s); got != `[{"key":{"key0":"pcwork"},"value":{"n":2,"last":524288}}]` {
+		t.Errorf("a new table, after 2 opens: %s", got)
+	}
+	leakFree(t, w, s)
 }

@@ -19,9 +19,12 @@ const faultBase = `probe "user" "calls" {
   }
 }`
 
-// faultNext replaces user.calls and adds two probes: loads, attaches of
-// several families, pins of maps and links, and the state write.
-const faultNext = `probe "user" "calls" {
+// faultNext replaces user.calls and adds two probes and a table they
+// share: loads, attaches of several families, pins of maps and links, and
+// the state write.
+const faultNext = `table "last" {}
+
+probe "user" "calls" {
   binary    = "WORK"
   functions = ["target", "other"]
   attach    = "uprobe"
@@ -38,6 +41,7 @@ probe "user" "rets" {
   }
   on_exit {
     hist "x" { value = entry.x }
+    count "seen" { when = has(last, [tid]) }
   }
 }
 
@@ -46,6 +50,10 @@ probe "tracepoint" "opens" {
   on_entry {
     count "n" { by = [args.ret] }
     event "e" { fields = { r = args.ret } }
+    store "last" {
+      key   = [tid]
+      value = args.ret
+    }
   }
 }`
 

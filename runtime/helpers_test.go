@@ -269,6 +269,12 @@ func noLeaks(t testing.TB, objs *objects, w *runtime.Workspace, keep *runtime.St
 			}
 			allowed[fmt.Sprintf("map %d", p.MetaID)] = true
 		}
+		for _, tb := range keep.Tables {
+			for _, m := range tb.Pins {
+				allowed[fmt.Sprintf("map %d", m.ID)] = true
+			}
+			allowed[fmt.Sprintf("map %d", tb.MetaID)] = true
+		}
 	}
 	if w != nil {
 		if id := w.IdentityID(); id != 0 {

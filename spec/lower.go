@@ -105,7 +105,6 @@ func FuncName(b *Binary) (string, bool) {
 	return lit.Value, true
 }
 
-
 // fields lowers an object of named values: save or event fields.
 func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 	pairs, diags := hcl.ExprMap(attr.Expr)
