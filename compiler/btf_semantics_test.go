@@ -179,9 +179,10 @@ func TestKernelDataSemantics(t *testing.T) {
 		{"vfs_read", `task.comm == "probectl"`, 0, nil},
 		{"vfs_read", `task.nsproxy.uts_ns.name.nodename == "` + host + `"`, 1, nil},
 		{"vfs_read", `str(task.comm, 9) == "probectl"`, 1, nil},
-		// A bitfield, and its neighbours.
+		// Bitfields: 0 while this thread runs, not in execve.
 		{"vfs_read", "task.sched_reset_on_fork", 0, nil},
-		{"vfs_read", "task.sched_contributes_to_load", 0, nil},
+		{"vfs_read", "task.in_execve", 0, nil},
+		{"vfs_read", "task.in_iowait", 0, nil},
 		// Arguments by name, from their registers: send_sig(int sig,
 		// struct task_struct *p, int priv). An int's upper register bits
 		// are undefined: only the low 32 count, sign-extended.
@@ -207,7 +208,7 @@ func TestKernelDataSemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0)
-	for x, want := range map[string]int64{"task.sched_reset_on_fork": 1, "task.sched_contributes_to_load": 0, "task.pid": tid} {
+	for x, want := range map[string]int64{"task.sched_reset_on_fork": 1, "task.in_execve": 0, "task.in_iowait": 0, "task.pid": tid} {
 		if got := runKernelValue(t, facts, "vfs_read", x); got != want {
 			t.Errorf("after SCHED_RESET_ON_FORK: %s = %d in BPF, want %d", x, got, want)
 		}
