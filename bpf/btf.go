@@ -57,6 +57,13 @@ func (f *Facts) Types() (*btf.Spec, error) {
 	return c.spec, c.err
 }
 
+// seedTypes gives live facts the kernel's BTF that detection already
+// read, so that it is not read again.
+func (f *Facts) seedTypes(spec *btf.Spec) {
+	c := f.types
+	c.once.Do(func() { c.spec = spec })
+}
+
 // shareTypes makes the copies of f share the BTF it parses.
 func (f *Facts) shareTypes() *Facts {
 	f.types = &typesCache{}

@@ -56,6 +56,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		f.BTF = true
 		if spec, err := btf.LoadKernelSpec(); err == nil {
 			kernelBTF = spec
+			f.seedTypes(spec)
 		}
 	}
 
