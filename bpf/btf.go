@@ -123,6 +123,25 @@ func parseKernelBTF(gz []byte) (spec *btf.Spec, err error) {
 	return spec, nil
 }
 
+// SameKernelBTF reports whether gz, BTF as a facts file carries it, is
+// the running kernel's: two builds of one version may lay structs out
+// differently, and offsets taken from one are wrong on the other.
+func SameKernelBTF(gz []byte) (bool, error) {
+	live, err := ReadRegular(VmlinuxBTF, MaxKernelBTF)
+	if err != nil {
+		return false, fmt.Errorf("read kernel BTF: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return false, fmt.Errorf("the carried BTF is not gzip: %w", err)
+	}
+	carried, err := io.ReadAll(io.LimitReader(zr, MaxKernelBTF+1))
+	if err != nil {
+		return false, fmt.Errorf("the carried BTF: %w", err)
+	}
+	return bytes.Equal(live, carried), nil
+}
+
 // ReadKernelBTF reads the running kernel's raw vmlinux BTF and returns it
 // gzipped, as facts files carry it.
 func ReadKernelBTF() ([]byte, error) {

@@ -440,3 +440,35 @@ func TestDeferredProbeNeverLoads(t *testing.T) {
 	t.Log(err)
 	leakFree(t, w, nil)
 }
+
+// A saved plan made with a facts file's BTF applies only on the kernel
+// whose BTF it is: offsets from another build would be wrong.
+func TestSavedPlanKernelTypes(t *testing.T) {
+	requireRoot(t)
+	live := liveFacts(t)
+	gz, err := bpf.ReadKernelBTF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := *live
+	saved.Source, saved.KernelBTF = "file", gz
+	sp := &runtime.SavedPlan{Facts: &saved}
+	if err := sp.CheckKernel(live); err != nil {
+		t.Errorf("the running kernel's own BTF: %v", err)
+	}
+	raw, err := os.ReadFile(bpf.VmlinuxBTF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-2] ^= 1 // a letter of the last name in the string table
+	other := saved
+	if other.KernelBTF, err = bpf.GzipBTF(raw); err != nil {
+		t.Fatal(err)
+	}
+	sp = &runtime.SavedPlan{Facts: &other}
+	if err := sp.CheckKernel(live); !errors.Is(err, runtime.ErrStale) {
+		t.Errorf("another kernel's BTF: %v, want ErrStale", err)
+	} else {
+		t.Log(err)
+	}
+}
