@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/examples"
 	"github.com/probectl/probectl/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -156,6 +157,48 @@ func TestKernelTCPConnect(t *testing.T) {
 			leakFree(t, w, nil)
 		})
 	}
+}
+
+// The tcpconnlat example as it is: a table joins tcp_connect (the SYN
+// sent) and tcp_rcv_state_process (the SYN-ACK received, in SYN_SENT) by
+// the socket; every connection the test makes is one latency, and the
+// table is left empty.
+func TestKernelTCPConnLatExample(t *testing.T) {
+	f := kernelFacts(t)
+	src, err := examples.BPFtrace.ReadFile("bpftrace/tcpconnlat.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := listen(t, "tcp4")
+	out := kcompile(t, f, string(src), 0)
+	w := workspace(t)
+	s, err := kapply(t, w, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	comm, _ := os.ReadFile("/proc/self/comm")
+	me := strings.TrimSpace(string(comm))
+	calls := map[string]uint64{}
+	for _, e := range aggregation(t, w, s, "kernel.syn_acked", "connect_latency_us").Entries {
+		for _, b := range e.Buckets {
+			calls[fmt.Sprint(e.Key[0].Value)] += b.Count
+		}
+	}
+	if calls[me] != n {
+		t.Errorf("latencies by comm %v, want %s: %d", calls, me, n)
+	}
+	if tables := w.ReadTables(s.Tables); len(tables) != 1 || len(tables[0].Entries) != 0 {
+		t.Errorf("connect_start holds %+v, want nothing: every SYN-ACK deletes its socket", tables)
+	}
+	t.Logf("%s: via %s and %s, latencies %v", f.Label(), out.Probes[0].Route, out.Probes[1].Route, calls)
 }
 
 // vfs latency keyed by file name: the name read at entry through

@@ -23,7 +23,7 @@ func TestInvalidFixtures(t *testing.T) {
 }
 
 func TestExamplesAreValid(t *testing.T) {
-	cfg, diags := spec.LoadPaths([]string{"../examples"})
+	cfg, diags := spec.LoadPaths([]string{"../examples", "../examples/bpftrace"})
 	if len(diags) > 0 {
 		t.Fatalf("examples have diagnostics: %v", diags)
 	}
