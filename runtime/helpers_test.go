@@ -35,7 +35,7 @@ var (
 	workErr  error
 )
 
-// workload builds testdata/work.c once; its comm is "pcwork". It is static,
+// workload builds testdata/work.c once; its comm is "pcruntime". It is static,
 // so no dynamic loader makes system calls of its own.
 func workload(t testing.TB) string {
 	t.Helper()
@@ -45,7 +45,7 @@ func workload(t testing.TB) string {
 			workErr = err
 			return
 		}
-		workPath = filepath.Join(dir, "pcwork")
+		workPath = filepath.Join(dir, "pcruntime")
 		out, err := exec.Command("gcc", "-O0", "-static", "-o", workPath, "testdata/work.c").CombinedOutput()
 		if err != nil {
 			workErr = fmt.Errorf("gcc (the tests need it; .ci/run installs it): %v\n%s", err, out)
