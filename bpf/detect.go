@@ -23,6 +23,9 @@ import (
 type DetectOptions struct {
 	// Functions collects the list of probe-able kernel functions.
 	Functions bool
+	// BTF carries the kernel's vmlinux BTF in the facts (gzipped), for
+	// planning elsewhere against its types.
+	BTF bool
 }
 
 // Detect reads the facts of the running kernel. It loads small probe
@@ -33,7 +36,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		return nil, fmt.Errorf("uname: %w", err)
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
-	f := &Facts{Source: "live", Name: release, Release: release}
+	f := (&Facts{Source: "live", Name: release, Release: release}).shareTypes()
 	switch machine := unix.ByteSliceToString(uts.Machine[:]); machine {
 	case "x86_64":
 		f.Arch = ArchX86_64
@@ -53,6 +56,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		f.BTF = true
 		if spec, err := btf.LoadKernelSpec(); err == nil {
 			kernelBTF = spec
+			f.seedTypes(spec)
 		}
 	}
 
@@ -92,6 +96,11 @@ func Detect(opts DetectOptions) (*Facts, error) {
 	}
 	f.Derive()
 
+	if opts.BTF && f.BTF {
+		if f.KernelBTF, err = ReadKernelBTF(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Functions {
 		fns, err := KernelFunctions()
 		if err != nil {

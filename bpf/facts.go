@@ -142,8 +142,14 @@ type Facts struct {
 	// Events lists the target's tracepoints ("group:event", sorted), for
 	// resolving event globs; nil when unknown (a profile knows syscalls:*).
 	Events []string `json:"events,omitempty"`
+	// KernelBTF is the target's raw vmlinux BTF, gzipped: facts files carry
+	// it (probectl target -o); live facts read the kernel's when needed, and
+	// profiles have none. [Facts.Types] parses it: set it before.
+	KernelBTF []byte `json:"kernel_btf,omitempty"`
 	// tracepointErrs holds the events whose formats could not be read.
 	tracepointErrs map[string]error
+	// types is the parsed BTF, shared by copies of the facts.
+	types *typesCache
 }
 
 // Label is a short description such as "linux 6.12.117 x86_64 (live)".
@@ -166,8 +172,8 @@ func (f *Facts) HasFunction(name string) bool {
 }
 
 // Differences lists the facts in which f and other differ, ignoring where
-// they came from, the patch level, the CPU count and the lists of functions
-// and tracepoints. It is empty when a compiler would decide the same way on both.
+// they came from, the patch level, the CPU count, the lists of functions
+// and tracepoints, and the BTF data. It is empty when a compiler would decide the same way on both.
 func (f *Facts) Differences(other *Facts) []string {
 	var diffs []string
 	add := func(what string, a, b any) {
@@ -192,7 +198,8 @@ func (f *Facts) Differences(other *Facts) []string {
 // 8192), which multiplies the memory of per-CPU maps.
 const MaxCPUs = 1 << 16
 
-// MaxFactsFile bounds a facts file: the functions of a kernel take a few MB.
+// MaxFactsFile bounds a facts file: the functions of a kernel take a few
+// MB, its BTF (gzipped, base64) a few more.
 const MaxFactsFile = 256 << 20
 
 // ReadFactsFile reads facts written by "probectl target -o FILE". It must
@@ -224,9 +231,12 @@ func ReadFactsFile(path string) (*Facts, error) {
 			}
 		}
 	}
+	if len(f.KernelBTF) > MaxKernelBTF {
+		return nil, fmt.Errorf("read facts %s: kernel BTF of %d bytes; at most %d", path, len(f.KernelBTF), MaxKernelBTF)
+	}
 	sort.Strings(f.Functions)
 	f.Source, f.Name = "file", path
-	return &f, nil
+	return f.shareTypes(), nil
 }
 
 // WriteFile writes the facts as indented JSON.

@@ -24,7 +24,7 @@ func Profile(name string) (*Facts, error) {
 	f := mk()
 	f.Source, f.Name = "profile", name
 	f.Derive()
-	return &f, nil
+	return f.shareTypes(), nil
 }
 
 // The profiles describe Debian's kernels as the kernel lab found them

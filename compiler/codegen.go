@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/spec"
@@ -63,6 +64,12 @@ type gen struct {
 	typeErrs map[spec.Expr]bool
 	// eventIndex holds the index of each event named in event == NAME.
 	eventIndex map[string]int
+	// access holds kernel paths resolved against the target's BTF;
+	// retRead and ppidRead say how ret extends and where ppid is read.
+	access   map[spec.Expr]*access
+	retRead  *leaf
+	retDecl  btf.Type
+	ppidRead *access
 
 	// Set per program.
 	e   *bpf.Emitter

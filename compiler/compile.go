@@ -249,28 +249,11 @@ func (g *gen) checkLinks(d decision) hcl.Diagnostics {
 // in "func == NAME". The list is the target's resolution, or, with exact
 // names only, the names themselves: sorted, without the excluded.
 func (g *gen) resolveFuncName(name string, rng hcl.Range) *hcl.Diagnostic {
-	list := g.out.Functions
+	list, glob := g.knownFunctions()
 	if list == nil {
-		names := map[string]bool{}
-		for _, pat := range g.p.Functions {
-			if isGlob(pat.Text) {
-				return diagf(rng, "Function list unknown",
-					"func == %q needs the probe's function list, and %q is a glob the target (%s) cannot resolve. Plan against the live kernel or a facts file (probectl target -o FILE), or list the functions by name.",
-					name, pat.Text, g.facts.Label())
-			}
-			names[pat.Text] = true
-		}
-		for n := range names {
-			for _, ex := range g.p.Exclude {
-				if ok, _ := path.Match(ex.Text, n); ok {
-					delete(names, n)
-				}
-			}
-		}
-		for n := range names {
-			list = append(list, n)
-		}
-		sort.Strings(list)
+		return diagf(rng, "Function list unknown",
+			"func == %q needs the probe's function list, and %q is a glob the target (%s) cannot resolve. Plan against the live kernel or a facts file (probectl target -o FILE), or list the functions by name.",
+			name, glob, g.facts.Label())
 	}
 	i, found := slices.BinarySearch(list, name)
 	if !found {
@@ -282,4 +265,34 @@ func (g *gen) resolveFuncName(name string, rng hcl.Range) *hcl.Diagnostic {
 	}
 	g.funcIndex[name] = i
 	return nil
+}
+
+// knownFunctions is the probe's function list: the target's resolution,
+// or, with exact names only, the names themselves, sorted, without the
+// excluded. With a glob the target cannot resolve it is nil, and glob is
+// that glob.
+func (g *gen) knownFunctions() (list []string, glob string) {
+	if g.out.Functions != nil {
+		return g.out.Functions, ""
+	}
+	names := map[string]bool{}
+	for _, pat := range g.p.Functions {
+		if isGlob(pat.Text) {
+			return nil, pat.Text
+		}
+		names[pat.Text] = true
+	}
+	for n := range names {
+		for _, ex := range g.p.Exclude {
+			if ok, _ := path.Match(ex.Text, n); ok {
+				delete(names, n)
+			}
+		}
+	}
+	list = make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	return list, ""
 }

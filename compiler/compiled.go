@@ -129,6 +129,11 @@ type Description struct {
 	EntryData   EntryData `json:"entry_data"`
 	// Tables are the tables the probe uses.
 	Tables []string `json:"tables,omitempty"`
+	// Deferred lists the kernel data the probe reads through BTF that the
+	// target could not resolve (a built-in profile carries no BTF): it is
+	// resolved at apply, against the live kernel. A probe with deferred
+	// accesses is a forecast; it is never loaded.
+	Deferred []string `json:"deferred,omitempty"`
 	// Digest identifies the compiled probe: equal digests, equal kernel
 	// objects.
 	Digest string `json:"digest"`

@@ -2,11 +2,13 @@ package compiler_test
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -58,6 +60,13 @@ func TestInvalidFixtures(t *testing.T) {
 	for _, f := range spectest.Load(t, "testdata/invalid") {
 		t.Run(filepath.Base(f.Name), func(t *testing.T) {
 			facts := mustProfile(t, f.Headers["TARGET"])
+			switch f.Headers["BTF"] {
+			case "host":
+				facts = withHostBTF(t, f.Headers["TARGET"])
+			case "":
+			default:
+				t.Fatalf("# BTF: %s: only host's BTF is known", f.Headers["BTF"])
+			}
 			if fns := f.Headers["FUNCTIONS"]; fns != "" {
 				facts.Functions = strings.Fields(fns)
 			}
@@ -77,6 +86,41 @@ func TestInvalidFixtures(t *testing.T) {
 			f.Check(t, diags)
 		})
 	}
+}
+
+var hostBTF struct {
+	sync.Mutex
+	gz       []byte
+	err      error
+	profiles map[string]*bpf.Facts
+}
+
+// withHostBTF is a profile carrying the host's vmlinux BTF, as a facts
+// file written by probectl target -o carries it: a target whose routes
+// are the profile's and whose types are this kernel's. Copies share the
+// parsed BTF.
+func withHostBTF(t testing.TB, profile string) *bpf.Facts {
+	t.Helper()
+	hostBTF.Lock()
+	defer hostBTF.Unlock()
+	if hostBTF.gz == nil && hostBTF.err == nil {
+		hostBTF.gz, hostBTF.err = bpf.ReadKernelBTF()
+		hostBTF.profiles = map[string]*bpf.Facts{}
+	}
+	if errors.Is(hostBTF.err, os.ErrNotExist) {
+		t.Skip("the host kernel has no BTF (" + bpf.VmlinuxBTF + ")")
+	}
+	if hostBTF.err != nil {
+		t.Fatal(hostBTF.err)
+	}
+	f := hostBTF.profiles[profile]
+	if f == nil {
+		f = mustProfile(t, profile)
+		f.KernelBTF = hostBTF.gz
+		hostBTF.profiles[profile] = f
+	}
+	copied := *f
+	return &copied
 }
 
 // The route table: for attach = "auto" on each kernel of the matrix.

@@ -66,11 +66,13 @@ func (t *Table) MemoryBytes(cpus int) int64 {
 	return p.MemoryBytes(cpus)
 }
 
-// PlanTarget is the target's facts, with the function list cut to its size.
+// PlanTarget is the target's facts, with the function list cut to its
+// size and without the BTF data.
 type PlanTarget struct {
 	*bpf.Facts
 	Functions     []string `json:"functions,omitempty"`
 	FunctionCount int      `json:"function_count"`
+	KernelBTF     []byte   `json:"kernel_btf,omitempty"`
 }
 
 // Summary counts the changes by action.

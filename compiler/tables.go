@@ -149,6 +149,9 @@ func (u *unit) layout(t *spec.Table) *Table {
 	ok := true
 	merge := func(g *gen, slot *spec.Type, x spec.Expr, what string) {
 		got := g.typeOf(x)
+		if got.Kind == spec.KindTarget {
+			got = spec.TypeInt // kernel data resolved at apply
+		}
 		switch {
 		case got.Kind == 0:
 			ok = false

@@ -51,6 +51,8 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 		switch {
 		case x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel:
 			return g.retType(x)
+		case x.Name == "ppid":
+			return g.ppidType(x)
 		}
 		return x.Type()
 	case *spec.EntryRef:
@@ -78,8 +80,13 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 		return x.Type()
 	case *spec.Str:
 		switch t := g.typeOf(x.X); t.Kind {
-		case spec.KindInt, spec.KindString:
-			// a pointer to read through, or a char array to read in place
+		case spec.KindInt:
+			if what, notPtr := g.notPointer(x.X); notPtr {
+				return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
+					"%s is %s on the target, not a pointer or a char array: there is no string to read.", x.X.Text(), what)
+			}
+		case spec.KindString, spec.KindTarget:
+			// a char array to read in place; kernel data resolved at apply
 		case 0:
 		default:
 			return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
@@ -92,7 +99,7 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 		}
 		return x.Type()
 	case *spec.StartsWith:
-		if t := g.typeOf(x.X); t.Kind != 0 && !t.IsString() {
+		if t := g.typeOf(x.X); t.Kind != 0 && t.Kind != spec.KindTarget && !t.IsString() {
 			return g.typeErrorf(x, x.X.Range(), "starts_with needs a string", "%s is a %s on the target.", x.X.Text(), t)
 		}
 		return x.Type()
@@ -110,7 +117,7 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 // numeric checks that a resolved value can be computed with.
 func (g *gen) numeric(x spec.Expr, t spec.Type) bool {
 	switch t.Kind {
-	case spec.KindInt:
+	case spec.KindInt, spec.KindTarget: // KindTarget: kernel data resolved at apply
 		return true
 	case 0:
 		return false // already reported
@@ -137,7 +144,7 @@ func (g *gen) resolveBinary(x *spec.Binary) spec.Type {
 		}
 		if lit, ok := x.R.(*spec.StringLit); ok {
 			switch {
-			case lt.Kind == 0:
+			case lt.Kind == 0, lt.Kind == spec.KindTarget:
 			case !lt.IsString():
 				g.typeErrorf(x, x.Range(), "Mismatched comparison",
 					"%s is a %s on the target and %s is a string.", x.L.Text(), lt, x.R.Text())

@@ -71,9 +71,15 @@ func (g *gen) text(x spec.Expr, p place, n int) {
 	case *spec.ArgsField:
 		g.fieldText(x, p, n)
 	case *spec.KernelPath:
-		// A char array of kernel data: read in place, as a string.
+		// An array of kernel data, read in place: a char array as a
+		// string, others as bytes; never beyond the array.
+		t := g.typeOf(x)
+		fn := asm.FnProbeReadKernelStr
+		if t.Kind == spec.KindBytes {
+			fn = asm.FnProbeReadKernel
+		}
 		g.kernelAddr(x)
-		g.readInto(p, n, asm.FnProbeReadKernelStr)
+		g.readInto(p, min(n, t.Size), fn)
 	case *spec.TableRead:
 		g.tableText(x, p, n)
 	default:

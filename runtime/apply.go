@@ -292,6 +292,10 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint {
 		return &LoadError{Probe: p, Err: errors.New("functions are not resolved; plan against the live kernel")}
 	}
+	if len(p.Deferred) > 0 {
+		return &LoadError{Probe: p, Err: fmt.Errorf("it was planned without the kernel's BTF, so %s %s resolved at apply: apply the specs, not a plan made against a profile",
+			strings.Join(p.Deferred, ", "), map[bool]string{true: "is", false: "are"}[len(p.Deferred) == 1])}
+	}
 	if *kernelBTF == nil && needsBTF(p) {
 		spec, err := btf.LoadKernelSpec()
 		if err != nil {

@@ -40,8 +40,11 @@ func TestMain(m *testing.M) {
 // a kill lands anywhere in it; or, as "session", attaches without pins,
 // reports its objects and waits to be killed.
 func child(mode string) error {
-	if mode == "session" {
+	switch mode {
+	case "session":
 		return sessionChild()
+	case "exit":
+		return exitChild()
 	}
 	w, err := runtime.Open(os.Getenv("PROBECTL_TEST_STATE"), os.Getenv("PROBECTL_TEST_WS"))
 	if err != nil {

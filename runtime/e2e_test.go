@@ -79,7 +79,7 @@ func TestUretprobeEntryDataAndRet(t *testing.T) {
   functions = ["target", "fails"]
   attach    = "`+attach+`"
   on_entry {
-    when = comm == "pcwork"
+    when = comm == "pcruntime"
     save = { x = arg0, who = comm }
   }
   on_exit {
@@ -141,7 +141,7 @@ func TestUretprobeEntryDataAndRet(t *testing.T) {
 			if v := values(aggregation(t, w, s, "user.ret", "least"))[""]; v != -7 {
 				t.Errorf("min ret = %d, want -7", v)
 			}
-			if v := values(aggregation(t, w, s, "user.ret", "most"))["pcwork"]; v != 2*(n-1)-5 {
+			if v := values(aggregation(t, w, s, "user.ret", "most"))["pcruntime"]; v != 2*(n-1)-5 {
 				t.Errorf("max ret = %d, want %d", v, 2*(n-1)-5)
 			}
 			// hist of x = 0..n-1: [0] 1, [1] 1, [2,4) 2, [4,8) 4, [8,16) 8, [16,32) 16, [32,64) n-32.
@@ -185,7 +185,7 @@ func TestTracepointArgsAndEvents(t *testing.T) {
   event = "syscalls:sys_enter_openat"
   on_entry {
     count "flags" {
-      when = comm == "pcwork"
+      when = comm == "pcruntime"
       by   = [args.flags]
     }
   }
@@ -195,11 +195,11 @@ probe "tracepoint" "exit" {
   event = "syscalls:sys_exit_openat"
   on_entry {
     count "results" {
-      when = comm == "pcwork"
+      when = comm == "pcruntime"
       by   = [args.ret]
     }
     event "failed" {
-      when   = comm == "pcwork" && args.ret < 0
+      when   = comm == "pcruntime" && args.ret < 0
       fields = { errno = -args.ret, comm = comm }
     }
   }
@@ -227,7 +227,7 @@ probe "tracepoint" "exit" {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Name != "failed" || fmt.Sprint(ev.Fields) != "[{errno 2} {comm pcwork}]" {
+		if ev.Name != "failed" || fmt.Sprint(ev.Fields) != "[{errno 2} {comm pcruntime}]" {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
 	}
@@ -249,7 +249,7 @@ const twoProbes = `probe "user" "calls" {
 probe "tracepoint" "opens" {
   event = "syscalls:sys_enter_openat"
   on_entry {
-    count "n" { when = comm == "pcwork" }
+    count "n" { when = comm == "pcruntime" }
   }
 }`
 
@@ -451,7 +451,7 @@ probe "tracepoint" "writer" {
   event = "syscalls:sys_enter_openat"
   on_entry {
     store "opens" {
-      when  = comm == "pcwork"
+      when  = comm == "pcruntime"
       key   = [comm]
       value = ` + value + `
     }
@@ -481,7 +481,7 @@ probe "tracepoint" "reader" {
 		t.Fatalf("plan tables: %+v", plan.Tables)
 	}
 	runWork(t, 5)
-	if got := held(s); got != `[{"key":{"key0":"pcwork"},"value":{"value":5}}]` {
+	if got := held(s); got != `[{"key":{"key0":"pcruntime"},"value":{"value":5}}]` {
 		t.Errorf("after 5 opens: %s", got)
 	}
 	// The reader changes; the table stays, with what it holds.
@@ -490,7 +490,7 @@ probe "tracepoint" "reader" {
 		t.Errorf("an unchanged table is %s", plan.Tables[0].Action)
 	}
 	runWork(t, 3)
-	if got := held(s); got != `[{"key":{"key0":"pcwork"},"value":{"value":8}}]` {
+	if got := held(s); got != `[{"key":{"key0":"pcruntime"},"value":{"value":8}}]` {
 		t.Errorf("kept across the apply, after 3 more: %s", got)
 	}
 	// A new layout: a new, empty table, and both probes replaced with it.
@@ -504,7 +504,7 @@ probe "tracepoint" "reader" {
 		}
 	}
 	runWork(t, 2)
-	if got := held(s); got != `[{"key":{"key0":"pcwork"},"value":{"n":2,"last":524288}}]` {
+	if got := held(s); got != `[{"key":{"key0":"pcruntime"},"value":{"n":2,"last":524288}}]` {
 		t.Errorf("a new table, after 2 opens: %s", got)
 	}
 	leakFree(t, w, s)

@@ -39,7 +39,7 @@ var (
 // when they end.
 var builtIn []string
 
-// workload builds testdata/work.c once; its comm is "pcwork". It is static,
+// workload builds testdata/work.c once; its comm is "pcruntime". It is static,
 // so no dynamic loader makes system calls of its own.
 func workload(t testing.TB) string {
 	t.Helper()
@@ -50,7 +50,7 @@ func workload(t testing.TB) string {
 			return
 		}
 		builtIn = append(builtIn, dir)
-		workPath = filepath.Join(dir, "pcwork")
+		workPath = filepath.Join(dir, "pcruntime")
 		out, err := exec.Command("gcc", "-O0", "-static", "-o", workPath, "testdata/work.c").CombinedOutput()
 		if err != nil {
 			workErr = fmt.Errorf("gcc (the tests need it; .ci/run installs it): %v\n%s", err, out)

@@ -87,10 +87,22 @@ func ReadSavedPlan(path string) (*SavedPlan, error) {
 // ErrStale says a saved plan no longer applies.
 var ErrStale = errors.New("saved plan is stale")
 
-// CheckKernel refuses the plan when live is not the kernel it was made for.
+// CheckKernel refuses the plan when live is not the kernel it was made for,
+// or when it was made with kernel types (BTF from a facts file) that are
+// not this kernel's.
 func (sp *SavedPlan) CheckKernel(live *bpf.Facts) error {
 	if d := live.Differences(sp.Facts); len(d) > 0 {
 		return fmt.Errorf("%w: it was made for %s, and this kernel differs (%s); plan again", ErrStale, sp.Facts.Label(), strings.Join(d, "; "))
+	}
+	if len(sp.Facts.KernelBTF) == 0 {
+		return nil
+	}
+	same, err := bpf.SameKernelBTF(sp.Facts.KernelBTF)
+	if err != nil {
+		return fmt.Errorf("saved plan: %w", err)
+	}
+	if !same {
+		return fmt.Errorf("%w: it was made with the kernel types (BTF) of %s, and this kernel's differ: its offsets would be wrong here; plan again", ErrStale, sp.Facts.Label())
 	}
 	return nil
 }

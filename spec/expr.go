@@ -212,7 +212,9 @@ type KernelPath struct {
 	Arg    string // RootArg: the argument's name
 	Base   Expr   // RootCast: the pointer
 	Struct string // RootCast: the struct's name, without "struct "
-	Fields []PathField
+	// StructRange is the range of the struct's name (RootCast).
+	StructRange hcl.Range
+	Fields      []PathField
 }
 
 // PathRoot is where a KernelPath starts.

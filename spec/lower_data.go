@@ -80,7 +80,7 @@ func (s *scope) cast(e *hclsyntax.FunctionCallExpr, tr hcl.Traversal) Expr {
 	if len(tr) > 0 {
 		rng = hcl.RangeBetween(rng, tr[len(tr)-1].SourceRange())
 	}
-	return &KernelPath{exprBase: exprBase{rng: rng, src: s.d.src, typ: TypeTarget}, Root: RootCast, Base: x, Struct: st, Fields: s.pathFields(tr)}
+	return &KernelPath{exprBase: exprBase{rng: rng, src: s.d.src, typ: TypeTarget}, Root: RootCast, Base: x, Struct: st, StructRange: e.Args[1].Range(), Fields: s.pathFields(tr)}
 }
 
 // str lowers str(X[, N]), user_str and kernel_str.

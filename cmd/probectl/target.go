@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
@@ -18,14 +19,15 @@ func newTargetCmd() *cobra.Command {
 the fprobe backend, helpers and BTF. It loads small probe programs without
 attaching them, so it needs root.
 
-  -o FILE  write the facts, with the list of probe-able functions, for
+  -o FILE  write the facts, with the list of probe-able functions and the
+           kernel's BTF (its types, for args.NAME, struct fields and ret), for
            "probectl plan -target FILE" on another machine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireBPF("target"); err != nil {
 				return err
 			}
-			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != ""})
+			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != "", BTF: outFile != ""})
 			if err != nil {
 				return err
 			}
@@ -33,7 +35,11 @@ attaching them, so it needs root.
 				if err := facts.WriteFile(outFile); err != nil {
 					return err
 				}
-				cmd.Printf("Wrote the facts of %s, with %d functions, to %s.\n", facts.Label(), len(facts.Functions), outFile)
+				btf := "no BTF"
+				if len(facts.KernelBTF) > 0 {
+					btf = fmt.Sprintf("its BTF (%d KiB gzipped)", len(facts.KernelBTF)/1024)
+				}
+				cmd.Printf("Wrote the facts of %s, with %d functions and %s, to %s.\n", facts.Label(), len(facts.Functions), btf, outFile)
 				return nil
 			}
 			if asJSON {
@@ -46,7 +52,7 @@ attaching them, so it needs root.
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the facts as JSON")
-	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write the facts (with the function list) to FILE")
+	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write the facts (with the function list and BTF) to FILE")
 	return cmd
 }
 

@@ -108,6 +108,9 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	default:
 		row("entry_data", "none")
 	}
+	if len(c.Deferred) > 0 {
+		row("deferred", "%s (resolved at apply: the target carries no BTF)", printable(strings.Join(c.Deferred, ", ")))
+	}
 	for i, p := range c.Programs {
 		key := ""
 		if i == 0 {

@@ -1,0 +1,10 @@
+# TARGET: linux-7.2-amd64
+# BTF: host
+probe "kernel" "x" {
+  functions = ["vfs_read"]
+  on_entry {
+    count "c" {
+      by = [args.file.f_pth.dentry] # ERROR: Unknown struct field
+    }
+  }
+}

@@ -1,0 +1,31 @@
+# tcpconnect: outbound TCP connections, as bpftrace's tools/tcpconnect.bt
+# traces them. tcp_connect(struct sock *sk) runs once the destination is
+# set; the addresses and ports are read from struct sock through the
+# kernel's BTF, and turned to host byte order with ntohl and ntohs
+# (127.0.0.1 is 2130706433). An IPv6 address is a __u8[16]: bytes, shown
+# in hex.
+
+probe "kernel" "tcpconnect" {
+  functions = ["tcp_connect"]
+
+  on_entry {
+    count "connections" {
+      when = args.sk.__sk_common.skc_family == 2 # AF_INET
+      by   = [comm, ntohl(args.sk.__sk_common.skc_daddr), ntohs(args.sk.__sk_common.skc_dport)]
+    }
+    count "connections_v6" {
+      when = args.sk.__sk_common.skc_family == 10 # AF_INET6
+      by   = [comm, args.sk.__sk_common.skc_v6_daddr.in6_u.u6_addr8, ntohs(args.sk.__sk_common.skc_dport)]
+    }
+    event "connect" {
+      when = args.sk.__sk_common.skc_family == 2
+      fields = {
+        pid   = pid
+        comm  = comm
+        saddr = ntohl(args.sk.__sk_common.skc_rcv_saddr)
+        daddr = ntohl(args.sk.__sk_common.skc_daddr)
+        dport = ntohs(args.sk.__sk_common.skc_dport)
+      }
+    }
+  }
+}

@@ -1,0 +1,36 @@
+# tcpconnlat: TCP connection latency, as bpftrace's tools/tcpconnlat.bt
+# measures it: a table joins two kernel functions by the socket. The time
+# is stored when tcp_connect sends the SYN, read when the SYN-ACK reaches
+# tcp_rcv_state_process while the socket is still in SYN_SENT, and the
+# entry deleted. skc_state is a volatile unsigned char, read through BTF.
+
+table "connect_start" {
+  max_keys = 65536
+}
+
+probe "kernel" "syn_sent" {
+  functions = ["tcp_connect"]
+
+  on_entry {
+    store "connect_start" {
+      key   = [args.sk]
+      value = ktime
+    }
+  }
+}
+
+probe "kernel" "syn_acked" {
+  functions = ["tcp_rcv_state_process"]
+
+  on_entry {
+    hist "connect_latency_us" {
+      when  = has(connect_start, [args.sk]) && args.sk.__sk_common.skc_state == 2 # TCP_SYN_SENT
+      value = (ktime - connect_start[args.sk]) / 1000
+      by    = [comm]
+    }
+    delete "connect_start" {
+      when = args.sk.__sk_common.skc_state == 2
+      key  = [args.sk]
+    }
+  }
+}
