@@ -399,7 +399,7 @@ func joined(argv []string) string {
 }
 
 // execsnoop: one event per execve and execveat of the workload's children,
-// with the argument vector exactly: a plain one, one of 18 arguments (16
+// with their parent (the workload) and the argument vector exactly: a plain one, one of 18 arguments (16
 // shown), one of 307 bytes (cut at 256), and one through execveat.
 func TestToolExecsnoop(t *testing.T) {
 	requireRoot(t)
@@ -428,7 +428,7 @@ func TestToolExecsnoop(t *testing.T) {
 		if i == 3 {
 			syscall = "execveat"
 		}
-		want = append(want, fmt.Sprintf("exec: pid=%s, syscall=syscalls:sys_enter_%s, args=%s", pid, syscall, joined(argv)))
+		want = append(want, fmt.Sprintf("exec: pid=%s, ppid=%d, syscall=syscalls:sys_enter_%s, args=%s", pid, wl.pid, syscall, joined(argv)))
 	}
 	if got := joined(argvs[2]); len(got) != 255 || !strings.HasSuffix(got, " "+strings.Repeat("c", 41)) {
 		t.Fatalf("joined: %d bytes", len(got))

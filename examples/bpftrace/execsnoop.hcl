@@ -2,13 +2,13 @@
 # with the arguments it passes.
 #
 # A port of bpftrace's tools/execsnoop.bt: the entry of every exec system
-# call (the glob "syscalls:sys_enter_exec*"), the caller's pid and the
-# argument vector, joined with spaces.
+# call (the glob "syscalls:sys_enter_exec*"), the caller's pid, its
+# parent's (ppid: the current task's real_parent, through the kernel's
+# BTF) and the argument vector, joined with spaces.
 #
 # Differs from execsnoop.bt: the event says which system call fired
-# (execve or execveat), the time is the event's arrival, printed by
-# probectl, and ppid is not shown yet. As in bpftrace, this is the entry:
-# the call may still fail.
+# (execve or execveat), and the time is the event's arrival, printed by
+# probectl. As in bpftrace, this is the entry: the call may still fail.
 #
 # join reads at most 16 arguments, 256 bytes in all, each with its NUL;
 # the argument that does not fit is cut. It reads the caller's memory at
@@ -24,6 +24,7 @@ probe "tracepoint" "exec" {
     event "exec" {
       fields = {
         pid     = pid
+        ppid    = ppid
         syscall = event
         args    = join(args.argv)
       }
