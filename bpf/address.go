@@ -13,13 +13,16 @@ const (
 	KindKernel     Kind = "kernel"
 	KindUser       Kind = "user"
 	KindTracepoint Kind = "tracepoint"
+	// KindProfile samples what every CPU runs, from perf events: a CPU
+	// profile.
+	KindProfile Kind = "profile"
 	// KindTable is not a probe: a table the probes of a spec set share
 	// has an address too ("table.queued_at"), in plans and state.
 	KindTable Kind = "table"
 )
 
 // Kinds lists every probe kind, in the order plans list them.
-var Kinds = []Kind{KindKernel, KindUser, KindTracepoint}
+var Kinds = []Kind{KindKernel, KindUser, KindTracepoint, KindProfile}
 
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool {
@@ -67,7 +70,7 @@ func ParseAddress(s string) (Address, error) {
 	}
 	a := Address{Kind: Kind(kind), Name: name}
 	if !a.Kind.Valid() && a.Kind != KindTable {
-		return Address{}, fmt.Errorf("address %q: unknown kind %q (want kernel, user, tracepoint or table)", s, kind)
+		return Address{}, fmt.Errorf("address %q: unknown kind %q (want kernel, user, tracepoint, profile or table)", s, kind)
 	}
 	if !ValidName(name) {
 		return Address{}, fmt.Errorf("address %q: name must be letters, digits and underscores", s)

@@ -94,6 +94,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 	if n, err := ebpf.PossibleCPU(); err == nil {
 		f.CPUs = n
 	}
+	f.Perf = detectPerf(v)
 	f.Derive()
 
 	if opts.BTF && f.BTF {

@@ -105,6 +105,24 @@ type Helpers struct {
 	SessionKfuncsCtxArg bool `json:"session_kfuncs_ctx_arg"` // the 7.0 prototype that takes ctx in R1
 }
 
+// Perf says what profile probes can sample with, and how deep the kernel
+// records stacks.
+type Perf struct {
+	// Link: BPF links on perf events (BPF_LINK_CREATE, 5.15), which attach
+	// profile probes and can be pinned.
+	Link bool `json:"link"`
+	// Cycles: the machine has a hardware CPU cycle counter that can sample
+	// (PERF_COUNT_HW_CPU_CYCLES). A property of the machine, not of the
+	// kernel: profiles (which describe kernels) say false, and facts that
+	// differ only in it are the same kernel.
+	Cycles bool `json:"cycles"`
+	// CyclesWhy says why there are no hardware cycles, when detected.
+	CyclesWhy string `json:"cycles_why,omitempty"`
+	// MaxStack is kernel.perf_event_max_stack, the deepest stack a stack
+	// map may hold: 127 unless changed, 0 when unknown.
+	MaxStack int `json:"max_stack,omitempty"`
+}
+
 // Facts describe a target kernel: everything the compiler needs to choose
 // routes and generate code. Facts are a plain value: detected once, written
 // to a file, embedded in plans and compared at apply time.
@@ -131,6 +149,7 @@ type Facts struct {
 	// of fgraph (6.19, on arches with WITH_REGS or WITH_ARGS).
 	FprobeEntryFastPath bool    `json:"fprobe_entry_fast_path"`
 	Helpers             Helpers `json:"helpers"`
+	Perf                Perf    `json:"perf"`
 	// CPUs is the number of possible CPUs, 0 when unknown (profiles).
 	CPUs int `json:"cpus,omitempty"`
 	// Functions lists the kernel functions that can be probed, sorted.
@@ -173,7 +192,8 @@ func (f *Facts) HasFunction(name string) bool {
 
 // Differences lists the facts in which f and other differ, ignoring where
 // they came from, the patch level, the CPU count, the lists of functions
-// and tracepoints, and the BTF data. It is empty when a compiler would decide the same way on both.
+// and tracepoints, the BTF data, and what belongs to the machine or its
+// settings (a hardware cycle counter, perf_event_max_stack). It is empty when a compiler would decide the same way on both.
 func (f *Facts) Differences(other *Facts) []string {
 	var diffs []string
 	add := func(what string, a, b any) {
@@ -191,6 +211,7 @@ func (f *Facts) Differences(other *Facts) []string {
 	add("ftrace_with_args", f.FtraceWithArgs, other.FtraceWithArgs)
 	add("fprobe_entry_fast_path", f.FprobeEntryFastPath, other.FprobeEntryFastPath)
 	add("helpers", fmt.Sprintf("%+v", f.Helpers), fmt.Sprintf("%+v", other.Helpers))
+	add("perf_link", f.Perf.Link, other.Perf.Link)
 	return diffs
 }
 

@@ -23,6 +23,10 @@ func Profile(name string) (*Facts, error) {
 	}
 	f := mk()
 	f.Source, f.Name = "profile", name
+	// Every kernel of the matrix links BPF to perf events (5.15) and keeps
+	// Debian's perf_event_max_stack. A profile describes a kernel, not a
+	// machine: whether it has a hardware cycle counter is the machine's.
+	f.Perf = Perf{Link: true, MaxStack: 127, CyclesWhy: "a profile describes a kernel, not the machine's PMU"}
 	f.Derive()
 	return f.shareTypes(), nil
 }

@@ -41,6 +41,14 @@ type Probe struct {
 	Events     []Pattern
 	EventRange hcl.Range
 
+	// profile probes: how often each CPU is sampled (Frequency in Hz, or
+	// PeriodNS), and on which perf event: "auto", "cpu-clock" or "cycles".
+	Frequency      int64
+	PeriodNS       int64
+	SampleRange    hcl.Range
+	PerfEvent      string
+	PerfEventRange hcl.Range
+
 	Entry *Handler
 	Exit  *Handler
 }

@@ -165,7 +165,7 @@ var fileSchema = &hcl.BodySchema{
 var probeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "entry_data_size"},
-		{Name: "binary"}, {Name: "pid"}, {Name: "event"},
+		{Name: "binary"}, {Name: "pid"}, {Name: "event"}, {Name: "frequency"}, {Name: "period_ns"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
 }
@@ -190,6 +190,7 @@ var kindAttrs = map[bpf.Kind]map[string]bool{
 	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "entry_data_size": false},
 	bpf.KindUser:       {"binary": true, "functions": true, "exclude": false, "attach": false, "entry_data_size": false, "pid": false},
 	bpf.KindTracepoint: {"event": true},
+	bpf.KindProfile:    {"frequency": false, "period_ns": false, "event": false},
 }
 
 // Attach families a probe may insist on, by kind.
@@ -220,7 +221,7 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 	kind, name := bpf.Kind(b.Labels[0]), b.Labels[1]
 	if !kind.Valid() {
 		d.errorf(b.LabelRanges[0], "Unknown probe kind",
-			"%q is not a probe kind. Use \"kernel\" for kernel functions, \"user\" for functions in a binary, or \"tracepoint\".", kind)
+			"%q is not a probe kind. Use \"kernel\" for kernel functions, \"user\" for functions in a binary, \"tracepoint\", or \"profile\" to sample every CPU.", kind)
 		return nil
 	}
 	if !bpf.ValidName(name) {
@@ -229,6 +230,9 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		return nil
 	}
 	p := &Probe{Addr: bpf.Address{Kind: kind, Name: name}, DeclRange: b.DefRange, AttachRange: b.DefRange, Attach: "auto"}
+	if kind == bpf.KindProfile {
+		p.PerfEvent = "auto"
+	}
 	content, diags := b.Body.Content(probeSchema)
 	d.diags = append(d.diags, diags...)
 	bodyOK := !diags.HasErrors() // a misspelt argument is not also a missing one
@@ -238,6 +242,10 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		if _, ok := allowed[attrName]; !ok {
 			d.errorf(attr.NameRange, "Argument not valid here",
 				"%q is not an argument of %s probes (it belongs to %s). Remove it.", attrName, kind, kindsTaking(attrName))
+			continue
+		}
+		if kind == bpf.KindProfile {
+			d.profileAttr(p, attr)
 			continue
 		}
 		switch attrName {
@@ -285,6 +293,10 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		}
 	}
 
+	if kind == bpf.KindProfile && bodyOK {
+		d.checkProfile(p, b, content)
+	}
+
 	// on_entry first: on_exit reads what it saves.
 	blocks := append([]*hcl.Block(nil), content.Blocks...)
 	sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].Type == "on_entry" && blocks[j].Type != "on_entry" })
@@ -293,6 +305,11 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		if exit && kind == bpf.KindTracepoint {
 			d.errorf(hb.DefRange, "Tracepoints have no exit",
 				"A tracepoint fires once, so it has no on_exit. Move the actions into on_entry.")
+			continue
+		}
+		if exit && kind == bpf.KindProfile {
+			d.errorf(hb.DefRange, "Samples have no exit",
+				"A profile probe runs once per sample, so it has no on_exit. Move the actions into on_entry.")
 			continue
 		}
 		slot := &p.Entry

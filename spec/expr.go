@@ -20,6 +20,11 @@ const (
 	// a string or bytes) and checks each use; here it passes where an
 	// integer or a string could.
 	KindTarget
+	// KindKStack and KindUStack are call stacks (kstack, ustack): an id in
+	// a stack trace map, Size frames deep at most. They are keys, event
+	// fields, saved and table values, never computed with.
+	KindKStack
+	KindUStack
 )
 
 // Type is the type of an expression: its kind, and for strings and bytes
@@ -61,6 +66,10 @@ func (t Type) String() string {
 		return fmt.Sprintf("byte array (%d bytes)", t.Size)
 	case KindTarget:
 		return "target-typed value"
+	case KindKStack:
+		return "kernel stack"
+	case KindUStack:
+		return "user stack"
 	}
 	return "invalid"
 }
@@ -76,8 +85,11 @@ func (t Type) Numeric() bool { return t.Kind == KindInt || t.Kind == KindTarget 
 // or a table: 8 for integers (and, until the compiler resolves them,
 // target-typed values), the buffer for strings and bytes.
 func (t Type) Bytes() int {
-	if t.Kind == KindString || t.Kind == KindBytes {
+	switch t.Kind {
+	case KindString, KindBytes:
 		return t.Size
+	case KindUStack:
+		return 16 // the stack id, and the process it was taken in
 	}
 	return 8
 }

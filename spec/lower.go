@@ -35,6 +35,9 @@ func isInvalid(e Expr) bool {
 
 func (s *scope) boolExpr(e hcl.Expression, what string) Expr {
 	x := s.lower(e)
+	if s.stackMisuse(x, what) {
+		return &invalid{exprBase{rng: x.Range()}}
+	}
 	if !isInvalid(x) && x.Type().Kind != KindBool {
 		hint := fmt.Sprintf("compare it, for example %s != 0", x.Text())
 		if x.Type().IsString() {
@@ -47,6 +50,9 @@ func (s *scope) boolExpr(e hcl.Expression, what string) Expr {
 
 func (s *scope) intExpr(e hcl.Expression, what string) Expr {
 	x := s.lower(e)
+	if s.stackMisuse(x, what) {
+		return &invalid{exprBase{rng: x.Range()}}
+	}
 	if !isInvalid(x) && !x.Type().Numeric() {
 		return s.errorf(x.Range(), "Value is not an integer",
 			"%s must be an integer expression, but this is a %s. Use a number such as ktime, arg0 or entry.NAME.", what, x.Type())
@@ -247,14 +253,17 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	case "args":
 		return s.args(e)
 	case "task":
-		if kind != bpf.KindKernel && kind != bpf.KindTracepoint {
+		if kind == bpf.KindUser {
 			return s.errorf(e.Range(), "task is for kernel data",
-				"task is the current task_struct, read through the kernel's BTF: kernel and tracepoint probes have it.")
+				"task is the current task_struct, read through the kernel's BTF: kernel, tracepoint and profile probes have it.")
 		}
 		return &KernelPath{exprBase: s.base(e, TypeTarget), Root: RootTask, Fields: s.pathFields(tr[1:])}
 	}
 	if t := s.d.tables[root]; t != nil {
 		return s.tableTraversal(e, t)
+	}
+	if root == "kstack" || root == "ustack" {
+		return s.stackVar(e)
 	}
 	if len(tr) != 1 {
 		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME and args.FIELD have fields; %s is a plain value.", root)
@@ -262,8 +271,17 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	t, ok := Vars[root]
 	if !ok {
 		return s.errorf(e.Range(), "Unknown name",
-			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, comm, func, event, ktime, arg0..arg5, ret, entry.NAME, args.FIELD, task.FIELD, and the tables.",
+			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, comm, func, event, ktime, arg0..arg5, ret, kstack, ustack, entry.NAME, args.FIELD, task.FIELD, and the tables.",
 			root, s.suggest(root))
+	}
+	if kind == bpf.KindProfile {
+		switch {
+		case root == "ret" || strings.HasPrefix(root, "arg") || root == "func":
+			return s.errorf(e.Range(), root+" is not available",
+				"A profile probe samples whatever each CPU is running: there is no probed function, so no %s. It has pid, tid, comm, cpu, ktime, kstack, ustack and task.", root)
+		case root == "event":
+			return s.errorf(e.Range(), "event is for tracepoints", "event says which of a tracepoint probe's events fired; a profile probe samples one perf event on every CPU.")
+		}
 	}
 	switch {
 	case root == "ret" && kind == bpf.KindTracepoint:
@@ -340,11 +358,17 @@ func (s *scope) unary(e *hclsyntax.UnaryOpExpr) Expr {
 	}
 	switch e.Op {
 	case hclsyntax.OpLogicalNot:
+		if s.stackMisuse(x, "!") {
+			return &invalid{exprBase{rng: e.Range()}}
+		}
 		if x.Type().Kind != KindBool {
 			return s.errorf(e.Range(), "! needs a bool", "%s is a %s. Compare it first, for example !(%s == 0).", x.Text(), x.Type(), x.Text())
 		}
 		return &Unary{exprBase: s.base(e, TypeBool), Op: OpNot, X: x}
 	case hclsyntax.OpNegate:
+		if s.stackMisuse(x, "-") {
+			return &invalid{exprBase{rng: e.Range()}}
+		}
 		if !x.Type().Numeric() {
 			return s.errorf(e.Range(), "- needs an integer", "%s is a %s.", x.Text(), x.Type())
 		}
@@ -396,6 +420,9 @@ func (s *scope) binary(e *hclsyntax.BinaryOpExpr) Expr {
 
 func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
 	mk := func(t Type) Expr { return &Binary{exprBase: s.base(e, t), Op: op, L: l, R: r} }
+	if s.stackMisuse(l, string(op)) || s.stackMisuse(r, string(op)) {
+		return &invalid{exprBase{rng: e.Range()}}
+	}
 	switch op {
 	case OpAnd, OpOr:
 		for _, x := range []Expr{l, r} {
@@ -482,7 +509,7 @@ func EventName(b *Binary) (string, bool) {
 
 func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 	c, t, f := s.lower(e.Condition), s.lower(e.TrueResult), s.lower(e.FalseResult)
-	if isInvalid(c) || isInvalid(t) || isInvalid(f) {
+	if isInvalid(c) || isInvalid(t) || isInvalid(f) || s.stackMisuse(c, "? :") || s.stackMisuse(t, "? :") || s.stackMisuse(f, "? :") {
 		return &invalid{exprBase{rng: e.Range()}}
 	}
 	if c.Type().Kind != KindBool {
@@ -501,7 +528,7 @@ func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl": OpShl, "shr": OpShr, "bnot": OpBNot}
 
 // builtins are the other functions, for messages.
-const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, cast"
+const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, cast, kstack, ustack"
 
 func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 	if e.ExpandFinal {
@@ -520,6 +547,8 @@ func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 		return s.byteSwap(e)
 	case "cast":
 		return s.cast(e, nil)
+	case "kstack", "ustack":
+		return s.stackCall(e)
 	}
 	op, ok := Functions[e.Name]
 	if !ok {
@@ -537,6 +566,9 @@ func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 		args[i] = s.lower(a)
 		if isInvalid(args[i]) {
 			return args[i]
+		}
+		if s.stackMisuse(args[i], e.Name) {
+			return &invalid{exprBase{rng: e.Range()}}
 		}
 		if !args[i].Type().Numeric() {
 			return s.errorf(args[i].Range(), e.Name+" needs integers", "%s is a %s.", args[i].Text(), args[i].Type())

@@ -91,7 +91,7 @@ func (d *decoder) table(b *hcl.Block, all tables) {
 }
 
 // reserved are names expressions use other than built-in values.
-var reserved = map[string]bool{"entry": true, "args": true, "task": true, "true": true, "false": true}
+var reserved = map[string]bool{"entry": true, "args": true, "task": true, "true": true, "false": true, "kstack": true, "ustack": true}
 
 // inferTables gives each table its types from what the probes store in
 // it, before any probe is lowered: the stores' key and value expressions
@@ -197,6 +197,9 @@ func (g guesser) list(e hcl.Expression) ([]Type, bool) {
 		if !ok {
 			return nil, false
 		}
+		if t.IsStack() {
+			t = TypeInt // an error at the store: the other uses are checked as integers
+		}
 		out = append(out, t)
 	}
 	return out, len(out) > 0
@@ -245,6 +248,16 @@ func (g guesser) guess(e hcl.Expression) (Type, bool) {
 			return TypeBool, true
 		case "cast":
 			return TypeTarget, true
+		case "kstack", "ustack":
+			depth := MaxStackDepth
+			if len(e.Args) == 1 {
+				if v, diags := e.Args[0].Value(nil); !diags.HasErrors() && v.Type() == cty.Number {
+					if n, acc := v.AsBigFloat().Int64(); acc == 0 && n > 0 && n <= MaxStackDepth {
+						depth = int(n)
+					}
+				}
+			}
+			return StackType(e.Name == "ustack", depth), true
 		}
 		return TypeInt, true
 	case *hclsyntax.ScopeTraversalExpr:
@@ -252,6 +265,8 @@ func (g guesser) guess(e hcl.Expression) (Type, bool) {
 		switch {
 		case root == "comm":
 			return TypeComm, true
+		case root == "kstack" || root == "ustack":
+			return StackType(root == "ustack", MaxStackDepth), true
 		case root == "args", root == "task":
 			return TypeTarget, true
 		case root == "entry":
@@ -434,6 +449,12 @@ func (s *scope) tableKey(t *Table, e hcl.Expression) []Expr {
 		return out
 	}
 	for i, x := range out {
+		if !isInvalid(x) && x.Type().IsStack() {
+			s.errorf(x.Range(), "Stack as a table key",
+				"A table is keyed by integers and strings; %s is a %s. Keep the stack as the table's value (value = %s), or key an aggregation by it (by = [%s]).",
+				x.Text(), x.Type(), x.Text(), x.Text())
+			continue
+		}
 		s.checkSlot(x, t.Key[i], fmt.Sprintf("%s's key", t.Name))
 	}
 	return out
@@ -450,6 +471,11 @@ func (s *scope) checkSlot(x Expr, want Type, what string) {
 		s.errorf(x.Range(), "Table cannot hold this", "Tables hold integers and strings, not bools: use %s ? 1 : 0.", x.Text())
 	case got.Kind == KindString && isLiteral(x):
 		s.errorf(x.Range(), "Table cannot hold this", "A string literal is the same every time: store or look up a value that varies.")
+	case got.IsStack() && want.IsStack() && got != want:
+		s.errorf(x.Range(), "Mismatched table types", "%s is a %s of %d frames, but %s holds a %s of %d frames, as its other uses say: a table keeps one kind of stack, of one depth.",
+			x.Text(), got, got.Size, what, want, want.Size)
+	case got.IsStack() != want.IsStack():
+		s.errorf(x.Range(), "Mismatched table types", "%s is a %s, but %s holds a %s (as its other uses say).", x.Text(), got, what, want)
 	case got.IsString() != want.IsString() && got.Kind != KindTarget && want.Kind != KindTarget:
 		s.errorf(x.Range(), "Mismatched table types", "%s is a %s, but %s holds a %s (as its other uses say).", x.Text(), got, what, want)
 	}

@@ -1,0 +1,130 @@
+package spec
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// This file lowers call stacks (kstack, ustack) and decodes the profile
+// probe kind.
+
+// Stack is kstack, ustack, kstack(N) or ustack(N): the call stack of the
+// kernel or of the current process where the probe fired, at most Depth
+// frames from the innermost. The program keeps it as an id in a stack
+// trace map; show symbolizes it.
+type Stack struct {
+	exprBase
+	User  bool
+	Depth int
+}
+
+// MaxStackDepth is the deepest stack the kernel records: its
+// perf_event_max_stack (kernel.perf_event_max_stack, 127 unless changed).
+const MaxStackDepth = 127
+
+// StackType is the type of a kernel or user stack depth frames deep.
+func StackType(user bool, depth int) Type {
+	if user {
+		return Type{KindUStack, depth}
+	}
+	return Type{KindKStack, depth}
+}
+
+// IsStack reports whether t is a call stack.
+func (t Type) IsStack() bool { return t.Kind == KindKStack || t.Kind == KindUStack }
+
+// stackVar lowers a bare kstack or ustack: the deepest stack.
+func (s *scope) stackVar(e *hclsyntax.ScopeTraversalExpr) Expr {
+	if len(e.Traversal) != 1 {
+		return s.errorf(e.Range(), "Unsupported traversal", "%s is a call stack; it has no fields.", e.Traversal.RootName())
+	}
+	user := e.Traversal.RootName() == "ustack"
+	return &Stack{exprBase: s.base(e, StackType(user, MaxStackDepth)), User: user, Depth: MaxStackDepth}
+}
+
+// stackCall lowers kstack(N) and ustack(N): a stack at most N frames deep.
+func (s *scope) stackCall(e *hclsyntax.FunctionCallExpr) Expr {
+	if len(e.Args) != 1 {
+		return s.errorf(e.Range(), "Wrong number of arguments",
+			"%s takes the most frames to keep, from 1 to %d: %s(20). Without it (%s) the stack is %d frames deep at most.",
+			e.Name, MaxStackDepth, e.Name, e.Name, MaxStackDepth)
+	}
+	n, ok := s.smallInt(e.Args[0], 1, MaxStackDepth)
+	if !ok {
+		return &invalid{exprBase{rng: e.Range()}}
+	}
+	user := e.Name == "ustack"
+	return &Stack{exprBase: s.base(e, StackType(user, int(n))), User: user, Depth: int(n)}
+}
+
+// stackMisuse reports a stack used as something it is not, and says what
+// a stack is for; it returns whether it did.
+func (s *scope) stackMisuse(x Expr, what string) bool {
+	if isInvalid(x) || !x.Type().IsStack() {
+		return false
+	}
+	s.errorf(x.Range(), "Stack used as a value",
+		"%s is a %s: an id the kernel gives a recorded call stack, which %s cannot use. A stack is a key (by = [kstack]), an event field, a saved value or a table's value; show prints it symbolized.",
+		x.Text(), x.Type(), what)
+	return true
+}
+
+// perfEvents are the events a profile probe samples on.
+var perfEvents = []string{"auto", "cpu-clock", "cycles"}
+
+// Profile sampling limits: frequency in Hz per CPU, period_ns in
+// nanoseconds. 100000 Hz is the kernel's default
+// perf_event_max_sample_rate; the CPU clock fires at most every 10 µs.
+const (
+	MaxFrequency = 100000
+	MinPeriodNS  = 10_000
+	MaxPeriodNS  = 10_000_000_000
+)
+
+// profileAttr decodes an attribute of a profile probe.
+func (d *decoder) profileAttr(p *Probe, attr *hcl.Attribute) {
+	switch attr.Name {
+	case "frequency":
+		p.SampleRange = attr.Expr.Range()
+		if n, ok := d.intAttr(attr, 1, MaxFrequency); ok {
+			p.Frequency = n
+		}
+	case "period_ns":
+		p.SampleRange = attr.Expr.Range()
+		if n, ok := d.intAttr(attr, MinPeriodNS, MaxPeriodNS); ok {
+			p.PeriodNS = n
+		}
+	case "event":
+		p.PerfEventRange = attr.Expr.Range()
+		if s, ok := d.stringAttr(attr); ok {
+			p.PerfEvent = s
+			if !contains(perfEvents, s) {
+				d.errorf(attr.Expr.Range(), "Unknown profile event",
+					"%q is not an event a profile probe samples on. Use \"cpu-clock\" (a timer on every CPU), \"cycles\" (the CPU's hardware cycle counter), or \"auto\": cycles where the machine has them, else cpu-clock.", s)
+			}
+		}
+	}
+}
+
+// checkProfile checks that a profile probe says how often to sample: one
+// of frequency and period_ns.
+func (d *decoder) checkProfile(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
+	freq, period := content.Attributes["frequency"], content.Attributes["period_ns"]
+	switch {
+	case freq != nil && period != nil:
+		first, second := freq, period
+		if period.Range.Start.Byte < freq.Range.Start.Byte {
+			first, second = period, freq
+		}
+		d.errorf(second.NameRange, "Sampling rate given twice",
+			"%s is already set at %s. A profile probe samples either at a frequency (frequency = 99, Hz per CPU) or at a period (period_ns = 10000000): remove one.",
+			first.Name, pos(first.NameRange))
+	case freq == nil && period == nil:
+		d.errorf(b.DefRange, "Missing required argument",
+			"profile probes need how often to sample each CPU: frequency = 99 (Hz) or period_ns = 10000000. Add one to the probe block.")
+	}
+	if p.PerfEvent == "cycles" && period != nil {
+		d.errorf(period.NameRange, "Period of a cycle counter",
+			"period_ns is time, and event = \"cycles\" counts CPU cycles, whose rate varies: sample cycles at a frequency (frequency = 99), or time with event = \"cpu-clock\".")
+	}
+}

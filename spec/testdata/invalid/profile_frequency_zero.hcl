@@ -1,0 +1,7 @@
+# frequency 0
+probe "profile" "p" {
+  frequency = 0 # ERROR: Number out of range
+  on_entry {
+    count "c" {}
+  }
+}
