@@ -29,6 +29,7 @@ func (g *gen) layoutMaps() {
 			for _, f := range a.Fields {
 				size := slotSize(g.typeOf(f.Value))
 				ev.Fields = append(ev.Fields, KeyField{Name: f.Name, Kind: g.keyKind(f.Value), Offset: ev.Size, Size: size})
+				g.stackField(&ev.Fields[len(ev.Fields)-1], f.Value)
 				ev.Size += size
 			}
 			out.Events = append(out.Events, ev)
@@ -42,6 +43,7 @@ func (g *gen) layoutMaps() {
 		for i, b := range a.By {
 			size := slotSize(g.typeOf(b))
 			agg.Key = append(agg.Key, KeyField{Name: keyName(b, i), Kind: g.keyKind(b), Offset: agg.KeySize, Size: size})
+			g.stackField(&agg.Key[len(agg.Key)-1], b)
 			agg.KeySize += size
 		}
 		if a.IsHistogram() {
@@ -60,6 +62,7 @@ func (g *gen) layoutMaps() {
 			Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
 		})
 	}
+	g.stackMaps()
 	out.Stats = Stats{EventsDropped: n, EntryHits: n + 1, ExitHits: n + 2, Size: n + 3}
 	out.Maps = append(out.Maps, &Map{
 		Ref: refStats, Name: "probectl.stats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(out.Stats.Size),
@@ -155,6 +158,8 @@ func keyName(x spec.Expr, i int) string {
 		return "entry." + v.Name
 	case *spec.ArgsField:
 		return "args." + v.Name
+	case *spec.Stack:
+		return v.Text()
 	}
 	text := strings.Join(strings.Fields(x.Text()), " ")
 	if text == "" {

@@ -156,13 +156,15 @@ func (g *gen) build(d decision) {
 			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.exitBody)
 		case FamilyTracepoint:
 			g.program(RoleEvent, fam, ebpf.TracePoint, ebpf.AttachNone, ctxTracepoint, g.entryBody)
+		case FamilyPerfEvent:
+			g.program(RoleSample, fam, ebpf.PerfEvent, ebpf.AttachNone, ctxRegs, g.entryBody)
 		}
 	}
 }
 
 // programName is the kernel's name: the probe name cut to fit, and the role.
 func programName(name string, role Role) string {
-	suffix := map[Role]string{RoleEntry: "_e", RoleExit: "_x", RoleSession: "_s", RoleEvent: "_t"}[role]
+	suffix := map[Role]string{RoleEntry: "_e", RoleExit: "_x", RoleSession: "_s", RoleEvent: "_t", RoleSample: "_p"}[role]
 	if len(name) > 15-len(suffix) {
 		name = name[:15-len(suffix)]
 	}
@@ -174,7 +176,7 @@ func (g *gen) program(role Role, family Family, typ ebpf.ProgramType, at ebpf.At
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
-	case "entry", "event":
+	case "entry", "event", "sample":
 		g.countStat(g.out.Stats.EntryHits)
 	case "exit":
 		g.countStat(g.out.Stats.ExitHits)

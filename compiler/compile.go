@@ -96,6 +96,8 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 		cp.Functions, diags = resolveUserFunctions(p, u.facts)
 	case bpf.KindTracepoint:
 		diags = g.resolveEvents()
+	case bpf.KindProfile:
+		_, cp.Sampler, _ = chooseProfileRoute(p, u.facts)
 	}
 	diags = append(diags, g.checkTarget(d)...)
 	if diags.HasErrors() {

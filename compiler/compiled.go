@@ -22,6 +22,7 @@ const (
 	RouteKprobe     Route = "kprobe"     // legacy kprobes and kretprobes
 	RouteUprobe     Route = "uprobe"     // uprobes, uretprobes, uprobe.multi
 	RouteTracepoint Route = "tracepoint"
+	RouteProfile    Route = "perf_event" // a sampling perf event on every CPU
 )
 
 // Family is a link family: the kind of link a program is attached with.
@@ -41,6 +42,7 @@ const (
 	FamilyUprobe         Family = "uprobe"
 	FamilyUretprobe      Family = "uretprobe"
 	FamilyTracepoint     Family = "tracepoint"
+	FamilyPerfEvent      Family = "perf_event" // one BPF link per CPU's perf event
 )
 
 // JoinFamilies writes families as plans do: "kprobe.multi + kretprobe.multi".
@@ -80,6 +82,7 @@ const (
 	RoleExit    Role = "exit"    // runs at function return
 	RoleSession Role = "session" // both, one kprobe.session program
 	RoleEvent   Role = "event"   // a tracepoint's program
+	RoleSample  Role = "sample"  // a profile probe's program, run on each sample
 )
 
 // KeyKind is how a key or event field decodes.
@@ -94,6 +97,12 @@ const (
 	KeyString KeyKind = "string" // text, NUL-terminated
 	KeyBytes  KeyKind = "bytes"  // a byte array, shown in hex
 	KeyArgv   KeyKind = "argv"   // strings one after another, each ended by a NUL: shown joined by spaces
+	// KeyKStack is a kernel stack: the id (8 bytes, negative: no stack, the
+	// errno) of a stack in the probe's stack trace map KeyField.StackMap.
+	KeyKStack KeyKind = "kstack"
+	// KeyUStack is a user stack: its id, then the process id (8 bytes
+	// each). Its stack trace map holds build ids and file offsets.
+	KeyUStack KeyKind = "ustack"
 )
 
 // Output is what the kernel should have for a config on one target.
@@ -125,8 +134,10 @@ type Description struct {
 	// Tracepoints are the events a tracepoint probe attaches, sorted (its
 	// patterns resolved; the index is the attach cookie); Event is the one
 	// event of a probe that has only one.
-	Tracepoints []string  `json:"tracepoints,omitempty"`
-	EntryData   EntryData `json:"entry_data"`
+	Tracepoints []string `json:"tracepoints,omitempty"`
+	// Sampler is what a profile probe samples on every CPU.
+	Sampler   *bpf.Sampler `json:"sampler,omitempty"`
+	EntryData EntryData    `json:"entry_data"`
 	// Tables are the tables the probe uses.
 	Tables []string `json:"tables,omitempty"`
 	// Deferred lists the kernel data the probe reads through BTF that the
@@ -201,12 +212,15 @@ type Map struct {
 	KeySize    uint32
 	ValueSize  uint32
 	MaxEntries uint32
-	Purpose    string
+	// Flags are the map's creation flags (stack maps of user stacks:
+	// BPF_F_STACK_BUILD_ID).
+	Flags   uint32 `json:",omitempty"`
+	Purpose string
 }
 
 // Spec returns the map's cilium/ebpf spec.
 func (m *Map) Spec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
+	return &ebpf.MapSpec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Flags: m.Flags}
 }
 
 // KeyField is one part of an aggregation's key.
@@ -215,6 +229,9 @@ type KeyField struct {
 	Kind   KeyKind `json:"kind"`
 	Offset int     `json:"offset"`
 	Size   int     `json:"size"`
+	// StackMap is the ref of the stack trace map a kstack or ustack id
+	// is in.
+	StackMap string `json:"stack_map,omitempty"`
 
 	typ spec.Type // the value's type, while compiling
 }

@@ -187,6 +187,8 @@ func (p *Probe) LinkCount() *int {
 	n := 0
 	for _, fam := range p.Attach {
 		switch {
+		case fam == FamilyPerfEvent:
+			return nil // one per online CPU, counted at apply
 		case fam == FamilyTracepoint:
 			n += max(len(p.Tracepoints), 1) // one link per event
 		case Multi(fam):

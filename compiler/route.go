@@ -35,6 +35,12 @@ func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 			reason: "tracepoint: a perf link on the event"}, nil
 	case bpf.KindUser:
 		return chooseUserRoute(p, f)
+	case bpf.KindProfile:
+		d, _, err := chooseProfileRoute(p, f)
+		if err != nil {
+			return d, diagf(p.DeclRange, "Cannot sample", "%s.", err)
+		}
+		return d, nil
 	}
 	return chooseKernelRoute(p, f)
 }

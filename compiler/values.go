@@ -40,6 +40,12 @@ func (g *gen) zero(p place, size int) {
 // or larger: a table's or a key's slot for the longest string it holds).
 func (g *gen) store(x spec.Expr, p place, size int) {
 	t := g.typeOf(x)
+	if t.IsStack() {
+		mark := g.e.StackMark()
+		g.storeStack(x, p)
+		g.e.Release(mark)
+		return
+	}
 	if t.Kind != spec.KindString && t.Kind != spec.KindBytes {
 		mark := g.e.StackMark()
 		g.expr(x)

@@ -289,7 +289,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err := w.step("load %s", p.Address); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint {
+	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint && p.Address.Kind != bpf.KindProfile {
 		return &LoadError{Probe: p, Err: errors.New("functions are not resolved; plan against the live kernel")}
 	}
 	if len(p.Deferred) > 0 {

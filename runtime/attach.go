@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +81,7 @@ var attachers = map[compiler.Family]func(*linker) error{
 	compiler.FamilyUprobe:         (*linker).uprobe,
 	compiler.FamilyUretprobe:      (*linker).uprobe,
 	compiler.FamilyTracepoint:     (*linker).tracepoint,
+	compiler.FamilyPerfEvent:      (*linker).perfEvent,
 }
 
 // attach attaches every link of a loaded probe; each link goes through
@@ -269,6 +271,32 @@ func (l *linker) tracepoint() error {
 		group, name, _ := strings.Cut(ev, ":")
 		if err := l.one(ev, nil, func(pr *ebpf.Program) (link.Link, error) {
 			return link.Tracepoint(group, name, pr, &link.TracepointOptions{Cookie: uint64(i)})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// perfEvent opens the sampler's perf event on every online CPU and links
+// the program to each. The link holds the event: the descriptor is closed
+// once linked, and a pinned link keeps sampling after probectl exits.
+func (l *linker) perfEvent() error {
+	if l.p.Sampler == nil {
+		return l.fail("", errors.New("no sampler in the plan"))
+	}
+	cpus, err := bpf.OnlineCPUs()
+	if err != nil {
+		return l.fail("", err)
+	}
+	for _, cpu := range cpus {
+		if err := l.one(fmt.Sprintf("cpu%d", cpu), nil, func(pr *ebpf.Program) (link.Link, error) {
+			f, err := l.p.Sampler.Open(cpu)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return link.AttachRawLink(link.RawLinkOptions{Target: int(f.Fd()), Program: pr, Attach: ebpf.AttachPerfEvent})
 		}); err != nil {
 			return err
 		}

@@ -79,6 +79,12 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		row("events", "%d: %s", len(c.Tracepoints), abbreviate(c.Tracepoints, 8))
 	case c.Address.Kind == bpf.KindTracepoint:
 		row("events", "%s", quoteAll(c.Patterns))
+	case c.Sampler != nil:
+		if c.Sampler.PeriodNS > 0 {
+			row("sample", "%s every %d ns on every CPU", c.Sampler.Event, c.Sampler.PeriodNS)
+		} else {
+			row("sample", "%s at %d Hz on every CPU", c.Sampler.Event, c.Sampler.Frequency)
+		}
 	case c.Functions != nil:
 		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
 	default:
@@ -96,6 +102,9 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	row("route", "%s", c.Route)
 	row("reason", "%s", c.Reason)
 	links := "one per function"
+	if c.Sampler != nil {
+		links = "one per online CPU"
+	}
 	if c.Links != nil {
 		links = plural(*c.Links, "link")
 	}

@@ -1,0 +1,190 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// Call stacks and profile probes.
+//
+// A kstack or ustack value is an id in a stack trace map of the probe
+// (BPF_MAP_TYPE_STACK_TRACE), one map per kind and depth: the kernel
+// hashes the frames and keeps each distinct stack once. A key or record
+// holds the id (negative: the errno of bpf_get_stackid, no stack); a user
+// stack also holds the process id. User stacks are kept as build ids and
+// file offsets (BPF_F_STACK_BUILD_ID), so show symbolizes them after the
+// process has exited; a frame whose file the kernel could not identify
+// keeps its address, symbolized through the process's maps while it runs.
+
+// Stack map limits. Every element is preallocated: a map holds as many
+// stacks as fit in stackMapBytes, between 1024 and 16384.
+const (
+	stackMapBytes = 8 << 20
+	buildIDFrame  = 32 // struct bpf_stack_build_id
+	flagBuildID   = 1 << 5
+	flagUserStack = 1 << 8
+)
+
+// StackFrameSize is the size of one frame in a stack map's value: an
+// address, or (user stacks) a struct bpf_stack_build_id.
+func StackFrameSize(user bool) int {
+	if user {
+		return buildIDFrame
+	}
+	return 8
+}
+
+// stackMapRef names the stack map of a kind and depth.
+func stackMapRef(t spec.Type) string {
+	if t.Kind == spec.KindUStack {
+		return fmt.Sprintf("ustack_%d", t.Size)
+	}
+	return fmt.Sprintf("kstack_%d", t.Size)
+}
+
+// stackMaps adds a stack trace map for every kind and depth of stack the
+// probe takes.
+func (g *gen) stackMaps() {
+	seen := map[string]bool{}
+	for _, x := range g.exprs() {
+		spec.Walk(x, func(x spec.Expr) {
+			s, ok := x.(*spec.Stack)
+			if !ok {
+				return
+			}
+			t := s.Type()
+			ref := stackMapRef(t)
+			if seen[ref] {
+				return
+			}
+			seen[ref] = true
+			value := t.Size * StackFrameSize(s.User)
+			n := min(max(stackMapBytes/value, 1024), 16384)
+			m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4,
+				ValueSize: uint32(value), MaxEntries: uint32(n)}
+			if s.User {
+				m.Flags = flagBuildID
+				m.Purpose = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
+			} else {
+				m.Purpose = fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
+			}
+			g.out.Maps = append(g.out.Maps, m)
+		})
+	}
+}
+
+// stackField completes the layout of a key or record field holding a
+// stack: its kind and its map.
+func (g *gen) stackField(f *KeyField, x spec.Expr) {
+	t := g.typeOf(x)
+	if !t.IsStack() {
+		return
+	}
+	f.Kind, f.StackMap = KeyKStack, stackMapRef(t)
+	if t.Kind == spec.KindUStack {
+		f.Kind = KeyUStack
+	}
+}
+
+// storeStack stores stack value x (taken here, or saved at entry) at p.
+func (g *gen) storeStack(x spec.Expr, p place) {
+	t := g.typeOf(x)
+	switch x := x.(type) {
+	case *spec.Stack:
+		g.e.Origin(x.Range())
+		flags := int32(0)
+		if x.User {
+			flags = flagUserStack
+		}
+		g.e.Emit(
+			asm.Mov.Reg(asm.R1, regCtx),
+			asm.LoadMapPtr(asm.R2, 0).WithReference(stackMapRef(t)),
+			asm.Mov.Imm(asm.R3, flags),
+			asm.FnGetStackid.Call(),
+			asm.LSh.Imm(asm.R0, 32), asm.ArSh.Imm(asm.R0, 32), // the int it returns, sign-extended
+			asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
+		)
+		if x.User {
+			g.e.Emit(
+				asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32),
+				asm.StoreMem(p.base, p.off+8, asm.R0, asm.DWord),
+			)
+		}
+	case *spec.EntryRef:
+		g.copy(p, stack(g.entryArea+int16(g.entryFields[x.Name])), slotSize(t))
+	default:
+		panic(fmt.Sprintf("compiler: a stack from %T", x))
+	}
+}
+
+// checkStacks reports stacks where the compiler cannot keep them: in a
+// table (shared by probes, while stack maps are a probe's own).
+func (g *gen) checkStacks() {
+	for _, h := range g.handlers() {
+		for _, a := range h.Actions {
+			if a.Kind != spec.Store {
+				continue
+			}
+			xs := append([]spec.Expr{a.Value}, a.Key...)
+			for _, f := range a.Fields {
+				xs = append(xs, f.Value)
+			}
+			for _, x := range xs {
+				if x != nil && g.typeOf(x).IsStack() {
+					g.typeErrorf(x, x.Range(), "Stack in a table",
+						"A stack is an id in the stack map of the probe that takes it, and a table is shared by probes, so %s cannot be stored in %q. Key an aggregation by it (by = [%s]), or save it for on_exit (save { s = %s }).",
+						x.Text(), a.Table.Name, x.Text(), x.Text())
+				}
+			}
+		}
+	}
+}
+
+// chooseProfileRoute decides what a profile probe samples: the event it
+// names, or for "auto" the CPU's cycle counter where the machine has one
+// that samples (samples then count work done, not time), else the
+// cpu-clock timer (every kernel and VM has it).
+func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, error) {
+	s := &bpf.Sampler{Event: p.PerfEvent, Frequency: p.Frequency, PeriodNS: p.PeriodNS}
+	why := ""
+	switch p.PerfEvent {
+	case "auto":
+		if f.Perf.Cycles && p.PeriodNS == 0 {
+			s.Event, why = bpf.EventCycles, "auto: the machine has a hardware cycle counter"
+		} else {
+			s.Event = bpf.EventCPUClock
+			switch {
+			case p.PeriodNS != 0:
+				why = "auto: period_ns is time"
+			case f.Perf.CyclesWhy != "":
+				why = "auto: no hardware cycle counter (" + f.Perf.CyclesWhy + ")"
+			default:
+				why = "auto: no hardware cycle counter"
+			}
+		}
+	case bpf.EventCycles:
+		if !f.Perf.Cycles && f.Source != "profile" {
+			msg := "event = \"cycles\" needs a hardware cycle counter that samples, which the target (" + f.Label() + ") lacks"
+			if f.Perf.CyclesWhy != "" {
+				msg += ": " + f.Perf.CyclesWhy
+			}
+			return decision{}, nil, fmt.Errorf("%s. Use event = \"cpu-clock\" or \"auto\"", msg)
+		}
+		why = "as written"
+	default:
+		why = "as written"
+	}
+	if !f.Perf.Link {
+		return decision{}, nil, fmt.Errorf("profile probes attach with BPF links on perf events (Linux 5.15), which the target (%s) lacks", f.Label())
+	}
+	rate := fmt.Sprintf("%d Hz", s.Frequency)
+	if s.PeriodNS > 0 {
+		rate = fmt.Sprintf("every %d ns", s.PeriodNS)
+	}
+	return decision{route: RouteProfile, families: []Family{FamilyPerfEvent},
+		reason: fmt.Sprintf("perf_event: %s %s on every CPU (%s)", s.Event, rate, why)}, s, nil
+}
