@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/probectl/probectl/bpf"
 )
 
 // EventRecord is one decoded event.
@@ -21,6 +22,9 @@ type EventRecord struct {
 type EventReader struct {
 	probe *ProbeState
 	rd    *ringbuf.Reader
+	// stacks reads the stacks of records, when the probe's events have
+	// stack fields.
+	stacks *stackResolver
 }
 
 // refEvents is the ref of a probe's ring buffer.
@@ -47,7 +51,15 @@ func newEventReader(p *ProbeState, open mapSource) (*EventReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: events: %w", p.Address, err)
 	}
-	return &EventReader{probe: p, rd: rd}, nil
+	er := &EventReader{probe: p, rd: rd}
+	for _, ev := range p.Events {
+		for _, f := range ev.Fields {
+			if f.StackMap != "" && er.stacks == nil {
+				er.stacks = newStackResolver(open, bpf.NewUserSymbols("", nil))
+			}
+		}
+	}
+	return er, nil
 }
 
 // Read blocks for the next event; it returns ErrClosed after Close, and
@@ -69,7 +81,13 @@ func (r *EventReader) Read() (*EventRecord, error) {
 	id := binary.LittleEndian.Uint64(b)
 	for _, ev := range r.probe.Events {
 		if uint64(ev.ID) == id && len(b) >= ev.Size {
-			return &EventRecord{Probe: r.probe.Address.String(), Name: ev.Name, Fields: decodeKey(ev.Fields, b, r.probe)}, nil
+			rec := &EventRecord{Probe: r.probe.Address.String(), Name: ev.Name, Fields: decodeKey(ev.Fields, b, r.probe)}
+			if r.stacks != nil {
+				if err := r.stacks.resolveKey(rec.Fields); err != nil {
+					return nil, err
+				}
+			}
+			return rec, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: event record of unknown id %d", r.probe.Address, id)

@@ -97,9 +97,11 @@ type mapSource func(ref string) (m *ebpf.Map, release func(), err error)
 // (a pin gone, a map replaced) has its Error set; the others are read.
 func (w *Workspace) Read(probes []*ProbeState) []ProbeResult {
 	out := make([]ProbeResult, 0, len(probes))
+	syms := w.symbols()
 	for _, p := range probes {
-		out = append(out, readProbe(p, w.pinnedMaps(p)))
+		out = append(out, readProbe(p, w.pinnedMaps(p), syms))
 	}
+	_ = syms.Save() // the build-id index is a cache: losing it loses nothing now
 	return out
 }
 
@@ -166,7 +168,7 @@ func stats(p *ProbeState, open mapSource) ([]uint64, error) {
 // refStats is the ref of every probe's stats map.
 const refStats = "stats"
 
-func readProbe(p *ProbeState, open mapSource) ProbeResult {
+func readProbe(p *ProbeState, open mapSource, syms *bpf.UserSymbols) ProbeResult {
 	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
 	st, err := stats(p, open)
 	if err != nil {
@@ -180,6 +182,10 @@ func readProbe(p *ProbeState, open mapSource) ProbeResult {
 			return res
 		}
 		ar.Dropped = st[agg.DroppedIndex]
+		if err := resolveStacks(ar, open, syms); err != nil {
+			res.Error = err.Error()
+			return res
+		}
 		res.Aggregations = append(res.Aggregations, *ar)
 	}
 	return res
@@ -319,6 +325,12 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 			key = append(key, KeyField{f.Name, name(functions, raw)})
 		case compiler.KeyEvent:
 			key = append(key, KeyField{f.Name, name(events, raw)})
+		case compiler.KeyKStack, compiler.KeyUStack:
+			if len(raw) < 8 {
+				key = append(key, KeyField{f.Name, "(out of the record)"})
+				continue
+			}
+			key = append(key, KeyField{f.Name, decodeStack(f, raw)})
 		default:
 			key = append(key, KeyField{f.Name, decodeInt(raw)})
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,8 @@ type Session struct {
 	tables map[string]*liveTable
 	// States describe the probes for reading, as an apply's state would.
 	States []*ProbeState
+
+	syms *bpf.UserSymbols // symbolizes user stacks, once per session
 }
 
 // Attach loads and attaches every probe of out. On any failure nothing is
@@ -79,7 +82,10 @@ func (s *Session) maps(i int) mapSource {
 func (s *Session) Read() []ProbeResult {
 	out := make([]ProbeResult, len(s.States))
 	for i, p := range s.States {
-		out[i] = readProbe(p, s.maps(i))
+		if s.syms == nil {
+			s.syms = bpf.NewUserSymbols("", nil)
+		}
+		out[i] = readProbe(p, s.maps(i), s.syms)
 	}
 	return out
 }

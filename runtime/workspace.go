@@ -44,6 +44,8 @@ type Workspace struct {
 	LockTimeout time.Duration
 	// Waiting, when set, is told once that Lock waits for holder (a PID).
 	Waiting func(holder string)
+	// Symbols say where show finds the files of user stacks.
+	Symbols SymbolOptions
 
 	// fault, when set (tests), is called before every step that changes the
 	// kernel or the state; an error makes that step fail.

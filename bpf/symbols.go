@@ -1,0 +1,470 @@
+package bpf
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Symbolization: stack frames to function names. Kernel addresses through
+// /proc/kallsyms (modules included); user addresses through the ELF symbol
+// tables of the files a process maps, found by /proc/PID/maps while it
+// runs, or by build id and file offset (what the kernel records for user
+// stacks) after it has exited.
+
+// Frame is one symbolized stack frame. Symbol is empty when unknown;
+// Module is the kernel module ("" for the kernel image) or the path of the
+// user file.
+type Frame struct {
+	Addr   uint64 `json:"addr"`
+	Symbol string `json:"symbol"`
+	Offset uint64 `json:"offset"`
+	Module string `json:"module"`
+}
+
+// String is the frame as show prints it: func+0x12 [module], or the
+// address when the symbol is unknown.
+func (f Frame) String() string {
+	s := f.Name()
+	if f.Symbol != "" && f.Offset != 0 {
+		s += fmt.Sprintf("+0x%x", f.Offset)
+	}
+	if f.Module != "" {
+		s += " [" + filepath.Base(f.Module) + "]"
+	}
+	return s
+}
+
+// Name is the frame as a flame graph names it: the function, or the address
+// when the symbol is unknown.
+func (f Frame) Name() string {
+	if f.Symbol != "" {
+		return f.Symbol
+	}
+	return fmt.Sprintf("0x%x", f.Addr)
+}
+
+// sym is one function symbol: [Addr, Addr+Size), or up to the next symbol
+// when Size is 0.
+type sym struct {
+	addr, size uint64
+	name       string
+	module     string
+}
+
+// symtab is a sorted symbol table.
+type symtab []sym
+
+func (t symtab) lookup(addr uint64) (sym, bool) {
+	i := sort.Search(len(t), func(i int) bool { return t[i].addr > addr }) - 1
+	if i < 0 {
+		return sym{}, false
+	}
+	s := t[i]
+	if s.size != 0 && addr >= s.addr+s.size {
+		return sym{}, false
+	}
+	return s, true
+}
+
+func (t symtab) sort() {
+	sort.SliceStable(t, func(i, j int) bool { return t[i].addr < t[j].addr })
+}
+
+// KernelSymbols resolves kernel addresses by /proc/kallsyms.
+type KernelSymbols struct {
+	syms symtab
+}
+
+// LoadKernelSymbols reads /proc/kallsyms. Without privilege (or with
+// kptr_restrict) the kernel hides the addresses: every frame is then
+// unknown.
+func LoadKernelSymbols() (*KernelSymbols, error) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseKallsyms(f)
+}
+
+// parseKallsyms parses kallsyms text: "ffffffff81000000 T _text" and
+// "ffffffffc0201000 t name\t[module]". Only text symbols are kept.
+func parseKallsyms(r io.Reader) (*KernelSymbols, error) {
+	k := &KernelSymbols{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if len(fields) < 3 {
+			continue
+		}
+		switch fields[1] {
+		case "t", "T", "w", "W":
+		default:
+			continue
+		}
+		addr, err := strconv.ParseUint(fields[0], 16, 64)
+		if err != nil || addr == 0 {
+			continue
+		}
+		s := sym{addr: addr, name: fields[2]}
+		if len(fields) > 3 {
+			s.module = strings.Trim(fields[3], "[]")
+		}
+		k.syms = append(k.syms, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	k.syms.sort()
+	return k, nil
+}
+
+// Frame symbolizes a kernel address.
+func (k *KernelSymbols) Frame(addr uint64) Frame {
+	f := Frame{Addr: addr}
+	if k == nil {
+		return f
+	}
+	if s, ok := k.syms.lookup(addr); ok {
+		f.Symbol, f.Offset, f.Module = s.name, addr-s.addr, s.module
+	}
+	return f
+}
+
+// elfFile is what symbolizes addresses in one ELF file: its function
+// symbols (by virtual address) and its loadable segments (to turn a file
+// offset into an address).
+type elfFile struct {
+	path    string
+	buildID string
+	syms    symtab
+	loads   []elf.ProgHeader
+}
+
+// openELF reads the symbols, segments and build id of the ELF file at path.
+func openELF(path string) (*elfFile, error) {
+	ef, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer ef.Close()
+	e := &elfFile{path: path, buildID: elfBuildID(ef)}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			e.loads = append(e.loads, p.ProgHeader)
+		}
+	}
+	for _, get := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
+		list, err := get()
+		if err != nil {
+			continue
+		}
+		for _, s := range list {
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
+				continue
+			}
+			e.syms = append(e.syms, sym{addr: s.Value, size: s.Size, name: s.Name})
+		}
+	}
+	e.syms.sort()
+	return e, nil
+}
+
+// frameAtOffset symbolizes a file offset (of an instruction in a mapped
+// executable segment).
+func (e *elfFile) frameAtOffset(off uint64) Frame {
+	f := Frame{Addr: off, Module: e.path}
+	for _, p := range e.loads {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			vaddr := off - p.Off + p.Vaddr
+			if s, ok := e.syms.lookup(vaddr); ok {
+				f.Symbol, f.Offset = s.name, vaddr-s.addr
+			}
+			break
+		}
+	}
+	return f
+}
+
+// elfBuildID returns the hex GNU build id of an ELF file, or "": from its
+// note segments (a stripped file may have no section headers).
+func elfBuildID(ef *elf.File) string {
+	var notes [][]byte
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_NOTE && p.Filesz < 1<<16 {
+			if b, err := io.ReadAll(p.Open()); err == nil {
+				notes = append(notes, b)
+			}
+		}
+	}
+	for _, s := range ef.Sections {
+		if s.Type == elf.SHT_NOTE && s.Size < 1<<16 {
+			if b, err := s.Data(); err == nil {
+				notes = append(notes, b)
+			}
+		}
+	}
+	for _, b := range notes {
+		for len(b) >= 12 {
+			nameSz, descSz, typ := ef.ByteOrder.Uint32(b), ef.ByteOrder.Uint32(b[4:]), ef.ByteOrder.Uint32(b[8:])
+			nameEnd := 12 + (int(nameSz)+3)&^3
+			descEnd := nameEnd + (int(descSz)+3)&^3
+			if nameSz > 1<<10 || descSz > 1<<10 || descEnd > len(b) || nameEnd+int(descSz) > len(b) {
+				break
+			}
+			if typ == 3 && string(bytes.TrimRight(b[12:12+nameSz], "\x00")) == "GNU" { // NT_GNU_BUILD_ID
+				return hex.EncodeToString(b[nameEnd : nameEnd+int(descSz)])
+			}
+			b = b[descEnd:]
+		}
+	}
+	return ""
+}
+
+// FileBuildID returns the GNU build id of the ELF file at path, or "".
+func FileBuildID(path string) string {
+	ef, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer ef.Close()
+	return elfBuildID(ef)
+}
+
+// mapping is one file-backed executable mapping of a process.
+type mapping struct {
+	start, end, off uint64
+	path            string
+}
+
+// UserSymbols resolves user addresses and build-id frames. It caches the
+// files it opens; where each build id lives is remembered in an index
+// file, so a process seen running once is symbolized after it exits.
+type UserSymbols struct {
+	mu    sync.Mutex
+	files map[string]*elfFile // by path; nil: not an ELF file
+	maps  map[int][]mapping   // by pid; nil: gone
+	// index maps a build id to the path of a file that has it.
+	index     map[string]string
+	indexFile string
+	dirty     bool
+	dirs      []string
+	scanned   map[string]bool // directories already indexed
+	procsSeen bool
+}
+
+// NewUserSymbols returns a user symbolizer. indexFile (may be "") keeps
+// the build ids seen, across runs; dirs are searched for files by build
+// id, besides /usr/lib/debug/.build-id, the files running processes map,
+// the directories of $PATH and the usual library directories.
+func NewUserSymbols(indexFile string, dirs []string) *UserSymbols {
+	u := &UserSymbols{files: map[string]*elfFile{}, maps: map[int][]mapping{}, index: map[string]string{},
+		indexFile: indexFile, dirs: dirs, scanned: map[string]bool{}}
+	if indexFile != "" {
+		if b, err := os.ReadFile(indexFile); err == nil {
+			_ = json.Unmarshal(b, &u.index)
+		}
+	}
+	return u
+}
+
+// Save writes the build-id index back, when it learned something.
+func (u *UserSymbols) Save() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.indexFile == "" || !u.dirty {
+		return nil
+	}
+	b, err := json.MarshalIndent(u.index, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := u.indexFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, u.indexFile)
+}
+
+// file opens (once) the ELF file at path, and indexes its build id.
+func (u *UserSymbols) file(path string) *elfFile {
+	if e, ok := u.files[path]; ok {
+		return e
+	}
+	e, err := openELF(path)
+	if err != nil {
+		e = nil
+	}
+	u.files[path] = e
+	if e != nil && e.buildID != "" && u.index[e.buildID] != path {
+		u.index[e.buildID] = path
+		u.dirty = true
+	}
+	return e
+}
+
+// processMaps reads the executable file mappings of a process, and
+// indexes the build ids of its files.
+func (u *UserSymbols) processMaps(pid int) []mapping {
+	if m, ok := u.maps[pid]; ok {
+		return m
+	}
+	var out []mapping
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
+		out = parseMaps(string(b))
+		for _, m := range out {
+			u.file(m.path)
+		}
+	}
+	u.maps[pid] = out
+	return out
+}
+
+// parseMaps parses /proc/PID/maps, keeping executable file mappings.
+func parseMaps(text string) []mapping {
+	var out []mapping
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		off, err3 := strconv.ParseUint(f[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		path := strings.Join(f[5:], " ")
+		if strings.HasSuffix(path, " (deleted)") {
+			continue
+		}
+		out = append(out, mapping{start: start, end: end, off: off, path: path})
+	}
+	return out
+}
+
+// FrameAt symbolizes address ip of running process pid.
+func (u *UserSymbols) FrameAt(pid int, ip uint64) Frame {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, m := range u.processMaps(pid) {
+		if ip >= m.start && ip < m.end {
+			if e := u.file(m.path); e != nil {
+				f := e.frameAtOffset(ip - m.start + m.off)
+				f.Addr = ip
+				return f
+			}
+			return Frame{Addr: ip, Module: m.path}
+		}
+	}
+	return Frame{Addr: ip}
+}
+
+// FrameByBuildID symbolizes offset off in the file whose build id is id
+// (hex). Addr is the offset.
+func (u *UserSymbols) FrameByBuildID(id string, off uint64) Frame {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	e := u.byBuildID(id)
+	if e == nil {
+		return Frame{Addr: off, Module: "build-id " + id}
+	}
+	return e.frameAtOffset(off)
+}
+
+// byBuildID finds the file with build id id: from the index (checked
+// again: the file may have been replaced), the debug directory, the files
+// running processes map, then the search directories.
+func (u *UserSymbols) byBuildID(id string) *elfFile {
+	check := func(path string) *elfFile {
+		if e := u.file(path); e != nil && e.buildID == id {
+			return e
+		}
+		return nil
+	}
+	if path, ok := u.index[id]; ok {
+		if e := check(path); e != nil {
+			return e
+		}
+		delete(u.index, id)
+		u.dirty = true
+	}
+	if len(id) > 2 {
+		if e := check(filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")); e != nil && len(e.loads) > 0 {
+			return e
+		}
+	}
+	if !u.procsSeen {
+		u.procsSeen = true
+		if ents, err := os.ReadDir("/proc"); err == nil {
+			for _, d := range ents {
+				if pid, err := strconv.Atoi(d.Name()); err == nil {
+					u.processMaps(pid)
+				}
+			}
+		}
+		if path, ok := u.index[id]; ok {
+			if e := check(path); e != nil {
+				return e
+			}
+		}
+	}
+	dirs := append([]string(nil), u.dirs...)
+	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
+	dirs = append(dirs, "/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu")
+	for _, dir := range dirs {
+		if dir == "" || u.scanned[dir] {
+			continue
+		}
+		u.scanned[dir] = true
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, d := range ents {
+			if !d.Type().IsRegular() && d.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			path := filepath.Join(dir, d.Name())
+			if _, known := u.files[path]; known {
+				continue
+			}
+			if buildIDOf(path) == id {
+				return check(path)
+			}
+		}
+	}
+	return nil
+}
+
+// buildIDOf reads only the build id of a file (cheaply: no symbols).
+func buildIDOf(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != elf.ELFMAG {
+		return ""
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return ""
+	}
+	return elfBuildID(ef)
+}

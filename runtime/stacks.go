@@ -1,0 +1,227 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"golang.org/x/sys/unix"
+)
+
+// Stack is a decoded kstack or ustack value: the frames the kernel
+// recorded, innermost first, symbolized. A stack the kernel could not
+// record (Err: a kernel stack sampled in user mode, a user stack of a
+// kernel thread, a full stack map) has no frames.
+type Stack struct {
+	User   bool        `json:"-"`
+	ID     int64       `json:"-"`
+	PID    int64       `json:"-"`
+	Frames []bpf.Frame `json:"-"`
+	Err    string      `json:"-"`
+
+	ref string // the stack map
+}
+
+// MarshalJSON writes the frames: [{addr, symbol, offset, module}, ...].
+func (s *Stack) MarshalJSON() ([]byte, error) {
+	if s.Frames == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(s.Frames)
+}
+
+// String is the stack on one line, innermost first: "f1; f2; f3".
+func (s *Stack) String() string {
+	if s.Err != "" {
+		return "[" + s.Err + "]"
+	}
+	var b bytes.Buffer
+	for i, f := range s.Frames {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
+
+// decodeStack decodes a key or record field holding a stack; its frames
+// are read by a stackResolver.
+func decodeStack(f compiler.KeyField, raw []byte) *Stack {
+	s := &Stack{User: f.Kind == compiler.KeyUStack, ref: f.StackMap}
+	s.ID = int64(binary.LittleEndian.Uint64(raw[:8]))
+	if s.User && len(raw) >= 16 {
+		s.PID = int64(binary.LittleEndian.Uint64(raw[8:16]))
+	}
+	if s.ID < 0 {
+		s.Err = stackErr(s.ID, s.User)
+	}
+	return s
+}
+
+// stackErr says why bpf_get_stackid returned errno -id.
+func stackErr(id int64, user bool) string {
+	switch unix.Errno(-id) {
+	case unix.EFAULT:
+		if user {
+			return "no user stack"
+		}
+		return "no kernel stack"
+	case unix.EEXIST:
+		return "stack lost: hash collision in the stack map"
+	case unix.ENOMEM:
+		return "stack lost: stack map full"
+	}
+	return fmt.Sprintf("stack lost: %v", unix.Errno(-id))
+}
+
+// SymbolOptions say where show finds the files of user stacks.
+type SymbolOptions struct {
+	// Dirs are searched for files by build id (besides the index, the
+	// debug directory, running processes, $PATH and library directories).
+	Dirs []string
+}
+
+// stackResolver reads stacks from a probe's stack maps and symbolizes them.
+type stackResolver struct {
+	open  mapSource
+	maps  map[string]*ebpf.Map
+	rels  []func()
+	kern  *bpf.KernelSymbols
+	kerr  error
+	kdone bool
+	user  *bpf.UserSymbols
+	cache map[string][]bpf.Frame
+}
+
+func newStackResolver(open mapSource, user *bpf.UserSymbols) *stackResolver {
+	return &stackResolver{open: open, maps: map[string]*ebpf.Map{}, user: user, cache: map[string][]bpf.Frame{}}
+}
+
+func (r *stackResolver) close() {
+	for _, rel := range r.rels {
+		rel()
+	}
+	r.rels, r.maps = nil, map[string]*ebpf.Map{}
+}
+
+// resolveKey reads and symbolizes the stacks of a decoded key.
+func (r *stackResolver) resolveKey(k OrderedKey) error {
+	for _, f := range k {
+		if s, ok := f.Value.(*Stack); ok {
+			if err := r.resolve(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *stackResolver) resolve(s *Stack) error {
+	if s.Err != "" || s.Frames != nil {
+		return nil
+	}
+	ck := fmt.Sprintf("%s/%d/%d", s.ref, s.ID, s.PID)
+	if fr, ok := r.cache[ck]; ok {
+		s.Frames = fr
+		return nil
+	}
+	m := r.maps[s.ref]
+	if m == nil {
+		mm, rel, err := r.open(s.ref)
+		if err != nil {
+			return err
+		}
+		m = mm
+		r.maps[s.ref] = m
+		r.rels = append(r.rels, rel)
+	}
+	var raw []byte
+	if err := m.Lookup(uint32(s.ID), &raw); err != nil {
+		s.Err = "stack lost: not in the stack map"
+		return nil
+	}
+	if s.User {
+		s.Frames = r.userFrames(raw, int(s.PID))
+	} else {
+		s.Frames = r.kernelFrames(raw)
+	}
+	if s.Frames == nil {
+		s.Frames = []bpf.Frame{}
+	}
+	r.cache[ck] = s.Frames
+	return nil
+}
+
+func (r *stackResolver) kernelFrames(raw []byte) []bpf.Frame {
+	if !r.kdone {
+		r.kdone = true
+		r.kern, r.kerr = bpf.LoadKernelSymbols()
+	}
+	var out []bpf.Frame
+	for off := 0; off+8 <= len(raw); off += 8 {
+		addr := binary.LittleEndian.Uint64(raw[off:])
+		if addr == 0 {
+			break
+		}
+		out = append(out, r.kern.Frame(addr))
+	}
+	return out
+}
+
+// Build-id frame status (struct bpf_stack_build_id).
+const (
+	buildIDEmpty = 0
+	buildIDValid = 1
+	buildIDIP    = 2
+)
+
+func (r *stackResolver) userFrames(raw []byte, pid int) []bpf.Frame {
+	var out []bpf.Frame
+	size := compiler.StackFrameSize(true)
+	for off := 0; off+size <= len(raw); off += size {
+		e := raw[off : off+size]
+		status := int32(binary.LittleEndian.Uint32(e))
+		val := binary.LittleEndian.Uint64(e[24:])
+		switch status {
+		case buildIDValid:
+			out = append(out, r.user.FrameByBuildID(hex.EncodeToString(e[4:24]), val))
+		case buildIDIP:
+			if val == 0 {
+				return out
+			}
+			out = append(out, r.user.FrameAt(pid, val))
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// symbols returns the user symbolizer of the workspace: its build-id
+// index lives in the workspace's state directory.
+func (w *Workspace) symbols() *bpf.UserSymbols {
+	index := ""
+	if w.StateDir != "" {
+		index = filepath.Join(w.StateDir, w.Name, "buildids.json")
+	}
+	return bpf.NewUserSymbols(index, w.Symbols.Dirs)
+}
+
+// resolveStacks reads and symbolizes the stacks in an aggregation's keys.
+func resolveStacks(ar *AggregationResult, open mapSource, syms *bpf.UserSymbols) error {
+	r := newStackResolver(open, syms)
+	defer r.close()
+	for _, e := range ar.Entries {
+		if err := r.resolveKey(e.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
