@@ -171,24 +171,15 @@ func layoutFlame(stacks []flameStack) (*flameLayout, error) {
 	closeTo(0)
 
 	if len(nodes) > flameMaxFrames {
-		// Keep the widest: a caller is never narrower than its callees, so
-		// what stays is still a tree.
-		ns := make([]int64, len(nodes))
-		for i, n := range nodes {
-			ns[i] = n.n
-		}
-		slices.SortFunc(ns, func(a, b int64) int { return cmp.Compare(b, a) })
-		limit := ns[flameMaxFrames] // keep only frames wider than this
-		kept := nodes[:0]
-		for _, n := range nodes {
-			if n.n > limit || n.depth == 0 {
-				kept = append(kept, n)
-			} else {
-				l.elided++
-				l.elidedMaxN = max(l.elidedMaxN, n.n)
-			}
-		}
-		nodes = kept
+		// Keep the widest, and of equally wide frames the shallowest: a
+		// caller is never narrower than its callees, so a callee never
+		// comes before its caller in this order, and what stays is a tree.
+		slices.SortFunc(nodes, func(a, b flameNode) int {
+			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
+		})
+		l.elided += len(nodes) - flameMaxFrames
+		l.elidedMaxN = max(l.elidedMaxN, nodes[flameMaxFrames].n)
+		nodes = nodes[:flameMaxFrames]
 		l.capped = true
 	}
 	slices.SortFunc(nodes, func(a, b flameNode) int {

@@ -572,3 +572,25 @@ func TestFlameGraphWriteError(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestFlameGraphCapTies: more frames than flameMaxFrames, all as wide as
+// one another; the cap keeps flameMaxFrames of them, callers before
+// callees, rather than dropping every frame of the tied width.
+func TestFlameGraphCapTies(t *testing.T) {
+	var stacks []flameStack
+	for i := range 5000 {
+		var frames []string
+		for d := range 10 {
+			frames = append(frames, fmt.Sprintf("s%d_f%d", i, d))
+		}
+		stacks = append(stacks, flameStack{frames, 1})
+	}
+	_, doc := renderFlame(t, "ties", stacks)
+	if len(doc.Frames) != flameMaxFrames {
+		t.Errorf("%d frames drawn, want %d", len(doc.Frames), flameMaxFrames)
+	}
+	if !strings.Contains(doc.Texts["note"], "30,001 frames") {
+		t.Errorf("note: %q", doc.Texts["note"])
+	}
+	checkWidths(t, doc)
+}
