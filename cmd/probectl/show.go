@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/probectl/probectl/runtime"
@@ -13,16 +14,28 @@ import (
 )
 
 func newShowCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, folded bool
+	var flameFile, aggName, symbolDirs string
 	cmd := &cobra.Command{
-		Use:   "show [-json] [ADDRESS...]",
+		Use:   "show [-json | -folded | -flamegraph FILE.svg] [ADDRESS...]",
 		Short: "Show what the applied probes measured",
 		Long: `Show prints each aggregation of the applied probes (or of the addresses
 given): counters and sums as tables sorted by value, histograms as text
 bars, keys decoded (function names, comm strings, signed values). A probe
 that cannot be read is reported, and the others are still shown (exit 1).
 
-  -json  the stable JSON form (README, "Show JSON")`,
+  -json  the stable JSON form (README, "Show JSON")
+
+Stacks (by = [kstack], by = [ustack]) print symbolized, innermost frame
+first. An aggregation keyed by stacks also prints as:
+
+  -folded                the folded stacks of flamegraph.pl ("a;b;c 12" a line),
+                         root first, kernel frames marked _[k]
+  -flamegraph FILE.svg   an interactive SVG flame graph
+  -aggregation NAME      which aggregation, when several are keyed by stacks
+  -symbols DIR[:DIR]     where to look for the files of user stacks by build id,
+                         besides the files running processes map, $PATH, the
+                         library directories and /usr/lib/debug/.build-id`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireBPF("show"); err != nil {
 				return err
@@ -36,7 +49,11 @@ that cannot be read is reported, and the others are still shown (exit 1).
 			if err != nil {
 				return err
 			}
+			w.Symbols.Dirs = filepath.SplitList(symbolDirs)
 			results := w.Read(probes)
+			if folded || flameFile != "" {
+				return showStacks(cmd, results, aggName, folded, flameFile)
+			}
 			var tables []runtime.TableResult
 			if len(args) == 0 {
 				tables = w.ReadTables(s.Tables)
@@ -65,6 +82,10 @@ that cannot be read is reported, and the others are still shown (exit 1).
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
+	cmd.Flags().StringVar(&flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
+	cmd.Flags().StringVar(&aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
+	cmd.Flags().StringVar(&symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
 }
 
@@ -128,6 +149,10 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 			fmt.Fprintln(w)
 			if len(ar.Entries) == 0 {
 				fmt.Fprintln(w, "    (no data)")
+				continue
+			}
+			if hasStacks(ar) {
+				stackEntries(w, ar)
 				continue
 			}
 			if ar.Kind.IsHistogram() {

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Stacks on the host, for real: testdata/stacks/work.c runs under a task
+// name of its own; probes filter on it, so other activity on the machine
+// never changes a count.
+
+// stkWork builds the workload into a directory of its own, named so that
+// its task name is unique to this test process.
+func stkWork(t *testing.T) (path, comm string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc (the stack tests need it; .ci/run installs it)")
+	}
+	dir := t.TempDir()
+	comm = fmt.Sprintf("stk-w%d", os.Getpid()%1000000)
+	path = filepath.Join(dir, comm)
+	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-Wl,--build-id", "-o", path, "testdata/stacks/work.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return path, comm
+}
+
+// stkCLI runs probectl in a workspace of the test's own.
+type stkCLI struct {
+	t     *testing.T
+	state string
+	ws    string
+}
+
+func newStkCLI(t *testing.T) *stkCLI {
+	c := &stkCLI{t: t, state: t.TempDir(), ws: fmt.Sprintf("stk-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)}
+	t.Cleanup(func() { c.run("destroy", "-auto-approve") })
+	return c
+}
+
+func (c *stkCLI) run(args ...string) (string, string, int) {
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"-state-dir", c.state, "-workspace", c.ws}, args...), &stdout, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+func (c *stkCLI) must(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("probectl %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func (c *stkCLI) apply(src string) {
+	c.t.Helper()
+	path := filepath.Join(c.t.TempDir(), "stk.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	c.must("apply", "-auto-approve", path)
+}
+
+// runWork runs the workload to its end: it starts, says ready, works once
+// told to, and exits.
+func runWork(t *testing.T, path string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(path, args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready ") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("workload: no ready line")
+	}
+	io.WriteString(stdin, "go\n")
+	for lines.Scan() {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+}
+
+// A user stack of a process that exited before show: the kernel recorded
+// build ids and file offsets, and show finds the file by its build id.
+// getppid is called exactly n times from stk_caller, called from main.
+func TestStackUserExited(t *testing.T) {
+	path, comm := stkWork(t)
+	c := newStkCLI(t)
+	c.apply(fmt.Sprintf(`
+probe "tracepoint" "getppid" {
+  event = "syscalls:sys_enter_getppid"
+  on_entry {
+    when = comm == %q
+    count "calls" {
+      by = [ustack(4), kstack(3)]
+    }
+  }
+}
+`, comm))
+	const n = 777
+	runWork(t, path, "getppid", fmt.Sprint(n))
+	out := c.must("show", "-json", "-symbols", filepath.Dir(path))
+	var res struct {
+		Probes []struct {
+			Aggregations []struct {
+				Entries []struct {
+					Key   map[string][]map[string]any `json:"key"`
+					Value int64                       `json:"value"`
+				} `json:"entries"`
+			} `json:"aggregations"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	entries := res.Probes[0].Aggregations[0].Entries
+	if len(entries) != 1 {
+		t.Fatalf("want one stack, got %d:\n%s", len(entries), out)
+	}
+	e := entries[0]
+	if e.Value != n {
+		t.Errorf("count %d, want %d", e.Value, n)
+	}
+	var syms []string
+	for _, f := range e.Key["ustack(4)"] {
+		syms = append(syms, fmt.Sprint(f["symbol"]))
+		if f["symbol"] == "stk_caller" || f["symbol"] == "main" {
+			if f["module"] != path {
+				t.Errorf("frame %v: module %v, want %s", f["symbol"], f["module"], path)
+			}
+		}
+	}
+	if len(syms) < 2 || syms[0] != "stk_caller" || syms[1] != "main" {
+		t.Errorf("user stack %v, want stk_caller then main\n%s", syms, out)
+	}
+	if len(e.Key["kstack(3)"]) == 0 {
+		t.Errorf("no kernel stack:\n%s", out)
+	}
+
+	// The text form prints the frames, one a line, innermost first.
+	text := c.must("show", "-symbols", filepath.Dir(path))
+	if !strings.Contains(text, "        stk_caller+0x") || !strings.Contains(text, fmt.Sprintf("count: %d\n", n)) {
+		t.Errorf("show:\n%s", text)
+	}
+}
+
+// A CPU profile of a workload that spends nine tenths of its time in
+// stk_hot: in the flame graph show -flamegraph writes, stk_hot is the
+// widest frame under the workload's process but for its callers.
+func TestStackProfileFlameGraph(t *testing.T) {
+	path, comm := stkWork(t)
+	c := newStkCLI(t)
+	c.apply(fmt.Sprintf(`
+probe "profile" "burn" {
+  frequency = 499
+  on_entry {
+    when = comm == %q
+    count "samples" {
+      by = [comm, ustack, kstack]
+    }
+  }
+}
+`, comm))
+	runWork(t, path, "burn", "3")
+	svg := filepath.Join(t.TempDir(), "stk.svg")
+	c.must("show", "-flamegraph", svg, "-symbols", filepath.Dir(path))
+	f, err := os.Open(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := parseFlameGraph(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proc, hot *flameRect
+	for i := range doc.Frames {
+		fr := &doc.Frames[i]
+		switch {
+		case fr.Depth == 1 && fr.Name == comm:
+			proc = fr
+		case fr.Name == "stk_hot":
+			if hot != nil {
+				t.Fatalf("stk_hot twice: %+v and %+v", *hot, *fr)
+			}
+			hot = fr
+		}
+	}
+	if proc == nil || hot == nil {
+		t.Fatalf("no frame %q at depth 1 or no stk_hot: %+v", comm, doc.Frames)
+	}
+	t.Logf("%s: %d samples, stk_hot %d", comm, proc.Samples, hot.Samples)
+	if hot.Start < proc.Start || hot.Start+hot.Samples > proc.Start+proc.Samples {
+		t.Fatalf("stk_hot %+v is not under %+v", *hot, *proc)
+	}
+	if proc.Samples < 50 {
+		t.Fatalf("only %d samples of the workload", proc.Samples)
+	}
+	for _, fr := range doc.Frames {
+		under := fr.Depth > proc.Depth && fr.Start >= proc.Start && fr.Start+fr.Samples <= proc.Start+proc.Samples
+		caller := fr.Depth < hot.Depth && fr.Start <= hot.Start && fr.Start+fr.Samples >= hot.Start+hot.Samples
+		if under && !caller && fr != *hot && fr.Samples >= hot.Samples {
+			t.Errorf("%q (%d samples) is as wide as stk_hot (%d)", fr.Name, fr.Samples, hot.Samples)
+		}
+	}
+	if hot.Samples*2 < proc.Samples {
+		t.Errorf("stk_hot has %d of %d samples: want most", hot.Samples, proc.Samples)
+	}
+
+	// -folded: the same stacks, root first.
+	folded := c.must("show", "-folded", "-symbols", filepath.Dir(path))
+	if !strings.Contains(folded, comm+";") || !strings.Contains(folded, ";main;stk_hot") {
+		t.Errorf("folded:\n%s", folded)
+	}
+}

@@ -1,0 +1,70 @@
+/* The workload of the stack tests (stacks_test.go), built with frame
+ * pointers so that the kernel can walk its user stacks.
+ *
+ *   work burn SECONDS   spin in stk_hot (9 parts) and stk_cold (1 part)
+ *   work getppid N      call getppid N times from stk_caller, then exit
+ *
+ * It prints "ready PID" and waits for a line on stdin before working. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void stk_spin(unsigned long n) {
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
+
+__attribute__((noinline)) void stk_hot(void) {
+	for (unsigned long i = 0; i < 9000000; i++)
+		sink += i;
+}
+
+__attribute__((noinline)) void stk_cold(void) {
+	for (unsigned long i = 0; i < 1000000; i++)
+		sink += i;
+}
+
+/* The system call is made here, not in libc's wrapper: a wrapper without
+ * a frame of its own would hide its caller from a frame-pointer walk. */
+__attribute__((noinline)) long stk_caller(void) {
+#if defined(__x86_64__)
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_getppid) : "rcx", "r11", "memory");
+	return ret;
+#else
+	return syscall(SYS_getppid);
+#endif
+}
+
+int main(int argc, char **argv) {
+	if (argc != 3)
+		return 2;
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	char line[16];
+	if (!fgets(line, sizeof line, stdin))
+		return 1;
+	long n = atol(argv[2]);
+	if (strcmp(argv[1], "burn") == 0) {
+		struct timespec start, now;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do {
+			stk_hot();
+			stk_cold();
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		} while (now.tv_sec - start.tv_sec < n);
+	} else if (strcmp(argv[1], "getppid") == 0) {
+		for (long i = 0; i < n; i++)
+			stk_caller();
+	} else {
+		return 2;
+	}
+	printf("done\n");
+	fflush(stdout);
+	return 0;
+}
