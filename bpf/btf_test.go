@@ -48,7 +48,7 @@ func TestFactsFileCarriesBTF(t *testing.T) {
 	}
 	if d := g.Differences(&Facts{Arch: g.Arch, Kernel: g.Kernel, BTF: true, ISAv4: g.ISAv4, Links: g.Links,
 		Fprobe: g.Fprobe, FtraceWithRegs: g.FtraceWithRegs, FtraceWithArgs: g.FtraceWithArgs,
-		FprobeEntryFastPath: g.FprobeEntryFastPath, Helpers: g.Helpers}); len(d) != 0 {
+		FprobeEntryFastPath: g.FprobeEntryFastPath, Helpers: g.Helpers, Perf: g.Perf}); len(d) != 0 {
 		t.Errorf("facts differing only in BTF data differ: %v", d)
 	}
 	copied := *g

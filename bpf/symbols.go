@@ -22,14 +22,28 @@ import (
 // runs, or by build id and file offset (what the kernel records for user
 // stacks) after it has exited.
 
-// Frame is one symbolized stack frame. Symbol is empty when unknown;
+// Frame is one symbolized stack frame. Addr is the address, or for a user
+// frame the kernel recorded by build id, the offset in the file. Symbol is
+// empty when unknown;
 // Module is the kernel module ("" for the kernel image) or the path of the
 // user file.
 type Frame struct {
-	Addr   uint64 `json:"addr"`
-	Symbol string `json:"symbol"`
-	Offset uint64 `json:"offset"`
-	Module string `json:"module"`
+	Addr   uint64
+	Symbol string
+	Offset uint64
+	Module string
+}
+
+// MarshalJSON writes the frame with its address in hex ("0xffffffff81234567"):
+// a JSON number loses a 64-bit address's low bits in most readers.
+func (f Frame) MarshalJSON() ([]byte, error) {
+	type frame struct {
+		Addr   string `json:"addr"`
+		Symbol string `json:"symbol"`
+		Offset uint64 `json:"offset"`
+		Module string `json:"module"`
+	}
+	return json.Marshal(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module})
 }
 
 // String is the frame as show prints it: func+0x12 [module], or the

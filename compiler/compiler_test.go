@@ -74,6 +74,8 @@ func TestInvalidFixtures(t *testing.T) {
 				switch fact {
 				case "isa_v4":
 					facts.ISAv4 = false
+				case "perf_link":
+					facts.Perf.Link = false
 				default:
 					t.Fatalf("# WITHOUT: %s is not a fact fixtures can remove", fact)
 				}

@@ -116,13 +116,20 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 		}
 	case *spec.EntryRef:
 		g.copy(p, stack(g.entryArea+int16(g.entryFields[x.Name])), slotSize(t))
+	case *spec.TableRead:
+		// A key the table does not hold reads as -ENOENT: no stack
+		// (0 is a stack id like any other).
+		g.zero(p, slotSize(t))
+		g.e.Emit(bpf.StoreImm64(p.base, p.off, -2))
+		g.tableText(x, p, slotSize(t))
 	default:
 		panic(fmt.Sprintf("compiler: a stack from %T", x))
 	}
 }
 
 // checkStacks reports stacks where the compiler cannot keep them: in a
-// table (shared by probes, while stack maps are a probe's own).
+// table that other probes use (a stack map is a probe's own, and the id of
+// a stack means nothing in another probe's).
 func (g *gen) checkStacks() {
 	for _, h := range g.handlers() {
 		for _, a := range h.Actions {
@@ -133,11 +140,20 @@ func (g *gen) checkStacks() {
 			for _, f := range a.Fields {
 				xs = append(xs, f.Value)
 			}
+			others := ""
+			for _, use := range g.u.uses[a.Table] {
+				if use.g != g {
+					others = use.g.p.Addr.String()
+				}
+			}
+			if others == "" {
+				continue
+			}
 			for _, x := range xs {
 				if x != nil && g.typeOf(x).IsStack() {
 					g.typeErrorf(x, x.Range(), "Stack in a table",
-						"A stack is an id in the stack map of the probe that takes it, and a table is shared by probes, so %s cannot be stored in %q. Key an aggregation by it (by = [%s]), or save it for on_exit (save { s = %s }).",
-						x.Text(), a.Table.Name, x.Text(), x.Text())
+						"A stack is an id in the stack map of the probe that takes it, and %s uses %q too: its stack ids would mean nothing there. Keep the table to one probe (one probe can attach several functions, told apart by func), key an aggregation by the stack (by = [%s]), or save it for on_exit (save = { s = %s }).",
+						others, a.Table.Name, x.Text(), x.Text())
 				}
 			}
 		}

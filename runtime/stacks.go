@@ -77,6 +77,8 @@ func stackErr(id int64, user bool) string {
 		return "stack lost: hash collision in the stack map"
 	case unix.ENOMEM:
 		return "stack lost: stack map full"
+	case unix.ENOENT:
+		return "no stack stored"
 	}
 	return fmt.Sprintf("stack lost: %v", unix.Errno(-id))
 }

@@ -223,3 +223,11 @@ func showStacks(cmd interface {
 	}
 	return nil
 }
+
+// samplerText says what a profile probe samples.
+func samplerText(s *bpf.Sampler) string {
+	if s.PeriodNS > 0 {
+		return fmt.Sprintf("%s every %d ns on every CPU", s.Event, s.PeriodNS)
+	}
+	return fmt.Sprintf("%s at %d Hz on every CPU", s.Event, s.Frequency)
+}

@@ -71,6 +71,8 @@ func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus
 			cmd.Printf("    event      %s\n", printable(p.Event))
 		case len(p.Tracepoints) > 0:
 			cmd.Printf("    events     %d: %s\n", len(p.Tracepoints), abbreviate(p.Tracepoints, 6))
+		case p.Sampler != nil:
+			cmd.Printf("    sample     %s\n", samplerText(p.Sampler))
 		default:
 			cmd.Printf("    functions  %d: %s\n", len(p.Functions), abbreviate(p.Functions, 6))
 		}

@@ -80,11 +80,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	case c.Address.Kind == bpf.KindTracepoint:
 		row("events", "%s", quoteAll(c.Patterns))
 	case c.Sampler != nil:
-		if c.Sampler.PeriodNS > 0 {
-			row("sample", "%s every %d ns on every CPU", c.Sampler.Event, c.Sampler.PeriodNS)
-		} else {
-			row("sample", "%s at %d Hz on every CPU", c.Sampler.Event, c.Sampler.Frequency)
-		}
+		row("sample", "%s", samplerText(c.Sampler))
 	case c.Functions != nil:
 		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
 	default:
