@@ -170,14 +170,14 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 	switch p.PerfEvent {
 	case "auto":
 		if f.Perf.Cycles && p.PeriodNS == 0 {
-			s.Event, why = bpf.EventCycles, "auto: the machine has a hardware cycle counter"
+			s.Event, why = bpf.EventCycles, "auto: the machine has a hardware cycle counter, which counts work done"
 		} else {
 			s.Event = bpf.EventCPUClock
 			switch {
 			case p.PeriodNS != 0:
 				why = "auto: period_ns is time"
 			case f.Perf.CyclesWhy != "":
-				why = "auto: no hardware cycle counter (" + f.Perf.CyclesWhy + ")"
+				why = "auto: no hardware cycle counter; " + f.Perf.CyclesWhy
 			default:
 				why = "auto: no hardware cycle counter"
 			}
@@ -197,7 +197,7 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 	if !f.Perf.Link {
 		return decision{}, nil, fmt.Errorf("profile probes attach with BPF links on perf events (Linux 5.15), which the target (%s) lacks", f.Label())
 	}
-	rate := fmt.Sprintf("%d Hz", s.Frequency)
+	rate := fmt.Sprintf("at %d Hz", s.Frequency)
 	if s.PeriodNS > 0 {
 		rate = fmt.Sprintf("every %d ns", s.PeriodNS)
 	}

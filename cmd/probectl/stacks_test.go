@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Stacks on the host, for real: testdata/stacks/work.c runs under a task
@@ -237,5 +240,88 @@ probe "profile" "burn" {
 	folded := c.must("show", "-folded", "-symbols", filepath.Dir(path))
 	if !strings.Contains(folded, comm+";") || !strings.Contains(folded, ";main;stk_hot") {
 		t.Errorf("folded:\n%s", folded)
+	}
+}
+
+// biostacks (examples/bpftrace/biostacks.hcl), filtered on a dd of the
+// test's own name: its 200 direct writes of 4 KiB are 200 bios, each
+// queued from the write system call and each completed once.
+func TestStackBiostacks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		t.Fatalf("%s is on tmpfs: direct I/O needs a block device (set TMPDIR)", dir)
+	}
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := fmt.Sprintf("stk-d%d", os.Getpid()%1000000)
+	bin := filepath.Join(dir, comm)
+	if b, err := os.ReadFile(dd); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../examples/bpftrace/biostacks.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queued = `when  = event == "block:block_bio_queue"`
+	if strings.Count(string(src), queued) != 1 {
+		t.Fatalf("biostacks.hcl: %q does not occur once", queued)
+	}
+	spec := strings.Replace(string(src), queued, fmt.Sprintf(`when  = event == "block:block_bio_queue" && comm == %q`, comm), 1)
+	c := newStkCLI(t)
+	c.apply(spec)
+	const writes = 200
+	out, err := exec.Command(bin, "if=/dev/zero", "of="+filepath.Join(dir, "io"), "bs=4096", fmt.Sprint("count=", writes), "oflag=direct").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dd: %v\n%s", err, out)
+	}
+	var res struct {
+		Probes []struct {
+			Aggregations []struct {
+				Entries []struct {
+					Key     map[string][]map[string]any `json:"key"`
+					Buckets []struct{ Count int64 }     `json:"buckets"`
+				} `json:"entries"`
+			} `json:"aggregations"`
+		} `json:"probes"`
+	}
+	var total int64
+	// A completion may lag the write's return by a moment.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		js := c.must("show", "-json", "tracepoint.biostacks")
+		if err := json.Unmarshal([]byte(js), &res); err != nil {
+			t.Fatalf("%v\n%s", err, js)
+		}
+		total = 0
+		for _, e := range res.Probes[0].Aggregations[0].Entries {
+			for _, b := range e.Buckets {
+				total += b.Count
+			}
+		}
+		if total >= writes || time.Now().After(deadline) {
+			break
+		}
+	}
+	if total != writes {
+		t.Errorf("%d I/Os measured, want %d", total, writes)
+	}
+	for _, e := range res.Probes[0].Aggregations[0].Entries {
+		var syms []string
+		for _, f := range e.Key["started[args.sector].stack"] {
+			syms = append(syms, fmt.Sprint(f["symbol"]))
+		}
+		if !slices.Contains(syms, "vfs_write") || !slices.Contains(syms, "submit_bio_noacct_nocheck") && !slices.Contains(syms, "submit_bio_noacct") {
+			t.Errorf("a stack that is not a write's bio submission: %v", syms)
+		}
 	}
 }
