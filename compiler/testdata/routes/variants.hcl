@@ -68,3 +68,48 @@ probe "kernel" "filter_only_entry" {
     max "most" { value = -ret }
   }
 }
+
+# Stacks taken at entry, saved for the exit (a user stack is 16 bytes:
+# its id and the process), and as event fields.
+probe "kernel" "stacks_saved" {
+  functions = ["vfs_read"]
+  attach    = "kprobe.multi"
+  on_entry {
+    save = { k = kstack(8), u = ustack(6) }
+  }
+  on_exit {
+    count "by_stack" {
+      by = [entry.k, entry.u, kstack(4)]
+    }
+    event "read" {
+      fields = { k = entry.k, u = ustack(6), n = ret }
+    }
+  }
+}
+
+probe "kernel" "stacks_fentry" {
+  functions = ["vfs_write"]
+  attach    = "fentry"
+  on_entry {
+    count "by_stack" {
+      by = [kstack, ustack]
+    }
+  }
+}
+
+table "stack_of" {}
+
+probe "tracepoint" "stacks_table" {
+  event = ["syscalls:sys_enter_read", "syscalls:sys_exit_read"]
+  on_entry {
+    store "stack_of" {
+      when  = event == "syscalls:sys_enter_read"
+      key   = [tid]
+      value = ustack(5)
+    }
+    count "reads" {
+      when = event == "syscalls:sys_exit_read"
+      by   = [stack_of[tid]]
+    }
+  }
+}

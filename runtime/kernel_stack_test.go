@@ -1,0 +1,128 @@
+package runtime_test
+
+import (
+	goruntime "runtime"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/runtime"
+)
+
+// kstack keys, exactly: every write the worker makes reaches the write
+// function by one path, so the aggregation by kstack has one key, counted
+// once per call, whose frames are the probed function (after the BPF
+// frames of a trampoline, whose program walks the stack from itself) and
+// its callers up to the system call entry. Every entry family the kernel
+// offers, forced; and the sys_enter_write tracepoint.
+func TestKernelStacks(t *testing.T) {
+	f := kernelFacts(t)
+	wfn := writeFunction(t, f)
+	const fails, oks = 7, 13
+	entry := map[string]bool{}
+	for _, fam := range families(f) {
+		if fam.entry && fam.needs(f) && fam.attach != "kprobe.session" {
+			entry[fam.attach] = true
+		}
+	}
+	entry["kprobe.session"] = f.Links.KprobeSession && f.Helpers.SessionKfuncs
+	for _, attach := range []string{"kprobe.multi", "kprobe.session", "fentry", "kprobe", "tracepoint"} {
+		if attach != "tracepoint" && !entry[attach] {
+			t.Logf("%s is not offered by %s", attach, f.Label())
+			continue
+		}
+		t.Run(attach, func(t *testing.T) {
+			wk := newWorker(t)
+			src := `probe "kernel" "s" {
+  functions = ["` + wfn + `"]
+  attach    = "` + attach + `"
+  on_entry {
+    count "stacks" {
+      when = tid == TID
+      by   = [kstack(12)]
+    }
+  }
+}`
+			addr, top := "kernel.s", wfn
+			if attach == "tracepoint" {
+				src = `probe "tracepoint" "s" {
+  event = "syscalls:sys_enter_write"
+  on_entry {
+    count "stacks" {
+      when = tid == TID
+      by   = [kstack(12)]
+    }
+  }
+}`
+				addr, top = "tracepoint.s", ""
+			}
+			w := workspace(t)
+			out := kcompile(t, f, src, wk.tid)
+			s, err := kapply(t, w, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wk.syscalls(t, fails, oks, 0)
+			agg := aggregation(t, w, s, addr, "stacks")
+			if len(agg.Entries) != 1 {
+				for _, e := range agg.Entries {
+					t.Logf("%v: %d", e.Key[0].Value, *e.Value)
+				}
+				t.Fatalf("%d stacks, want 1", len(agg.Entries))
+			}
+			e := agg.Entries[0]
+			st, ok := e.Key[0].Value.(*runtime.Stack)
+			if !ok || st.Err != "" {
+				t.Fatalf("key %#v is not a stack", e.Key[0].Value)
+			}
+			t.Logf("%s on %s (%s): %d calls, %s", attach, f.Label(), out.Probes[0].Route, *e.Value, st)
+			if *e.Value != fails+oks {
+				t.Errorf("count %d, want %d", *e.Value, fails+oks)
+			}
+			checkKernelStack(t, st.Frames, top, attach == "fentry")
+			if _, _, err := w.Destroy(s, nil); err != nil {
+				t.Fatal(err)
+			}
+			leakFree(t, w, nil)
+		})
+	}
+}
+
+// checkKernelStack checks a write's kernel stack: top first (after BPF
+// frames when bpfFirst), and down to the system call entry: do_syscall_64
+// then entry_SYSCALL_64* on amd64, el0_svc* on arm64. Every frame has a
+// symbol.
+func checkKernelStack(t *testing.T, frames []bpf.Frame, top string, bpfFirst bool) {
+	t.Helper()
+	var names []string
+	for _, fr := range frames {
+		if fr.Symbol == "" {
+			t.Errorf("frame %#x has no symbol", fr.Addr)
+		}
+		names = append(names, fr.Symbol)
+	}
+	i := 0
+	for bpfFirst && i < len(frames) && (frames[i].Module == "bpf" || strings.HasPrefix(frames[i].Symbol, "bpf_") || strings.HasPrefix(frames[i].Symbol, "__bpf")) {
+		i++
+	}
+	if top != "" && (i >= len(names) || names[i] != top) {
+		t.Errorf("stack %v: want %s first", names, top)
+	}
+	last := "entry_SYSCALL_64"
+	caller := "do_syscall_64"
+	if goruntime.GOARCH == "arm64" {
+		last, caller = "el0t_64_sync", "el0_svc"
+	}
+	c, l := -1, -1
+	for j, n := range names {
+		if c < 0 && strings.HasPrefix(n, caller) {
+			c = j
+		}
+		if strings.HasPrefix(n, last) {
+			l = j
+		}
+	}
+	if c < 0 || l < c {
+		t.Errorf("stack %v: want %s, then %s", names, caller, last)
+	}
+}
