@@ -72,14 +72,23 @@ func TestKernelStacks(t *testing.T) {
 			}
 			e := agg.Entries[0]
 			st, ok := e.Key[0].Value.(*runtime.Stack)
-			if !ok || st.Err != "" {
+			if !ok {
 				t.Fatalf("key %#v is not a stack", e.Key[0].Value)
 			}
 			t.Logf("%s on %s (%s): %d calls, %s", attach, f.Label(), out.Probes[0].Route, *e.Value, st)
 			if *e.Value != fails+oks {
 				t.Errorf("count %d, want %d", *e.Value, fails+oks)
 			}
-			checkKernelStack(t, st.Frames, top, attach == "fentry")
+			switch {
+			case attach == "tracepoint" && !f.Kernel.AtLeast(6, 12) && st.Err == "no kernel stack":
+				// Before 6.12 (6.1 here) a syscall tracepoint hands BPF
+				// the user registers of the system call: bpf_get_stackid
+				// finds no kernel stack (EFAULT), for every call alike.
+			case st.Err != "":
+				t.Fatalf("no stack: %s", st.Err)
+			default:
+				checkKernelStack(t, st.Frames, top, attach == "fentry")
+			}
 			if _, _, err := w.Destroy(s, nil); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/spec"
 	"github.com/probectl/probectl/spec/spectest"
 )
@@ -48,8 +49,8 @@ func TestExamplesAreValid(t *testing.T) {
 			}
 		}
 	}
-	if len(kinds) != 3 {
-		t.Errorf("examples cover probe kinds %v, want all three", kinds)
+	if len(kinds) != len(bpf.Kinds) {
+		t.Errorf("examples cover probe kinds %v, want all of %v", kinds, bpf.Kinds)
 	}
 	for _, k := range spec.ActionKinds {
 		if !actions[k] {
