@@ -295,11 +295,17 @@ func TestStackBiostacks(t *testing.T) {
 				} `json:"entries"`
 			} `json:"aggregations"`
 		} `json:"probes"`
+		Tables []struct {
+			Entries []json.RawMessage `json:"entries"`
+		} `json:"tables"`
 	}
-	var total int64
-	// A completion may lag the write's return by a moment.
+	var total, left int64
+	// A completion may lag the write's return by a moment. One that ran in
+	// an interrupt while a BPF program (of anyone on the machine) ran on
+	// that CPU was skipped by the kernel, which counts a miss: its bio
+	// stays in the table.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		js := c.must("show", "-json", "tracepoint.biostacks")
+		js := c.must("show", "-json")
 		if err := json.Unmarshal([]byte(js), &res); err != nil {
 			t.Fatalf("%v\n%s", err, js)
 		}
@@ -309,12 +315,23 @@ func TestStackBiostacks(t *testing.T) {
 				total += b.Count
 			}
 		}
+		left = int64(len(res.Tables[0].Entries))
 		if total >= writes || time.Now().After(deadline) {
 			break
 		}
 	}
-	if total != writes {
-		t.Errorf("%d I/Os measured, want %d", total, writes)
+	var status struct {
+		Probes []struct{ Missed int64 } `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(c.must("status", "-json")), &status); err != nil {
+		t.Fatal(err)
+	}
+	missed := status.Probes[0].Missed
+	if left > 0 {
+		t.Logf("%d completions not seen: the kernel skipped %d runs of the probe", left, missed)
+	}
+	if total+left != writes || left > missed {
+		t.Errorf("%d I/Os measured and %d left in the table, want %d in all; the kernel skipped %d runs", total, left, writes, missed)
 	}
 	for _, e := range res.Probes[0].Aggregations[0].Entries {
 		var syms []string
