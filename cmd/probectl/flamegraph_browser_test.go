@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
@@ -96,6 +97,14 @@ const frameJS = `(function (name) {
 	}
 	return { found: false };
 })(%s)`
+
+// framesJS reads every frame, in document order (as parseFlameGraph).
+const framesJS = `Array.from(document.querySelectorAll("g.f")).map(function (g) {
+	var rect = g.querySelector("rect"), b = rect.getBoundingClientRect();
+	return { found: true, x: b.x, y: b.y, width: b.width, height: b.height,
+		display: getComputedStyle(g).display, class: g.getAttribute("class") || "",
+		fill: rect.getAttribute("fill"), label: g.querySelector("text").textContent };
+})`
 
 // browser is one headless chromium, with what its pages did: exceptions
 // their scripts threw and the dialogs they opened.
@@ -226,6 +235,12 @@ func (b *browser) frame(name string) browserFrame {
 	return f
 }
 
+// frames reads every frame, in the order of doc.Frames.
+func (b *browser) frames() []browserFrame {
+	b.t.Helper()
+	return eval[[]browserFrame](b, framesJS)
+}
+
 func (b *browser) text(id string) string {
 	b.t.Helper()
 	return eval[string](b, fmt.Sprintf(`document.getElementById(%q).textContent`, id))
@@ -286,29 +301,131 @@ func near(t *testing.T, what string, got, want float64) {
 	}
 }
 
+// checkView checks every frame as the browser shows it when the frame
+// doc.Frames[z] is zoomed into (z is 0, the root, for the whole graph):
+// z and its callees are drawn across the full width in proportion to their
+// samples, its callers span the full width, faded (except the root when
+// nothing is zoomed), and every other frame is hidden.
+func checkView(t *testing.T, doc *flameDoc, got []browserFrame, z int) {
+	t.Helper()
+	if len(got) != len(doc.Frames) {
+		t.Fatalf("the page has %d frames, the SVG %d", len(got), len(doc.Frames))
+	}
+	zf := doc.Frames[z]
+	scale := float64(flameWidth) / float64(zf.Samples)
+	bad := 0
+	for i, f := range doc.Frames {
+		g := got[i]
+		var err string
+		switch {
+		case f.Depth < zf.Depth && f.Start <= zf.Start && f.Start+f.Samples >= zf.Start+zf.Samples:
+			if g.Display == "none" || !strings.Contains(g.Class, "p") ||
+				math.Abs(g.X-flameXPad) > 0.6 || math.Abs(g.Width-flameWidth) > 0.6 {
+				err = "a caller: want full width, faded"
+			}
+		case f.Depth >= zf.Depth && f.Start >= zf.Start && f.Start+f.Samples <= zf.Start+zf.Samples:
+			wantX := flameXPad + float64(f.Start-zf.Start)*scale
+			wantW := float64(f.Samples) * scale
+			if g.Display == "none" || strings.Contains(g.Class, "p") ||
+				math.Abs(g.X-wantX) > 0.6 || math.Abs(g.Width-wantW) > 0.6 {
+				err = fmt.Sprintf("want x %.2f, width %.2f", wantX, wantW)
+			}
+			if n := utf8.RuneCountInString(g.Label); float64(n)*flameCharWidth > g.Width+0.6 {
+				err = fmt.Sprintf("the label %q does not fit", g.Label)
+			}
+		default:
+			if g.Display != "none" || g.Width != 0 {
+				err = "want hidden"
+			}
+		}
+		if err != "" {
+			if bad++; bad <= 20 {
+				t.Errorf("zoomed into %q: frame %d %q (depth %d, %d+%d samples): display %q, class %q, x %.2f, width %.2f: %s",
+					zf.Name, i, f.Name, f.Depth, f.Start, f.Samples, g.Display, g.Class, g.X, g.Width, err)
+			}
+		}
+	}
+	if bad > 20 {
+		t.Errorf("... and %d more frames", bad-20)
+	}
+}
+
+// openFlameGraph starts chromium and opens svg, a graph writeFlameGraph
+// wrote, kept as the artifact name; it checks that every frame shows as
+// wide as its samples.
+func openFlameGraph(t *testing.T, svg []byte, name string) (*browser, *flameDoc) {
+	t.Helper()
+	doc, err := parseFlameGraph(bytes.NewReader(svg))
+	if err != nil {
+		t.Fatalf("the SVG does not parse: %v", err)
+	}
+	if len(doc.Frames) == 0 {
+		t.Fatal("the flame graph has no frames")
+	}
+	b := startBrowser(t, doc.Height)
+	b.open(name, svg)
+	checkView(t, doc, b.frames(), 0)
+	return b, doc
+}
+
+// zoomInto clicks the widest frame named name and checks the view; it
+// returns the frame's index in doc.Frames.
+func (b *browser) zoomInto(doc *flameDoc, name string) int {
+	b.t.Helper()
+	z := -1
+	for i, f := range doc.Frames {
+		if f.Name == name && (z < 0 || f.Samples > doc.Frames[z].Samples) {
+			z = i
+		}
+	}
+	if z < 0 {
+		b.t.Fatalf("no frame %q in the flame graph", name)
+	}
+	g := b.frames()[z]
+	if g.Width < 2 {
+		b.t.Fatalf("the frame %q is %.2f px wide: too narrow to click", name, g.Width)
+	}
+	b.click(g.center())
+	checkView(b.t, doc, b.frames(), z)
+	if !b.visible("reset") {
+		b.t.Error("no Reset Zoom after a click on a frame")
+	}
+	return z
+}
+
+// checkFlameGraphInBrowser opens svg, a graph writeFlameGraph wrote, in
+// headless chromium, clicks the widest frame named name and checks that
+// the view zoomed into it (it spans the full width, its callees scale
+// with it, its siblings and every frame outside it hide), then that Reset
+// Zoom restores the whole graph. The SVG and a screenshot of the zoomed
+// view are kept as artifacts (prefix.svg, prefix-zoomed.png). A test of
+// show -flamegraph can call it with the file the command wrote.
+func checkFlameGraphInBrowser(t *testing.T, svg []byte, prefix, name string) {
+	t.Helper()
+	b, doc := openFlameGraph(t, svg, prefix+".svg")
+	b.zoomInto(doc, name)
+	b.screenshot(prefix + "-zoomed.png")
+	b.clickText("reset")
+	checkView(t, doc, b.frames(), 0)
+	b.checkQuiet()
+}
+
 // TestFlameGraphBrowser opens a flame graph in headless chromium from a
 // file:// URL and uses it as a person would: click a frame (it zooms),
 // reset the zoom, search, hover. Then it opens a graph of hostile frame
 // names and checks that none of them runs or adds anything to the page.
 // The SVGs and screenshots are kept as artifacts (the log names them).
 func TestFlameGraphBrowser(t *testing.T) {
-	layout, _ := layoutFlame(testStacks)
-	b := startBrowser(t, layout.height())
-
 	var svg bytes.Buffer
 	if err := writeFlameGraph(&svg, "probectl flame graph: browser test", testStacks); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := parseFlameGraph(bytes.NewReader(svg.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, doc := openFlameGraph(t, svg.Bytes(), "flamegraph.svg")
 	samples := map[string]int64{}
 	for _, f := range doc.Frames {
 		samples[f.Name] = f.Samples
 	}
 	W, X := float64(flameWidth), float64(flameXPad)
-	b.open("flamegraph.svg", svg.Bytes())
 
 	// Before: every frame as wide as its samples.
 	for _, name := range []string{"all", "main", "run", "eval", "parse", "add", "worker"} {
@@ -326,7 +443,10 @@ func TestFlameGraphBrowser(t *testing.T) {
 	// Click "eval" (30 of 100 samples, depth 3): it spans the full width,
 	// its callers stay (full width, faded), its callees scale with it, and
 	// every other frame hides, its sibling "parse" first.
-	b.click(b.frame("eval").center())
+	z := b.zoomInto(doc, "eval")
+	if doc.Frames[z].Name != "eval" || doc.Frames[z].Samples != 30 {
+		t.Fatalf("zoomed into %+v", doc.Frames[z])
+	}
 	ev := b.frame("eval")
 	near(t, "eval x after the click", ev.X, X)
 	near(t, "eval width after the click", ev.Width, W)
@@ -358,6 +478,7 @@ func TestFlameGraphBrowser(t *testing.T) {
 
 	// Reset Zoom: back to the first view.
 	b.clickText("reset")
+	checkView(t, doc, b.frames(), 0)
 	for _, name := range []string{"eval", "parse", "worker", "main", "add"} {
 		f := b.frame(name)
 		near(t, name+" width after the reset", f.Width, float64(samples[name])*W/100)
@@ -431,6 +552,33 @@ func checkClean(t *testing.T, b *browser, when string) {
 	}
 }
 
+// TestFlameGraphBrowserLarge zooms into a graph of 100,000 stacks, shaped
+// like a real profile (20,000 frames drawn).
+func TestFlameGraphBrowserLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 4 MiB flame graph in chromium")
+	}
+	var svg bytes.Buffer
+	if err := writeFlameGraph(&svg, "probectl flame graph: 100,000 stacks", hugeStacks(100000)); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := parseFlameGraph(bytes.NewReader(svg.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The widest frame at depth 3: it has callers, siblings and callees.
+	name, widest := "", int64(0)
+	for _, f := range doc.Frames {
+		if f.Depth == 3 && f.Samples > widest {
+			name, widest = f.Name, f.Samples
+		}
+	}
+	start := time.Now()
+	checkFlameGraphInBrowser(t, svg.Bytes(), "flamegraph-large", name)
+	t.Logf("%d frames; opened, zoomed into %q (%d of %d samples) and reset in %v",
+		len(doc.Frames), name, widest, doc.Total, time.Since(start).Round(time.Millisecond))
+}
+
 // hostileNames are frame names that would run script or add elements if
 // they reached the page as markup.
 var hostileNames = []string{
@@ -469,6 +617,7 @@ func testFlameGraphHostileBrowser(t *testing.T, b *browser) {
 			t.Errorf("%q is hidden", name)
 		}
 	}
+	b.screenshot("flamegraph-4-hostile.png")
 	// Zoom into one and search for markup: the script treats names as text.
 	name := hostileNames[0]
 	b.click(b.frame(name).center())
@@ -496,7 +645,7 @@ func testFlameGraphHostileBrowser(t *testing.T, b *browser) {
 			t.Errorf("frame %d highlighted: %v, want %v", i, got, want)
 		}
 	}
-	b.screenshot("flamegraph-4-hostile.png")
+	b.screenshot("flamegraph-5-hostile-zoom-search.png")
 	checkClean(t, b, "zoomed and searched")
 	b.clickText("reset")
 	checkClean(t, b, "zoom reset")

@@ -34,6 +34,7 @@ type flameRect struct {
 type flameDoc struct {
 	Frames []flameRect
 	Total  int64             // fg:total of the <svg>
+	Height int               // the <svg>'s height in pixels
 	Texts  map[string]string // the text of each <text> with an id
 	Script string            // the <script>'s text
 }
@@ -80,6 +81,7 @@ func parseFlameGraph(r io.Reader) (*flameDoc, error) {
 					return nil, fmt.Errorf("root element %s", tok.Name.Local)
 				}
 				doc.Total, _ = strconv.ParseInt(attr["fg:total"], 10, 64)
+				doc.Height, _ = strconv.Atoi(attr["height"])
 			}
 			switch tok.Name.Local {
 			case "script":
