@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -230,10 +231,19 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // frame reads the frame named name.
 func (b *browser) frame(name string) browserFrame {
 	b.t.Helper()
-	f := eval[browserFrame](b, fmt.Sprintf(frameJS, strconv.Quote(name)))
+	f := eval[browserFrame](b, fmt.Sprintf(frameJS, jsString(name)))
 	if !f.Found {
 		b.t.Fatalf("no frame %q in the page", name)
 	}
