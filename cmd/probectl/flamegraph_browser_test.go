@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -120,7 +121,9 @@ type browser struct {
 	mu         sync.Mutex
 	exceptions []string
 	alerts     []string // alert and confirm dialogs: a flame graph opens none
-	prompt     string   // the answer to the search prompt
+	requests   []string // URLs the pages asked for besides the graphs opened
+	opened     map[string]bool
+	prompt     string // the answer to the search prompt
 }
 
 // startBrowser starts chromium for the test, with a viewport as large as
@@ -162,16 +165,21 @@ func startBrowser(t *testing.T, height int) *browser {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancel)
-	b := &browser{t: t, ctx: ctx}
+	b := &browser{t: t, ctx: ctx, opened: map[string]bool{}}
 	if err := chromedp.Listen(ctx, func(ev any) {
-		if ev, ok := ev.(*runtime.EventExceptionThrown); ok {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
 			msg := ev.ExceptionDetails.Text
 			if ev.ExceptionDetails.Exception != nil {
 				msg += " " + ev.ExceptionDetails.Exception.Description
 			}
-			b.mu.Lock()
 			b.exceptions = append(b.exceptions, msg)
-			b.mu.Unlock()
+		case *network.EventRequestWillBeSent:
+			if !b.opened[ev.Request.URL] {
+				b.requests = append(b.requests, ev.Request.URL)
+			}
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -202,13 +210,17 @@ func startBrowser(t *testing.T, height int) *browser {
 func (b *browser) open(name string, svg []byte) {
 	b.t.Helper()
 	p := keepArtifact(b.t, name, svg)
+	b.mu.Lock()
+	b.opened["file://"+p] = true
+	b.mu.Unlock()
 	if err := chromedp.Do(b.ctx, chromedp.Navigate("file://"+p)); err != nil {
 		b.t.Fatalf("open %s: %v", p, err)
 	}
 }
 
-// checkQuiet fails the test if a page threw an exception or opened an
-// alert.
+// checkQuiet fails the test if a page threw an exception, opened an alert
+// or asked for anything but the graph itself (a flame graph needs nothing
+// else, and never the network).
 func (b *browser) checkQuiet() {
 	b.t.Helper()
 	b.mu.Lock()
@@ -219,7 +231,10 @@ func (b *browser) checkQuiet() {
 	for _, a := range b.alerts {
 		b.t.Errorf("the page opened a dialog: %s", a)
 	}
-	b.exceptions, b.alerts = nil, nil
+	for _, u := range b.requests {
+		b.t.Errorf("the page asked for %s", u)
+	}
+	b.exceptions, b.alerts, b.requests = nil, nil, nil
 }
 
 func eval[T any](b *browser, expr string) T {
