@@ -463,6 +463,7 @@ func checkFlameGraphInBrowser(t *testing.T, svg []byte, prefix, name string) {
 // file:// URL and uses it as a person would: click a frame (it zooms),
 // reset the zoom, search, hover. Then it opens a graph of hostile frame
 // names and checks that none of them runs or adds anything to the page.
+// Neither page may throw, open an alert or request any URL but its own.
 // The SVGs and screenshots are kept as artifacts (the log names them).
 func TestFlameGraphBrowser(t *testing.T) {
 	var svg bytes.Buffer
