@@ -98,6 +98,7 @@ func TestDiagnosticDetails(t *testing.T) {
 		{"kernel", "on_exit", `{ f = ret.sk_state }`, "Unsupported traversal", `cast(ret, "struct NAME").FIELD`},
 		{"kernel", "on_entry", `{ f = arg0.sk_state }`, "Unsupported traversal", `cast(arg0, "struct NAME").FIELD`},
 		{"tracepoint", "on_entry", `{ f = pid.x }`, "Unsupported traversal", "task.FIELD and table reads have fields; pid is a plain value."},
+		{"tracepoint", "on_entry", `{ f = band(pid, 0xff) }`, "Not a decimal number", "Write 255 for 0xff."},
 	} {
 		where := `event = "syscalls:sys_enter_read"`
 		if tt.kind == "kernel" {
