@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -14,8 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -97,6 +100,19 @@ const frameJS = `(function (name) {
 	return { found: false };
 })(%s)`
 
+// framesJS reads every frame, in document order (as parseFlameGraph), as
+// rows of [x, y, width, height, hidden, faded] and the labels: plain
+// numbers keep the answer small for a graph of 20,000 frames.
+const framesJS = `(function () {
+	var gs = document.querySelectorAll("g.f"), rows = [], labels = [];
+	for (var i = 0; i < gs.length; i++) {
+		var g = gs[i], b = g.querySelector("rect").getBoundingClientRect(), c = g.getAttribute("class") || "";
+		rows.push([b.x, b.y, b.width, b.height, getComputedStyle(g).display === "none" ? 1 : 0, / p( |$)/.test(c) ? 1 : 0]);
+		labels.push(g.querySelector("text").textContent);
+	}
+	return { rows: rows, labels: labels };
+})()`
+
 // browser is one headless chromium, with what its pages did: exceptions
 // their scripts threw and the dialogs they opened.
 type browser struct {
@@ -105,7 +121,9 @@ type browser struct {
 	mu         sync.Mutex
 	exceptions []string
 	alerts     []string // alert and confirm dialogs: a flame graph opens none
-	prompt     string   // the answer to the search prompt
+	requests   []string // URLs the pages asked for besides the graphs opened
+	opened     map[string]bool
+	prompt     string // the answer to the search prompt
 }
 
 // startBrowser starts chromium for the test, with a viewport as large as
@@ -147,16 +165,21 @@ func startBrowser(t *testing.T, height int) *browser {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancel)
-	b := &browser{t: t, ctx: ctx}
+	b := &browser{t: t, ctx: ctx, opened: map[string]bool{}}
 	if err := chromedp.Listen(ctx, func(ev any) {
-		if ev, ok := ev.(*runtime.EventExceptionThrown); ok {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
 			msg := ev.ExceptionDetails.Text
 			if ev.ExceptionDetails.Exception != nil {
 				msg += " " + ev.ExceptionDetails.Exception.Description
 			}
-			b.mu.Lock()
 			b.exceptions = append(b.exceptions, msg)
-			b.mu.Unlock()
+		case *network.EventRequestWillBeSent:
+			if !b.opened[ev.Request.URL] {
+				b.requests = append(b.requests, ev.Request.URL)
+			}
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -187,13 +210,17 @@ func startBrowser(t *testing.T, height int) *browser {
 func (b *browser) open(name string, svg []byte) {
 	b.t.Helper()
 	p := keepArtifact(b.t, name, svg)
+	b.mu.Lock()
+	b.opened["file://"+p] = true
+	b.mu.Unlock()
 	if err := chromedp.Do(b.ctx, chromedp.Navigate("file://"+p)); err != nil {
 		b.t.Fatalf("open %s: %v", p, err)
 	}
 }
 
-// checkQuiet fails the test if a page threw an exception or opened an
-// alert.
+// checkQuiet fails the test if a page threw an exception, opened an alert
+// or asked for anything but the graph itself (a flame graph needs nothing
+// else, and never the network).
 func (b *browser) checkQuiet() {
 	b.t.Helper()
 	b.mu.Lock()
@@ -204,7 +231,10 @@ func (b *browser) checkQuiet() {
 	for _, a := range b.alerts {
 		b.t.Errorf("the page opened a dialog: %s", a)
 	}
-	b.exceptions, b.alerts = nil, nil
+	for _, u := range b.requests {
+		b.t.Errorf("the page asked for %s", u)
+	}
+	b.exceptions, b.alerts, b.requests = nil, nil, nil
 }
 
 func eval[T any](b *browser, expr string) T {
@@ -216,14 +246,48 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // frame reads the frame named name.
 func (b *browser) frame(name string) browserFrame {
 	b.t.Helper()
-	f := eval[browserFrame](b, fmt.Sprintf(frameJS, strconv.Quote(name)))
+	f := eval[browserFrame](b, fmt.Sprintf(frameJS, jsString(name)))
 	if !f.Found {
 		b.t.Fatalf("no frame %q in the page", name)
 	}
 	return f
+}
+
+// frames reads every frame, in the order of doc.Frames: geometry,
+// display ("none" or ""), class ("f p" for a faded caller, else "f") and
+// label.
+func (b *browser) frames() []browserFrame {
+	b.t.Helper()
+	r := eval[struct {
+		Rows   [][6]float64 `json:"rows"`
+		Labels []string     `json:"labels"`
+	}](b, framesJS)
+	if len(r.Rows) != len(r.Labels) {
+		b.t.Fatalf("%d frames, %d labels", len(r.Rows), len(r.Labels))
+	}
+	fs := make([]browserFrame, len(r.Rows))
+	for i, row := range r.Rows {
+		fs[i] = browserFrame{Found: true, X: row[0], Y: row[1], Width: row[2], Height: row[3], Class: "f", Label: r.Labels[i]}
+		if row[4] != 0 {
+			fs[i].Display = "none"
+		}
+		if row[5] != 0 {
+			fs[i].Class = "f p"
+		}
+	}
+	return fs
 }
 
 func (b *browser) text(id string) string {
@@ -286,29 +350,132 @@ func near(t *testing.T, what string, got, want float64) {
 	}
 }
 
+// checkView checks every frame as the browser shows it when the frame
+// doc.Frames[z] is zoomed into (z is 0, the root, for the whole graph):
+// z and its callees are drawn across the full width in proportion to their
+// samples, its callers span the full width, faded (except the root when
+// nothing is zoomed), and every other frame is hidden.
+func checkView(t *testing.T, doc *flameDoc, got []browserFrame, z int) {
+	t.Helper()
+	if len(got) != len(doc.Frames) {
+		t.Fatalf("the page has %d frames, the SVG %d", len(got), len(doc.Frames))
+	}
+	zf := doc.Frames[z]
+	scale := float64(flameWidth) / float64(zf.Samples)
+	bad := 0
+	for i, f := range doc.Frames {
+		g := got[i]
+		var err string
+		switch {
+		case f.Depth < zf.Depth && f.Start <= zf.Start && f.Start+f.Samples >= zf.Start+zf.Samples:
+			if g.Display == "none" || !strings.Contains(g.Class, "p") ||
+				math.Abs(g.X-flameXPad) > 0.6 || math.Abs(g.Width-flameWidth) > 0.6 {
+				err = "a caller: want full width, faded"
+			}
+		case f.Depth >= zf.Depth && f.Start >= zf.Start && f.Start+f.Samples <= zf.Start+zf.Samples:
+			wantX := flameXPad + float64(f.Start-zf.Start)*scale
+			wantW := float64(f.Samples) * scale
+			if g.Display == "none" || strings.Contains(g.Class, "p") ||
+				math.Abs(g.X-wantX) > 0.6 || math.Abs(g.Width-wantW) > 0.6 {
+				err = fmt.Sprintf("want x %.2f, width %.2f", wantX, wantW)
+			}
+			if n := utf8.RuneCountInString(g.Label); float64(n)*flameCharWidth > g.Width+0.6 {
+				err = fmt.Sprintf("the label %q does not fit", g.Label)
+			}
+		default:
+			if g.Display != "none" || g.Width != 0 {
+				err = "want hidden"
+			}
+		}
+		if err != "" {
+			if bad++; bad <= 20 {
+				t.Errorf("zoomed into %q: frame %d %q (depth %d, %d+%d samples): display %q, class %q, x %.2f, width %.2f: %s",
+					zf.Name, i, f.Name, f.Depth, f.Start, f.Samples, g.Display, g.Class, g.X, g.Width, err)
+			}
+		}
+	}
+	if bad > 20 {
+		t.Errorf("... and %d more frames", bad-20)
+	}
+}
+
+// openFlameGraph starts chromium and opens svg, a graph writeFlameGraph
+// wrote, kept as the artifact name; it checks that every frame shows as
+// wide as its samples.
+func openFlameGraph(t *testing.T, svg []byte, name string) (*browser, *flameDoc) {
+	t.Helper()
+	doc, err := parseFlameGraph(bytes.NewReader(svg))
+	if err != nil {
+		t.Fatalf("the SVG does not parse: %v", err)
+	}
+	if len(doc.Frames) == 0 {
+		t.Fatal("the flame graph has no frames")
+	}
+	b := startBrowser(t, doc.Height)
+	b.open(name, svg)
+	checkView(t, doc, b.frames(), 0)
+	return b, doc
+}
+
+// zoomInto clicks the widest frame named name and checks the view; it
+// returns the frame's index in doc.Frames.
+func (b *browser) zoomInto(doc *flameDoc, name string) int {
+	b.t.Helper()
+	z := -1
+	for i, f := range doc.Frames {
+		if f.Name == name && (z < 0 || f.Samples > doc.Frames[z].Samples) {
+			z = i
+		}
+	}
+	if z < 0 {
+		b.t.Fatalf("no frame %q in the flame graph", name)
+	}
+	g := b.frames()[z]
+	if g.Width < 2 {
+		b.t.Fatalf("the frame %q is %.2f px wide: too narrow to click", name, g.Width)
+	}
+	b.click(g.center())
+	checkView(b.t, doc, b.frames(), z)
+	if !b.visible("reset") {
+		b.t.Error("no Reset Zoom after a click on a frame")
+	}
+	return z
+}
+
+// checkFlameGraphInBrowser opens svg, a graph writeFlameGraph wrote, in
+// headless chromium, clicks the widest frame named name and checks that
+// the view zoomed into it (it spans the full width, its callees scale
+// with it, its siblings and every frame outside it hide), then that Reset
+// Zoom restores the whole graph. The SVG and a screenshot of the zoomed
+// view are kept as artifacts (prefix.svg, prefix-zoomed.png). A test of
+// show -flamegraph can call it with the file the command wrote.
+func checkFlameGraphInBrowser(t *testing.T, svg []byte, prefix, name string) {
+	t.Helper()
+	b, doc := openFlameGraph(t, svg, prefix+".svg")
+	b.zoomInto(doc, name)
+	b.screenshot(prefix + "-zoomed.png")
+	b.clickText("reset")
+	checkView(t, doc, b.frames(), 0)
+	b.checkQuiet()
+}
+
 // TestFlameGraphBrowser opens a flame graph in headless chromium from a
 // file:// URL and uses it as a person would: click a frame (it zooms),
 // reset the zoom, search, hover. Then it opens a graph of hostile frame
 // names and checks that none of them runs or adds anything to the page.
+// Neither page may throw, open an alert or request any URL but its own.
 // The SVGs and screenshots are kept as artifacts (the log names them).
 func TestFlameGraphBrowser(t *testing.T) {
-	layout, _ := layoutFlame(testStacks)
-	b := startBrowser(t, layout.height())
-
 	var svg bytes.Buffer
 	if err := writeFlameGraph(&svg, "probectl flame graph: browser test", testStacks); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := parseFlameGraph(bytes.NewReader(svg.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, doc := openFlameGraph(t, svg.Bytes(), "flamegraph.svg")
 	samples := map[string]int64{}
 	for _, f := range doc.Frames {
 		samples[f.Name] = f.Samples
 	}
 	W, X := float64(flameWidth), float64(flameXPad)
-	b.open("flamegraph.svg", svg.Bytes())
 
 	// Before: every frame as wide as its samples.
 	for _, name := range []string{"all", "main", "run", "eval", "parse", "add", "worker"} {
@@ -326,7 +493,10 @@ func TestFlameGraphBrowser(t *testing.T) {
 	// Click "eval" (30 of 100 samples, depth 3): it spans the full width,
 	// its callers stay (full width, faded), its callees scale with it, and
 	// every other frame hides, its sibling "parse" first.
-	b.click(b.frame("eval").center())
+	z := b.zoomInto(doc, "eval")
+	if doc.Frames[z].Name != "eval" || doc.Frames[z].Samples != 30 {
+		t.Fatalf("zoomed into %+v", doc.Frames[z])
+	}
 	ev := b.frame("eval")
 	near(t, "eval x after the click", ev.X, X)
 	near(t, "eval width after the click", ev.Width, W)
@@ -358,6 +528,7 @@ func TestFlameGraphBrowser(t *testing.T) {
 
 	// Reset Zoom: back to the first view.
 	b.clickText("reset")
+	checkView(t, doc, b.frames(), 0)
 	for _, name := range []string{"eval", "parse", "worker", "main", "add"} {
 		f := b.frame(name)
 		near(t, name+" width after the reset", f.Width, float64(samples[name])*W/100)
@@ -431,6 +602,33 @@ func checkClean(t *testing.T, b *browser, when string) {
 	}
 }
 
+// TestFlameGraphBrowserLarge zooms into a graph of 100,000 stacks, shaped
+// like a real profile (20,000 frames drawn).
+func TestFlameGraphBrowserLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 4 MiB flame graph in chromium")
+	}
+	var svg bytes.Buffer
+	if err := writeFlameGraph(&svg, "probectl flame graph: 100,000 stacks", hugeStacks(100000)); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := parseFlameGraph(bytes.NewReader(svg.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The widest frame at depth 3: it has callers, siblings and callees.
+	name, widest := "", int64(0)
+	for _, f := range doc.Frames {
+		if f.Depth == 3 && f.Samples > widest {
+			name, widest = f.Name, f.Samples
+		}
+	}
+	start := time.Now()
+	checkFlameGraphInBrowser(t, svg.Bytes(), "flamegraph-large", name)
+	t.Logf("%d frames; opened, zoomed into %q (%d of %d samples) and reset in %v",
+		len(doc.Frames), name, widest, doc.Total, time.Since(start).Round(time.Millisecond))
+}
+
 // hostileNames are frame names that would run script or add elements if
 // they reached the page as markup.
 var hostileNames = []string{
@@ -469,6 +667,7 @@ func testFlameGraphHostileBrowser(t *testing.T, b *browser) {
 			t.Errorf("%q is hidden", name)
 		}
 	}
+	b.screenshot("flamegraph-4-hostile.png")
 	// Zoom into one and search for markup: the script treats names as text.
 	name := hostileNames[0]
 	b.click(b.frame(name).center())
@@ -496,7 +695,7 @@ func testFlameGraphHostileBrowser(t *testing.T, b *browser) {
 			t.Errorf("frame %d highlighted: %v, want %v", i, got, want)
 		}
 	}
-	b.screenshot("flamegraph-4-hostile.png")
+	b.screenshot("flamegraph-5-hostile-zoom-search.png")
 	checkClean(t, b, "zoomed and searched")
 	b.clickText("reset")
 	checkClean(t, b, "zoom reset")

@@ -34,6 +34,7 @@ type flameRect struct {
 type flameDoc struct {
 	Frames []flameRect
 	Total  int64             // fg:total of the <svg>
+	Height int               // the <svg>'s height in pixels
 	Texts  map[string]string // the text of each <text> with an id
 	Script string            // the <script>'s text
 }
@@ -80,6 +81,7 @@ func parseFlameGraph(r io.Reader) (*flameDoc, error) {
 					return nil, fmt.Errorf("root element %s", tok.Name.Local)
 				}
 				doc.Total, _ = strconv.ParseInt(attr["fg:total"], 10, 64)
+				doc.Height, _ = strconv.Atoi(attr["height"])
 			}
 			switch tok.Name.Local {
 			case "script":
@@ -477,8 +479,10 @@ func TestFlameGraphHuge(t *testing.T) {
 	l, _ := layoutFlame(stacks)
 	t.Logf("100,000 distinct stacks: rendered in %v (%v of CPU), %d bytes (%.1f MiB), %d frames drawn, %d narrower frames left out",
 		took.Round(time.Millisecond), cpu.Round(time.Millisecond), buf.Len(), float64(buf.Len())/(1<<20), len(doc.Frames), l.elided)
-	if took > 3*time.Second { // well under a second on the development machine
-		t.Errorf("rendering took %v", took)
+	// CPU time, not the wall clock: other tests and programs share the
+	// machine. About 0.4 s on the development machine.
+	if cpu > 3*time.Second {
+		t.Errorf("rendering took %v of CPU", cpu)
 	}
 	if len(doc.Frames) > flameMaxFrames || buf.Len() > 8<<20 {
 		t.Errorf("%d frames, %d bytes: the file is too big", len(doc.Frames), buf.Len())
