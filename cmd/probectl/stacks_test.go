@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probectl/probectl/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,10 @@ func (c *stkCLI) apply(src string) {
 
 // runWork runs the workload to its end: it starts, says ready, works once
 // told to, and exits.
-func runWork(t *testing.T, path string, args ...string) {
+func runWork(t *testing.T, path string, args ...string) { runWorkOn(t, -1, path, args...) }
+
+// runWorkOn runs the workload on one CPU (cpu >= 0) or any.
+func runWorkOn(t *testing.T, cpu int, path string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Stderr = os.Stderr
@@ -101,6 +105,13 @@ func runWork(t *testing.T, path string, args ...string) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("workload: no ready line")
+	}
+	if cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(cmd.Process.Pid, &set); err != nil {
+			t.Fatal(err)
+		}
 	}
 	io.WriteString(stdin, "go\n")
 	for lines.Scan() {
@@ -417,5 +428,54 @@ func TestStackTcpdrop(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no drop in tcp_v4_rcv:\n%s", last)
+	}
+}
+
+// cpuwalk (examples/bpftrace/cpuwalk.hcl), filtered on a workload pinned
+// to the last online CPU: every sample of it is in that CPU's bucket.
+func TestStackCpuwalk(t *testing.T) {
+	path, comm := stkWork(t)
+	cpus, err := bpf.OnlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	src, err := os.ReadFile("../../examples/bpftrace/cpuwalk.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const when = "when  = pid != 0"
+	if strings.Count(string(src), when) != 1 {
+		t.Fatalf("cpuwalk.hcl: %q does not occur once", when)
+	}
+	c := newStkCLI(t)
+	c.apply(strings.Replace(string(src), when, fmt.Sprintf("when  = pid != 0 && comm == %q", comm), 1))
+	runWorkOn(t, cpu, path, "burn", "2")
+	var res struct {
+		Probes []struct {
+			Aggregations []struct {
+				Entries []struct {
+					Buckets []struct{ Low, High, Count int64 } `json:"buckets"`
+				} `json:"entries"`
+			} `json:"aggregations"`
+		} `json:"probes"`
+	}
+	out := c.must("show", "-json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var on, off int64
+	for _, e := range res.Probes[0].Aggregations[0].Entries {
+		for _, b := range e.Buckets {
+			if b.Low == int64(cpu) && b.High == int64(cpu)+1 {
+				on += b.Count
+			} else {
+				off += b.Count
+			}
+		}
+	}
+	t.Logf("%d samples on cpu %d, %d elsewhere", on, cpu, off)
+	if on < 20 || off != 0 {
+		t.Errorf("%d samples on cpu %d and %d elsewhere: want them all on it\n%s", on, cpu, off, out)
 	}
 }
