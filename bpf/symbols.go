@@ -166,6 +166,19 @@ type elfFile struct {
 	buildID string
 	syms    symtab
 	loads   []elf.ProgHeader
+	// debugOnly: a separate debug file (/usr/lib/debug), whose segments
+	// have no contents: file offsets are taken as the first segment's
+	// (offset 0 at its page-aligned address), as linkers lay code out.
+	debugOnly bool
+}
+
+// debugPath is where Debian's -dbgsym packages keep the symbols of the
+// file with build id id.
+func debugPath(id string) string {
+	if len(id) < 3 {
+		return ""
+	}
+	return filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
 }
 
 // openELF reads the symbols, segments and build id of the ELF file at path.
@@ -181,6 +194,24 @@ func openELF(path string) (*elfFile, error) {
 			e.loads = append(e.loads, p.ProgHeader)
 		}
 	}
+	e.syms = funcSymbols(ef)
+	// A stripped file (libc) has only its dynamic symbols: its debug
+	// file, when installed, has them all.
+	if ef.Section(".symtab") == nil && e.buildID != "" {
+		if df, err := elf.Open(debugPath(e.buildID)); err == nil {
+			if elfBuildID(df) == e.buildID {
+				e.syms = append(e.syms, funcSymbols(df)...)
+			}
+			df.Close()
+		}
+	}
+	e.syms.sort()
+	return e, nil
+}
+
+// funcSymbols lists the function symbols of an ELF file.
+func funcSymbols(ef *elf.File) symtab {
+	var out symtab
 	for _, get := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
 		list, err := get()
 		if err != nil {
@@ -190,17 +221,23 @@ func openELF(path string) (*elfFile, error) {
 			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
 				continue
 			}
-			e.syms = append(e.syms, sym{addr: s.Value, size: s.Size, name: s.Name})
+			out = append(out, sym{addr: s.Value, size: s.Size, name: s.Name})
 		}
 	}
-	e.syms.sort()
-	return e, nil
+	return out
 }
 
 // frameAtOffset symbolizes a file offset (of an instruction in a mapped
 // executable segment).
 func (e *elfFile) frameAtOffset(off uint64) Frame {
 	f := Frame{Addr: off, Module: e.path}
+	if e.debugOnly && len(e.loads) > 0 {
+		vaddr := off + e.loads[0].Vaddr&^0xfff
+		if s, ok := e.syms.lookup(vaddr); ok {
+			f.Symbol, f.Offset = s.name, vaddr-s.addr
+		}
+		return f
+	}
 	for _, p := range e.loads {
 		if off >= p.Off && off < p.Off+p.Filesz {
 			vaddr := off - p.Off + p.Vaddr
@@ -323,7 +360,7 @@ func (u *UserSymbols) file(path string) *elfFile {
 		e = nil
 	}
 	u.files[path] = e
-	if e != nil && e.buildID != "" && u.index[e.buildID] != path {
+	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") {
 		u.index[e.buildID] = path
 		u.dirty = true
 	}
@@ -417,11 +454,6 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 		delete(u.index, id)
 		u.dirty = true
 	}
-	if len(id) > 2 {
-		if e := check(filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")); e != nil && len(e.loads) > 0 {
-			return e
-		}
-	}
 	if !u.procsSeen {
 		u.procsSeen = true
 		if ents, err := os.ReadDir("/proc"); err == nil {
@@ -461,6 +493,11 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 				return check(path)
 			}
 		}
+	}
+	// Only the debug file: its symbols, and offsets as laid out usually.
+	if e := check(debugPath(id)); e != nil && len(e.loads) > 0 {
+		e.debugOnly = true
+		return e
 	}
 	return nil
 }
