@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Symbolization: stack frames to function names. Kernel addresses through
@@ -313,8 +314,11 @@ type UserSymbols struct {
 	indexFile string
 	dirty     bool
 	dirs      []string
-	scanned   map[string]bool // directories already indexed
-	procsSeen bool
+	scanned map[string]bool // directories already searched
+	// procsScanned is when the files of every running process were last
+	// indexed: again at most once a second (an event stream outlives
+	// processes).
+	procsScanned time.Time
 }
 
 // NewUserSymbols returns a user symbolizer. indexFile (may be "") keeps
@@ -412,17 +416,28 @@ func parseMaps(text string) []mapping {
 func (u *UserSymbols) FrameAt(pid int, ip uint64) Frame {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	f, ok := u.frameAt(pid, ip)
+	if !ok {
+		// The process may have mapped more since (dlopen), or be another
+		// with the same pid.
+		delete(u.maps, pid)
+		f, _ = u.frameAt(pid, ip)
+	}
+	return f
+}
+
+func (u *UserSymbols) frameAt(pid int, ip uint64) (Frame, bool) {
 	for _, m := range u.processMaps(pid) {
 		if ip >= m.start && ip < m.end {
 			if e := u.file(m.path); e != nil {
 				f := e.frameAtOffset(ip - m.start + m.off)
 				f.Addr = ip
-				return f
+				return f, true
 			}
-			return Frame{Addr: ip, Module: m.path}
+			return Frame{Addr: ip, Module: m.path}, true
 		}
 	}
-	return Frame{Addr: ip}
+	return Frame{Addr: ip}, false
 }
 
 // FrameByBuildID symbolizes offset off in the file whose build id is id
@@ -454,11 +469,12 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 		delete(u.index, id)
 		u.dirty = true
 	}
-	if !u.procsSeen {
-		u.procsSeen = true
+	if time.Since(u.procsScanned) > time.Second {
+		u.procsScanned = time.Now()
 		if ents, err := os.ReadDir("/proc"); err == nil {
 			for _, d := range ents {
 				if pid, err := strconv.Atoi(d.Name()); err == nil {
+					delete(u.maps, pid)
 					u.processMaps(pid)
 				}
 			}

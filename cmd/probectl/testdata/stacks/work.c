@@ -4,7 +4,8 @@
  *   work burn SECONDS   spin in stk_hot (9 parts) and stk_cold (1 part)
  *   work getppid N      call getppid N times from stk_caller, then exit
  *
- * It prints "ready PID" and waits for a line on stdin before working. */
+ * It prints "ready PID" and waits for a line on stdin before working, then
+ * "done", and exits when stdin closes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,5 +67,9 @@ int main(int argc, char **argv) {
 	}
 	printf("done\n");
 	fflush(stdout);
+	/* Exit when stdin closes: the test decides how long the process
+	 * lives after its work. */
+	while (fgets(line, sizeof line, stdin))
+		;
 	return 0;
 }
