@@ -314,7 +314,7 @@ type UserSymbols struct {
 	indexFile string
 	dirty     bool
 	dirs      []string
-	scanned map[string]bool // directories already searched
+	scanned   map[string]bool // directories already searched
 	// procsScanned is when the files of every running process were last
 	// indexed: again at most once a second (an event stream outlives
 	// processes).

@@ -86,7 +86,9 @@ func (c *stkCLI) apply(src string) {
 func runWork(t *testing.T, path string, args ...string) { startWork(t, -1, path, args...)() }
 
 // runWorkOn runs the workload to its end on one CPU.
-func runWorkOn(t *testing.T, cpu int, path string, args ...string) { startWork(t, cpu, path, args...)() }
+func runWorkOn(t *testing.T, cpu int, path string, args ...string) {
+	startWork(t, cpu, path, args...)()
+}
 
 // startWork starts the workload (on one CPU when cpu >= 0), tells it to
 // work and waits until it has; the process lives until the function it
