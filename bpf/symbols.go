@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -329,8 +330,11 @@ func NewUserSymbols(indexFile string, dirs []string) *UserSymbols {
 	u := &UserSymbols{files: map[string]*elfFile{}, maps: map[int][]mapping{}, index: map[string]string{},
 		indexFile: indexFile, dirs: dirs, scanned: map[string]bool{}}
 	if indexFile != "" {
-		if b, err := os.ReadFile(indexFile); err == nil {
-			_ = json.Unmarshal(b, &u.index)
+		if f, err := os.OpenFile(indexFile, os.O_RDONLY|syscall.O_NOFOLLOW, 0); err == nil {
+			if b, err := io.ReadAll(io.LimitReader(f, 16<<20)); err == nil {
+				_ = json.Unmarshal(b, &u.index)
+			}
+			f.Close()
 		}
 	}
 	return u
@@ -347,11 +351,24 @@ func (u *UserSymbols) Save() error {
 	if err != nil {
 		return err
 	}
-	tmp := u.indexFile + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	// A new file of its own (never through a link someone left there),
+	// renamed over the index: the rename replaces a link, never follows it.
+	tmp := fmt.Sprintf("%s.%d.tmp", u.indexFile, os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, u.indexFile)
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, u.indexFile)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // file opens (once) the ELF file at path, and indexes its build id.

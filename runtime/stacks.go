@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
@@ -206,12 +207,16 @@ func (r *stackResolver) userFrames(raw []byte, pid int) []bpf.Frame {
 	return out
 }
 
-// symbols returns the user symbolizer of the workspace: its build-id
-// index lives in the workspace's state directory.
+// symbols returns a user symbolizer for show. Its build-id index is a
+// cache of the user's ($XDG_CACHE_HOME/probectl/buildids.json), not
+// state: show changes nothing in the workspace.
 func (w *Workspace) symbols() *bpf.UserSymbols {
 	index := ""
-	if w.StateDir != "" {
-		index = filepath.Join(w.StateDir, w.Name, "buildids.json")
+	if dir, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(dir, "probectl")
+		if os.MkdirAll(dir, 0o700) == nil {
+			index = filepath.Join(dir, "buildids.json")
+		}
 	}
 	return bpf.NewUserSymbols(index, w.Symbols.Dirs)
 }
