@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -105,7 +106,28 @@ func startWork(t *testing.T, cpu int, path string, args ...string) (exit func())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	// The child inherits the CPUs of the thread that forks it: pinned
+	// from its first instruction.
+	goruntime.LockOSThread()
+	var old unix.CPUSet
+	if cpu >= 0 {
+		if err := unix.SchedGetaffinity(0, &old); err != nil {
+			t.Fatal(err)
+		}
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Start()
+	if cpu >= 0 {
+		if err := unix.SchedSetaffinity(0, &old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goruntime.UnlockOSThread()
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -117,13 +139,6 @@ func startWork(t *testing.T, cpu int, path string, args ...string) (exit func())
 	lines := bufio.NewScanner(stdout)
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready ") {
 		t.Fatalf("workload: no ready line")
-	}
-	if cpu >= 0 {
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(cmd.Process.Pid, &set); err != nil {
-			t.Fatal(err)
-		}
 	}
 	io.WriteString(stdin, "go\n")
 	if !lines.Scan() || lines.Text() != "done" {
