@@ -210,24 +210,20 @@ func (g *gen) noTracepoint(rng hcl.Range, ev string) *hcl.Diagnostic {
 			hint += fmt.Sprintf(" No tracepoint built into that kernel is in the group %q: if a module adds it, plan against a facts file (probectl target -o FILE) written where the module is loaded.", group)
 		}
 		return diagf(rng, "Tracepoint not found",
-			"The kernel of the profile %s (Linux %s %s) has no tracepoint %q.%s", f.Name, f.Kernel, f.Arch, ev, hint)
+			"%q is not on %s: the profile's kernel (Linux %s %s) has no such tracepoint.%s", ev, f.Name, f.Kernel, f.Arch, hint)
 	}
-	return diagf(rng, "Tracepoint not found", "The target (%s) has no tracepoint %q.%s", f.Label(), ev, hint)
+	return diagf(rng, "Tracepoint not found", "%q is not on the target (%s): its kernel has no such tracepoint.%s", ev, f.Label(), hint)
 }
 
 // unknownFormats reports the events whose format the target does not know
-// (a facts file written without formats) that the probes read fields of:
-// each event once, at the first field read of a probe over it, in the
-// order of the files.
+// (a facts file written without formats) that probes read fields of: once
+// per probe, at its first field read, naming all such events of the probe.
 func (u *unit) unknownFormats() hcl.Diagnostics {
-	type use struct {
-		rng    hcl.Range
-		field  string
-		g      *gen
-		events []string
-	}
-	first := map[string]*use{} // by event
+	var diags hcl.Diagnostics
 	for _, g := range u.gens {
+		if len(g.unformatted) == 0 {
+			continue
+		}
 		var at *spec.ArgsField
 		for _, x := range g.exprs() {
 			spec.Walk(x, func(x spec.Expr) {
@@ -239,34 +235,14 @@ func (u *unit) unknownFormats() hcl.Diagnostics {
 		if at == nil {
 			continue
 		}
-		for _, ev := range g.unformatted {
-			if prev := first[ev]; prev == nil || rangeBefore(at.Range(), prev.rng) {
-				first[ev] = &use{rng: at.Range(), field: at.Name, g: g}
-			}
+		events := slices.Sorted(slices.Values(g.unformatted))
+		what := fmt.Sprintf("the format of %q is", events[0])
+		if len(events) > 1 {
+			what = fmt.Sprintf("the formats of %s are", quoteList(events))
 		}
-	}
-	var uses []*use
-	byRange := map[hcl.Range]*use{}
-	for ev, u := range first {
-		if same := byRange[u.rng]; same != nil {
-			same.events = append(same.events, ev)
-			continue
-		}
-		u.events = []string{ev}
-		byRange[u.rng] = u
-		uses = append(uses, u)
-	}
-	sort.Slice(uses, func(i, j int) bool { return rangeBefore(uses[i].rng, uses[j].rng) })
-	var diags hcl.Diagnostics
-	for _, u := range uses {
-		sort.Strings(u.events)
-		what := fmt.Sprintf("the format of %q is", u.events[0])
-		if len(u.events) > 1 {
-			what = fmt.Sprintf("the formats of %s are", quoteList(u.events))
-		}
-		diags = append(diags, diagf(u.rng, "Tracepoint format unknown",
+		diags = append(diags, diagf(at.Range(), "Tracepoint format unknown",
 			"args.%s cannot be located: %s not known for the target (%s), which lists the events but not their fields. Plan against the live kernel, or a facts file written by this version of probectl target -o FILE.",
-			u.field, what, u.g.facts.Label()))
+			at.Name, what, g.facts.Label()))
 	}
 	return diags
 }

@@ -69,7 +69,7 @@ func TestBpftraceExamplesPlanForProfile(t *testing.T) {
 					line := bytes.Split(src, []byte("\n"))[d.Subject.Start.Line-1]
 					at := string(line[d.Subject.Start.Column-1 : d.Subject.End.Column-1])
 					got = append(got, d.Summary+" "+at)
-					if !strings.Contains(d.Detail, "profile "+profile) {
+					if !strings.Contains(d.Detail, "is not on "+profile+":") {
 						t.Errorf("for %s: %s does not name the profile", profile, d.Detail)
 					}
 				}

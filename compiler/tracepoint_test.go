@@ -190,10 +190,9 @@ func TestMultiEventFieldSpellings(t *testing.T) {
 }
 
 // A target that lists its events but knows no formats (a facts file
-// written without them) cannot plan runqlat: each event is reported once,
-// at the first field read of a probe over it, in line order (runqlat reads
-// nine fields).
-func TestUnknownFormatsOncePerEvent(t *testing.T) {
+// written without them) cannot plan runqlat: each probe is reported once,
+// at its first field read, in line order (runqlat reads nine fields).
+func TestUnknownFormatsOncePerProbe(t *testing.T) {
 	facts := withoutFormats(t, mustProfile(t, "linux-7.2-amd64"))
 	cfg, diags := spec.LoadPaths([]string{"../examples/bpftrace/runqlat.hcl"})
 	if diags.HasErrors() {

@@ -1,7 +1,7 @@
 # TARGET: linux-7.2-amd64
 # WITHOUT: tracepoint_formats
-# A facts file without formats: each event is reported once, at the first
-# field read of a probe over it, whatever the order of the probes.
+# A facts file without formats: each probe that reads fields is reported
+# once, at its first field read, naming the events whose format is unknown.
 probe "tracepoint" "wakeup" {
   event = ["sched:sched_wakeup", "sched:sched_wakeup_new"]
   on_entry {
@@ -28,7 +28,7 @@ probe "tracepoint" "wakeup_again" {
   event = "sched:sched_wakeup"
   on_entry {
     count "c" {
-      by = [args.pid]
+      by = [args.pid, args.prio] # ERROR: Tracepoint format unknown
     }
   }
 }
