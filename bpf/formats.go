@@ -37,7 +37,8 @@ import (
 //	sched:sched_wakeup
 //	...
 
-// MaxTracepointFormats bounds a capture, unpacked (a kernel's is about 1 MB).
+// MaxTracepointFormats bounds a capture, unpacked (a kernel's takes 300 to
+// 700 KB).
 const MaxTracepointFormats = 64 << 20
 
 // ErrNoTracepoint says the target's kernel has no such tracepoint.
