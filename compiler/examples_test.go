@@ -92,6 +92,11 @@ var examplesNotEverywhere = map[string]struct {
 	why      string
 	missing  []string
 }{
+	"biosnoop": {
+		profiles: []string{"linux-6.12-amd64", "linux-7.2-amd64", "linux-6.12-arm64", "linux-7.2-arm64"},
+		why:      "block_io_start and block_io_done came in Linux 6.5",
+		missing:  []string{"block:block_io_start", "block:block_io_done"},
+	},
 	"opensnoop": {
 		profiles: []string{"linux-6.1-amd64", "linux-6.12-amd64", "linux-7.2-amd64"},
 		why:      "open(2) is x86-64's: arm64 has openat(2) and openat2(2) only",
