@@ -15,7 +15,8 @@ func ProfileNames() []string {
 	return names
 }
 
-// Profile returns a copy of the built-in profile name.
+// Profile returns a copy of the built-in profile name. Its tracepoints are
+// its kernel's, unpacked when first asked for ([Facts.Tracepoint]).
 func Profile(name string) (*Facts, error) {
 	mk, ok := profiles[name]
 	if !ok {
@@ -27,6 +28,7 @@ func Profile(name string) (*Facts, error) {
 	// Debian's perf_event_max_stack. A profile describes a kernel, not a
 	// machine: whether it has a hardware cycle counter is the machine's.
 	f.Perf = Perf{Link: true, MaxStack: 127, CyclesWhy: "a profile describes a kernel, not the machine's PMU"}
+	f.formats = profileSets[name]
 	f.Derive()
 	return f.shareTypes(), nil
 }
