@@ -119,9 +119,7 @@ func (w *Workspace) pinnedMaps(p *ProbeState) mapSource {
 			if err != nil {
 				return nil, nil, err
 			}
-			// Read-only, but for the ring buffer: its reader advances the
-			// consumer position.
-			mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: ref != refEvents})
+			mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
 			}
@@ -453,6 +451,11 @@ func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 	for _, t := range s.Tables {
 		if d := w.checkTable(t); len(d) > 0 {
 			out[t.Address] = d
+		}
+	}
+	if s.Events != nil {
+		if d := w.checkEvents(s.Events); len(d) > 0 {
+			out[s.Events.Address] = d
 		}
 	}
 	return out

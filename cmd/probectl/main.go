@@ -56,6 +56,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDestroyCmd(g),
 		newStatusCmd(g),
 		newShowCmd(g),
+		newEventsCmd(g),
 		newRunCmd(),
 		newTargetCmd(),
 		newStateCmd(g),
