@@ -389,7 +389,9 @@ type EventsStatus struct {
 
 // EventsStatus checks the applied event buffer; nil when there is none.
 // It changes nothing: it reads the buffer's positions through a read-only
-// mapping, and who holds its reader lock from /proc/locks.
+// mapping (of a read-write descriptor: the kernel refuses to map a ring
+// buffer through a read-only one), and who holds its reader lock from
+// /proc/locks.
 func (w *Workspace) EventsStatus(s *State) *EventsStatus {
 	es := s.Events
 	if es == nil {
@@ -405,7 +407,7 @@ func (w *Workspace) EventsStatus(s *State) *EventsStatus {
 		if holder, ok := d.flockHolder(); ok {
 			st.Reader = holder
 		}
-		if m, err := openBufferIn(d, es, true); err == nil {
+		if m, err := openBufferIn(d, es, false); err == nil {
 			if cons, prod, err := ringPositions(m); err == nil {
 				st.Unread = int64(prod - cons)
 			}
