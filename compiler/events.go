@@ -79,12 +79,14 @@ func newEventBuffer(ev *spec.Events) *EventBuffer {
 // the two pages of positions.
 func (b *EventBuffer) MemoryBytes() int64 { return int64(b.Size) + 2*4096 }
 
-// Records is how many records of the largest event the buffer holds.
+// Records is how many records of the largest event the buffer holds: the
+// kernel fills it to less than its size (a reserve that would use all of
+// it fails).
 func (b *EventBuffer) Records() int {
 	if b.MaxRecord == 0 {
 		return 0
 	}
-	return b.Size / b.MaxRecord
+	return (b.Size - 1) / b.MaxRecord
 }
 
 // layoutID identifies an event layout across applies: a digest of the
