@@ -80,6 +80,7 @@ demo: build
 fuzz:
 	cd spec && $(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) .
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
+	cd cmd/probectl && $(GO) test -run='^$$' -fuzz=FuzzFlameGraph -fuzztime=$(FUZZTIME) .
 
 # Compiler benchmarks, then (root) per-hit overhead against bpftrace.
 bench:

@@ -100,7 +100,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
-		cp.Functions, diags = resolveKernelFunctions(p, u.facts)
+		cp.Functions, diags = resolveKernelFunctions(p, u.facts, d)
 	case bpf.KindUser:
 		cp.Functions, diags = resolveUserFunctions(p, u.facts)
 	case bpf.KindTracepoint:
