@@ -542,14 +542,20 @@ func TestToolSetuids(t *testing.T) {
 	const unchanged = 4294967295 // (uid_t)-1
 	head := fmt.Sprintf("pid=%d, comm=%s", wl.pid, name)
 	var setuid, setfsuid, setresuid []string
+	// all is every probe's events in the order of the calls: the
+	// workspace's one buffer keeps that order across probes.
+	var all []string
 	fs := func(uid, target, prev int) {
 		setfsuid = append(setfsuid, fmt.Sprintf("setfsuid: %s, uid=%d, target=%d, prev_fsuid=%d", head, uid, target, prev))
+		all = append(all, setfsuid[len(setfsuid)-1])
 	}
 	res := func(uid, r, e, s, ret int) {
 		setresuid = append(setresuid, fmt.Sprintf("setresuid: %s, uid=%d, ruid=%d, euid=%d, suid=%d, ret=%d", head, uid, r, e, s, ret))
+		all = append(all, setresuid[len(setresuid)-1])
 	}
 	su := func(uid, target, ret int) {
 		setuid = append(setuid, fmt.Sprintf("setuid: %s, uid=%d, target=%d, ret=%d", head, uid, target, ret))
+		all = append(all, setuid[len(setuid)-1])
 	}
 	fs(0, 1234, 0)
 	fs(0, 0, 1234)
@@ -564,6 +570,13 @@ func TestToolSetuids(t *testing.T) {
 	sameLines(t, "setuid events", logs["setuid_exit"].drain(t), setuid)
 	sameLines(t, "setfsuid events", logs["setfsuid_exit"].drain(t), setfsuid)
 	sameLines(t, "setresuid events", logs["setresuid_exit"].drain(t), setresuid)
+	var got []string
+	for _, ev := range logs["setuid_exit"].log.all(t) {
+		if strings.HasPrefix(ev.Probe, "tracepoint.set") {
+			got = append(got, eventText(ev))
+		}
+	}
+	sameLines(t, "every probe's events, in order", got, all)
 	nothingDropped(t, w, s)
 	wl.finish()
 }
