@@ -354,12 +354,16 @@ func (st *EventStream) resolve(id compiler.EventLayoutID) (layoutRef, bool) {
 	if st.w == nil {
 		return layoutRef{}, false
 	}
-	if at, ok := st.unknown[id]; ok && time.Since(at) < time.Second {
+	at, seen := st.unknown[id]
+	if seen && time.Since(at) < time.Second {
 		return layoutRef{}, false
 	}
+	// Wait for a writer once per layout: records of a layout nobody
+	// records (a state rebuilt by recover) must not stall the stream
+	// each time while an apply waits at its prompt.
 	deadline := time.Now().Add(resolveWait)
 	for {
-		held := st.writerHolds()
+		held := !seen && st.writerHolds()
 		if s, err := st.w.State(); err == nil {
 			st.learn(s, false)
 		}
