@@ -366,25 +366,39 @@ func bucketRange(agg *compiler.Aggregation, b int64) (int64, int64) {
 // sortEntries orders entries by value, largest first (histograms by
 // total count); ties by key text.
 func sortEntries(es []Entry) {
-	weight := func(e Entry) int64 {
-		if e.Value != nil {
-			return *e.Value
-		}
-		var n int64
-		for _, b := range e.Buckets {
-			n += int64(b.Count)
-		}
-		return n
+	type sortKey struct {
+		weight int64
+		key    string
 	}
-	sort.SliceStable(es, func(i, j int) bool {
-		wi, wj := weight(es[i]), weight(es[j])
-		if wi != wj {
-			return wi > wj
+	keys := make([]sortKey, len(es))
+	for i, e := range es {
+		k := &keys[i]
+		if e.Value != nil {
+			k.weight = *e.Value
+		} else {
+			for _, b := range e.Buckets {
+				k.weight += int64(b.Count)
+			}
 		}
-		ki, _ := es[i].Key.MarshalJSON()
-		kj, _ := es[j].Key.MarshalJSON()
-		return string(ki) < string(kj)
+		kb, _ := e.Key.MarshalJSON()
+		k.key = string(kb)
+	}
+	idx := make([]int, len(es))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		ki, kj := keys[idx[i]], keys[idx[j]]
+		if ki.weight != kj.weight {
+			return ki.weight > kj.weight
+		}
+		return ki.key < kj.key
 	})
+	sorted := make([]Entry, len(es))
+	for i, j := range idx {
+		sorted[i] = es[j]
+	}
+	copy(es, sorted)
 }
 
 // ProbeStatus is one applied probe's health: the stable JSON of
@@ -582,4 +596,32 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		}
 	}
 	return drift, missed
+}
+
+// Text is the field's value as text, as show and the metrics decode it:
+// strings as they are (function names, comm, decoded values), integers in
+// decimal. Quoting for a terminal is the caller's.
+func (f KeyField) Text() string {
+	if s, ok := f.Value.(string); ok {
+		return s
+	}
+	return fmt.Sprint(f.Value)
+}
+
+// BucketRanges lists every bucket an aggregation of kind hist or lhist can
+// fill, in order, with Count 0: for hist the <0 bucket [MinInt64, 0), [0, 1),
+// the powers of two [2^k, 2^(k+1)) and the open end [2^62, MaxInt64]; for
+// lhist [MinInt64, min), the steps, and [max, MaxInt64]. The ranges are
+// those the entries' Buckets carry.
+func BucketRanges(agg *compiler.Aggregation) []Bucket {
+	last := int64(64)
+	if agg.Kind == compiler.AggLHist {
+		last = compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep) + 1
+	}
+	out := make([]Bucket, 0, last+1)
+	for b := int64(0); b <= last; b++ {
+		lo, hi := bucketRange(agg, b)
+		out = append(out, Bucket{Low: lo, High: hi})
+	}
+	return out
 }
