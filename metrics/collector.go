@@ -156,8 +156,9 @@ func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, build func() (prom
 // le="0", [2^k, 2^(k+1)) is le="2^(k+1)-1"; lhist's below-min bucket is
 // le="min-1"). The open end ([2^62, max] or [max, ...)) is +Inf, which
 // Prometheus derives from the count. A hist lists its buckets up to the
-// highest one filled (the rest repeat the count); an lhist lists all of
-// them.
+// highest one filled (the rest would repeat the count; all 64 when the
+// open end is filled, so a quantile there is 2^62-1, not a lower bound);
+// an lhist lists all of them.
 func histogram(agg *compiler.Aggregation, ranges []runtime.Bucket, buckets []runtime.Bucket) (map[float64]uint64, uint64) {
 	byLow := make(map[int64]uint64, len(buckets))
 	for _, b := range buckets {
@@ -166,9 +167,9 @@ func histogram(agg *compiler.Aggregation, ranges []runtime.Bucket, buckets []run
 	last := len(ranges) - 2 // the last bounded bucket
 	if agg.Kind == compiler.AggHist {
 		last = 1 // le="0" at least
-		for i := range ranges[:len(ranges)-1] {
+		for i := range ranges {
 			if byLow[ranges[i].Low] > 0 {
-				last = max(last, i)
+				last = max(last, min(i, len(ranges)-2))
 			}
 		}
 	}

@@ -72,12 +72,18 @@ func LabelNames(cols []string, histogram bool) []string {
 		if l == "" || l[0] >= '0' && l[0] <= '9' {
 			l = "_" + l
 		}
-		if strings.HasPrefix(l, "__") || histogram && l == "le" {
-			l = "by_" + l
-		}
 		base := l
-		for n := 2; seen[l]; n++ {
-			l = base + "_" + strconv.Itoa(n)
+		for n := 1; ; n++ {
+			l = base
+			if n > 1 {
+				l += "_" + strconv.Itoa(n)
+			}
+			if strings.HasPrefix(l, "__") || histogram && l == "le" {
+				l = "by_" + l
+			}
+			if !seen[l] {
+				break
+			}
 		}
 		seen[l] = true
 		out[i] = l
