@@ -18,8 +18,8 @@ type Collector struct {
 	// StateDir and Workspace name the workspace, as runtime.Open takes them.
 	StateDir, Workspace string
 	// MaxSeries bounds the aggregation series of one scrape (a histogram
-	// counts its buckets, _sum and _count); 0 is DefaultMaxSeries. A scrape
-	// over it returns the series that fit (probe by probe, each
+	// counts its buckets, +Inf, _sum and _count); 0 is DefaultMaxSeries. A
+	// scrape over it returns the series that fit (probe by probe, each
 	// aggregation's keys largest first, as show orders them) and
 	// probectl_scrape_series_cut says how many were left out.
 	MaxSeries int
@@ -81,7 +81,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	cut := 0
 	names := newNamer()
-	for i, r := range w.Read(s.Probes) {
+	for i, r := range w.ReadUnsorted(s.Probes) {
 		p := s.Probes[i]
 		probe := labelValue(r.Address)
 		if r.Error != "" {
@@ -104,6 +104,15 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiler.Aggr
 	var ranges []runtime.Bucket
 	if agg.Kind.IsHistogram() {
 		ranges = runtime.BucketRanges(agg)
+	}
+	// What fits is the largest entries, as show orders them: sort only
+	// when not everything may fit.
+	cost := len(ar.Entries)
+	if len(ranges) > 0 {
+		cost *= len(ranges) + 2
+	}
+	if cost > budget {
+		runtime.SortEntries(ar.Entries)
 	}
 	values := make([]string, len(fam.labels))
 	for _, e := range ar.Entries {

@@ -49,18 +49,8 @@ It runs until SIGINT or SIGTERM; the probes stay applied.
 				return err
 			}
 			w.Close()
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(
-				&metrics.Collector{StateDir: g.stateDir, Workspace: g.workspace, MaxSeries: maxSeries},
-				collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-				collectors.NewGoCollector(),
-			)
 			mux := http.NewServeMux()
-			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-				ErrorHandling:       promhttp.ContinueOnError,
-				MaxRequestsInFlight: 4,
-				Timeout:             30 * time.Second,
-			}))
+			mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, maxSeries))
 			mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 				if r.URL.Path != "/" {
 					http.NotFound(rw, r)
@@ -72,7 +62,7 @@ It runs until SIGINT or SIGTERM; the probes stay applied.
 			if err != nil {
 				return fmt.Errorf("-listen %s: %w", listen, err)
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			done := make(chan error, 1)
@@ -94,4 +84,19 @@ It runs until SIGINT or SIGTERM; the probes stay applied.
 	cmd.Flags().StringVar(&listen, "listen", defaultListen, "the address to listen on")
 	cmd.Flags().IntVar(&maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
 	return cmd
+}
+
+// metricsHandler serves the workspace's metrics and probectl's own process
+// and Go runtime metrics.
+func metricsHandler(stateDir, workspace string, maxSeries int) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		&metrics.Collector{StateDir: stateDir, Workspace: workspace, MaxSeries: maxSeries},
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+	})
 }
