@@ -20,22 +20,40 @@ import (
 	"time"
 )
 
-// prometheusBinary finds Debian's prometheus, installing it when missing.
-// It skips only when it cannot be installed, never under CI=true.
-func prometheusBinary(t *testing.T) string {
+// prometheusBinary finds a program of Debian's prometheus package
+// (prometheus, promtool), installing the package when missing. It skips
+// only when it cannot be installed, never under CI=true.
+func prometheusBinary(t *testing.T, name string) string {
 	t.Helper()
-	if p, err := exec.LookPath("prometheus"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	out, err := exec.Command("sh", "-c", "apt-get install -y -qq prometheus || (apt-get update -qq && apt-get install -y -qq prometheus)").CombinedOutput()
-	if p, lerr := exec.LookPath("prometheus"); lerr == nil {
+	out, err := exec.Command("sh", "-c", "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus)").CombinedOutput()
+	if p, lerr := exec.LookPath(name); lerr == nil {
 		return p
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("prometheus is missing and cannot be installed: %v\n%s", err, out)
+		t.Fatalf("%s is missing and the prometheus package cannot be installed: %v\n%s", name, err, out)
 	}
-	t.Skipf("prometheus is missing and cannot be installed: %v", err)
+	t.Skipf("%s is missing and the prometheus package cannot be installed: %v", name, err)
 	return ""
+}
+
+// TestDeployPrometheus checks deploy/'s example Prometheus config and alert
+// rules with promtool, and runs the rules' unit tests.
+func TestDeployPrometheus(t *testing.T) {
+	promtool := prometheusBinary(t, "promtool")
+	for _, args := range [][]string{
+		{"check", "config", "prometheus.yml"},
+		{"check", "rules", "probectl-alerts.yml"},
+		{"test", "rules", "probectl-alerts_test.yml"},
+	} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "../../deploy"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 // freePort returns a loopback port nothing listens on right now.
@@ -87,7 +105,7 @@ func TestServePrometheus(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("the workload is built with gcc")
 	}
-	prom := prometheusBinary(t)
+	prom := prometheusBinary(t, "prometheus")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
 		t.Fatal(err)
