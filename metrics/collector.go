@@ -34,6 +34,8 @@ var (
 		"1 when the probe's maps could be read at this scrape, 0 when not (pins gone, a map replaced).", []string{"probe"}, nil)
 	descInfo = prometheus.NewDesc("probectl_probe_info",
 		"An applied probe: its route, link families (comma-separated) and spec digest.", []string{"probe", "route", "attach", "digest"}, nil)
+	descDrift = prometheus.NewDesc("probectl_probe_drift",
+		"How many things about the probe differ from what was applied (a pin or link gone, a map or program replaced, a user probe's binary replaced): probectl status lists them.", []string{"probe"}, nil)
 	descHits = prometheus.NewDesc("probectl_probe_hits_total",
 		"Runs of the probe's entry or exit handler.", []string{"probe", "handler"}, nil)
 	descMissed = prometheus.NewDesc("probectl_probe_missed_hits_total",
@@ -70,6 +72,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1,
 			probe, labelValue(string(st.Route)), labelValue(strings.Join(attach, ",")), labelValue(st.Digest))
+		ch <- prometheus.MustNewConstMetric(descDrift, prometheus.GaugeValue, float64(len(st.Drift)), probe)
+		if len(st.Drift) > 0 {
+			// Its counters were not read: no series rather than zeros,
+			// which Prometheus would take for a counter reset.
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.EntryHits), probe, "entry")
 		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.ExitHits), probe, "exit")
 		ch <- prometheus.MustNewConstMetric(descMissed, prometheus.CounterValue, float64(st.Missed), probe)

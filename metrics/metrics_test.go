@@ -178,3 +178,20 @@ func TestHistogramEnds(t *testing.T) {
 		}
 	}
 }
+
+// Names that meet as written are told apart, and the namer gives the
+// later one _2.
+func TestFamilyClash(t *testing.T) {
+	n := newNamer()
+	agg := func(name string) *compiler.Aggregation {
+		return &compiler.Aggregation{Name: name, Kind: compiler.AggCount}
+	}
+	probe := func(name string) *runtime.ProbeState {
+		return &runtime.ProbeState{Description: compiler.Description{Address: bpf.Address{Kind: "user", Name: name}}}
+	}
+	a := n.family(probe("a_b"), agg("c"))
+	b := n.family(probe("a"), agg("b_c"))
+	if a.name != "probectl_count_user_a_b_c_total" || b.name != "probectl_count_user_a_b_c_2_total" {
+		t.Errorf("clash: %s, %s", a.name, b.name)
+	}
+}

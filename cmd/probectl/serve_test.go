@@ -275,6 +275,40 @@ scrape_configs:
 	expect(`probectl_probe_info{probe="user.srv",route="uprobe",attach!="",digest!=""}`, map[string]float64{"": 1})
 	expect(`probectl_scrape_series_cut`, map[string]float64{"": 0})
 	expect(`probectl_up`, map[string]float64{"": 1})
+	expect(`probectl_probe_drift`, map[string]float64{"": 0})
+
+	// The maps are read at each scrape: more work shows at the next one.
+	waitFor := func(q string, want map[string]float64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := query(q)
+			if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: got %v (%v), want %v", q, got, err, want)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	if out, err := exec.Command(filepath.Join(dir, "srv-work"), "25").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	waitFor(`probectl_count_user_srv_calls_total`, map[string]float64{"comm=srv-work,func=target": 50})
+	expect(`probectl_hist_user_srv_args_bucket{le="15"}`, map[string]float64{"le=15": 32})
+
+	// Drift: a link pin removed. The probe's counters are left out (not
+	// zeros, which would read as a counter reset) and the drift shows.
+	links, _ := filepath.Glob("/sys/fs/bpf/probectl/" + ws + "/user-srv-*/link_0")
+	if len(links) != 1 {
+		t.Fatalf("link pins: %v", links)
+	}
+	if err := os.Remove(links[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`probectl_probe_drift{probe="user.srv"}`, map[string]float64{"": 1})
+	expect(`probectl_probe_hits_total{probe="user.srv"}`, map[string]float64{})
 }
 
 // BenchmarkServeScrape scrapes /metrics over 10,000 aggregation series
