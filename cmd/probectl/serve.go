@@ -37,9 +37,6 @@ It runs until SIGINT or SIGTERM; the probes stay applied.
                   are counted in probectl_scrape_series_cut`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireBPF("serve"); err != nil {
-				return err
-			}
 			if maxSeries < 1 {
 				return fmt.Errorf("-max-series %d: it must be at least 1", maxSeries)
 			}
@@ -49,6 +46,9 @@ It runs until SIGINT or SIGTERM; the probes stay applied.
 				return err
 			}
 			w.Close()
+			if err := requireBPF("serve"); err != nil {
+				return err
+			}
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, maxSeries))
 			mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {

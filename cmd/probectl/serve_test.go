@@ -143,7 +143,12 @@ func TestServePrometheus(t *testing.T) {
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { serve.Process.Signal(os.Interrupt); serve.Wait() })
+	t.Cleanup(func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		if err := serve.Wait(); err != nil {
+			t.Errorf("probectl serve on SIGTERM: %v (want exit 0)", err)
+		}
+	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatalf("serve: %v", err)
