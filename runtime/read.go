@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -685,8 +686,11 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 // strings as they are (function names, comm, decoded values), integers in
 // decimal. Quoting for a terminal is the caller's.
 func (f KeyField) Text() string {
-	if s, ok := f.Value.(string); ok {
-		return s
+	switch v := f.Value.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
 	}
 	return fmt.Sprint(f.Value)
 }
