@@ -87,7 +87,7 @@ func (s *Session) maps(i int) mapSource {
 func (s *Session) Read() []ProbeResult {
 	out := make([]ProbeResult, len(s.States))
 	for i, p := range s.States {
-		out[i] = readProbe(p, s.maps(i))
+		out[i] = readProbe(p, s.maps(i), true)
 	}
 	return out
 }

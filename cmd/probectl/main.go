@@ -60,6 +60,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newRunCmd(),
 		newTargetCmd(),
 		newStateCmd(g),
+		newServeCmd(g),
 	)
 	return root
 }
