@@ -232,3 +232,55 @@ func resolveStacks(ar *AggregationResult, open mapSource, syms *bpf.UserSymbols)
 	}
 	return nil
 }
+
+// eventStacks reads the stacks of event records: each probe's from its
+// own stack maps, which open gives (nil: none resolved). The maps stay
+// open as long as the stream (Close may run while another goroutine
+// decodes, so it does not close them).
+type eventStacks struct {
+	open      func(p *ProbeState) mapSource
+	syms      *bpf.UserSymbols
+	resolvers map[*ProbeState]*stackResolver
+}
+
+// resolve reads and symbolizes the stacks of a record of probe p. A stack
+// whose map cannot be read (its probe replaced since) says so.
+func (e *eventStacks) resolve(p *ProbeState, fields OrderedKey) {
+	has := false
+	for _, f := range fields {
+		if _, ok := f.Value.(*Stack); ok {
+			has = true
+		}
+	}
+	if !has || e.open == nil {
+		return
+	}
+	if e.resolvers == nil {
+		e.resolvers, e.syms = map[*ProbeState]*stackResolver{}, bpf.NewUserSymbols("", nil)
+	}
+	r := e.resolvers[p]
+	if r == nil {
+		r = newStackResolver(e.open(p), e.syms)
+		e.resolvers[p] = r
+	}
+	for _, f := range fields {
+		if s, ok := f.Value.(*Stack); ok {
+			if err := r.resolve(s); err != nil {
+				s.Err = "stack map unreadable: " + err.Error()
+			}
+		}
+	}
+}
+
+
+// stackMaps opens the maps of a session's probe.
+func (s *Session) stackMaps(p *ProbeState) mapSource {
+	for i, q := range s.States {
+		if q == p {
+			return s.maps(i)
+		}
+	}
+	return func(ref string) (*ebpf.Map, func(), error) {
+		return nil, nil, fmt.Errorf("%s: not a probe of this run", p.Address)
+	}
+}

@@ -11,6 +11,9 @@ type Config struct {
 	Probes []*Probe
 	// Tables by name: state the probes share.
 	Tables []*Table
+	// Events is the events block, nil when there is none (the event
+	// buffer then has the default size).
+	Events *Events
 	// Sources holds each file's text by name, for source comments and
 	// diagnostics.
 	Sources map[string][]byte

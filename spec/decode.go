@@ -106,9 +106,12 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		dec.diags = append(dec.diags, cd...)
 		pf := parsed{dec: dec, content: f.Body.(*hclsyntax.Body)}
 		for _, b := range content.Blocks {
-			if b.Type == "table" {
+			switch b.Type {
+			case "table":
 				dec.table(b, all)
-			} else {
+			case "events":
+				cfg.Events = dec.eventsBlock(b, cfg.Events)
+			default:
 				pf.probes = append(pf.probes, b)
 			}
 		}
@@ -143,6 +146,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	}
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
+		diags = append(diags, checkEvents(cfg)...)
 	}
 	for _, t := range all {
 		cfg.Tables = append(cfg.Tables, t)
@@ -156,6 +160,7 @@ var fileSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "probe", LabelNames: []string{"kind", "name"}},
 		{Type: "table", LabelNames: []string{"name"}},
+		{Type: "events"},
 	},
 }
 
