@@ -584,7 +584,7 @@ probe "tracepoint" "gp" {
 	n := 0
 	for n < 3 && lines.Scan() {
 		out = append(out, lines.Text())
-		if strings.Contains(lines.Text(), "event call: ") {
+		if strings.Contains(lines.Text(), "tracepoint.gp call: ") {
 			n++
 		}
 	}
@@ -597,7 +597,7 @@ probe "tracepoint" "gp" {
 	}
 	n = 0
 	for _, l := range out {
-		if strings.Contains(l, "event call: ") {
+		if strings.Contains(l, "tracepoint.gp call: ") {
 			n++
 			if !strings.Contains(l, "u=stk_caller+0x") || !strings.Contains(l, "; main+0x") || !strings.Contains(l, "k=") {
 				t.Errorf("event %q: want the user stack stk_caller; main", l)
