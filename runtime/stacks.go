@@ -272,7 +272,6 @@ func (e *eventStacks) resolve(p *ProbeState, fields OrderedKey) {
 	}
 }
 
-
 // stackMaps opens the maps of a session's probe.
 func (s *Session) stackMaps(p *ProbeState) mapSource {
 	for i, q := range s.States {
