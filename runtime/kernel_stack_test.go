@@ -57,6 +57,12 @@ func TestKernelStacks(t *testing.T) {
 				addr, top = "tracepoint.s", ""
 			}
 			w := workspace(t)
+			if attach == "tracepoint" {
+				// The live kernel's formats, as compile reads them.
+				if err := f.LoadTracepoints([]string{"syscalls:sys_enter_write"}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			out := kcompile(t, f, src, wk.tid)
 			s, err := kapply(t, w, out)
 			if err != nil {
