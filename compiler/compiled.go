@@ -88,6 +88,7 @@ type KeyKind string
 // The key kinds.
 const (
 	KeyInt    KeyKind = "int"    // a signed integer
+	KeyUint   KeyKind = "uint"   // an unsigned 64-bit integer, as the kernel stores it (a u64 field, u64(x))
 	KeyFunc   KeyKind = "func"   // the index of the probe's function: its name
 	KeyEvent  KeyKind = "event"  // the index of the probe's event: its name
 	KeyComm   KeyKind = "comm"   // a task name, NUL-padded
@@ -209,12 +210,21 @@ func (m *Map) Spec() *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries}
 }
 
-// KeyField is one part of an aggregation's key.
+// KeyField is one part of an aggregation's key, or one field of an
+// event's record.
 type KeyField struct {
 	Name   string  `json:"name"`
 	Kind   KeyKind `json:"kind"`
 	Offset int     `json:"offset"`
 	Size   int     `json:"size"`
+	// Decode names the display decoder that show, -json and events apply
+	// in user space (the kernel keeps the number): errno, signal, syscall,
+	// inet, inet6, hex, cgroup, labels (spec.Decoder), and ksym, usym.
+	// Empty: the value shows by its kind.
+	Decode string `json:"decode,omitempty"`
+	// Labels name numbers, each written in decimal: the spec's labels
+	// block for labels, the target's system calls for syscall.
+	Labels map[string]string `json:"labels,omitempty"`
 
 	typ spec.Type // the value's type, while compiling
 }

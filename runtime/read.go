@@ -56,7 +56,7 @@ type Bucket struct {
 // KeyField is one decoded key field.
 type KeyField struct {
 	Name  string
-	Value any // int64 or string
+	Value any // int64, uint64 or string
 }
 
 // OrderedKey is a decoded key: an object from each by field to its value,
@@ -298,6 +298,10 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 			continue
 		}
 		raw := b[f.Offset : f.Offset+f.Size]
+		if dec := decoders[f.Decode]; dec != nil {
+			key = append(key, KeyField{f.Name, dec(f, raw)})
+			continue
+		}
 		switch f.Kind {
 		case compiler.KeyComm, compiler.KeyString:
 			if i := bytes.IndexByte(raw, 0); i >= 0 {
@@ -319,6 +323,8 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 			key = append(key, KeyField{f.Name, name(functions, raw)})
 		case compiler.KeyEvent:
 			key = append(key, KeyField{f.Name, name(events, raw)})
+		case compiler.KeyUint:
+			key = append(key, KeyField{f.Name, uint64(decodeInt(raw))})
 		default:
 			key = append(key, KeyField{f.Name, decodeInt(raw)})
 		}

@@ -52,8 +52,12 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(name)}
 	}
-	if d := checkDepth(name, src); d != nil {
+	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
+	if d := checkDepth(tokens); d != nil {
 		return nil, hcl.Diagnostics{d}
+	}
+	if diags := checkSyntax(tokens); diags.HasErrors() {
+		return nil, diags
 	}
 	return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 }
@@ -105,8 +109,7 @@ var (
 // and ? : chains, each a recursion of the HCL parser) and the operators of
 // one expression (each a level of its tree, though the parser loops over
 // them). Lexical errors are left for the parser to report.
-func checkDepth(name string, src []byte) *hcl.Diagnostic {
-	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
+func checkDepth(tokens hclsyntax.Tokens) *hcl.Diagnostic {
 	type level struct {
 		opener    hclsyntax.TokenType
 		base, ops int // operators on the path into this level, and with this expression's
