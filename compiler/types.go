@@ -133,12 +133,12 @@ func (g *gen) displayType(x *spec.Display) spec.Type {
 	case x.Decoder == spec.DecodeInet:
 		if t.Kind != spec.KindInt && !(t.Kind == spec.KindBytes && t.Size == 4) {
 			return g.typeErrorf(x, x.X.Range(), "inet needs an IPv4 address",
-				"%s is a %s on the target: inet shows a 32-bit address as the kernel stores it (an integer, or 4 bytes).", x.X.Text(), typeName(t))
+				"%s has type %s on the target: inet shows a 32-bit address as the kernel stores it (an integer, or 4 bytes).", x.X.Text(), typeName(t))
 		}
 	case x.Decoder == spec.DecodeInet6:
 		if t.Kind != spec.KindBytes || t.Size != 16 {
 			return g.typeErrorf(x, x.X.Range(), "inet6 needs an IPv6 address",
-				"%s is a %s on the target: inet6 shows a 16-byte address (in6_u.u6_addr8, a u8[16] field).", x.X.Text(), typeName(t))
+				"%s has type %s on the target: inet6 shows a 16-byte address (in6_u.u6_addr8, a u8[16] field).", x.X.Text(), typeName(t))
 		}
 	default:
 		if !g.numeric(x.X, t) {
