@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/binary"
+	"fmt"
+	"sort"
 	"syscall"
 	"testing"
 
@@ -79,5 +81,33 @@ func TestDecodeCgroup(t *testing.T) {
 	cgroups.scanned = cgroups.scanned.Add(-cgroupRescan)
 	if got := decodeCgroup(f, le(1)); got != "cgroup 1" {
 		t.Errorf("id 1 = %v", got)
+	}
+}
+
+// A histogram shows every bucket from the lowest non-empty one to the
+// highest, as bpftrace does; a span no histogram has shows as it is.
+func TestShownBuckets(t *testing.T) {
+	for _, c := range []struct {
+		counts map[int64]uint64
+		want   []int64
+	}{
+		{map[int64]uint64{}, nil},
+		{map[int64]uint64{3: 1}, []int64{3}},
+		{map[int64]uint64{2: 1, 6: 4}, []int64{2, 3, 4, 5, 6}},
+		{map[int64]uint64{0: 1, 64: 1}, nil}, // 65 buckets
+		{map[int64]uint64{0: 1, 1 << 40: 1}, []int64{0, 1 << 40}},
+		{map[int64]uint64{-1 << 63: 1, 1<<63 - 1: 1}, []int64{-1 << 63, 1<<63 - 1}},
+	} {
+		got := shownBuckets(c.counts)
+		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		if c.want == nil && len(c.counts) == 2 {
+			if len(got) != 65 {
+				t.Errorf("%v: %d buckets, want 65", c.counts, len(got))
+			}
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("%v: %v, want %v", c.counts, got, c.want)
+		}
 	}
 }

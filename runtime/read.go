@@ -235,9 +235,9 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 		g := groups[id]
 		e := Entry{Key: g.key}
 		if hist {
-			for b, n := range g.buckets {
+			for _, b := range shownBuckets(g.buckets) {
 				lo, hi := bucketRange(agg, b)
-				e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: n})
+				e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: g.buckets[b]})
 			}
 			sort.Slice(e.Buckets, func(i, j int) bool { return e.Buckets[i].Low < e.Buckets[j].Low })
 		} else {
@@ -248,6 +248,32 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 	}
 	sortEntries(ar.Entries)
 	return ar, nil
+}
+
+// maxBucketSpan bounds the buckets shown between the lowest and the
+// highest non-empty one: an lhist has at most spec.MaxLinearBuckets and
+// its two open ends, a log2 histogram 65. A map that claims more (written
+// by something else) shows its non-empty buckets only.
+const maxBucketSpan = 1002
+
+// shownBuckets are the bucket indexes to show: every one from the lowest
+// non-empty to the highest, the empty ones between included, as bpftrace
+// prints a histogram.
+func shownBuckets(counts map[int64]uint64) []int64 {
+	var out []int64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for b := range counts {
+		out = append(out, b)
+		lo, hi = min(lo, b), max(hi, b)
+	}
+	if len(out) == 0 || hi-lo >= maxBucketSpan || hi-lo < 0 {
+		return out
+	}
+	out = out[:0]
+	for b := lo; b <= hi; b++ {
+		out = append(out, b)
+	}
+	return out
 }
 
 // combine folds the per-CPU values of one key: sums for count, sum and

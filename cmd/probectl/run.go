@@ -20,8 +20,9 @@ import (
 
 func newRunCmd() *cobra.Command {
 	var duration, interval time.Duration
+	var totals bool
 	cmd := &cobra.Command{
-		Use:   "run [PATH...] [-duration D] [-interval D]",
+		Use:   "run [PATH...] [-duration D] [-interval D] [-totals]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -33,7 +34,10 @@ printed. With no PATH it runs the built-in example: tracepoints on system
 calls.
 
   -duration D  stop after D (default: until Ctrl-C)
-  -interval D  print the results every D (default 5s; 0: only at the end)`,
+  -interval D  print the results every D (default 5s; 0: only at the end):
+               counts, sums and histograms as what the interval added,
+               min and max since the start; the totals at the end
+  -totals      print the totals since the start at every interval`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireBPF("run"); err != nil {
 				return err
@@ -52,11 +56,12 @@ calls.
 			if err != nil {
 				return err
 			}
-			return runProbes(cmd, cfg, out, duration, interval)
+			return runProbes(cmd, cfg, out, duration, interval, totals)
 		},
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
+	cmd.Flags().BoolVar(&totals, "totals", false, "print totals since the start at each interval, not what the interval added")
 	return cmd
 }
 
@@ -72,7 +77,7 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	return compileFor(cmd, cfg, facts)
 }
 
-func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration) (err error) {
+func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, totals bool) (err error) {
 	for _, r := range runtime.CleanRuns() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
@@ -175,14 +180,25 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			lastDropped[i] = c.DroppedEvents
 		}
 	}
-	show := func() {
+	// Each interval prints what it added (-totals: the totals); the end
+	// prints the totals.
+	var last []runtime.ProbeResult
+	show := func(final bool) {
 		reportDrops(false)
 		results := sess.Read()
 		mu.Lock()
 		defer mu.Unlock()
 		outw.Flush()
-		cmd.Printf("\n--- %s\n", time.Now().Format("15:04:05"))
-		renderResults(cmd.OutOrStdout(), results)
+		shown, title := results, "totals"
+		if !final && !totals {
+			shown, title = intervalResults(last, results), "the last "+interval.String()
+			if last == nil {
+				title = "the first " + interval.String()
+			}
+			last = results
+		}
+		cmd.Printf("\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
+		renderResults(cmd.OutOrStdout(), shown)
 	}
 	var tick <-chan time.Time
 	if interval > 0 {
@@ -196,7 +212,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		select {
 		case <-ctx.Done():
 			drain()
-			show()
+			show(true)
 			if len(readers) > 0 {
 				reportDrops(true)
 				var n, dropped uint64
@@ -215,7 +231,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			}
 			return nil
 		case <-tick:
-			show()
+			show(false)
 		case <-dropTick.C:
 			reportDrops(false)
 			mu.Lock()
