@@ -36,6 +36,8 @@ type AggregationResult struct {
 	KeyKeys []string                 `json:"-"` // the by fields, in order
 	Entries []Entry                  `json:"entries"`
 	Dropped uint64                   `json:"dropped"`
+	// Omitted counts the keys left out of Entries (show -top N).
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // Entry is one key's value: Value for count, sum, min and max; Buckets for

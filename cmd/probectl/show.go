@@ -14,15 +14,18 @@ import (
 
 func newShowCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var top int
 	cmd := &cobra.Command{
-		Use:   "show [-json] [ADDRESS...]",
+		Use:   "show [-json] [-top N] [ADDRESS...]",
 		Short: "Show what the applied probes measured",
 		Long: `Show prints each aggregation of the applied probes (or of the addresses
 given): counters and sums as tables sorted by value, histograms as text
 bars, keys decoded (function names, comm strings, signed values). A probe
 that cannot be read is reported, and the others are still shown (exit 1).
 
-  -json  the stable JSON form (README, "Show JSON")`,
+  -json   the stable JSON form (README, "Show JSON")
+  -top N  only the N keys of each aggregation with the largest values
+          (histograms: the largest counts), and how many were left out`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireBPF("show"); err != nil {
 				return err
@@ -36,7 +39,10 @@ that cannot be read is reported, and the others are still shown (exit 1).
 			if err != nil {
 				return err
 			}
-			results := w.Read(probes)
+			if top < 0 {
+				return fmt.Errorf("-top takes a number of keys, 1 or more (0: all)")
+			}
+			results := topResults(w.Read(probes), top)
 			var tables []runtime.TableResult
 			if len(args) == 0 {
 				tables = w.ReadTables(s.Tables)
@@ -65,6 +71,7 @@ that cannot be read is reported, and the others are still shown (exit 1).
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
 	return cmd
 }
 
@@ -137,11 +144,33 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 					}
 					drawHistogram(w, e.Buckets)
 				}
-				continue
+			} else {
+				table(w, ar)
 			}
-			table(w, ar)
+			if ar.Omitted > 0 {
+				more := strings.Replace(plural(ar.Omitted, "key"), " ", " more ", 1)
+				fmt.Fprintf(w, "    (%s, with smaller values)\n", more)
+			}
 		}
 	}
+}
+
+// topResults keeps the first n entries of each aggregation (they are
+// sorted, largest first) and counts the others; n 0 keeps all.
+func topResults(results []runtime.ProbeResult, n int) []runtime.ProbeResult {
+	if n <= 0 {
+		return results
+	}
+	for i := range results {
+		for j := range results[i].Aggregations {
+			ar := &results[i].Aggregations[j]
+			if len(ar.Entries) > n {
+				ar.Omitted = len(ar.Entries) - n
+				ar.Entries = ar.Entries[:n]
+			}
+		}
+	}
+	return results
 }
 
 func keyText(k runtime.OrderedKey) string {
