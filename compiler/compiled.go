@@ -103,6 +103,16 @@ type Output struct {
 	Probes []*Probe
 	// Tables are shared by the probes: they live as long as the spec set.
 	Tables []*Table
+	// Skipped are the optional probes that cannot attach on the target,
+	// and why; they are left out of Probes.
+	Skipped []Skipped
+}
+
+// Skipped is an optional probe (optional = true, or whose every pattern is
+// optional("...")) that will not be attached, and why.
+type Skipped struct {
+	Address bpf.Address `json:"address"`
+	Why     string      `json:"why"`
 }
 
 // Description says what a compiled probe is: its address, its route and
@@ -121,8 +131,11 @@ type Description struct {
 	Patterns  []string `json:"patterns,omitempty"`
 	Exclude   []string `json:"exclude,omitempty"`
 	Binary    string   `json:"binary,omitempty"`
-	PID       int      `json:"pid,omitempty"`
-	Event     string   `json:"event,omitempty"`
+	// Library is the library name binary was given as ("libc"), which
+	// the dynamic linker's cache resolved to Binary.
+	Library string `json:"library,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Event   string `json:"event,omitempty"`
 	// Tracepoints are the events a tracepoint probe attaches, sorted (its
 	// patterns resolved; the index is the attach cookie); Event is the one
 	// event of a probe that has only one.
@@ -130,6 +143,9 @@ type Description struct {
 	EntryData   EntryData `json:"entry_data"`
 	// Tables are the tables the probe uses.
 	Tables []string `json:"tables,omitempty"`
+	// Missing says which optional("...") patterns matched nothing on the
+	// target: they attach nothing, and the probe attaches the rest.
+	Missing []string `json:"missing,omitempty"`
 	// Deferred lists the kernel data the probe reads through BTF that the
 	// target could not resolve (a built-in profile carries no BTF): it is
 	// resolved at apply, against the live kernel. A probe with deferred

@@ -36,6 +36,8 @@ type Plan struct {
 	// contents).
 	Tables  []*TableChange `json:"tables,omitempty"`
 	Summary Summary        `json:"summary"`
+	// Skipped are the optional probes that will not be attached, and why.
+	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
 // TableChange is one table's entry in a plan.
@@ -121,7 +123,7 @@ type PlanMap struct {
 
 // NewPlan plans the creation of every probe of out.
 func NewPlan(out *Output) *Plan {
-	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}}
+	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}, Skipped: out.Skipped}
 	for _, p := range out.Probes {
 		plan.Changes = append(plan.Changes, p.Change(ActionCreate, out.Facts))
 	}
