@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -689,6 +690,14 @@ func (d *decoder) events(attr *hcl.Attribute) []Pattern {
 		if group, rest, ok := strings.Cut(s, ":"); ok && (group == "tracepoint" || group == "t") && strings.Contains(rest, ":") {
 			d.errorf(e.Range(), "Probe type in the event",
 				"%q starts with bpftrace's probe type; here the probe's kind says it is a tracepoint, and event is only \"GROUP:EVENT\": write %q.", s, rest)
+			continue
+		}
+		if parts := strings.Split(s, ","); len(parts) > 1 {
+			for i, part := range parts {
+				parts[i] = strconv.Quote(strings.TrimSpace(part))
+			}
+			d.errorf(e.Range(), "Several events in one string",
+				"event takes a list for several events, one string each: event = [%s]. A glob matches several too (\"syscalls:sys_enter_open*\").", strings.Join(parts, ", "))
 			continue
 		}
 		if err := bpf.CheckEventPattern(s); err != nil {
