@@ -132,7 +132,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
-		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts)
+		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, d)
 	case bpf.KindUser:
 		cp.Functions, cp.Missing, diags = resolveUserFunctions(p, u.facts)
 	case bpf.KindTracepoint:

@@ -18,12 +18,46 @@ import (
 
 // resolveKernelFunctions matches the patterns against the target's function
 // list. With no list (a profile), the patterns stay unresolved: nil, no error.
-func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts) ([]string, []string, hcl.Diagnostics) {
+func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts, d decision) ([]string, []string, hcl.Diagnostics) {
 	if len(f.Functions) == 0 {
 		return nil, nil, nil
 	}
-	names, _, missing, diags := matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	names, from, missing, diags := matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	if d.route == RouteTrampoline {
+		diags = append(diags, withoutBTF(p, f, names, from)...)
+	}
 	return names, missing, diags
+}
+
+// withoutBTF refuses, on the trampoline route, the functions fentry and
+// fexit cannot attach: they attach through the function's BTF, and
+// compiler copies (vfs_statfs.part.0.isra.0, lookup_fast.constprop.0,
+// .cold parts) never have any. The error is at the pattern that chose them.
+func withoutBTF(p *spec.Probe, f *bpf.Facts, names []string, from map[string]hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, pat := range p.Functions {
+		var copies []string
+		for _, name := range names {
+			if strings.Contains(name, ".") && from[name] == pat.Range {
+				copies = append(copies, name)
+			}
+		}
+		if len(copies) == 0 {
+			continue
+		}
+		list := strings.Join(copies, ", ")
+		if len(copies) > 3 {
+			list = fmt.Sprintf("%s and %d more", strings.Join(copies[:3], ", "), len(copies)-3)
+		}
+		alt := "exclude them (exclude = [\"*.*\"])"
+		if f.Links.Kprobe {
+			alt += ", or attach = \"kprobe\", which the target has"
+		}
+		diags = append(diags, diagf(pat.Range, "Function has no BTF",
+			"On the target (%s) kernel functions are attached with fentry/fexit, through each function's BTF, and compiler copies have none: %q matches %s. To probe the others, %s.",
+			f.Label(), pat.Text, list, alt))
+	}
+	return diags
 }
 
 // matchPatterns matches p's patterns against available, a sorted list,

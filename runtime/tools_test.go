@@ -483,8 +483,10 @@ func TestToolKillsnoop(t *testing.T) {
 // capable: the capability checks of the workload, by name, with their
 // results: three lower nice values (CAP_SYS_NICE granted), capset dropping
 // CAP_SYS_NICE (the kernel checks CAP_SETPCAP), a lower nice value again
-// (CAP_SYS_NICE refused: EPERM). The events, in order, and the count by
-// the object's named columns.
+// (CAP_SYS_NICE refused: EPERM). The host has no kernel-function probes:
+// the spec's probe moves to the capability:cap_capable tracepoint (the
+// same cap, and the result instead of opts), with a count by named
+// columns. The events, in order, and the counts, exactly.
 func TestToolCapable(t *testing.T) {
 	requireRoot(t)
 	if _, err := os.Stat("/sys/kernel/tracing/events/capability/cap_capable"); err != nil {
@@ -492,10 +494,13 @@ func TestToolCapable(t *testing.T) {
 	}
 	name := taskName("capable")
 	wl := startTool(t, name, "capable")
+	filter := fmt.Sprintf("\n      when = pid == %d", wl.pid)
 	w, s := applyTool(t, toolSpec(t, "capable",
-		"event \"capable\" {\n", fmt.Sprintf("event \"capable\" {\n      when = pid == %d\n", wl.pid),
-		"count \"checks\" {\n", fmt.Sprintf("count \"checks\" {\n      when = pid == %d\n", wl.pid)))
-	log := collectEvents(t, w, s, "tracepoint.capable")
+		"probe \"kernel\" \"cap_capable\" {\n  functions = [\"cap_capable\"]", "probe \"tracepoint\" \"cap_capable\" {\n  event = \"capability:cap_capable\"",
+		"opts = args.opts", "result = errno_name(args.ret)",
+		"event \"capable\" {", "event \"capable\" {"+filter,
+		"  on_entry {\n", "  on_entry {\n    count \"checks\" {"+filter+"\n      by = { comm = comm, cap = labels(capability, args.cap), result = errno_name(args.ret) }\n    }\n"))
+	log := collectEvents(t, w, s, "tracepoint.cap_capable")
 	calls := wl.run()
 	sameLines(t, "the workload's calls", calls, []string{"setpriority 0", "setpriority 0", "setpriority 0", "setpriority -13"})
 	var want []string

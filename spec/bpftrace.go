@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -64,8 +63,8 @@ func bpftraceFunction(name string) string {
 }
 
 // checkSyntax finds, on the tokens, what bpftrace allows and HCL reads
-// as something else or not at all: a hex literal (0x40 is the number 0
-// and the name x40), -> (HCL names may hold a hyphen: args- > flags), @maps
+// as something else or not at all (after checkNumbers, which refuses 0x40):
+// -> (HCL names may hold a hyphen: args- > flags), @maps
 // and $variables (characters HCL does not use). Each gets an error that
 // says what to write; the parser's own messages would not.
 func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
@@ -83,18 +82,6 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 			next = tokens[i+1]
 		}
 		switch {
-		case tok.Type == hclsyntax.TokenNumberLit && i+1 < len(tokens) && next.Type == hclsyntax.TokenIdent && adjacent(tok, next) &&
-			string(tok.Bytes) == "0" && (next.Bytes[0] == 'x' || next.Bytes[0] == 'X'):
-			lit := "0" + string(next.Bytes)
-			rng := hcl.RangeBetween(tok.Range, next.Range)
-			hint := ""
-			if n, err := strconv.ParseUint(string(next.Bytes[1:]), 16, 64); err == nil {
-				hint = fmt.Sprintf(" (%d in decimal)", int64(n))
-			}
-			add(rng, "Hex literal",
-				"HCL has no hex literals: %s reads as the number 0 followed by the name %s. Write it as a string given to hex: hex(\"%s\")%s.",
-				lit, next.Bytes, lit, hint)
-			i++
 		case tok.Type == hclsyntax.TokenIdent && len(tok.Bytes) > 1 && tok.Bytes[len(tok.Bytes)-1] == '-' &&
 			next.Type == hclsyntax.TokenGreaterThan && adjacent(tok, next):
 			base := strings.TrimSuffix(string(tok.Bytes), "-")

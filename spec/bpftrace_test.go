@@ -13,7 +13,7 @@ func TestBpftraceHints(t *testing.T) {
 		{"nsecs", "here it is ktime"},
 		{"retval", "here it is ret"},
 		{"args->flags", "write args.flags"},
-		{"band(args.flags, 0x40)", `hex("0x40") (64 in decimal)`},
+		{"band(args.flags, 0x40)", `Write 64 for 0x40. To keep it in hex, write it as a string given to hex: hex("0x40").`},
 		{"avg(ret)", "keep a sum"},
 		{"9223372036854775808", `write -9223372036854775808 (the same bits, signed) or hex("0x8000000000000000")`},
 	} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/big"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -56,10 +57,39 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if d := checkDepth(tokens); d != nil {
 		return nil, hcl.Diagnostics{d}
 	}
+	if d := checkNumbers(tokens); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	if diags := checkSyntax(tokens); diags.HasErrors() {
 		return nil, diags
 	}
 	return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+}
+
+// checkNumbers refuses numbers HCL does not have, which it would otherwise
+// lex as a 0 followed by a name (0xff: "Missing argument separator").
+func checkNumbers(tokens hclsyntax.Tokens) *hcl.Diagnostic {
+	for i := 0; i+1 < len(tokens); i++ {
+		num, next := &tokens[i], &tokens[i+1]
+		if num.Type != hclsyntax.TokenNumberLit || next.Type != hclsyntax.TokenIdent ||
+			string(num.Bytes) != "0" || num.Range.End.Byte != next.Range.Start.Byte {
+			continue
+		}
+		base := map[byte]int{'x': 16, 'X': 16, 'o': 8, 'O': 8, 'b': 2, 'B': 2}[next.Bytes[0]]
+		if base == 0 {
+			continue
+		}
+		detail := "Numbers are decimal: HCL has no 0x, 0o or 0b literals."
+		if n, ok := new(big.Int).SetString(string(next.Bytes[1:]), base); ok {
+			detail += fmt.Sprintf(" Write %s for %s%s.", n, num.Bytes, next.Bytes)
+		}
+		if base == 16 {
+			detail += fmt.Sprintf(" To keep it in hex, write it as a string given to hex: hex(\"%s%s\").", num.Bytes, next.Bytes)
+		}
+		rng := hcl.RangeBetween(num.Range, next.Range)
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a decimal number", Detail: detail, Subject: &rng}
+	}
+	return nil
 }
 
 func tooLarge(name string) *hcl.Diagnostic {

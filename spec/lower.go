@@ -164,7 +164,7 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 			continue
 		}
 		if x.Type().Kind == KindBool || isLiteral(x) {
-			s.errorf(x.Range(), "Field cannot hold this", "%s fields hold integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
+			s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
 			continue
 		}
 		out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
@@ -304,7 +304,11 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 		return s.tableTraversal(e, t)
 	}
 	if len(tr) != 1 {
-		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME and args.FIELD have fields; %s is a plain value.", root)
+		hint := ""
+		if _, isVar := Vars[root]; isVar && kind == bpf.KindKernel && (root == "ret" || strings.HasPrefix(root, "arg")) {
+			hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
+		}
+		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
 	}
 	t, ok := Vars[root]
 	if !ok {
@@ -544,6 +548,9 @@ func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 		return &Cond{exprBase: s.base(e, TypeBool), If: c, Then: t, Else: f}
 	case tt.Numeric() && ft.Numeric():
 		return &Cond{exprBase: s.base(e, TypeInt), If: c, Then: t, Else: f}
+	case tt.Kind == KindString && ft.Kind == KindString:
+		return s.errorf(e.Range(), "Strings cannot be chosen",
+			"cond ? a : b chooses between integers (or bools), not strings. Choose with when instead: two actions with opposite conditions, or a store that fills a table slot only when it is empty.")
 	}
 	return s.errorf(e.Range(), "Mismatched branches", "Both results must be integers (or both bools); here they are %s and %s.", t.Type(), f.Type())
 }

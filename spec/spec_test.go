@@ -1,8 +1,10 @@
 package spec_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/probectl/probectl/spec"
@@ -85,5 +87,27 @@ func TestDirectoryWithoutSpecs(t *testing.T) {
 	_, diags = spec.LoadPaths([]string{filepath.Join(os.TempDir(), "does-not-exist.hcl")})
 	if !diags.HasErrors() {
 		t.Fatal("a missing file should be an error")
+	}
+}
+
+// Diagnostics whose detail says what to write instead.
+func TestDiagnosticDetails(t *testing.T) {
+	for _, tt := range []struct{ kind, handler, expr, summary, detail string }{
+		{"tracepoint", "on_entry", `{ big = args.count > 10 }`, "Field cannot hold this", "The values of fields = { ... } are integers and strings"},
+		{"tracepoint", "on_entry", `{ who = pid > 1 ? comm : comm }`, "Strings cannot be chosen", "Choose with when"},
+		{"kernel", "on_exit", `{ f = ret.sk_state }`, "Unsupported traversal", `cast(ret, "struct NAME").FIELD`},
+		{"kernel", "on_entry", `{ f = arg0.sk_state }`, "Unsupported traversal", `cast(arg0, "struct NAME").FIELD`},
+		{"tracepoint", "on_entry", `{ f = pid.x }`, "Unsupported traversal", "task.FIELD and table reads have fields; pid is a plain value."},
+		{"tracepoint", "on_entry", `{ f = band(pid, 0xff) }`, "Not a decimal number", "Write 255 for 0xff."},
+	} {
+		where := `event = "syscalls:sys_enter_read"`
+		if tt.kind == "kernel" {
+			where = `functions = ["vfs_read"]`
+		}
+		src := fmt.Sprintf("probe %q \"p\" {\n  %s\n  %s {\n    event \"e\" {\n      fields = %s\n    }\n  }\n}\n", tt.kind, where, tt.handler, tt.expr)
+		_, diags := spec.Parse(map[string][]byte{"d.hcl": []byte(src)})
+		if len(diags) != 1 || diags[0].Summary != tt.summary || !strings.Contains(diags[0].Detail, tt.detail) {
+			t.Errorf("%s: got %v, want %s: ...%s...", tt.expr, diags, tt.summary, tt.detail)
+		}
 	}
 }

@@ -1,17 +1,19 @@
-# capable: security capability checks, as bpftrace's tools/capable.bt
-# prints them, with the capability and the result by name: one event per
-# check (who asked for which capability, and what the check said: 0 is
-# granted, EPERM refused), and a count per task, capability and result.
+# capable: security capability checks, one event per call of the kernel's
+# cap_capable(): who needed which capability, by name.
 #
-# The capability:cap_capable tracepoint (Linux 6.15 and later) fires in
-# cap_capable, which makes every capability check of the kernel, with its
-# result. capable.bt probes the function itself (kprobe:cap_capable); on an
-# older kernel, a kernel probe on cap_capable with args.cap does the same.
-# The names are the labels block below (include/uapi/linux/capability.h);
-# a number missing from it shows as the number.
+# A port of bpftrace's tools/capable.bt. cap and opts are cap_capable's
+# arguments, named by the kernel's BTF (capable.bt reads them as arg2 and
+# arg3, and prints opts as AUDIT: CAP_OPT_NOAUDIT, 2, means the check is
+# not audited). The capability shows by name through the labels block
+# below (include/uapi/linux/capability.h, as capable.bt's own table); a
+# number missing from it shows as the number.
 #
-# Differs from capable.bt: no audit column (the tracepoint has no opts),
-# and the result is there.
+# Linux 6.15 and later also have the capability:cap_capable tracepoint,
+# with the same cap and the check's result (args.ret: errno_name shows
+# EPERM): the host test applies this spec with the probe moved there.
+#
+# Differs from capable.bt: the time is the event's arrival, printed by
+# probectl.
 
 labels "capability" {
   values = {
@@ -59,24 +61,17 @@ labels "capability" {
   }
 }
 
-probe "tracepoint" "capable" {
-  event = "capability:cap_capable"
+probe "kernel" "cap_capable" {
+  functions = ["cap_capable"]
 
   on_entry {
     event "capable" {
       fields = {
-        uid    = uid
-        pid    = pid
-        comm   = comm
-        cap    = labels(capability, args.cap)
-        result = errno_name(args.ret)
-      }
-    }
-    count "checks" {
-      by = {
-        comm   = comm
-        cap    = labels(capability, args.cap)
-        result = errno_name(args.ret)
+        uid  = uid
+        pid  = pid
+        comm = comm
+        cap  = labels(capability, args.cap)
+        opts = args.opts
       }
     }
   }

@@ -3,7 +3,11 @@
 # set; the addresses and ports are read from struct sock through the
 # kernel's BTF, and turned to host byte order with ntohl and ntohs
 # (127.0.0.1 is 2130706433). An IPv6 address is a __u8[16]: bytes, shown
-# in hex.
+# in hex. sport is in host byte order already (skc_num).
+#
+# Differs from tcpconnect.bt: addresses are numbers or bytes, not text;
+# IPv4 and IPv6 are two events, and counts per destination come with
+# them. The time is the event's arrival.
 
 probe "kernel" "tcpconnect" {
   functions = ["tcp_connect"]
@@ -23,7 +27,19 @@ probe "kernel" "tcpconnect" {
         pid   = pid
         comm  = comm
         saddr = ntohl(args.sk.__sk_common.skc_rcv_saddr)
+        sport = args.sk.__sk_common.skc_num
         daddr = ntohl(args.sk.__sk_common.skc_daddr)
+        dport = ntohs(args.sk.__sk_common.skc_dport)
+      }
+    }
+    event "connect_v6" {
+      when = args.sk.__sk_common.skc_family == 10
+      fields = {
+        pid   = pid
+        comm  = comm
+        saddr = args.sk.__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8
+        sport = args.sk.__sk_common.skc_num
+        daddr = args.sk.__sk_common.skc_v6_daddr.in6_u.u6_addr8
         dport = ntohs(args.sk.__sk_common.skc_dport)
       }
     }

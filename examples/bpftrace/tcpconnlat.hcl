@@ -1,8 +1,9 @@
-# tcpconnlat: TCP connection latency, as bpftrace's tools/tcpconnlat.bt
-# measures it: a table joins two kernel functions by the socket. The time
-# is stored when tcp_connect sends the SYN, read when the SYN-ACK reaches
-# tcp_rcv_state_process while the socket is still in SYN_SENT, and the
-# entry deleted. skc_state is a volatile unsigned char, read through BTF.
+# tcpconnlat: TCP connection latency, as bcc's tools/tcpconnlat measures
+# it (bpftrace's tools have no tcpconnlat): a table joins two kernel
+# functions by the socket. The time is stored when tcp_connect sends the
+# SYN, read when the SYN-ACK reaches tcp_rcv_state_process while the
+# socket is still in SYN_SENT, and the entry deleted. skc_state is a
+# volatile unsigned char, read through BTF.
 
 table "connect_start" {
   max_keys = 65536

@@ -1,9 +1,9 @@
-# a bare hex literal says to write hex("0x40")
+# a hexadecimal number, which HCL does not have
 probe "tracepoint" "t" {
-  event = "syscalls:sys_enter_openat"
+  event = "syscalls:sys_enter_read"
   on_entry {
     count "c" {
-      when = band(args.flags, 0x40) != 0 # ERROR: Hex literal
+      by = [band(args.fd, 0xff)] # ERROR: Not a decimal number
     }
   }
 }
