@@ -984,3 +984,55 @@ func TestToolBashreadline(t *testing.T) {
 	sameLines(t, "events", log.drain(t), want)
 	nothingDropped(t, w, s)
 }
+
+// cgroup_path(cgroup): the workload, moved into a cgroup of its own on the
+// cgroup2 hierarchy, is counted under that cgroup's path.
+func TestCgroupPath(t *testing.T) {
+	requireRoot(t)
+	root := ""
+	for _, dir := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var fs unix.Statfs_t
+		if unix.Statfs(dir, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
+			root = dir
+			break
+		}
+	}
+	if root == "" {
+		t.Skip("no cgroup2 hierarchy mounted")
+	}
+	group := fmt.Sprintf("key-cgroup-%d", os.Getpid())
+	dir := filepath.Join(root, group)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("make a cgroup: %v", err)
+	}
+	t.Cleanup(func() { // after the workload's own cleanup, which kills it
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	name := taskName("cgroup")
+	wl := startTool(t, name, "capable")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(wl.pid)), 0o644); err != nil {
+		t.Fatalf("move the workload into %s: %v", dir, err)
+	}
+	w, s := applyTool(t, fmt.Sprintf(`probe "tracepoint" "setpriority" {
+  event = "syscalls:sys_enter_setpriority"
+  on_entry {
+    count "calls" {
+      when = pid == %d
+      by   = { group = cgroup_path(cgroup), comm = comm }
+    }
+  }
+}`, wl.pid))
+	wl.run()
+	res := w.Read(s.Probes)[0]
+	if res.Error != "" || len(res.Aggregations) != 1 {
+		t.Fatalf("read: %+v", res)
+	}
+	var got []string
+	for _, e := range res.Aggregations[0].Entries {
+		got = append(got, fmt.Sprintf("%s=%v, %s=%v: %d", e.Key[0].Name, e.Key[0].Value, e.Key[1].Name, e.Key[1].Value, *e.Value))
+	}
+	sameLines(t, "calls", got, []string{fmt.Sprintf("group=/%s, comm=%s: 4", group, name)})
+	wl.finish()
+}
