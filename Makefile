@@ -9,7 +9,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit vmtest vmfetch vet lint fmt-check demo fuzz bench clean
+.PHONY: all build static test unit vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench clean
 
 all: build
 
@@ -67,6 +67,13 @@ vmfetch:
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
 	./bin/vmexec -fetch $(KERNELS)
 
+# The profiles' tracepoint formats (bpf/tracepoints/PROFILE.tp.gz): every
+# event of tracefs, captured in each kernel of the matrix booted in QEMU.
+# The VM matrix fails when a kernel's tracefs no longer matches its file.
+tracepoints:
+	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
+	./bin/vmexec -tracepoints bpf/tracepoints $(KERNELS)
+
 # The main job: the built-in example, run for real on this machine (root),
 # after a plan of the quickstart example for a kernel of the matrix.
 DEMO_DURATION ?= 10s
@@ -80,6 +87,7 @@ demo: build
 fuzz:
 	cd spec && $(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) .
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
+	cd cmd/probectl && $(GO) test -run='^$$' -fuzz=FuzzFlameGraph -fuzztime=$(FUZZTIME) .
 
 # Compiler benchmarks, then (root) per-hit overhead against bpftrace.
 bench:

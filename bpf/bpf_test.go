@@ -108,23 +108,6 @@ func TestFactsFileRoundTrip(t *testing.T) {
 	}
 }
 
-func TestBuiltinSyscallFormats(t *testing.T) {
-	f, _ := Profile("linux-7.2-amd64")
-	tp := f.Tracepoint("syscalls:sys_enter_openat")
-	if tp == nil {
-		t.Fatal("no sys_enter_openat")
-	}
-	if fl := tp.Field("flags"); fl == nil || fl.Offset != 32 || fl.Size != 8 {
-		t.Errorf("flags: %+v", fl)
-	}
-	if ret := f.Tracepoint("syscalls:sys_exit_read").Field("ret"); ret == nil || ret.Offset != 16 || !ret.Signed {
-		t.Errorf("sys_exit_read ret: %+v", ret)
-	}
-	if f.Tracepoint("sched:sched_switch") != nil {
-		t.Error("only syscalls formats are built in")
-	}
-}
-
 func TestResolveKfuncs(t *testing.T) {
 	insns := asm.Instructions{KfuncCall("bpf_session_cookie"), asm.Return()}
 	if name, ok := KfuncName(&insns[0]); !ok || name != "bpf_session_cookie" {

@@ -26,6 +26,9 @@ type DetectOptions struct {
 	// BTF carries the kernel's vmlinux BTF in the facts (gzipped), for
 	// planning elsewhere against its types.
 	BTF bool
+	// Tracepoints carries the format of every tracepoint in the facts
+	// (gzipped), for planning elsewhere.
+	Tracepoints bool
 }
 
 // Detect reads the facts of the running kernel. It loads small probe
@@ -110,6 +113,17 @@ func Detect(opts DetectOptions) (*Facts, error) {
 		if dir, err := Tracefs(); err == nil {
 			f.Events = listEvents(dir)
 		}
+	}
+	if opts.Tracepoints {
+		dir, err := Tracefs()
+		if err != nil {
+			return nil, err
+		}
+		capture, err := CaptureTracepoints(dir)
+		if err != nil {
+			return nil, err
+		}
+		f.TracepointFormats = Gzip(capture)
 	}
 	return f, nil
 }
@@ -234,8 +248,8 @@ func Tracefs() (string, error) {
 
 // LoadTracepoints reads the formats of events from tracefs into f. It
 // fails only when tracefs cannot be found; an event whose format cannot be
-// read is left out, and [Facts.TracepointError] says why, for the compiler
-// to report at the event's range.
+// read is left out, and [Facts.Tracepoint] says why, for the compiler to
+// report at the event's range.
 func (f *Facts) LoadTracepoints(patterns []string) error {
 	if len(patterns) == 0 {
 		return nil
@@ -261,7 +275,8 @@ func (f *Facts) LoadTracepointsFrom(tracefs string, patterns []string) {
 		if f.Events == nil {
 			f.Events = listEvents(tracefs)
 		}
-		events = append(events, f.MatchEvents(p)...)
+		matched, _ := f.MatchEvents(p)
+		events = append(events, matched...)
 	}
 	for _, ev := range events {
 		if f.Tracepoints[ev] != nil {
@@ -284,10 +299,6 @@ func (f *Facts) LoadTracepointsFrom(tracefs string, patterns []string) {
 		f.Tracepoints[ev] = tp
 	}
 }
-
-// TracepointError says why [Facts.LoadTracepoints] could not read an
-// event's format, or is nil.
-func (f *Facts) TracepointError(event string) error { return f.tracepointErrs[event] }
 
 // listEvents lists the tracepoints of the tracefs at dir, "group:event",
 // sorted.

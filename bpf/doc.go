@@ -14,7 +14,8 @@
 //   - kfunc calls that are resolved against kernel BTF at load time ([KfuncCall],
 //     [ResolveKfuncs]);
 //   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),
-//     every field classified ([FieldClass]).
+//     every field classified ([FieldClass]), and a kernel's capture of them
+//     all ([CaptureTracepoints]): profiles embed their kernels'.
 //
 // Package bpf knows nothing of HCL, specs or plans, and it must not import
 // any other probectl package.

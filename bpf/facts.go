@@ -3,6 +3,7 @@ package bpf
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,12 +137,21 @@ type Facts struct {
 	// Functions lists the kernel functions that can be probed, sorted.
 	// Empty when unknown: patterns then stay unresolved until apply.
 	Functions []string `json:"functions,omitempty"`
-	// Tracepoints holds the format of the tracepoint events known for this
-	// target, by "group:event".
+	// Tracepoints holds the formats of the live kernel's tracepoints that
+	// the specs use (read from tracefs), by "group:event".
 	Tracepoints map[string]*TracepointFormat `json:"tracepoints,omitempty"`
 	// Events lists the target's tracepoints ("group:event", sorted), for
-	// resolving event globs; nil when unknown (a profile knows syscalls:*).
+	// resolving event globs; nil when unknown. A profile has its kernel's
+	// in its capture of their formats instead.
 	Events []string `json:"events,omitempty"`
+	// TracepointFormats is every tracepoint's format, a capture
+	// ([CaptureTracepoints]) gzipped: facts files carry the kernel's
+	// (probectl target -o), and profiles embed theirs. It is unpacked when
+	// a tracepoint is first asked for.
+	TracepointFormats []byte `json:"tracepoint_formats,omitempty"`
+	// formats indexes the capture: a profile's embedded one, or
+	// TracepointFormats. Copies of the facts share it.
+	formats *formatSet
 	// KernelBTF is the target's raw vmlinux BTF, gzipped: facts files carry
 	// it (probectl target -o); live facts read the kernel's when needed, and
 	// profiles have none. [Facts.Types] parses it: set it before.
@@ -157,12 +167,28 @@ func (f *Facts) Label() string {
 	return fmt.Sprintf("linux %s %s (%s %s)", f.Kernel, f.Arch, f.Source, f.Name)
 }
 
-// Tracepoint returns the format of a "group:event" tracepoint, or nil.
-func (f *Facts) Tracepoint(event string) *TracepointFormat {
+// Tracepoint returns the format of a "group:event" tracepoint. It returns
+// an error wrapping [ErrNoTracepoint] when the target's kernel has no such
+// event, [ErrFormatUnknown] when the target knows no formats (a facts file
+// written without them), or why the format cannot be read.
+func (f *Facts) Tracepoint(event string) (*TracepointFormat, error) {
 	if tp := f.Tracepoints[event]; tp != nil {
-		return tp
+		return tp, nil
 	}
-	return builtinTracepoint(event)
+	if err := f.tracepointErrs[event]; err != nil {
+		return nil, err
+	}
+	switch {
+	case f.Source == "live":
+		return nil, ErrNoTracepoint // LoadTracepoints read what tracefs has
+	case f.formats != nil:
+		return f.formats.format(event)
+	case len(f.Events) > 0:
+		if _, found := slices.BinarySearch(f.Events, event); !found {
+			return nil, ErrNoTracepoint
+		}
+	}
+	return nil, ErrFormatUnknown
 }
 
 // HasFunction reports whether the function list is known and has name.
@@ -235,6 +261,10 @@ func ReadFactsFile(path string) (*Facts, error) {
 		return nil, fmt.Errorf("read facts %s: kernel BTF of %d bytes; at most %d", path, len(f.KernelBTF), MaxKernelBTF)
 	}
 	sort.Strings(f.Functions)
+	sort.Strings(f.Events)
+	if gz := f.TracepointFormats; len(gz) > 0 {
+		f.formats = newFormatSet("the tracepoint formats of "+path, func() ([]byte, error) { return gz, nil })
+	}
 	f.Source, f.Name = "file", path
 	return f.shareTypes(), nil
 }

@@ -15,7 +15,8 @@ func ProfileNames() []string {
 	return names
 }
 
-// Profile returns a copy of the built-in profile name.
+// Profile returns a copy of the built-in profile name. Its tracepoints are
+// its kernel's, unpacked when first asked for ([Facts.Tracepoint]).
 func Profile(name string) (*Facts, error) {
 	mk, ok := profiles[name]
 	if !ok {
@@ -23,6 +24,7 @@ func Profile(name string) (*Facts, error) {
 	}
 	f := mk()
 	f.Source, f.Name = "profile", name
+	f.formats = profileSets[name]
 	f.Derive()
 	return f.shareTypes(), nil
 }

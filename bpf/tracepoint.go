@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	_ "embed"
 	"fmt"
 	"math"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // FieldClass says what a tracepoint field holds, and whether probes can
@@ -243,36 +241,6 @@ func ReadTracepointFormat(tracefs, event string) (*TracepointFormat, error) {
 	return ParseTracepointFormat(event, string(b))
 }
 
-// syscallFormats holds the formats of the syscalls:* tracepoints, whose
-// layout is part of the kernel ABI (the syscall number, then one 8-byte slot
-// per argument, or the return value). Built-in profiles use them.
-//
-//go:embed syscalls.tp
-var syscallFormats string
-
-var (
-	builtinOnce sync.Once
-	builtinTPs  map[string]*TracepointFormat
-)
-
-func builtinTracepoint(event string) *TracepointFormat {
-	builtinOnce.Do(func() {
-		builtinTPs = map[string]*TracepointFormat{}
-		for _, block := range strings.Split(syscallFormats, "\n\n") {
-			name, body, _ := strings.Cut(strings.TrimSpace(block), "\n")
-			if name == "" {
-				continue
-			}
-			tp, err := ParseTracepointFormat(name, body)
-			if err != nil {
-				panic(err) // the embedded file is generated and tested
-			}
-			builtinTPs[name] = tp
-		}
-	})
-	return builtinTPs[event]
-}
-
 // IsEventGlob reports whether an event pattern is a glob.
 func IsEventGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?[") }
 
@@ -329,12 +297,25 @@ func (f *TracepointField) Elem() string {
 	return elem
 }
 
-// MatchEvents lists the target's events a glob matches, sorted. A profile,
-// which has no list, knows its syscalls:* events.
-func (f *Facts) MatchEvents(pattern string) []string {
-	list := f.Events
-	if list == nil {
-		list = builtinEventNames()
+// EventList lists the target's tracepoints, "group:event", sorted: the
+// live kernel's or a facts file's list, or a profile's capture. It returns
+// [ErrEventsUnknown] when the target does not list them.
+func (f *Facts) EventList() ([]string, error) {
+	switch {
+	case f.Events != nil:
+		return f.Events, nil
+	case f.formats != nil:
+		return f.formats.events()
+	}
+	return nil, ErrEventsUnknown
+}
+
+// MatchEvents lists the target's events a glob matches, sorted, or says
+// why the target's events are not known ([Facts.EventList]).
+func (f *Facts) MatchEvents(pattern string) ([]string, error) {
+	list, err := f.EventList()
+	if err != nil {
+		return nil, err
 	}
 	var out []string
 	for _, ev := range list {
@@ -342,25 +323,7 @@ func (f *Facts) MatchEvents(pattern string) []string {
 			out = append(out, ev)
 		}
 	}
-	return out
-}
-
-// EventsKnown reports whether MatchEvents can resolve pattern: the target
-// lists its events, or the pattern stays within the syscalls a profile
-// knows.
-func (f *Facts) EventsKnown(pattern string) bool {
-	g, _, _ := strings.Cut(pattern, ":")
-	return f.Events != nil || g == "syscalls"
-}
-
-func builtinEventNames() []string {
-	builtinTracepoint("")
-	names := make([]string, 0, len(builtinTPs))
-	for n := range builtinTPs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return out, nil
 }
 
 // SameType reports whether two declared field types are one C type: the

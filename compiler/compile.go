@@ -1,10 +1,12 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -19,6 +21,24 @@ import (
 // functions and events; then the types of every expression on the target
 // (tables are laid out from all their uses, in every probe); then code.
 func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
+	out, diags := compile(cfg, facts)
+	return out, inLineOrder(diags)
+}
+
+// inLineOrder sorts diagnostics by where they point: file, then position.
+// Those that point nowhere come first, in their order.
+func inLineOrder(diags hcl.Diagnostics) hcl.Diagnostics {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		if a == nil || b == nil {
+			return a == nil && b != nil
+		}
+		return rangeBefore(*a, *b)
+	})
+	return diags
+}
+
+func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	out := &Output{Facts: facts}
 	var diags hcl.Diagnostics
 	regs, err := bpf.RegsFor(facts.Arch)
@@ -40,6 +60,7 @@ func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	diags = append(diags, u.unknownFormats()...)
 	for _, g := range u.gens {
 		u.collectUses(g)
 	}
@@ -154,22 +175,26 @@ func (g *gen) resolveEvents() hcl.Diagnostics {
 	chosen := map[string]bool{}
 	for _, pat := range p.Events {
 		if !bpf.IsEventGlob(pat.Text) {
-			if pat.Optional && f.Source == "live" && f.Tracepoint(pat.Text) == nil && f.TracepointError(pat.Text) == nil {
-				g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): the running kernel has no such tracepoint", pat.Text))
+			if _, err := f.Tracepoint(pat.Text); pat.Optional && errors.Is(err, bpf.ErrNoTracepoint) {
+				g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): the target (%s) has no such tracepoint", pat.Text, f.Label()))
 				continue
 			}
 			chosen[pat.Text] = true
 			continue
 		}
-		if !f.EventsKnown(pat.Text) {
+		matched, err := f.MatchEvents(pat.Text)
+		switch {
+		case errors.Is(err, bpf.ErrEventsUnknown):
 			diags = append(diags, diagf(pat.Range, "Event list unknown",
-				"%q is a glob, and the target (%s) does not list its events outside syscalls:*. Plan against the live kernel or a facts file (probectl target -o FILE), or name the events.", pat.Text, f.Label()))
+				"%q is a glob, and the target (%s) does not list its events. Plan against the live kernel or a facts file (probectl target -o FILE), or name the events.", pat.Text, f.Label()))
 			continue
-		}
-		matched := f.MatchEvents(pat.Text)
-		if len(matched) == 0 && pat.Optional {
+		case err != nil:
+			diags = append(diags, diagf(pat.Range, "Event list unreadable",
+				"%q is a glob, and the target's list of events cannot be read: %v.", pat.Text, err))
+			continue
+		case len(matched) == 0 && pat.Optional:
 			g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): no event of the target matches", pat.Text))
-		} else if len(matched) == 0 {
+		case len(matched) == 0:
 			diags = append(diags, diagf(pat.Range, "Glob matches no event",
 				"No tracepoint of the target (%s) matches %q. The events are listed under /sys/kernel/tracing/events.", f.Label(), pat.Text))
 		}
@@ -196,23 +221,96 @@ func (g *gen) resolveEvents() hcl.Diagnostics {
 				rng = pat.Range
 			}
 		}
-		if err := f.TracepointError(ev); err != nil {
+		tp, err := f.Tracepoint(ev)
+		switch {
+		case err == nil:
+			g.tps = append(g.tps, tp)
+		case errors.Is(err, bpf.ErrNoTracepoint):
+			diags = append(diags, g.noTracepoint(rng, ev))
+		case errors.Is(err, bpf.ErrFormatUnknown):
+			g.unformatted = append(g.unformatted, ev) // reported at the first field read: unit.unknownFormats
+		case f.Source == "live":
 			diags = append(diags, diagf(rng, "Tracepoint format unreadable",
 				"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", ev, err))
-			continue
-		}
-		tp := f.Tracepoint(ev)
-		switch {
-		case tp != nil:
-			g.tps = append(g.tps, tp)
-		case f.Source == "live":
-			diags = append(diags, diagf(rng, "Tracepoint not found",
-				"The running kernel has no tracepoint %q. List them under /sys/kernel/tracing/events.", ev))
 		default:
-			g.unformatted = append(g.unformatted, ev) // reported where a field is read
+			diags = append(diags, diagf(rng, "Tracepoint format unreadable",
+				"The format of %q cannot be read for the target (%s): %v.", ev, f.Label(), err))
 		}
 	}
 	return diags
+}
+
+// noTracepoint reports an event that the target's kernel does not have,
+// with the nearest of the events it has.
+func (g *gen) noTracepoint(rng hcl.Range, ev string) *hcl.Diagnostic {
+	f := g.facts
+	list, _ := f.EventList()
+	hint := nearest(ev, slices.DeleteFunc(slices.Clone(list), func(e string) bool { return e == ev }))
+	switch f.Source {
+	case "live":
+		return diagf(rng, "Tracepoint not found",
+			"The running kernel has no tracepoint %q.%s List them under /sys/kernel/tracing/events.", ev, hint)
+	case "profile":
+		group, _, _ := strings.Cut(ev, ":")
+		if !slices.ContainsFunc(list, func(e string) bool { return strings.HasPrefix(e, group+":") }) {
+			hint += fmt.Sprintf(" No tracepoint built into that kernel is in the group %q: if a module adds it, plan against a facts file (probectl target -o FILE) written where the module is loaded.", group)
+		}
+		return diagf(rng, "Tracepoint not found",
+			"%q is not on %s: the profile's kernel (Linux %s %s) has no such tracepoint.%s", ev, f.Name, f.Kernel, f.Arch, hint)
+	}
+	return diagf(rng, "Tracepoint not found", "%q is not on the target (%s): its kernel has no such tracepoint.%s", ev, f.Label(), hint)
+}
+
+// unknownFormats reports the events whose format the target does not know
+// (a facts file written without formats) that probes read fields of: once
+// per probe, at its first field read, naming all such events of the probe.
+func (u *unit) unknownFormats() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, g := range u.gens {
+		if len(g.unformatted) == 0 {
+			continue
+		}
+		var at *spec.ArgsField
+		for _, x := range g.exprs() {
+			spec.Walk(x, func(x spec.Expr) {
+				if a, ok := x.(*spec.ArgsField); ok && (at == nil || rangeBefore(a.Range(), at.Range())) {
+					at = a
+				}
+			})
+		}
+		if at == nil {
+			continue
+		}
+		events := slices.Sorted(slices.Values(g.unformatted))
+		what := fmt.Sprintf("the format of %q is", events[0])
+		if len(events) > 1 {
+			what = fmt.Sprintf("the formats of %s are", quoteList(events))
+		}
+		diags = append(diags, diagf(at.Range(), "Tracepoint format unknown",
+			"args.%s cannot be located: %s not known for the target (%s), which lists the events but not their fields. Plan against the live kernel, or a facts file written by this version of probectl target -o FILE.",
+			at.Name, what, g.facts.Label()))
+	}
+	return diags
+}
+
+// rangeBefore orders ranges by file, then by where they start.
+func rangeBefore(a, b hcl.Range) bool {
+	if a.Filename != b.Filename {
+		return a.Filename < b.Filename
+	}
+	return a.Start.Byte < b.Start.Byte
+}
+
+// quoteList quotes names and joins them: "a", "b" and "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
 
 // checkTarget checks what the spec uses against what the target has: the

@@ -69,12 +69,13 @@ func (t *Table) MemoryBytes(cpus int) int64 {
 }
 
 // PlanTarget is the target's facts, with the function list cut to its
-// size and without the BTF data.
+// size and without the BTF data or the tracepoint formats.
 type PlanTarget struct {
 	*bpf.Facts
-	Functions     []string `json:"functions,omitempty"`
-	FunctionCount int      `json:"function_count"`
-	KernelBTF     []byte   `json:"kernel_btf,omitempty"`
+	Functions         []string `json:"functions,omitempty"`
+	FunctionCount     int      `json:"function_count"`
+	KernelBTF         []byte   `json:"kernel_btf,omitempty"`
+	TracepointFormats []byte   `json:"tracepoint_formats,omitempty"`
 }
 
 // Summary counts the changes by action.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/spec"
 )
 
 // sched_process_fork as Linux 6.18 gives it: its __data_loc fields were
@@ -134,7 +136,11 @@ func TestMultiEventLoadsFitEveryRecord(t *testing.T) {
 	shortest := 0
 	for _, ev := range out.Probes[0].Tracepoints {
 		end := 0
-		for _, f := range facts.Tracepoint(ev).Fields {
+		tp, err := facts.Tracepoint(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range tp.Fields {
 			end = max(end, f.Offset+f.Size)
 		}
 		if shortest == 0 || end < shortest {
@@ -182,4 +188,32 @@ func TestMultiEventFieldSpellings(t *testing.T) {
 	}
 	compileText(t, facts, probe(`["block:bio", "block:rq"]`))
 	wantError(t, compileErrors(t, facts, probe(`["block:bio", "block:other"]`)), "Field types differ", 5)
+}
+
+// A target that lists its events but knows no formats (a facts file
+// written without them) cannot plan runqlat: each probe is reported once,
+// at its first field read, in line order (runqlat reads nine fields).
+func TestUnknownFormatsOncePerProbe(t *testing.T) {
+	facts := withoutFormats(t, mustProfile(t, "linux-7.2-amd64"))
+	cfg, diags := spec.LoadPaths([]string{"../examples/bpftrace/runqlat.hcl"})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = compiler.Compile(cfg, facts)
+	var got []string
+	for _, d := range diags {
+		got = append(got, fmt.Sprintf("%d:%d %s: %s", d.Subject.Start.Line, d.Subject.Start.Column, d.Summary, d.Detail))
+	}
+	want := []string{
+		`32:16 Tracepoint format unknown: args.pid cannot be located: the formats of "sched:sched_wakeup" and "sched:sched_wakeup_new" are not known`,
+		`44:15 Tracepoint format unknown: args.prev_pid cannot be located: the format of "sched:sched_switch" is not known`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("diagnostics:\n%s", strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("diagnostic %d:\n got %s\nwant %s...", i, got[i], want[i])
+		}
+	}
 }

@@ -241,9 +241,7 @@ func (g *gen) resolveBinary(x *spec.Binary) spec.Type {
 // type.
 func (g *gen) fieldType(x *spec.ArgsField) spec.Type {
 	if len(g.unformatted) > 0 {
-		return g.typeErrorf(x, x.Range(), "Tracepoint format unknown",
-			"The format of %q is not known for the target (%s), so args.%s cannot be located. Plan against the live kernel, or a facts file from probectl target -o FILE.",
-			g.unformatted[0], g.facts.Label(), x.Name)
+		return spec.Type{} // reported once per event: unit.unknownFormats
 	}
 	var first *bpf.TracepointField
 	var lacking []string

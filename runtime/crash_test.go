@@ -292,7 +292,7 @@ func TestConcurrentApplies(t *testing.T) {
 	dir := t.TempDir()
 	paths := []string{dir + "/a.hcl", dir + "/b.hcl"}
 	for i, src := range []string{faultBase, faultNext} {
-		if err := os.WriteFile(paths[i], []byte(strings.ReplaceAll(src, "WORK", workload(t))), 0o644); err != nil {
+		if err := os.WriteFile(paths[i], []byte(expectComm(strings.ReplaceAll(src, "WORK", workload(t)))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

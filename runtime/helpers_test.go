@@ -39,7 +39,16 @@ var (
 // when they end.
 var builtIn []string
 
-// workload builds testdata/work.c once; its comm is "pcruntime". It is static,
+// workComm is the workload's comm: "pcr" and the test process's pid, so that
+// two runs of these tests at once (two checkouts on one machine) never count
+// each other's calls. Specs and expectations write "pcruntime"; compile and
+// expectComm put workComm in its place.
+var workComm = fmt.Sprintf("pcr%d", os.Getpid())
+
+// expectComm returns s with "pcruntime" replaced by the workload's comm.
+func expectComm(s string) string { return strings.ReplaceAll(s, "pcruntime", workComm) }
+
+// workload builds testdata/work.c once; its comm is workComm. It is static,
 // so no dynamic loader makes system calls of its own.
 func workload(t testing.TB) string {
 	t.Helper()
@@ -50,7 +59,7 @@ func workload(t testing.TB) string {
 			return
 		}
 		builtIn = append(builtIn, dir)
-		workPath = filepath.Join(dir, "pcruntime")
+		workPath = filepath.Join(dir, workComm)
 		out, err := exec.Command("gcc", "-O0", "-static", "-o", workPath, "testdata/work.c").CombinedOutput()
 		if err != nil {
 			workErr = fmt.Errorf("gcc (the tests need it; .ci/run installs it): %v\n%s", err, out)
@@ -90,7 +99,7 @@ func liveFacts(t testing.TB) *bpf.Facts {
 // compile compiles src for the live kernel; WORK in src is the workload's path.
 func compile(t testing.TB, src string) *compiler.Output {
 	t.Helper()
-	src = strings.ReplaceAll(src, "WORK", workload(t))
+	src = expectComm(strings.ReplaceAll(src, "WORK", workload(t)))
 	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(src)})
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -180,6 +180,34 @@ func TestKernelTargetMatchesProfile(t *testing.T) {
 	if d := live.Differences(profile); len(d) > 0 {
 		t.Errorf("probectl target differs from the profile %s:\n  %s", name, strings.Join(d, "\n  "))
 	}
+
+	// The profile's tracepoints are this kernel's, exactly: every event
+	// of its tracefs, with the same fields, and no other.
+	dir, err := bpf.Tracefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := bpf.CaptureTracepoints(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := bpf.ProfileTracepoints(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := bpf.DiffTracepoints(want, got, "the profile", "this kernel", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	captured, _, _ := strings.Cut(string(want), "\n")
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	t.Logf("tracepoints: %d of the profile's (captured from %s), this kernel %s", strings.Count(string(want), "\n\n")+1,
+		strings.TrimPrefix(captured, "# "), unix.ByteSliceToString(uts.Version[:]))
+	if len(diffs) > 0 {
+		t.Errorf("the tracepoints of the profile %s are not this kernel's: capture them again (make tracepoints KERNELS=%s):\n  %s",
+			name, name, strings.Join(diffs, "\n  "))
+	}
 }
 
 // family is one way of running a probe that the tests force.

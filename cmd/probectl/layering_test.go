@@ -14,16 +14,17 @@ import (
 func TestLayering(t *testing.T) {
 	const mod = "github.com/probectl/probectl/"
 	allowed := map[string][]string{
-		"bpf":            {},
-		"spec":           {"bpf"},
-		"spec/spectest":  {"spec"},
-		"compiler":       {"spec", "bpf"},
-		"runtime":        {"compiler", "bpf"},
-		"examples":       {},
-		"cmd/vmexec":     {},
-		"cmd/vminit":     {},
-		"cmd/mksyscalls": {},
-		"cmd/probectl":   {"bpf", "spec", "compiler", "runtime", "examples"},
+		"bpf":                  {},
+		"spec":                 {"bpf"},
+		"spec/spectest":        {"spec"},
+		"compiler":             {"spec", "bpf"},
+		"runtime":              {"compiler", "bpf"},
+		"examples":             {},
+		"cmd/vmexec":           {},
+		"cmd/vmexec/tpcapture": {"bpf"},
+		"cmd/vminit":           {},
+		"cmd/mksyscalls":       {},
+		"cmd/probectl":         {"bpf", "spec", "compiler", "runtime", "examples"},
 	}
 	// Packages that must not see HCL at all: a saved plan is self-contained.
 	noHCL := map[string]bool{"bpf": true, "runtime": true}

@@ -19,15 +19,16 @@ func newTargetCmd() *cobra.Command {
 the fprobe backend, helpers and BTF. It loads small probe programs without
 attaching them, so it needs root.
 
-  -o FILE  write the facts, with the list of probe-able functions and the
-           kernel's BTF (its types, for args.NAME, struct fields and ret), for
-           "probectl plan -target FILE" on another machine`,
+  -o FILE  write the facts, with the list of probe-able functions, the
+           format of every tracepoint, and the kernel's BTF (its types, for
+           args.NAME, struct fields and ret), for "probectl plan -target FILE"
+           on another machine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireBPF("target"); err != nil {
 				return err
 			}
-			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != "", BTF: outFile != ""})
+			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != "", BTF: outFile != "", Tracepoints: outFile != ""})
 			if err != nil {
 				return err
 			}
@@ -39,7 +40,8 @@ attaching them, so it needs root.
 				if len(facts.KernelBTF) > 0 {
 					btf = fmt.Sprintf("its BTF (%d KiB gzipped)", len(facts.KernelBTF)/1024)
 				}
-				cmd.Printf("Wrote the facts of %s, with %d functions and %s, to %s.\n", facts.Label(), len(facts.Functions), btf, outFile)
+				cmd.Printf("Wrote the facts of %s, with %d functions, the formats of its tracepoints (%d KiB gzipped) and %s, to %s.\n",
+					facts.Label(), len(facts.Functions), len(facts.TracepointFormats)/1024, btf, outFile)
 				return nil
 			}
 			if asJSON {
@@ -52,7 +54,7 @@ attaching them, so it needs root.
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the facts as JSON")
-	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write the facts (with the function list and BTF) to FILE")
+	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write the facts (with the function list, tracepoint formats and BTF) to FILE")
 	return cmd
 }
 

@@ -13,6 +13,9 @@
 //
 //	vmexec -fetch [KERNEL...]   download kernels into the cache (default: all)
 //	vmexec -list                list the kernels of the matrix
+//	vmexec -tracepoints DIR [KERNEL...]
+//	                            capture each kernel's tracepoint formats into
+//	                            DIR/KERNEL.tp.gz (default: all kernels)
 package main
 
 import (
@@ -47,8 +50,14 @@ func main() {
 			}
 		}
 		return
-	case len(args) == 0:
-		fmt.Fprintln(os.Stderr, "usage: vmexec TESTBINARY [ARGS...] (with PROBECTL_VM_KERNEL set), vmexec -fetch [KERNEL...], vmexec -list")
+	case len(args) > 1 && args[0] == "-tracepoints":
+		if err := captureTracepoints(args[1], args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "vmexec: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+		fmt.Fprintln(os.Stderr, "usage: vmexec TESTBINARY [ARGS...] (with PROBECTL_VM_KERNEL set), vmexec -fetch [KERNEL...], vmexec -tracepoints DIR [KERNEL...], vmexec -list")
 		os.Exit(2)
 	}
 	name := os.Getenv("PROBECTL_VM_KERNEL")
@@ -61,7 +70,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "vmexec: %v\n", err)
 		os.Exit(2)
 	}
-	code, err := runVM(k, args[0], args[1:])
+	code, err := runVM(k, args[0], args[1:], nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vmexec: %s: %v\n", k.Name, err)
 		os.Exit(1)

@@ -22,8 +22,10 @@ const vmTimeout = 12 * time.Minute
 
 var exitLine = regexp.MustCompile(`PROBECTL-VM-EXIT: (\d+)`)
 
-// runVM boots k with the test binary as the payload of vminit.
-func runVM(k Kernel, testBin string, args []string) (int, error) {
+// runVM boots k with the test binary as the payload of vminit. Each line
+// of the console goes to consume, if not nil, and is printed unless
+// consume takes it.
+func runVM(k Kernel, testBin string, args []string, consume func(line string) bool) (int, error) {
 	if err := checkArch(testBin, k.Arch); err != nil {
 		return 0, err
 	}
@@ -90,6 +92,8 @@ func runVM(k Kernel, testBin string, args []string) (int, error) {
 		line = strings.TrimRight(line, "\r\n")
 		if m := exitLine.FindStringSubmatch(line); m != nil {
 			code, _ = strconv.Atoi(m[1])
+		} else if consume != nil && consume(line) {
+			// the caller's
 		} else if line != "" || err == nil {
 			fmt.Println(line)
 		}
@@ -158,11 +162,15 @@ func ensureQEMU(arch string) (string, error) {
 
 // buildInit builds vminit for arch from this module.
 func buildInit(arch, dir string) (string, error) {
-	out := filepath.Join(dir, "init")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/probectl/probectl/cmd/vminit")
+	return build("vminit", arch, filepath.Join(dir, "init"))
+}
+
+// build builds a command of this module (cmd/NAME) statically for arch.
+func build(name, arch, out string) (string, error) {
+	cmd := exec.Command("go", "build", "-o", out, "github.com/probectl/probectl/cmd/"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build vminit: %v\n%s", err, b)
+		return "", fmt.Errorf("build %s: %v\n%s", name, err, b)
 	}
 	return out, nil
 }

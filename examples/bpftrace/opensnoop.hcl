@@ -8,8 +8,9 @@
 #
 # Differs from opensnoop.bt: a relative path is shown as the caller gave
 # it, up to 256 bytes; opensnoop.bt prefixes it with the current directory,
-# walked up through struct dentry and struct mount with BTF. sys_enter_open
-# exists on x86-64 only: on arm64, remove it from both lists.
+# walked up through struct dentry and struct mount with BTF. open(2) exists
+# on x86-64 only: for arm64 (plan -target linux-7.2-arm64), sys_enter_open
+# and sys_exit_open are errors that say so; remove them from both lists.
 
 table "filename" {
   max_keys = 10240

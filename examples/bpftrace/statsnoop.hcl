@@ -11,7 +11,8 @@
 # arm64), so statsnoop.bt misses most stat calls of today's programs;
 # glibc's fstat() is newfstatat of an empty path (AT_EMPTY_PATH), shown as
 # such. The event says which system call it was. stat and lstat exist on
-# x86-64 only: on arm64, remove newstat and newlstat from both lists.
+# x86-64 only: for arm64 (plan -target linux-7.2-arm64), newstat and
+# newlstat are errors that say so; remove them from both lists.
 
 table "filename" {
   max_keys = 10240
