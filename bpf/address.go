@@ -16,6 +16,9 @@ const (
 	// KindTable is not a probe: a table the probes of a spec set share
 	// has an address too ("table.queued_at"), in plans and state.
 	KindTable Kind = "table"
+	// KindEvents is not a probe either: the event buffer the probes of a
+	// spec set share ("events.buffer").
+	KindEvents Kind = "events"
 )
 
 // Kinds lists every probe kind, in the order plans list them.
@@ -51,6 +54,9 @@ func kindOrder(k Kind) int {
 	if k == KindTable {
 		return -1 // tables first: probes use them
 	}
+	if k == KindEvents {
+		return -2 // and the event buffer before them
+	}
 	for i, known := range Kinds {
 		if k == known {
 			return i
@@ -66,7 +72,7 @@ func ParseAddress(s string) (Address, error) {
 		return Address{}, fmt.Errorf("address %q: want KIND.NAME, e.g. kernel.vfs_latency", s)
 	}
 	a := Address{Kind: Kind(kind), Name: name}
-	if !a.Kind.Valid() && a.Kind != KindTable {
+	if !a.Kind.Valid() && a.Kind != KindTable && a.Kind != KindEvents {
 		return Address{}, fmt.Errorf("address %q: unknown kind %q (want kernel, user, tracepoint or table)", s, kind)
 	}
 	if !ValidName(name) {

@@ -26,12 +26,13 @@ func (g *gen) layoutMaps() {
 	n := 0
 	for _, a := range g.p.Actions() {
 		if a.Kind == spec.Event {
-			ev := &EventLayout{Name: a.Name, ID: len(out.Events), Size: 8}
+			ev := &EventLayout{Name: a.Name, ID: len(out.Events), Size: EventHeaderSize}
 			for _, f := range a.Fields {
 				kf := g.keyField(f.Value, f.Name, ev.Size)
 				ev.Fields = append(ev.Fields, kf)
 				ev.Size += kf.Size
 			}
+			ev.Layout = ev.layoutID(out).String()
 			out.Events = append(out.Events, ev)
 			continue
 		}
@@ -117,10 +118,8 @@ func (g *gen) layoutMaps() {
 		if !g.facts.Helpers.Ringbuf {
 			g.errorf(g.p.DeclRange, "No ring buffer", "event needs BPF ring buffers (Linux 5.8), which the target (%s) lacks. Use an aggregation.", g.facts.Label())
 		}
-		out.Maps = append(out.Maps, &Map{
-			Ref: refEvents, Name: "probectl.event", Type: ebpf.RingBuf, MaxEntries: ringSize,
-			Purpose: "event records",
-		})
+		// The ring buffer is the spec set's, shared: the runtime gives it.
+		out.Buffer = g.u.buffer
 	}
 }
 
@@ -411,9 +410,11 @@ func (g *gen) linearBucket(a *spec.Action) {
 	g.e.Mark(done) // on the caller's next instruction
 }
 
-// emitEvent reserves a ring buffer record, fills it in place and submits
-// it; a full ring buffer counts a dropped event. Between the reserve and
-// the submit nothing jumps out: the record is submitted on every path.
+// emitEvent reserves a record in the spec set's event buffer, writes its
+// header (the layout id, then the time, read after the reserve so that
+// one thread's records are in time order), fills the fields in place and
+// submits it; a full buffer counts a dropped event. Between the reserve
+// and the submit nothing jumps out: the record is submitted on every path.
 func (g *gen) emitEvent(a *spec.Action, skip string) {
 	ev := g.event(a)
 	reserved := g.e.NewLabel("reserved")
@@ -427,8 +428,13 @@ func (g *gen) emitEvent(a *spec.Action, skip string) {
 	g.countStat(g.out.Stats.EventsDropped)
 	g.e.Emit(asm.Ja.Label(skip))
 	g.e.Mark(reserved)
-	g.e.Emit(asm.Mov.Reg(regRecord, asm.R0))
-	g.e.Emit(bpf.StoreImm64(regRecord, 0, int32(ev.ID)))
+	g.e.Emit(
+		asm.Mov.Reg(regRecord, asm.R0),
+		asm.LoadImm(asm.R1, int64(ev.LayoutID()), asm.DWord),
+		asm.StoreMem(regRecord, EventLayoutOffset, asm.R1, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(regRecord, EventTimeOffset, asm.R0, asm.DWord),
+	)
 	for i, f := range a.Fields {
 		g.e.At(fmt.Sprintf("field %s = %s", f.Name, f.Value.Text()), f.Range)
 		g.store(f.Value, place{regRecord, int16(ev.Fields[i].Offset)}, ev.Fields[i].Size)

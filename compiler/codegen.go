@@ -42,9 +42,6 @@ const (
 // cookie); see README "Entry data".
 const entrySlots = 16384
 
-// Ring buffer size for a probe's events.
-const ringSize = 256 * 1024
-
 // gen generates the programs of one probe.
 type gen struct {
 	p     *spec.Probe

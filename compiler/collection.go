@@ -34,6 +34,11 @@ func (p *Probe) CollectionSpec(kernel *btf.Spec, functions []string) (*ebpf.Coll
 			cs.Maps[m.Ref] = m.Spec() // replaced by the table's own map at load
 		}
 	}
+	if p.Buffer != nil {
+		for _, m := range p.Buffer.Maps {
+			cs.Maps[m.Ref] = m.Spec() // replaced by the spec set's buffer at load
+		}
+	}
 	for _, prog := range p.Programs {
 		insns, err := bpf.ResolveKfuncs(prog.Instructions, kernel)
 		if err != nil {

@@ -81,6 +81,10 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	if cfg.EmitsEvents() {
+		u.buffer = newEventBuffer(cfg.Events)
+		out.Events = u.buffer
+	}
 	for _, g := range u.gens {
 		g.build(g.d)
 		diags = append(diags, g.diags...)
@@ -91,6 +95,11 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	}
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	u.diags = nil
+	u.checkEventBuffer(cfg, out)
+	if u.diags.HasErrors() {
+		return nil, append(diags, u.diags...)
 	}
 	sort.Slice(out.Probes, func(i, j int) bool { return out.Probes[i].Address.Less(out.Probes[j].Address) })
 	return out, diags

@@ -103,6 +103,9 @@ type Output struct {
 	Probes []*Probe
 	// Tables are shared by the probes: they live as long as the spec set.
 	Tables []*Table
+	// Events is the event buffer the probes' events go through, nil when
+	// no probe emits events. It lives as long as the spec set.
+	Events *EventBuffer
 	// Skipped are the optional probes that cannot attach on the target,
 	// and why; they are left out of Probes.
 	Skipped []Skipped
@@ -165,6 +168,9 @@ type Probe struct {
 	// Shared are the tables the programs use, whose maps the runtime
 	// provides: they belong to the spec set, not to the probe.
 	Shared []*Table `json:"-"`
+	// Buffer is the spec set's event buffer when the probe emits events:
+	// its map, like the tables', is the runtime's to provide.
+	Buffer *EventBuffer `json:"-"`
 	// Aggregations decode the maps; Events decode ring buffer records.
 	Aggregations []*Aggregation
 	Events       []*EventLayout
@@ -279,10 +285,14 @@ type Aggregation struct {
 	DroppedIndex int `json:"dropped_index"`
 }
 
-// EventLayout describes one event action's records.
+// EventLayout describes one event action's records: a header (the
+// layout id, then the time; EventHeaderSize bytes), then the fields.
 type EventLayout struct {
-	Name   string     `json:"name"`
-	ID     int        `json:"id"` // the record's first 8 bytes
+	Name string `json:"name"`
+	ID   int    `json:"id"` // its index among the probe's events
+	// Layout is the id the records carry (16 hex digits): it names the
+	// probe, the event and the layout of its fields, across applies.
+	Layout string     `json:"layout,omitempty"`
 	Fields []KeyField `json:"fields"`
 	Size   int        `json:"size"`
 }

@@ -34,10 +34,54 @@ type Plan struct {
 	// Tables are the spec set's tables: resources of their own, which
 	// live as long as the spec set (an apply that keeps one keeps its
 	// contents).
-	Tables  []*TableChange `json:"tables,omitempty"`
-	Summary Summary        `json:"summary"`
+	Tables []*TableChange `json:"tables,omitempty"`
+	// Events is the spec set's event buffer, a resource of its own too
+	// (an apply that keeps it keeps the records not read yet).
+	Events  *EventsChange `json:"events,omitempty"`
+	Summary Summary       `json:"summary"`
 	// Skipped are the optional probes that will not be attached, and why.
 	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+// EventsChange is the event buffer's entry in a plan.
+type EventsChange struct {
+	EventBuffer
+	Action Action `json:"action"`
+	Why    string `json:"why,omitempty"`
+	// Users are the probes that emit events.
+	Users []bpf.Address `json:"users"`
+	// Maps is the buffer's map as plans show maps.
+	Maps        []PlanMap `json:"maps"`
+	MemoryBytes int64     `json:"memory_bytes"`
+}
+
+// EventsChange plans the event buffer of out.
+func (out *Output) EventsChange(action Action) *EventsChange {
+	c := &EventsChange{EventBuffer: *out.Events, Action: action, Users: []bpf.Address{}}
+	c.setMaps()
+	for _, p := range out.Probes {
+		if p.Buffer != nil {
+			c.Users = append(c.Users, p.Address)
+		}
+	}
+	return c
+}
+
+// setMaps fills the plan's view of the buffer's map and its memory.
+func (c *EventsChange) setMaps() {
+	c.Maps = nil
+	for _, m := range c.EventBuffer.Maps {
+		c.Maps = append(c.Maps, PlanMap{Name: m.Name, Type: m.Type.String(), KeySize: m.KeySize,
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Purpose: m.Purpose})
+	}
+	c.MemoryBytes = c.EventBuffer.MemoryBytes()
+}
+
+// NewEventsChange is the plan's entry for an applied buffer b.
+func NewEventsChange(b EventBuffer, action Action, why string) *EventsChange {
+	c := &EventsChange{EventBuffer: b, Action: action, Why: why, Users: []bpf.Address{}}
+	c.setMaps()
+	return c
 }
 
 // TableChange is one table's entry in a plan.
@@ -131,6 +175,9 @@ func NewPlan(out *Output) *Plan {
 	for _, t := range out.Tables {
 		plan.Tables = append(plan.Tables, out.TableChange(t, ActionCreate))
 	}
+	if out.Events != nil {
+		plan.Events = out.EventsChange(ActionCreate)
+	}
 	plan.Count()
 	return plan
 }
@@ -144,6 +191,9 @@ func (p *Plan) Count() {
 	}
 	for _, t := range p.Tables {
 		actions = append(actions, t.Action)
+	}
+	if p.Events != nil {
+		actions = append(actions, p.Events.Action)
 	}
 	for _, a := range actions {
 		switch a {
@@ -305,9 +355,12 @@ func (p *Probe) digest() string {
 		_ = enc.Encode(p.Display())
 	}
 	// The tables' maps are in the programs: a table laid out anew is a
-	// new map, and its users must be loaded again.
+	// new map, and its users must be loaded again. So is the event buffer.
 	for _, t := range p.Shared {
 		_ = enc.Encode(t.Digest)
+	}
+	if p.Buffer != nil {
+		_ = enc.Encode([]string{"events", p.Buffer.Digest})
 	}
 	for _, prog := range p.Programs {
 		fmt.Fprintf(h, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)

@@ -57,6 +57,8 @@ type unit struct {
 	layouts map[*spec.Table]*Table
 	busy    map[*spec.Table]bool
 	diags   hcl.Diagnostics
+	// buffer is the spec set's event buffer, nil when no probe emits events.
+	buffer *EventBuffer
 }
 
 // collectUses records where g uses tables.

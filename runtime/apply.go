@@ -131,9 +131,21 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			}
 		}
 	}()
+	buffer, err := w.liveEvents(t, s, out, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if buffer != nil && !buffer.made {
+			buffer.close()
+		}
+	}()
 	var kernelBTF *btf.Spec
 	for _, c := range changes {
-		c.shared = sharedMaps(c.probe, tables)
+		if c.probe.Buffer != nil && buffer == nil {
+			return nil, nil, fmt.Errorf("%s: the plan has no event buffer for its events; plan again", c.probe.Address)
+		}
+		c.shared = withBuffer(sharedMaps(c.probe, tables), c.probe, buffer)
 		if err := w.load(t, &c.live, &kernelBTF); err != nil {
 			return nil, nil, err
 		}
@@ -143,7 +155,7 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			return nil, nil, err
 		}
 	}
-	if len(changes) > 0 {
+	if len(changes) > 0 || (buffer != nil && buffer.made) {
 		if err := w.ensureIdentity(t, s); err != nil {
 			return nil, nil, err
 		}
@@ -166,6 +178,12 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 			newTables = append(newTables, ts)
 		}
 	}
+	var newEvents *EventsState
+	if buffer != nil && buffer.made {
+		if newEvents, err = w.pinBuffer(t, buffer, serial); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
 	replaced := map[bpf.Address]bool{}
@@ -179,9 +197,11 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		}
 	}
 	var oldDirs []string
+	var goneProbes []*ProbeState
 	for _, p := range s.Probes {
 		if gone[p.Address] || replaced[p.Address] {
 			oldDirs = append(oldDirs, p.PinDir)
+			goneProbes = append(goneProbes, p)
 		} else {
 			next.Probes = append(next.Probes, p)
 		}
@@ -194,6 +214,18 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		}
 	}
 	next.Tables = append(next.Tables, newTables...)
+	// The event buffer: made anew (the old one goes, last, once the probes
+	// that wrote into it are gone), kept (with the layouts of the probes
+	// that leave it, whose records it may still hold), or gone.
+	switch {
+	case newEvents != nil:
+		next.Events = newEvents
+	case buffer != nil:
+		next.Events = s.Events.retire(goneProbes, next.Probes, serial)
+	}
+	if s.Events != nil && (next.Events == nil || next.Events.PinDir != s.Events.PinDir) {
+		oldDirs = append(oldDirs, s.Events.PinDir)
+	}
 	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
 	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
 	if err := w.commit(next); err != nil {
@@ -211,6 +243,9 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 		if l.made {
 			l.close()
 		}
+	}
+	if buffer != nil && buffer.made {
+		buffer.close()
 	}
 	res.Leftovers = w.removeDirs(oldDirs)
 	return next, res, nil
@@ -476,12 +511,26 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 		}
 		next.Probes = append(next.Probes, p)
 	}
+	var gone []*ProbeState
+	for _, p := range s.Probes {
+		if len(want) == 0 || want[p.Address] {
+			gone = append(gone, p)
+		}
+	}
 	if len(next.Probes) == 0 {
 		for _, ts := range s.Tables {
 			dirs = append(dirs, ts.PinDir)
 			res.Deleted = append(res.Deleted, ts.Address)
 		}
 		next.Tables = nil
+		// The event buffer goes last, once the probes writing into it are
+		// gone: a reader drains what it holds and ends.
+		if s.Events != nil {
+			dirs = append(dirs, s.Events.PinDir)
+		}
+		next.Events = nil
+	} else {
+		next.Events = s.Events.retire(gone, next.Probes, next.Serial)
 	}
 	if len(dirs) == 0 {
 		return s, res, nil

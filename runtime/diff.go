@@ -20,6 +20,8 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 		Skipped:       out.Skipped,
 	}
 	diffTables(s, out, plan, drift)
+	diffEvents(s, out, plan, drift)
+	bufferRemade := plan.Events != nil && plan.Events.Action == compiler.ActionReplace
 	// A table made anew is a new map: the probes that use it are loaded
 	// again with it.
 	remade := map[string]bool{}
@@ -45,6 +47,8 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 			action, why = compiler.ActionReplace, "drift: "+strings.Join(drift[p.Address], "; ")
 		case len(uses) > 0:
 			action, why = compiler.ActionReplace, "its tables are made anew: "+strings.Join(uses, ", ")
+		case bufferRemade && p.Buffer != nil:
+			action, why = compiler.ActionReplace, "its event buffer is made anew"
 		case old.Digest == p.Digest:
 			action = compiler.ActionNoOp
 		default:

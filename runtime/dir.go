@@ -429,14 +429,23 @@ var errWouldBlock = errors.New("held by another process")
 // lockHolder says who holds a flock on d, from /proc/locks: "probectl PID
 // 1234", or the holder's command name when it is not probectl.
 func (d *dir) lockHolder() string {
+	if holder, ok := d.flockHolder(); ok {
+		return holder
+	}
+	return "an unknown process"
+}
+
+// flockHolder says who holds a flock on d, from /proc/locks, and whether
+// anyone does. It only reads: it never takes the lock, not even briefly.
+func (d *dir) flockHolder() (string, bool) {
 	var st unix.Stat_t
 	if unix.Fstat(d.fd, &st) != nil {
-		return "an unknown process"
+		return "", false
 	}
 	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	b, err := os.ReadFile("/proc/locks")
 	if err != nil {
-		return "an unknown process"
+		return "", false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
@@ -447,8 +456,8 @@ func (d *dir) lockHolder() string {
 			if name == "" || strings.HasPrefix(name, "probectl") {
 				name = "probectl"
 			}
-			return fmt.Sprintf("%s PID %s", strconv.Quote(name)[1:len(strconv.Quote(name))-1], f[4])
+			return fmt.Sprintf("%s PID %s", strconv.Quote(name)[1:len(strconv.Quote(name))-1], f[4]), true
 		}
 	}
-	return "an unknown process"
+	return "", false
 }

@@ -204,13 +204,7 @@ probe "tracepoint" "exit" {
     }
   }
 }`)
-	var p *runtime.ProbeState
-	for _, x := range s.Probes {
-		if x.Address.Name == "exit" {
-			p = x
-		}
-	}
-	rd, err := w.Events(p)
+	st, err := w.OpenEvents(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,16 +216,23 @@ probe "tracepoint" "exit" {
 	if got := values(aggregation(t, w, s, "tracepoint.exit", "results")); got["-2"] != n {
 		t.Errorf("results = %v, want -2 (ENOENT): %d", got, n)
 	}
-	for i := 0; i < n; i++ {
-		ev, err := rd.Read()
-		if err != nil {
-			t.Fatal(err)
+	var got int
+	var last uint64
+	err = st.ReadBuffered(func(ev *runtime.EventRecord) error {
+		if ev.Probe != "tracepoint.exit" || ev.Name != "failed" || fmt.Sprint(ev.Fields) != expectComm("[{errno 2} {comm pcruntime}]") {
+			return fmt.Errorf("event %d: %+v", got, ev)
 		}
-		if ev.Name != "failed" || fmt.Sprint(ev.Fields) != expectComm("[{errno 2} {comm pcruntime}]") {
-			t.Fatalf("event %d: %+v", i, ev)
+		if ev.MonoNS < last {
+			return fmt.Errorf("event %d: time %d before the previous one's %d", got, ev.MonoNS, last)
 		}
+		last = ev.MonoNS
+		got++
+		return nil
+	})
+	if err != nil || got != n {
+		t.Fatalf("%d events, want %d: %v", got, n, err)
 	}
-	rd.Close()
+	st.Close()
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
 	}

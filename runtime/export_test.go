@@ -71,5 +71,11 @@ func (s *Session) Objects() []string {
 			}
 		}
 	}
+	if s.buffer != nil {
+		if info, err := s.buffer.m.Info(); err == nil {
+			id, _ := info.ID()
+			out = append(out, fmt.Sprintf("map %d", id))
+		}
+	}
 	return out
 }

@@ -289,6 +289,12 @@ func noLeaks(t testing.TB, objs *objects, w *runtime.Workspace, keep *runtime.St
 			}
 			allowed[fmt.Sprintf("map %d", tb.MetaID)] = true
 		}
+		if es := keep.Events; es != nil {
+			for _, m := range es.Pins {
+				allowed[fmt.Sprintf("map %d", m.ID)] = true
+			}
+			allowed[fmt.Sprintf("map %d", es.MetaID)] = true
+		}
 	}
 	if w != nil {
 		if id := w.IdentityID(); id != 0 {

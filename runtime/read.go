@@ -10,8 +10,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -100,7 +103,17 @@ type mapSource func(ref string) (m *ebpf.Map, release func(), err error)
 func (w *Workspace) Read(probes []*ProbeState) []ProbeResult {
 	out := make([]ProbeResult, 0, len(probes))
 	for _, p := range probes {
-		out = append(out, readProbe(p, w.pinnedMaps(p)))
+		out = append(out, readProbe(p, w.pinnedMaps(p), true))
+	}
+	return out
+}
+
+// ReadUnsorted is Read with each aggregation's entries in the kernel's
+// map order, for a reader that sorts only when it must (SortEntries).
+func (w *Workspace) ReadUnsorted(probes []*ProbeState) []ProbeResult {
+	out := make([]ProbeResult, 0, len(probes))
+	for _, p := range probes {
+		out = append(out, readProbe(p, w.pinnedMaps(p), false))
 	}
 	return out
 }
@@ -121,9 +134,7 @@ func (w *Workspace) pinnedMaps(p *ProbeState) mapSource {
 			if err != nil {
 				return nil, nil, err
 			}
-			// Read-only, but for the ring buffer: its reader advances the
-			// consumer position.
-			mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: ref != refEvents})
+			mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
 			}
@@ -168,7 +179,7 @@ func stats(p *ProbeState, open mapSource) ([]uint64, error) {
 // refStats is the ref of every probe's stats map.
 const refStats = "stats"
 
-func readProbe(p *ProbeState, open mapSource) ProbeResult {
+func readProbe(p *ProbeState, open mapSource, sorted bool) ProbeResult {
 	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
 	st, err := stats(p, open)
 	if err != nil {
@@ -176,7 +187,7 @@ func readProbe(p *ProbeState, open mapSource) ProbeResult {
 		return res
 	}
 	for _, agg := range p.Aggregations {
-		ar, err := readAggregation(p, agg, open)
+		ar, err := readAggregation(p, agg, open, sorted)
 		if err != nil {
 			res.Error = err.Error()
 			return res
@@ -187,7 +198,7 @@ func readProbe(p *ProbeState, open mapSource) ProbeResult {
 	return res
 }
 
-func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (*AggregationResult, error) {
+func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource, sorted bool) (*AggregationResult, error) {
 	m, release, err := open(agg.MapRef)
 	if err != nil {
 		return nil, err
@@ -205,10 +216,7 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 	}
 	groups := map[string]*group{}
 	var order []string
-	var key []byte
-	var per [][]byte
-	iter := m.Iterate()
-	for iter.Next(&key, &per) {
+	err = eachEntry(m, func(key []byte, per [][]byte) {
 		kb := key
 		bucket := int64(-1)
 		if hist && len(kb) >= 8 {
@@ -218,7 +226,10 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 		id := string(kb)
 		g := groups[id]
 		if g == nil {
-			g = &group{key: decodeKey(agg.Key, kb, p), buckets: map[int64]uint64{}}
+			g = &group{key: decodeKey(agg.Key, kb, p)}
+			if hist {
+				g.buckets = map[int64]uint64{}
+			}
 			groups[id] = g
 			order = append(order, id)
 		}
@@ -229,8 +240,8 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 		case seen:
 			g.value = v
 		}
-	}
-	if err := iter.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", p.Address, agg.Name, err)
 	}
 	for _, id := range order {
@@ -248,8 +259,79 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource) (
 		}
 		ar.Entries = append(ar.Entries, e)
 	}
-	sortEntries(ar.Entries)
+	if sorted {
+		SortEntries(ar.Entries)
+	}
 	return ar, nil
+}
+
+// batchSize is how many keys one batch lookup asks for.
+const batchSize = 512
+
+// eachEntry calls fn with every key of a per-CPU map and its per-CPU
+// values, in batches (BPF_MAP_LOOKUP_BATCH: a few system calls for
+// thousands of keys, where iterating costs two per key). Where the kernel
+// has no batch lookup for the map, or a hash bucket holds more keys than a
+// batch, it iterates key by key. key and per are valid only during fn.
+func eachEntry(m *ebpf.Map, fn func(key []byte, per [][]byte)) error {
+	done, err := eachBatch(m, fn)
+	if done {
+		return err
+	}
+	// Start over, key by key: nothing was passed to fn yet.
+	var key []byte
+	var per [][]byte
+	iter := m.Iterate()
+	for iter.Next(&key, &per) {
+		fn(key, per)
+	}
+	return iter.Err()
+}
+
+// eachBatch reads m in batches. It returns done=false, having called fn for
+// nothing, when the kernel cannot batch this map.
+func eachBatch(m *ebpf.Map, fn func(key []byte, per [][]byte)) (done bool, err error) {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return false, nil
+	}
+	keySize, valueSize := int(m.KeySize()), int(m.ValueSize())
+	stride := (valueSize + 7) &^ 7
+	n := min(batchSize, max(int(m.MaxEntries()), 1))
+	// The batch counts its keys by the length of the slice: one element per
+	// key and one per CPU's value, written in place (no copy).
+	keysOut, keys := byteArrays(n, keySize)
+	valuesOut, values := byteArrays(n*cpus, stride)
+	per := make([][]byte, cpus)
+	var cursor ebpf.MapBatchCursor
+	first := true
+	for {
+		got, err := m.BatchLookup(&cursor, keysOut, valuesOut, nil)
+		end := errors.Is(err, ebpf.ErrKeyNotExist)
+		if err != nil && !end {
+			if first {
+				return false, nil
+			}
+			return true, err
+		}
+		first = false
+		for i := 0; i < got; i++ {
+			v := values[i*cpus*stride:]
+			for c := range per {
+				per[c] = v[c*stride : c*stride+valueSize]
+			}
+			fn(keys[i*keySize:(i+1)*keySize], per)
+		}
+		if end || got == 0 {
+			return true, nil
+		}
+	}
+}
+
+// byteArrays makes a slice of n [size]byte and returns it with its memory.
+func byteArrays(n, size int) (any, []byte) {
+	v := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
+	return v.Interface(), unsafe.Slice((*byte)(v.UnsafePointer()), n*size)
 }
 
 // maxBucketSpan bounds the buckets shown between the lowest and the
@@ -397,28 +479,42 @@ func bucketRange(agg *compiler.Aggregation, b int64) (int64, int64) {
 	return 1 << (b - 2), 1 << (b - 1)
 }
 
-// sortEntries orders entries by value, largest first (histograms by
-// total count); ties by key text.
-func sortEntries(es []Entry) {
-	weight := func(e Entry) int64 {
-		if e.Value != nil {
-			return *e.Value
-		}
-		var n int64
-		for _, b := range e.Buckets {
-			n += int64(b.Count)
-		}
-		return n
+// SortEntries orders entries as Read does: by value, largest first
+// (histograms by total count); ties by key text.
+func SortEntries(es []Entry) {
+	type sortKey struct {
+		weight int64
+		key    string
 	}
-	sort.SliceStable(es, func(i, j int) bool {
-		wi, wj := weight(es[i]), weight(es[j])
-		if wi != wj {
-			return wi > wj
+	keys := make([]sortKey, len(es))
+	for i, e := range es {
+		k := &keys[i]
+		if e.Value != nil {
+			k.weight = *e.Value
+		} else {
+			for _, b := range e.Buckets {
+				k.weight += int64(b.Count)
+			}
 		}
-		ki, _ := es[i].Key.MarshalJSON()
-		kj, _ := es[j].Key.MarshalJSON()
-		return string(ki) < string(kj)
+		kb, _ := e.Key.MarshalJSON()
+		k.key = string(kb)
+	}
+	idx := make([]int, len(es))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		ki, kj := keys[idx[i]], keys[idx[j]]
+		if ki.weight != kj.weight {
+			return ki.weight > kj.weight
+		}
+		return ki.key < kj.key
 	})
+	sorted := make([]Entry, len(es))
+	for i, j := range idx {
+		sorted[i] = es[j]
+	}
+	copy(es, sorted)
 }
 
 // ProbeStatus is one applied probe's health: the stable JSON of
@@ -487,6 +583,11 @@ func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 	for _, t := range s.Tables {
 		if d := w.checkTable(t); len(d) > 0 {
 			out[t.Address] = d
+		}
+	}
+	if s.Events != nil {
+		if d := w.checkEvents(s.Events); len(d) > 0 {
+			out[s.Events.Address] = d
 		}
 	}
 	return out
@@ -616,4 +717,35 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		}
 	}
 	return drift, missed
+}
+
+// Text is the field's value as text, as show and the metrics decode it:
+// strings as they are (function names, comm, decoded values), integers in
+// decimal. Quoting for a terminal is the caller's.
+func (f KeyField) Text() string {
+	switch v := f.Value.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return fmt.Sprint(f.Value)
+}
+
+// BucketRanges lists every bucket an aggregation of kind hist or lhist can
+// fill, in order, with Count 0: for hist the <0 bucket [MinInt64, 0), [0, 1),
+// the powers of two [2^k, 2^(k+1)) and the open end [2^62, MaxInt64]; for
+// lhist [MinInt64, min), the steps, and [max, MaxInt64]. The ranges are
+// those the entries' Buckets carry.
+func BucketRanges(agg *compiler.Aggregation) []Bucket {
+	last := int64(64)
+	if agg.Kind == compiler.AggLHist {
+		last = compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep) + 1
+	}
+	out := make([]Bucket, 0, last+1)
+	for b := int64(0); b <= last; b++ {
+		lo, hi := bucketRange(agg, b)
+		out = append(out, Bucket{Low: lo, High: hi})
+	}
+	return out
 }

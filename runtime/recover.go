@@ -53,9 +53,22 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	sort.Slice(dirs, func(i, j int) bool { return serialOf(dirs[i]) < serialOf(dirs[j]) })
 	newest := map[bpf.Address]*ProbeState{}
 	tables := map[string]*TableState{}
+	var events *EventsState
 	var skipped []string
 	for _, name := range dirs {
 		next.Serial = max(next.Serial, serialOf(name))
+		if strings.HasPrefix(name, eventsPinDir) {
+			es, err := w.readEventsMeta(name)
+			if err != nil {
+				skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
+				continue
+			}
+			if events != nil {
+				skipped = append(skipped, events.PinDir+" (an older copy)")
+			}
+			events = es
+			continue
+		}
 		if strings.HasPrefix(name, "table-") {
 			ts, err := w.readTableMeta(name)
 			if err != nil {
@@ -84,6 +97,9 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	for _, ts := range tables {
 		next.Tables = append(next.Tables, ts)
 	}
+	// The buffer's description is as it was made: the layouts of probes
+	// replaced since are not in it, and their records read as undecodable.
+	next.Events = events
 	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
 	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
 	if err := next.validate(w.Name); err != nil {

@@ -21,6 +21,7 @@ import (
 type Session struct {
 	probes []*live
 	tables map[string]*liveTable
+	buffer *liveBuffer // the event buffer, when a probe emits events
 	// States describe the probes for reading, as an apply's state would.
 	States []*ProbeState
 }
@@ -45,8 +46,15 @@ func Attach(out *compiler.Output) (*Session, error) {
 		}
 		s.tables[tb.Address.Name] = l
 	}
+	if out.Events != nil {
+		b, err := w.makeBuffer(t, out.Events)
+		if err != nil {
+			return nil, err
+		}
+		s.buffer = b
+	}
 	for _, p := range out.Probes {
-		l := &live{probe: p, shared: sharedMaps(p, s.tables)}
+		l := &live{probe: p, shared: withBuffer(sharedMaps(p, s.tables), p, s.buffer)}
 		if err := w.load(t, l, &kernelBTF); err != nil {
 			return nil, err
 		}
@@ -79,7 +87,7 @@ func (s *Session) maps(i int) mapSource {
 func (s *Session) Read() []ProbeResult {
 	out := make([]ProbeResult, len(s.States))
 	for i, p := range s.States {
-		out[i] = readProbe(p, s.maps(i))
+		out[i] = readProbe(p, s.maps(i), true)
 	}
 	return out
 }
@@ -114,24 +122,6 @@ func (s *Session) Counters() ([]ProbeStatus, error) {
 	return out, nil
 }
 
-// Events opens the ring buffers of the probes that emit events.
-func (s *Session) Events() ([]*EventReader, error) {
-	var out []*EventReader
-	for i, p := range s.States {
-		rd, err := newEventReader(p, s.maps(i))
-		if err != nil {
-			for _, r := range out {
-				r.Close()
-			}
-			return nil, err
-		}
-		if rd != nil {
-			out = append(out, rd)
-		}
-	}
-	return out, nil
-}
-
 // Detach closes every link: the probes stop firing, their maps stay
 // readable until Close.
 func (s *Session) Detach() error {
@@ -154,7 +144,8 @@ func (s *Session) Close() error {
 	for _, l := range s.tables {
 		l.close()
 	}
-	s.probes, s.tables = nil, nil
+	s.buffer.close()
+	s.probes, s.tables, s.buffer = nil, nil, nil
 	return err
 }
 

@@ -32,6 +32,7 @@ type State struct {
 	Facts     *bpf.Facts    `json:"facts,omitempty"`
 	Probes    []*ProbeState `json:"probes"`
 	Tables    []*TableState `json:"tables,omitempty"`
+	Events    *EventsState  `json:"events,omitempty"`
 }
 
 // ProbeState is one applied probe: its description (as the plan gave it),
@@ -104,7 +105,7 @@ func (s *State) recorded(dir string) bool {
 			return true
 		}
 	}
-	return false
+	return s.Events != nil && s.Events.PinDir == dir
 }
 
 func newLineage() string {
@@ -235,6 +236,11 @@ func (s *State) validate(workspace string) error {
 			if !mapRefPattern.MatchString(m.Ref) || m.Pin != "map_"+m.Ref {
 				return fmt.Errorf("%s: map pin %q is not a map pin", t.Address, m.Pin)
 			}
+		}
+	}
+	if s.Events != nil {
+		if err := s.Events.validate(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -13,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -226,62 +228,95 @@ func applyTool(t *testing.T, src string) (*runtime.Workspace, *runtime.State) {
 	return w, s
 }
 
-// eventLog collects a probe's events as they arrive, so that the ring
-// buffer never fills however busy the machine is.
+// eventLog collects the workspace's events as they arrive, so that the
+// buffer never fills however busy the machine is; each probe's log shows
+// its records. One stream reads the workspace's buffer: a second reader
+// would be refused.
 type eventLog struct {
-	rd     *runtime.EventReader
-	done   chan struct{}
-	events []*runtime.EventRecord
-	err    error
+	st      *runtime.EventStream
+	stop    atomic.Bool
+	done    chan struct{}
+	drained bool
+	records []*runtime.EventRecord
+	err     error
 }
 
-func collectEvents(t *testing.T, w *runtime.Workspace, s *runtime.State, addr string) *eventLog {
+// eventView is one probe's events in a workspace's log.
+type eventView struct {
+	log  *eventLog
+	addr string
+}
+
+var eventLogs sync.Map // *runtime.Workspace → *eventLog
+
+func collectEvents(t *testing.T, w *runtime.Workspace, s *runtime.State, addr string) *eventView {
 	t.Helper()
-	var p *runtime.ProbeState
-	for _, x := range s.Probes {
-		if x.Address.String() == addr {
-			p = x
-		}
-	}
-	if p == nil {
+	if a, err := bpf.ParseAddress(addr); err != nil || s.Probe(a) == nil {
 		t.Fatalf("%s not applied", addr)
 	}
-	rd, err := w.Events(p)
-	if err != nil || rd == nil {
+	if l, ok := eventLogs.Load(w); ok {
+		return &eventView{log: l.(*eventLog), addr: addr}
+	}
+	st, err := w.OpenEvents(s)
+	if err != nil {
 		t.Fatalf("%s: events: %v", addr, err)
 	}
-	l := &eventLog{rd: rd, done: make(chan struct{})}
+	l := &eventLog{st: st, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		for {
-			ev, err := rd.Read()
-			if err != nil {
-				if !errors.Is(err, runtime.ErrDrained) && !errors.Is(err, runtime.ErrClosed) {
-					l.err = err
-				}
+		for !l.stop.Load() {
+			rec, err := st.Next(time.Now().Add(50 * time.Millisecond))
+			switch {
+			case err == nil:
+				l.records = append(l.records, rec)
+			case !errors.Is(err, runtime.ErrIdle):
+				l.err = err
 				return
 			}
-			l.events = append(l.events, ev)
 		}
 	}()
-	t.Cleanup(func() { rd.Close(); <-l.done })
-	return l
+	eventLogs.Store(w, l)
+	t.Cleanup(func() {
+		l.stop.Store(true)
+		<-l.done
+		st.Close()
+		eventLogs.Delete(w)
+	})
+	return &eventView{log: l, addr: addr}
 }
 
-// drain returns every event the buffer held, as "name: field=value, ...".
-// The workload's events are in the buffer before its calls return.
-func (l *eventLog) drain(t *testing.T) []string {
+// all returns every record the buffer held, of every probe. The
+// workload's events are in the buffer before its calls return.
+func (l *eventLog) all(t *testing.T) []*runtime.EventRecord {
 	t.Helper()
-	if err := l.rd.Drain(); err != nil {
-		t.Fatal(err)
+	if !l.drained {
+		l.drained = true
+		l.stop.Store(true)
+		<-l.done
+		if l.err == nil {
+			l.err = l.st.ReadBuffered(func(r *runtime.EventRecord) error {
+				l.records = append(l.records, r)
+				return nil
+			})
+		}
 	}
-	<-l.done
 	if l.err != nil {
 		t.Fatal(l.err)
 	}
+	return l.records
+}
+
+// drain returns the probe's events, as "name: field=value, ...".
+func (v *eventView) drain(t *testing.T) []string {
+	t.Helper()
 	var out []string
-	for _, ev := range l.events {
-		out = append(out, eventText(ev))
+	for _, ev := range v.log.all(t) {
+		if ev.Type != runtime.RecordEvent {
+			t.Errorf("a record of layout %s is %s", ev.Layout, ev.Type)
+		}
+		if ev.Probe == v.addr {
+			out = append(out, eventText(ev))
+		}
 	}
 	return out
 }
@@ -552,7 +587,7 @@ func TestToolSetuids(t *testing.T) {
 		}
 	}
 	w, s := applyTool(t, toolSpec(t, "setuids", edits...))
-	logs := map[string]*eventLog{}
+	logs := map[string]*eventView{}
 	for _, p := range []string{"setuid_exit", "setfsuid_exit", "setresuid_exit"} {
 		logs[p] = collectEvents(t, w, s, "tracepoint."+p)
 	}
@@ -560,14 +595,20 @@ func TestToolSetuids(t *testing.T) {
 	const unchanged = 4294967295 // (uid_t)-1
 	head := fmt.Sprintf("pid=%d, comm=%s", wl.pid, name)
 	var setuid, setfsuid, setresuid []string
+	// all is every probe's events in the order of the calls: the
+	// workspace's one buffer keeps that order across probes.
+	var all []string
 	fs := func(uid, target, prev int) {
 		setfsuid = append(setfsuid, fmt.Sprintf("setfsuid: %s, uid=%d, target=%d, prev_fsuid=%d", head, uid, target, prev))
+		all = append(all, setfsuid[len(setfsuid)-1])
 	}
 	res := func(uid, r, e, s, ret int) {
 		setresuid = append(setresuid, fmt.Sprintf("setresuid: %s, uid=%d, ruid=%d, euid=%d, suid=%d, ret=%d", head, uid, r, e, s, ret))
+		all = append(all, setresuid[len(setresuid)-1])
 	}
 	su := func(uid, target, ret int) {
 		setuid = append(setuid, fmt.Sprintf("setuid: %s, uid=%d, target=%d, ret=%d", head, uid, target, ret))
+		all = append(all, setuid[len(setuid)-1])
 	}
 	fs(0, 1234, 0)
 	fs(0, 0, 1234)
@@ -582,6 +623,13 @@ func TestToolSetuids(t *testing.T) {
 	sameLines(t, "setuid events", logs["setuid_exit"].drain(t), setuid)
 	sameLines(t, "setfsuid events", logs["setfsuid_exit"].drain(t), setfsuid)
 	sameLines(t, "setresuid events", logs["setresuid_exit"].drain(t), setresuid)
+	var got []string
+	for _, ev := range logs["setuid_exit"].log.all(t) {
+		if strings.HasPrefix(ev.Probe, "tracepoint.set") {
+			got = append(got, eventText(ev))
+		}
+	}
+	sameLines(t, "every probe's events, in order", got, all)
 	nothingDropped(t, w, s)
 	wl.finish()
 }

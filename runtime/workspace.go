@@ -258,7 +258,7 @@ func readIdentity(d *dir) (*identity, error) {
 }
 
 // probeDirPattern matches the directories Apply pins probes under.
-var probeDirPattern = regexp.MustCompile(`^(kernel|user|tracepoint|table)-[A-Za-z0-9_]{1,128}-[0-9]{1,19}$`)
+var probeDirPattern = regexp.MustCompile(`^(kernel|user|tracepoint|table|events)-[A-Za-z0-9_]{1,128}-[0-9]{1,19}$`)
 
 // probeDirs lists the probe directories under d.
 func probeDirs(d *dir) ([]string, error) {

@@ -11,6 +11,9 @@ type Config struct {
 	Probes []*Probe
 	// Tables by name: state the probes share.
 	Tables []*Table
+	// Events is the events block, nil when there is none (the event
+	// buffer then has the default size).
+	Events *Events
 	// Labels are the spec set's label tables, by name: constant names for
 	// numbers, which labels(NAME, x) shows.
 	Labels []*LabelSet

@@ -112,6 +112,8 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 			switch b.Type {
 			case "table":
 				dec.table(b, all)
+			case "events":
+				cfg.Events = dec.eventsBlock(b, cfg.Events)
 			case "labels":
 				pf.labels = append(pf.labels, b)
 			default:
@@ -155,6 +157,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	}
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
+		diags = append(diags, checkEvents(cfg)...)
 		diags = append(diags, checkLabels(labels)...)
 	}
 	for _, t := range all {
@@ -173,6 +176,7 @@ var fileSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "probe", LabelNames: []string{"kind", "name"}},
 		{Type: "table", LabelNames: []string{"name"}},
+		{Type: "events"},
 		{Type: "labels", LabelNames: []string{"name"}},
 	},
 }

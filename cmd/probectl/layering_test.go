@@ -24,10 +24,11 @@ func TestLayering(t *testing.T) {
 		"cmd/vmexec/tpcapture": {"bpf"},
 		"cmd/vminit":           {},
 		"cmd/mksyscalls":       {},
-		"cmd/probectl":         {"bpf", "spec", "compiler", "runtime", "examples"},
+		"metrics":              {"runtime", "compiler", "bpf"},
+		"cmd/probectl":         {"bpf", "spec", "compiler", "runtime", "metrics", "examples"},
 	}
 	// Packages that must not see HCL at all: a saved plan is self-contained.
-	noHCL := map[string]bool{"bpf": true, "runtime": true}
+	noHCL := map[string]bool{"bpf": true, "runtime": true, "metrics": true}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

@@ -56,9 +56,11 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDestroyCmd(g),
 		newStatusCmd(g),
 		newShowCmd(g),
+		newEventsCmd(g),
 		newRunCmd(),
 		newTargetCmd(),
 		newStateCmd(g),
+		newServeCmd(g),
 	)
 	return root
 }

@@ -45,6 +45,19 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// validjson-lines FILE: every line of the file is one JSON value (NDJSON).
+			"validjson-lines": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: validjson-lines FILE")
+				}
+				ok := true
+				for _, line := range strings.Split(strings.TrimSuffix(ts.ReadFile(args[0]), "\n"), "\n") {
+					ok = ok && json.Valid([]byte(line))
+				}
+				if ok == neg {
+					ts.Fatalf("%s: NDJSON is %v", args[0], ok)
+				}
+			},
 			// validjson FILE: the file (stdout, stderr or a file) is valid JSON.
 			"validjson": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 {

@@ -1,13 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,24 +22,28 @@ import (
 
 func newRunCmd() *cobra.Command {
 	var duration, interval time.Duration
-	var totals bool
+	var asJSON, totals bool
 	cmd := &cobra.Command{
-		Use:   "run [PATH...] [-duration D] [-interval D] [-totals]",
+		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-json]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
 (Ctrl-C, -duration, or an error). Its probes are never pinned: they live
 exactly as long as the probectl process, so even kill -9 leaves nothing
-attached. Events that find the ring buffer full are dropped, counted and
-reported as they happen; at exit the buffers are drained and the totals
-printed. With no PATH it runs the built-in example: tracepoints on system
-calls.
+attached. Events come out as probectl events prints them: every probe's,
+in the order they were reserved, with their time. Events that find the
+buffer full are dropped, counted and reported as they happen; at exit the
+buffer is drained and the totals printed. With no PATH it runs the
+built-in example: tracepoints on system calls.
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end):
                counts, sums and histograms as what the interval added,
                min and max since the start; the totals at the end
-  -totals      print the totals since the start at every interval`,
+  -totals      print the totals since the start at every interval
+  -json        NDJSON on stdout: events as probectl events -json prints
+               them, results as {"type": "results", ...} objects (show
+               -json's probes and tables), the summary last`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireBPF("run"); err != nil {
 				return err
@@ -56,11 +62,12 @@ calls.
 			if err != nil {
 				return err
 			}
-			return runProbes(cmd, cfg, out, duration, interval, totals)
+			return runProbes(cmd, cfg, out, duration, interval, asJSON, totals)
 		},
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
 	cmd.Flags().BoolVar(&totals, "totals", false, "print totals since the start at each interval, not what the interval added")
 	return cmd
 }
@@ -77,9 +84,14 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	return compileFor(cmd, cfg, facts)
 }
 
-func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, totals bool) (err error) {
+func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON, totals bool) (err error) {
 	for _, r := range runtime.CleanRuns() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
+	}
+	// With -json, stdout is NDJSON alone; what run says goes to stderr.
+	say := cmd.OutOrStdout()
+	if asJSON {
+		say = cmd.ErrOrStderr()
 	}
 	sess, err := runtime.Attach(out)
 	if err != nil {
@@ -90,17 +102,17 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			err = fmt.Errorf("detach: %w", cerr)
 		}
 		if err == nil {
-			cmd.Println("\nDetached and removed every probe.")
+			fmt.Fprintln(say, "\nDetached and removed every probe.")
 		}
 	}()
 	for _, p := range sess.States {
-		cmd.Printf("Attached %s: %s via %s.\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
+		fmt.Fprintf(say, "Attached %s: %s via %s.\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
 	}
 	until := "until Ctrl-C"
 	if duration > 0 {
 		until = "for " + duration.String()
 	}
-	cmd.Printf("Running %s.\n", until)
+	fmt.Fprintf(say, "Running %s.\n", until)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -110,85 +122,64 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		defer cancel()
 	}
 
-	// One writer to the terminal at a time; events are buffered, because a
-	// flood of them must not slow the readers into dropping more.
-	var mu sync.Mutex
-	outw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	defer outw.Flush()
-	readers, err := sess.Events()
+	// One reader of the session's event buffer prints the records in the
+	// order they were reserved, through the printer events uses.
+	pr := newEventPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, nil)
+	defer pr.flush()
+	st, err := sess.OpenEvents()
 	if err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
-	printed := make([]uint64, len(readers))
-	for i, rd := range readers {
+	var stopping atomic.Bool
+	if st != nil {
+		defer st.Close()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				ev, err := rd.Read()
+			for !stopping.Load() {
+				rec, err := st.Next(time.Now().Add(200 * time.Millisecond))
+				switch {
+				case err == nil:
+					err = pr.record(rec)
+				case errors.Is(err, runtime.ErrIdle):
+					pr.flush()
+					st.Housekeep()
+					err = nil
+				}
 				if err != nil {
-					if !errors.Is(err, runtime.ErrClosed) && !errors.Is(err, runtime.ErrDrained) {
-						mu.Lock()
-						fmt.Fprintf(cmd.ErrOrStderr(), "events: %v\n", err)
-						mu.Unlock()
-					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "events: %v\n", err)
 					return
 				}
-				mu.Lock()
-				fmt.Fprintf(outw, "%s event %s: %s\n", time.Now().Format("15:04:05"), ev.Name, keyText(ev.Fields))
-				printed[i]++
-				mu.Unlock()
 			}
 		}()
 	}
 	drained := false
-	drain := func() {
+	drain := func() error {
 		if drained {
-			return
+			return nil
 		}
 		drained = true
-		// Stop the producers, then read what the buffers still hold.
+		// Stop the producers, then read what the buffer holds.
 		_ = sess.Detach()
-		for _, rd := range readers {
-			_ = rd.Drain()
-		}
+		stopping.Store(true)
 		wg.Wait()
-		for _, rd := range readers {
-			rd.Close()
+		if st != nil {
+			return st.ReadBuffered(pr.record)
 		}
+		return nil
 	}
 	defer drain()
 
-	// Dropped events are reported as they happen.
-	var lastDropped []uint64
-	reportDrops := func(final bool) {
-		counters, err := sess.Counters()
-		if err != nil {
-			return
-		}
-		if lastDropped == nil {
-			lastDropped = make([]uint64, len(counters))
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		outw.Flush()
-		for i, c := range counters {
-			if n := c.DroppedEvents - lastDropped[i]; n > 0 && !final {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d events dropped (the ring buffer was full; %d in all)\n", c.Address, n, c.DroppedEvents)
-			}
-			lastDropped[i] = c.DroppedEvents
-		}
-	}
 	// Each interval prints what it added (-totals: the totals); the end
 	// prints the totals.
 	var last []runtime.ProbeResult
 	show := func(final bool) {
-		reportDrops(false)
+		if st != nil {
+			pr.drops(st.Drops())
+		}
 		results := sess.Read()
-		mu.Lock()
-		defer mu.Unlock()
-		outw.Flush()
+		tables := sess.Tables()
 		shown, title := results, "totals"
 		if !final && !totals {
 			shown, title = intervalResults(last, results), "the last "+interval.String()
@@ -197,8 +188,21 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			}
 			last = results
 		}
-		cmd.Printf("\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
-		renderResults(cmd.OutOrStdout(), shown)
+		pr.withPrinter(func(w io.Writer) {
+			if asJSON {
+				b, _ := json.Marshal(struct {
+					Type   string                `json:"type"`
+					Wall   string                `json:"wall"`
+					Shows  string                `json:"shows"`
+					Probes []runtime.ProbeResult `json:"probes"`
+					Tables []runtime.TableResult `json:"tables,omitempty"`
+				}{"results", runtime.WallText(time.Now()), title, shown, tables})
+				fmt.Fprintf(w, "%s\n", b)
+				return
+			}
+			fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
+			renderResults(w, shown)
+		})
 	}
 	var tick <-chan time.Time
 	if interval > 0 {
@@ -211,32 +215,23 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 	for {
 		select {
 		case <-ctx.Done():
-			drain()
+			if err := drain(); err != nil {
+				return err
+			}
 			show(true)
-			if len(readers) > 0 {
-				reportDrops(true)
-				var n, dropped uint64
-				for i := range readers {
-					n += printed[i]
+			if st != nil {
+				if !asJSON {
+					pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
 				}
-				for _, d := range lastDropped {
-					dropped += d
-				}
-				outw.Flush()
-				if dropped == 0 {
-					cmd.Printf("\nEvents: %d printed, none dropped.\n", n)
-				} else {
-					cmd.Printf("\nEvents: %d printed, %d dropped (the ring buffer was full).\n", n, dropped)
-				}
+				pr.summary(st.Drops())
 			}
 			return nil
 		case <-tick:
 			show(false)
 		case <-dropTick.C:
-			reportDrops(false)
-			mu.Lock()
-			outw.Flush()
-			mu.Unlock()
+			if st != nil {
+				pr.drops(st.Drops())
+			}
 		}
 	}
 }

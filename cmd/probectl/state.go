@@ -41,6 +41,9 @@ Exit status: 0 recovered, 1 errors.`,
 			for _, p := range s.Probes {
 				cmd.Printf("  recovered %s (%s via %s)\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
 			}
+			if s.Events != nil {
+				cmd.Printf("  recovered %s (%s; records of probes replaced before the state was lost read as undecodable)\n", s.Events.Address, sizeName(s.Events.Size))
+			}
 			for _, sk := range skipped {
 				cmd.Printf("  not adopted: %s\n", sk)
 			}

@@ -33,7 +33,8 @@ Exit status: 0, 1 errors, 2 drift found.`,
 			}
 			defer w.Close()
 			st := w.Status(s)
-			drift := false
+			ev := w.EventsStatus(s)
+			drift := ev != nil && len(ev.Drift) > 0
 			for _, p := range st {
 				drift = drift || len(p.Drift) > 0
 			}
@@ -46,10 +47,12 @@ Exit status: 0, 1 errors, 2 drift found.`,
 					Lineage   string                `json:"lineage"`
 					Serial    uint64                `json:"serial"`
 					Probes    []runtime.ProbeStatus `json:"probes"`
-				}{s.Workspace, s.Lineage, s.Serial, st}, "", "  ")
+					Events    *runtime.EventsStatus `json:"events,omitempty"`
+				}{s.Workspace, s.Lineage, s.Serial, st, ev}, "", "  ")
 				cmd.Println(string(b))
 			} else {
 				renderStatus(cmd, s, st)
+				renderEventsStatus(cmd, ev)
 			}
 			if drift {
 				return exitError{2}
@@ -87,5 +90,33 @@ func renderStatus(cmd *cobra.Command, s *runtime.State, st []runtime.ProbeStatus
 		if len(p.Drift) > 0 {
 			cmd.Printf("    DRIFT      %s (apply replaces it)\n", printable(strings.Join(p.Drift, "; ")))
 		}
+	}
+}
+
+// renderEventsStatus writes the event buffer's health: how full it is,
+// who reads it.
+func renderEventsStatus(cmd *cobra.Command, ev *runtime.EventsStatus) {
+	if ev == nil {
+		return
+	}
+	cmd.Printf("\n  %s\n", ev.Address)
+	switch {
+	case len(ev.Drift) > 0:
+		cmd.Printf("    size       %s\n", sizeName(ev.Size))
+	case ev.Unread < 0:
+		cmd.Printf("    size       %s (how full cannot be read)\n", sizeName(ev.Size))
+	default:
+		cmd.Printf("    size       %s; %s not read yet (%.1f%%)\n", sizeName(ev.Size), bytesString(ev.Unread), 100*float64(ev.Unread)/float64(ev.Size))
+	}
+	if ev.Reader != "" {
+		cmd.Printf("    reader     %s\n", printable(ev.Reader))
+	} else {
+		cmd.Printf("    reader     none: records are kept up to the size, then dropped and counted (probectl events reads them)\n")
+	}
+	if ev.Retired > 0 {
+		cmd.Printf("    retired    %s of probes replaced or destroyed, for their records still unread\n", plural(ev.Retired, "layout"))
+	}
+	if len(ev.Drift) > 0 {
+		cmd.Printf("    DRIFT      %s (apply replaces it)\n", printable(strings.Join(ev.Drift, "; ")))
 	}
 }

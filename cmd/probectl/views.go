@@ -7,6 +7,7 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/spec"
 )
 
 // renderPlan writes a plan in the manner of terraform plan.
@@ -20,6 +21,10 @@ func renderPlan(w io.Writer, plan *compiler.Plan) {
 		return
 	}
 	fmt.Fprintln(w, "probectl will perform the following actions:")
+	if plan.Events != nil {
+		fmt.Fprintln(w)
+		renderEvents(w, plan.Events)
+	}
 	for _, t := range plan.Tables {
 		fmt.Fprintln(w)
 		renderTable(w, t, f.CPUs)
@@ -181,6 +186,36 @@ func renderTable(w io.Writer, t *compiler.TableChange, cpus int) {
 		cpuNote = "for 1 CPU: the profile does not say how many"
 	}
 	row("memory", "%s (%s)", bytesString(t.MemoryBytes(cpus)), cpuNote)
+	fmt.Fprintln(w, "    }")
+}
+
+// renderEvents writes the event buffer's entry: its size, what it holds,
+// its users.
+func renderEvents(w io.Writer, e *compiler.EventsChange) {
+	fmt.Fprintf(w, "  # %s %s", e.Address, actionWords[e.Action])
+	if e.Why != "" {
+		fmt.Fprintf(w, " (%s)", e.Why)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %s events %q {\n", actionSymbols[e.Action], e.Address.Name)
+	row := func(key, format string, args ...any) {
+		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
+	}
+	size := spec.SizeText(e.Size)
+	if e.MaxRecord > 0 {
+		row("size", "%s: %d records of the largest event (%d bytes with its headers) or more", size, e.Records(), e.MaxRecord)
+	} else {
+		row("size", "%s", size)
+	}
+	row("unread", "kept up to the size, then dropped and counted per probe (probectl events reads them)")
+	if len(e.Users) > 0 {
+		var users []string
+		for _, u := range e.Users {
+			users = append(users, u.String())
+		}
+		row("users", "%s", strings.Join(users, ", "))
+	}
+	row("memory", "%s", bytesString(e.MemoryBytes))
 	fmt.Fprintln(w, "    }")
 }
 

@@ -3,7 +3,9 @@
 # functions by the socket. The time is stored when tcp_connect sends the
 # SYN, read when the SYN-ACK reaches tcp_rcv_state_process while the
 # socket is still in SYN_SENT, and the entry deleted. skc_state is a
-# volatile unsigned char, read through BTF.
+# volatile unsigned char, read through BTF. The comm is the connecting
+# process's, kept with the time as bcc does: the SYN-ACK is processed in
+# a softirq, in whatever task the CPU runs then (often ksoftirqd).
 
 table "connect_start" {
   max_keys = 65536
@@ -15,7 +17,7 @@ probe "kernel" "syn_sent" {
   on_entry {
     store "connect_start" {
       key   = [args.sk]
-      value = ktime
+      value = { start = ktime, comm = comm }
     }
   }
 }
@@ -26,8 +28,8 @@ probe "kernel" "syn_acked" {
   on_entry {
     hist "connect_latency_us" {
       when  = has(connect_start, [args.sk]) && args.sk.__sk_common.skc_state == 2 # TCP_SYN_SENT
-      value = (ktime - connect_start[args.sk]) / 1000
-      by    = [comm]
+      value = (ktime - connect_start[args.sk].start) / 1000
+      by    = [connect_start[args.sk].comm]
     }
     delete "connect_start" {
       when = args.sk.__sk_common.skc_state == 2

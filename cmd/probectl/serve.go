@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/probectl/probectl/metrics"
+	"github.com/probectl/probectl/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+)
+
+// defaultListen is serve's address: loopback only, on a port of its own.
+const defaultListen = "127.0.0.1:9479"
+
+func newServeCmd(g *globals) *cobra.Command {
+	var listen string
+	var maxSeries int
+	cmd := &cobra.Command{
+		Use:   "serve [-listen ADDR] [-max-series N]",
+		Short: "Serve what the applied probes measure as Prometheus metrics",
+		Long: `Serve answers GET /metrics with every probe applied in the workspace, read
+from the pinned maps at each scrape (README, "Serve: Prometheus metrics").
+It runs until SIGINT or SIGTERM; the probes stay applied.
+
+  -listen ADDR    where to listen (default ` + defaultListen + `: loopback only;
+                  port 0 picks one, printed at start)
+  -max-series N   the most aggregation series one scrape returns; the rest
+                  are counted in probectl_scrape_series_cut`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if maxSeries < 1 {
+				return fmt.Errorf("-max-series %d: it must be at least 1", maxSeries)
+			}
+			// The workspace name is checked now, not at the first scrape.
+			w, err := runtime.Open(g.stateDir, g.workspace)
+			if err != nil {
+				return err
+			}
+			w.Close()
+			if err := requireBPF("serve"); err != nil {
+				return err
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, maxSeries))
+			mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/" {
+					http.NotFound(rw, r)
+					return
+				}
+				fmt.Fprintf(rw, "probectl serve: workspace %q; metrics at /metrics\n", g.workspace)
+			})
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("-listen %s: %w", listen, err)
+			}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			fmt.Fprintf(cmd.OutOrStdout(), "Serving workspace %q at http://%s/metrics\n", g.workspace, ln.Addr())
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+			}
+			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", defaultListen, "the address to listen on")
+	cmd.Flags().IntVar(&maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
+	return cmd
+}
+
+// metricsHandler serves the workspace's metrics and probectl's own process
+// and Go runtime metrics.
+func metricsHandler(stateDir, workspace string, maxSeries int) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		&metrics.Collector{StateDir: stateDir, Workspace: workspace, MaxSeries: maxSeries},
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+	})
+}

@@ -1,0 +1,201 @@
+package metrics
+
+import (
+	"math"
+	"strings"
+
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultMaxSeries is the default bound on the aggregation series of one
+// scrape.
+const DefaultMaxSeries = 100000
+
+// Collector reads one workspace's applied probes at each scrape.
+type Collector struct {
+	// StateDir and Workspace name the workspace, as runtime.Open takes them.
+	StateDir, Workspace string
+	// MaxSeries bounds the aggregation series of one scrape (a histogram
+	// counts its buckets, +Inf, _sum and _count); 0 is DefaultMaxSeries. A
+	// scrape over it returns the series that fit (probe by probe, each
+	// aggregation's keys largest first, as show orders them) and
+	// probectl_scrape_series_cut says how many were left out.
+	MaxSeries int
+}
+
+var (
+	descUp = prometheus.NewDesc("probectl_up",
+		"1 when the workspace's state could be read at this scrape, 0 when not.", []string{"workspace"}, nil)
+	descCut = prometheus.NewDesc("probectl_scrape_series_cut",
+		"Aggregation series left out of this scrape by the max_series bound.", nil, nil)
+	descProbeUp = prometheus.NewDesc("probectl_probe_up",
+		"1 when the probe's maps could be read at this scrape, 0 when not (pins gone, a map replaced).", []string{"probe"}, nil)
+	descInfo = prometheus.NewDesc("probectl_probe_info",
+		"An applied probe: its route, link families (comma-separated) and spec digest.", []string{"probe", "route", "attach", "digest"}, nil)
+	descDrift = prometheus.NewDesc("probectl_probe_drift",
+		"How many things about the probe differ from what was applied (a pin or link gone, a map or program replaced, a user probe's binary replaced): probectl status lists them.", []string{"probe"}, nil)
+	descHits = prometheus.NewDesc("probectl_probe_hits_total",
+		"Runs of the probe's entry or exit handler.", []string{"probe", "handler"}, nil)
+	descMissed = prometheus.NewDesc("probectl_probe_missed_hits_total",
+		"Hits the kernel did not deliver to the probe (recursion, full rethook pools, another BPF program running on the CPU).", []string{"probe"}, nil)
+	descDroppedKeys = prometheus.NewDesc("probectl_probe_dropped_keys_total",
+		"Observations an aggregation dropped: its map held max_keys keys.", []string{"probe", "aggregation"}, nil)
+	descDroppedEvents = prometheus.NewDesc("probectl_probe_dropped_events_total",
+		"Events the probe could not write: its ring buffer was full.", []string{"probe"}, nil)
+)
+
+// Describe sends nothing: the families depend on what is applied at each
+// scrape, so the collector is unchecked.
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reads the workspace's state and maps and sends their metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	w, err := runtime.Open(c.StateDir, c.Workspace)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, c.Workspace)
+		return
+	}
+	defer w.Close()
+	s, err := w.Inspect()
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, c.Workspace)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1, c.Workspace)
+	for _, st := range w.Status(s) {
+		probe := labelValue(st.Address.String())
+		attach := make([]string, len(st.Attach))
+		for i, f := range st.Attach {
+			attach[i] = string(f)
+		}
+		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1,
+			probe, labelValue(string(st.Route)), labelValue(strings.Join(attach, ",")), labelValue(st.Digest))
+		ch <- prometheus.MustNewConstMetric(descDrift, prometheus.GaugeValue, float64(len(st.Drift)), probe)
+		if len(st.Drift) > 0 {
+			// Its counters were not read: no series rather than zeros,
+			// which Prometheus would take for a counter reset.
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.EntryHits), probe, "entry")
+		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.ExitHits), probe, "exit")
+		ch <- prometheus.MustNewConstMetric(descMissed, prometheus.CounterValue, float64(st.Missed), probe)
+		ch <- prometheus.MustNewConstMetric(descDroppedEvents, prometheus.CounterValue, float64(st.DroppedEvents), probe)
+	}
+	budget := c.MaxSeries
+	if budget <= 0 {
+		budget = DefaultMaxSeries
+	}
+	cut := 0
+	names := newNamer()
+	for i, r := range w.ReadUnsorted(s.Probes) {
+		p := s.Probes[i]
+		probe := labelValue(r.Address)
+		if r.Error != "" {
+			ch <- prometheus.MustNewConstMetric(descProbeUp, prometheus.GaugeValue, 0, probe)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descProbeUp, prometheus.GaugeValue, 1, probe)
+		for j, ar := range r.Aggregations {
+			ch <- prometheus.MustNewConstMetric(descDroppedKeys, prometheus.CounterValue, float64(ar.Dropped), probe, labelValue(ar.Name))
+			fam := names.family(p, p.Aggregations[j])
+			budget, cut = emitAggregation(ch, fam, p.Aggregations[j], ar, budget, cut)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descCut, prometheus.GaugeValue, float64(cut))
+}
+
+// emitAggregation sends one aggregation's series while the budget lasts and
+// returns what is left of it and the series cut so far.
+func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiler.Aggregation, ar runtime.AggregationResult, budget, cut int) (int, int) {
+	var ranges []runtime.Bucket
+	if agg.Kind.IsHistogram() {
+		ranges = runtime.BucketRanges(agg)
+	}
+	// What fits is the largest entries, as show orders them: sort only
+	// when not everything may fit.
+	cost := len(ar.Entries)
+	if len(ranges) > 0 {
+		cost *= len(ranges) + 2
+	}
+	if cost > budget {
+		runtime.SortEntries(ar.Entries)
+	}
+	values := make([]string, len(fam.labels))
+	for _, e := range ar.Entries {
+		for i := range values {
+			values[i] = ""
+			if i < len(e.Key) {
+				values[i] = labelValue(e.Key[i].Text())
+			}
+		}
+		if !agg.Kind.IsHistogram() {
+			if budget < 1 {
+				cut++
+				continue
+			}
+			budget--
+			vt := prometheus.CounterValue
+			if agg.Kind == compiler.AggMin || agg.Kind == compiler.AggMax {
+				vt = prometheus.GaugeValue
+			}
+			emit(ch, fam.desc, func() (prometheus.Metric, error) {
+				return prometheus.NewConstMetric(fam.desc, vt, float64(*e.Value), values...)
+			})
+			continue
+		}
+		bounds, count := histogram(agg, ranges, e.Buckets)
+		series := len(bounds) + 3 // the buckets, +Inf, _sum, _count
+		if budget < series {
+			cut += series
+			continue
+		}
+		budget -= series
+		emit(ch, fam.desc, func() (prometheus.Metric, error) {
+			return prometheus.NewConstHistogram(fam.desc, count, math.NaN(), bounds, values...)
+		})
+	}
+	return budget, cut
+}
+
+func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, build func() (prometheus.Metric, error)) {
+	m, err := build()
+	if err != nil {
+		m = prometheus.NewInvalidMetric(desc, err)
+	}
+	ch <- m
+}
+
+// histogram turns an entry's buckets into Prometheus's cumulative ones.
+// Values are integers, so the bucket [lo, hi) holds exactly the values
+// <= hi-1: its le is hi-1 (the <0 bucket of hist is le="-1", [0, 1) is
+// le="0", [2^k, 2^(k+1)) is le="2^(k+1)-1"; lhist's below-min bucket is
+// le="min-1"). The open end ([2^62, max] or [max, ...)) is +Inf, which
+// Prometheus derives from the count. A hist lists its buckets up to the
+// highest one filled (the rest would repeat the count; all 64 when the
+// open end is filled, so a quantile there is 2^62-1, not a lower bound);
+// an lhist lists all of them.
+func histogram(agg *compiler.Aggregation, ranges []runtime.Bucket, buckets []runtime.Bucket) (map[float64]uint64, uint64) {
+	byLow := make(map[int64]uint64, len(buckets))
+	for _, b := range buckets {
+		byLow[b.Low] += b.Count
+	}
+	last := len(ranges) - 2 // the last bounded bucket
+	if agg.Kind == compiler.AggHist {
+		last = 1 // le="0" at least
+		for i := range ranges {
+			if byLow[ranges[i].Low] > 0 {
+				last = max(last, min(i, len(ranges)-2))
+			}
+		}
+	}
+	out := make(map[float64]uint64, last+1)
+	var cum uint64
+	for i := 0; i <= last; i++ {
+		cum += byLow[ranges[i].Low]
+		out[float64(ranges[i].High-1)] = cum
+	}
+	cum += byLow[ranges[len(ranges)-1].Low]
+	return out, cum
+}

@@ -1,0 +1,197 @@
+package metrics
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+var (
+	metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+	labelName  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+)
+
+// Hostile probe and aggregation names become valid, distinct metric names.
+func TestFamilyNameHostile(t *testing.T) {
+	names := []string{"calls", "a.b", "a_b", "a-b", "a b", "", "0lead", "é", "\x1b[2J", "\xff\xfe", "a\nb", "{x=\"y\"}", "__name__", strings.Repeat("x", 300)}
+	seen := map[string]string{}
+	for _, probe := range names {
+		for _, agg := range names {
+			n := FamilyName("user", probe, "count", agg)
+			if !metricName.MatchString(n) {
+				t.Errorf("FamilyName(%q, %q) = %q: not a metric name", probe, agg, n)
+			}
+			key := probe + "\x00" + agg
+			if prev, ok := seen[n]; ok && prev != key {
+				t.Errorf("FamilyName: %q and %q both give %q", prev, key, n)
+			}
+			seen[n] = key
+		}
+	}
+	if got := FamilyName("kernel", "vfs_latency", "hist", "by_func"); got != "probectl_hist_kernel_vfs_latency_by_func" {
+		t.Errorf("a clean name changed: %s", got)
+	}
+	if got := FamilyName("kernel", "a-b", "count", "n"); !regexp.MustCompile(`^probectl_count_kernel_a_b_[0-9a-f]{8}_n$`).MatchString(got) {
+		t.Errorf("a sanitized part carries a hash: %s", got)
+	}
+}
+
+func TestLabelNames(t *testing.T) {
+	for _, c := range []struct {
+		cols []string
+		hist bool
+		want string
+	}{
+		{[]string{"comm", "func"}, false, "comm func"},
+		{[]string{"args.fd", "args_fd", "args fd"}, false, "args_fd args_fd_2 args_fd_3"},
+		{[]string{"le", "comm"}, true, "by_le comm"},
+		{[]string{"le"}, false, "le"},
+		{[]string{"__name__", "0x", "", "\xff"}, false, "by___name__ _0x _ by___2"},
+	} {
+		got := LabelNames(c.cols, c.hist)
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("LabelNames(%q, %v) = %q, want %q", c.cols, c.hist, got, c.want)
+		}
+		for _, l := range got {
+			if !labelName.MatchString(l) || strings.HasPrefix(l, "__") {
+				t.Errorf("LabelNames(%q): %q is not a label name", c.cols, l)
+			}
+		}
+		// The family builds: its labels are valid and distinct.
+		d := prometheus.NewDesc("x", "x", got, nil)
+		if _, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 1, make([]string, len(got))...); err != nil {
+			t.Errorf("LabelNames(%q) = %q: %v", c.cols, got, err)
+		}
+	}
+}
+
+// aggregation builds an aggregation result of n keys, as runtime reads it.
+func aggregation(kind compiler.AggregationKind, n int) (*runtime.ProbeState, *compiler.Aggregation, runtime.AggregationResult) {
+	p := &runtime.ProbeState{Description: compiler.Description{Address: bpf.Address{Kind: "user", Name: "p\x1b-\xff"}}}
+	agg := &compiler.Aggregation{Name: "by le", Kind: kind, Key: []compiler.KeyField{{Name: "le", Kind: compiler.KeyString}}}
+	ar := runtime.AggregationResult{Name: agg.Name, Kind: kind}
+	for i := 0; i < n; i++ {
+		e := runtime.Entry{Key: runtime.OrderedKey{{Name: "le", Value: "k\xff" + strings.Repeat("x", i)}}}
+		if kind.IsHistogram() {
+			e.Buckets = []runtime.Bucket{{Low: 0, High: 1, Count: 2}, {Low: 4, High: 8, Count: 3}}
+		} else {
+			v := int64(n - i)
+			e.Value = &v
+		}
+		ar.Entries = append(ar.Entries, e)
+	}
+	return p, agg, ar
+}
+
+func collect(fam family, agg *compiler.Aggregation, ar runtime.AggregationResult, budget int) ([]*dto.Metric, int, int) {
+	ch := make(chan prometheus.Metric, len(ar.Entries))
+	left, cut := emitAggregation(ch, fam, agg, ar, budget, 0)
+	close(ch)
+	var out []*dto.Metric
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			panic(err)
+		}
+		out = append(out, &d)
+	}
+	return out, left, cut
+}
+
+// The max_series guard: what fits is returned, largest first, and the rest
+// is counted.
+func TestMaxSeries(t *testing.T) {
+	p, agg, ar := aggregation(compiler.AggCount, 10)
+	fam := newNamer().family(p, agg)
+	if !metricName.MatchString(fam.name) || !strings.HasSuffix(fam.name, "_total") || fam.labels[0] != "le" {
+		t.Fatalf("family %q labels %q", fam.name, fam.labels)
+	}
+	ms, left, cut := collect(fam, agg, ar, 4)
+	if len(ms) != 4 || left != 0 || cut != 6 {
+		t.Fatalf("budget 4 of 10 counters: %d sent, %d left, %d cut; want 4, 0, 6", len(ms), left, cut)
+	}
+	for i, m := range ms {
+		if got := m.GetCounter().GetValue(); got != float64(10-i) {
+			t.Errorf("series %d = %v, want %d (largest first)", i, got, 10-i)
+		}
+		if v := m.GetLabel()[0].GetValue(); v != "k\uFFFD"+strings.Repeat("x", i) {
+			t.Errorf("label value %q: bytes that are not UTF-8 become U+FFFD", v)
+		}
+	}
+	if ms, left, cut := collect(fam, agg, ar, 100); len(ms) != 10 || left != 90 || cut != 0 {
+		t.Errorf("budget 100: %d sent, %d left, %d cut", len(ms), left, cut)
+	}
+
+	// A histogram costs its buckets, +Inf, _sum and _count: [0,1) and
+	// [4,8) filled → le -1, 0, 1, 3, 7: 8 series each.
+	p, agg, ar = aggregation(compiler.AggHist, 5)
+	fam = newNamer().family(p, agg)
+	if fam.labels[0] != "by_le" {
+		t.Errorf("a histogram's by column le is %q, want by_le", fam.labels[0])
+	}
+	ms, left, cut = collect(fam, agg, ar, 20)
+	if len(ms) != 2 || left != 4 || cut != 24 {
+		t.Fatalf("budget 20 of 5 histograms of 8 series: %d sent, %d left, %d cut; want 2, 4, 24", len(ms), left, cut)
+	}
+	h := ms[0].GetHistogram()
+	var got []string
+	for _, b := range h.GetBucket() {
+		got = append(got, strings.TrimSuffix(strings.TrimSuffix(b.String(), " "), " "))
+	}
+	want := map[float64]uint64{-1: 0, 0: 2, 1: 2, 3: 2, 7: 5}
+	if len(h.GetBucket()) != len(want) || h.GetSampleCount() != 5 {
+		t.Fatalf("buckets %v count %d", got, h.GetSampleCount())
+	}
+	for _, b := range h.GetBucket() {
+		if want[b.GetUpperBound()] != b.GetCumulativeCount() {
+			t.Errorf("le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want[b.GetUpperBound()])
+		}
+	}
+}
+
+// The open ends: hist's [2^62, max] bucket and lhist's [max, ...) are
+// +Inf, counted only in _count; lhist's <min bucket is le=min-1.
+func TestHistogramEnds(t *testing.T) {
+	agg := &compiler.Aggregation{Kind: compiler.AggHist}
+	ranges := runtime.BucketRanges(agg)
+	top := ranges[len(ranges)-1]
+	b, n := histogram(agg, ranges, []runtime.Bucket{{Low: ranges[0].Low, High: 0, Count: 1}, {Low: top.Low, High: top.High, Count: 7}})
+	if n != 8 || len(b) != 64 || b[-1] != 1 || b[float64(int64(1)<<62-1)] != 1 {
+		t.Errorf("hist ends: %d buckets, count %d, le=-1 %d", len(b), n, b[-1])
+	}
+	lin := &compiler.Aggregation{Kind: compiler.AggLHist, LinearMin: 10, LinearMax: 35, LinearStep: 10}
+	ranges = runtime.BucketRanges(lin)
+	b, n = histogram(lin, ranges, []runtime.Bucket{{Low: ranges[0].Low, Count: 1}, {Low: 30, Count: 2}, {Low: 35, Count: 4}})
+	want := map[float64]uint64{9: 1, 19: 1, 29: 1, 34: 3}
+	if n != 7 || len(b) != len(want) {
+		t.Fatalf("lhist: %v count %d", b, n)
+	}
+	for le, c := range want {
+		if b[le] != c {
+			t.Errorf("lhist le=%v: %d, want %d", le, b[le], c)
+		}
+	}
+}
+
+// Names that meet as written are told apart, and the namer gives the
+// later one _2.
+func TestFamilyClash(t *testing.T) {
+	n := newNamer()
+	agg := func(name string) *compiler.Aggregation {
+		return &compiler.Aggregation{Name: name, Kind: compiler.AggCount}
+	}
+	probe := func(name string) *runtime.ProbeState {
+		return &runtime.ProbeState{Description: compiler.Description{Address: bpf.Address{Kind: "user", Name: name}}}
+	}
+	a := n.family(probe("a_b"), agg("c"))
+	b := n.family(probe("a"), agg("b_c"))
+	if a.name != "probectl_count_user_a_b_c_total" || b.name != "probectl_count_user_a_b_c_2_total" {
+		t.Errorf("clash: %s, %s", a.name, b.name)
+	}
+}

@@ -1,0 +1,117 @@
+package metrics
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// family is one aggregation's metric family.
+type family struct {
+	name   string
+	labels []string
+	desc   *prometheus.Desc
+}
+
+// namer names the families of one scrape.
+type namer struct{ used map[string]bool }
+
+func newNamer() *namer { return &namer{used: map[string]bool{}} }
+
+// family names an aggregation: probectl_<kind>_<probe kind>_<probe>_<name>,
+// with _total for count and sum, and one label per by column.
+func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family {
+	name := FamilyName(string(p.Address.Kind), p.Address.Name, string(agg.Kind), agg.Name)
+	// Distinct names cannot meet after sanitizing (a changed part carries
+	// a hash of the original), but stay safe: a clash gets a number.
+	base := name
+	for i := 2; n.used[name]; i++ {
+		name = base + "_" + strconv.Itoa(i)
+	}
+	n.used[name] = true
+	if agg.Kind == compiler.AggCount || agg.Kind == compiler.AggSum {
+		name += "_total"
+	}
+	cols := make([]string, len(agg.Key))
+	for i, f := range agg.Key {
+		cols[i] = f.Name
+	}
+	labels := LabelNames(cols, agg.Kind.IsHistogram())
+	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
+	if agg.Kind.IsHistogram() {
+		help += " (le is the bucket's highest integer; _sum is NaN: the kernel keeps only the buckets)"
+	}
+	return family{name: name, labels: labels, desc: prometheus.NewDesc(name, labelValue(help), labels, nil)}
+}
+
+// FamilyName is the metric family of an aggregation, without the _total
+// of counters: probectl_<kind>_<probe kind>_<probe name>_<aggregation>.
+// Each part keeps ASCII letters, digits and '_' and turns anything else
+// into '_'; a part that changed gets '_' and 8 hex digits of a hash of
+// the original, so two names never meet.
+func FamilyName(probeKind, probeName, aggKind, aggName string) string {
+	parts := []string{"probectl", sanitize(aggKind), sanitize(probeKind), sanitize(probeName), sanitize(aggName)}
+	return strings.Join(parts, "_")
+}
+
+// LabelNames are the labels of an aggregation's by columns, in order:
+// each column's name with anything but ASCII letters, digits and '_'
+// turned into '_' (args.fd is args_fd), '_' before a leading digit,
+// "by_" before a name Prometheus reserves ("__..."), "le" on a histogram
+// becomes "by_le", and a name met twice gets "_2", "_3"...
+func LabelNames(cols []string, histogram bool) []string {
+	out := make([]string, len(cols))
+	seen := map[string]bool{}
+	for i, c := range cols {
+		l := clean(c)
+		if l == "" || l[0] >= '0' && l[0] <= '9' {
+			l = "_" + l
+		}
+		base := l
+		for n := 1; ; n++ {
+			l = base
+			if n > 1 {
+				l += "_" + strconv.Itoa(n)
+			}
+			if strings.HasPrefix(l, "__") || histogram && l == "le" {
+				l = "by_" + l
+			}
+			if !seen[l] {
+				break
+			}
+		}
+		seen[l] = true
+		out[i] = l
+	}
+	return out
+}
+
+// clean turns every byte that is not an ASCII letter, digit or '_' into '_'.
+func clean(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func sanitize(s string) string {
+	c := clean(s)
+	if c == s && s != "" {
+		return c
+	}
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return fmt.Sprintf("%s_%08x", c, h.Sum32())
+}
+
+// labelValue makes a value Prometheus accepts: bytes that are not UTF-8
+// become U+FFFD, as in show -json.
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
