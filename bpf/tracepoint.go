@@ -245,27 +245,36 @@ func ReadTracepointFormat(tracefs, event string) (*TracepointFormat, error) {
 func IsEventGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?[") }
 
 // CheckEventPattern checks an event name or glob: a glob must be valid and
-// name events of the kernel's charset ("syscalls:sys_enter_exec*").
+// name events of the kernel's charset ("syscalls:sys_enter_exec*"). Errors
+// quote the pattern as written.
 func CheckEventPattern(pattern string) error {
 	if !IsEventGlob(pattern) {
 		return CheckEvent(pattern)
 	}
 	if _, err := path.Match(pattern, ""); err != nil {
-		return fmt.Errorf("%q is not a valid glob", pattern)
+		return fmt.Errorf("%q is not a valid glob (an unclosed [ or a stray \\)", pattern)
 	}
-	// The pattern's literal characters must be those of event names.
-	plain := strings.Map(func(r rune) rune {
-		switch r {
-		case '*', '?', '[', ']', '^', '!':
-			return 'a'
+	group, name, ok := strings.Cut(pattern, ":")
+	if !ok {
+		return fmt.Errorf("%q has no colon: a glob names events as GROUP:EVENT too, such as \"syscalls:sys_enter_open*\"", pattern)
+	}
+	for _, part := range []struct{ what, s, extra string }{{"group", group, "-"}, {"event", name, ""}} {
+		if part.s == "" {
+			return fmt.Errorf("the %s part of %q is empty", part.what, pattern)
 		}
-		return r
-	}, pattern)
-	if err := CheckEvent(plain); err != nil && !strings.Contains(err.Error(), "ftrace") {
-		return err
+		if len(part.s) > 4*MaxEventName {
+			return fmt.Errorf("the %s part of %q has %d characters; the kernel's names are at most %d", part.what, pattern, len(part.s), MaxEventName)
+		}
+		for i := 0; i < len(part.s); i++ {
+			c := part.s[i]
+			if isIdentByte(c) || strings.IndexByte(part.extra, c) >= 0 || strings.IndexByte("*?[]^!", c) >= 0 {
+				continue
+			}
+			return fmt.Errorf("the %s part of %q has %q, which no event name has: names are letters, digits and underscores, and a glob adds *, ? and [...]", part.what, pattern, c)
+		}
 	}
-	if g, _, _ := strings.Cut(pattern, ":"); g == "ftrace" {
-		return CheckEvent(pattern)
+	if group == "ftrace" {
+		return CheckEvent(group + ":" + strings.Map(func(r rune) rune { return 'a' }, name))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -27,10 +28,10 @@ func (g *gen) layoutMaps() {
 		if a.Kind == spec.Event {
 			ev := &EventLayout{Name: a.Name, ID: len(out.Events), Size: EventHeaderSize}
 			for _, f := range a.Fields {
-				size := slotSize(g.typeOf(f.Value))
-				ev.Fields = append(ev.Fields, KeyField{Name: f.Name, Kind: g.keyKind(f.Value), Offset: ev.Size, Size: size})
+				kf := g.keyField(f.Value, f.Name, ev.Size)
+				ev.Fields = append(ev.Fields, kf)
 				g.stackField(&ev.Fields[len(ev.Fields)-1], f.Value)
-				ev.Size += size
+				ev.Size += kf.Size
 			}
 			ev.Layout = ev.layoutID(out).String()
 			out.Events = append(out.Events, ev)
@@ -42,10 +43,14 @@ func (g *gen) layoutMaps() {
 		agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
 		n++
 		for i, b := range a.By {
-			size := slotSize(g.typeOf(b))
-			agg.Key = append(agg.Key, KeyField{Name: keyName(b, i), Kind: g.keyKind(b), Offset: agg.KeySize, Size: size})
+			name := keyName(b, i)
+			if a.ByNames != nil {
+				name = a.ByNames[i]
+			}
+			kf := g.keyField(b, name, agg.KeySize)
+			agg.Key = append(agg.Key, kf)
 			g.stackField(&agg.Key[len(agg.Key)-1], b)
-			agg.KeySize += size
+			agg.KeySize += kf.Size
 		}
 		if a.IsHistogram() {
 			agg.KeySize += 8 // the bucket
@@ -131,8 +136,36 @@ func ValueSize(kind spec.ActionKind) int {
 	return 8
 }
 
+// keyField lays out a key field or an event field at off: its slot, how
+// it decodes, and the decoder it shows through.
+func (g *gen) keyField(x spec.Expr, name string, off int) KeyField {
+	kf := KeyField{Name: name, Kind: g.keyKind(x), Offset: off, Size: slotSize(g.typeOf(x))}
+	if d, ok := x.(*spec.Display); ok {
+		kf.Decode = string(d.Decoder)
+		switch d.Decoder {
+		case spec.DecodeLabels:
+			kf.Labels = map[string]string{}
+			for n, text := range d.Labels.Values {
+				kf.Labels[strconv.FormatInt(n, 10)] = text
+			}
+		case spec.DecodeSyscall:
+			kf.Labels = bpf.SyscallNames(g.facts.Arch)
+		}
+	}
+	return kf
+}
+
 // keyKind is how show decodes a key field or event field.
 func (g *gen) keyKind(x spec.Expr) KeyKind {
+	if d, ok := x.(*spec.Display); ok {
+		if d.Port == nil {
+			return g.keyKind(d.X)
+		}
+		return KeyBytes
+	}
+	if g.unsigned64(x) {
+		return KeyUint
+	}
 	if _, ok := x.(*spec.Join); ok {
 		return KeyArgv
 	}

@@ -48,6 +48,10 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	u := &unit{facts: facts}
 	for _, p := range cfg.Probes {
 		g, d := u.prepare(p, regs)
+		if why := skipReason(p, g, d); why != "" {
+			out.Skipped = append(out.Skipped, Skipped{Address: p.Addr, Why: why})
+			continue
+		}
 		diags = append(diags, d...)
 		if g != nil {
 			u.gens = append(u.gens, g)
@@ -101,16 +105,52 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	return out, diags
 }
 
+// skipReason says why an optional probe is left out, or "": optional =
+// true and what it names is not on the target (the errors of prepare, all
+// about the target), or every pattern optional("...") and none matched.
+func skipReason(p *spec.Probe, g *gen, diags hcl.Diagnostics) string {
+	if g != nil && len(g.out.Missing) > 0 {
+		nothing := g.out.Functions != nil && len(g.out.Functions) == 0
+		if p.Addr.Kind == bpf.KindTracepoint {
+			nothing = len(g.out.Tracepoints) == 0
+		}
+		if nothing {
+			return "every pattern is optional and none matched: " + strings.Join(g.out.Missing, "; ")
+		}
+	}
+	if p.Optional && diags.HasErrors() {
+		var why []string
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				why = append(why, d.Summary+": "+d.Detail)
+			}
+		}
+		return strings.Join(why, " ")
+	}
+	return ""
+}
+
 // prepare decides a probe's route and resolves its functions or events,
 // checking what it uses against what the target has.
 func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
+	library := ""
+	if p.Addr.Kind == bpf.KindUser && p.Binary != "" && !strings.HasPrefix(p.Binary, "/") {
+		path, err := bpf.ResolveLibrary(bpf.LDCache, p.Binary, u.facts.Arch)
+		if err != nil {
+			return nil, hcl.Diagnostics{diagf(p.BinaryRange, "Library not found",
+				"binary = %q names a library, which is looked up in the dynamic linker's cache as ld.so and bpftrace do: %v. Give the library's absolute path, or its name as ldconfig -p lists it.", p.Binary, err)}
+		}
+		q := *p
+		q.Binary, library = path, p.Binary
+		p = &q
+	}
 	d, diag := chooseRoute(p, u.facts)
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
 	cp := &Probe{Spec: p, Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason,
-		Binary: p.Binary, PID: p.PID,
+		Binary: p.Binary, Library: library, PID: p.PID,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)
@@ -122,9 +162,9 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
-		cp.Functions, diags = resolveKernelFunctions(p, u.facts, d)
+		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, d)
 	case bpf.KindUser:
-		cp.Functions, diags = resolveUserFunctions(p, u.facts)
+		cp.Functions, cp.Missing, diags = resolveUserFunctions(p, u.facts)
 	case bpf.KindTracepoint:
 		diags = g.resolveEvents()
 	case bpf.KindProfile:
@@ -146,6 +186,10 @@ func (g *gen) resolveEvents() hcl.Diagnostics {
 	chosen := map[string]bool{}
 	for _, pat := range p.Events {
 		if !bpf.IsEventGlob(pat.Text) {
+			if _, err := f.Tracepoint(pat.Text); pat.Optional && errors.Is(err, bpf.ErrNoTracepoint) {
+				g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): the target (%s) has no such tracepoint", pat.Text, f.Label()))
+				continue
+			}
 			chosen[pat.Text] = true
 			continue
 		}
@@ -159,6 +203,8 @@ func (g *gen) resolveEvents() hcl.Diagnostics {
 			diags = append(diags, diagf(pat.Range, "Event list unreadable",
 				"%q is a glob, and the target's list of events cannot be read: %v.", pat.Text, err))
 			continue
+		case len(matched) == 0 && pat.Optional:
+			g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): no event of the target matches", pat.Text))
 		case len(matched) == 0:
 			diags = append(diags, diagf(pat.Range, "Glob matches no event",
 				"No tracepoint of the target (%s) matches %q. The events are listed under /sys/kernel/tracing/events.", f.Label(), pat.Text))

@@ -91,6 +91,7 @@ type KeyKind string
 // The key kinds.
 const (
 	KeyInt    KeyKind = "int"    // a signed integer
+	KeyUint   KeyKind = "uint"   // an unsigned 64-bit integer, as the kernel stores it (a u64 field, u64(x))
 	KeyFunc   KeyKind = "func"   // the index of the probe's function: its name
 	KeyEvent  KeyKind = "event"  // the index of the probe's event: its name
 	KeyComm   KeyKind = "comm"   // a task name, NUL-padded
@@ -114,6 +115,16 @@ type Output struct {
 	// Events is the event buffer the probes' events go through, nil when
 	// no probe emits events. It lives as long as the spec set.
 	Events *EventBuffer
+	// Skipped are the optional probes that cannot attach on the target,
+	// and why; they are left out of Probes.
+	Skipped []Skipped
+}
+
+// Skipped is an optional probe (optional = true, or whose every pattern is
+// optional("...")) that will not be attached, and why.
+type Skipped struct {
+	Address bpf.Address `json:"address"`
+	Why     string      `json:"why"`
 }
 
 // Description says what a compiled probe is: its address, its route and
@@ -132,8 +143,11 @@ type Description struct {
 	Patterns  []string `json:"patterns,omitempty"`
 	Exclude   []string `json:"exclude,omitempty"`
 	Binary    string   `json:"binary,omitempty"`
-	PID       int      `json:"pid,omitempty"`
-	Event     string   `json:"event,omitempty"`
+	// Library is the library name binary was given as ("libc"), which
+	// the dynamic linker's cache resolved to Binary.
+	Library string `json:"library,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Event   string `json:"event,omitempty"`
 	// Tracepoints are the events a tracepoint probe attaches, sorted (its
 	// patterns resolved; the index is the attach cookie); Event is the one
 	// event of a probe that has only one.
@@ -143,6 +157,9 @@ type Description struct {
 	EntryData EntryData    `json:"entry_data"`
 	// Tables are the tables the probe uses.
 	Tables []string `json:"tables,omitempty"`
+	// Missing says which optional("...") patterns matched nothing on the
+	// target: they attach nothing, and the probe attaches the rest.
+	Missing []string `json:"missing,omitempty"`
 	// Deferred lists the kernel data the probe reads through BTF that the
 	// target could not resolve (a built-in profile carries no BTF): it is
 	// resolved at apply, against the live kernel. A probe with deferred
@@ -229,7 +246,8 @@ func (m *Map) Spec() *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: m.Name, Type: m.Type, KeySize: m.KeySize, ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Flags: m.Flags}
 }
 
-// KeyField is one part of an aggregation's key.
+// KeyField is one part of an aggregation's key, or one field of an
+// event's record.
 type KeyField struct {
 	Name   string  `json:"name"`
 	Kind   KeyKind `json:"kind"`
@@ -238,6 +256,14 @@ type KeyField struct {
 	// StackMap is the ref of the stack trace map a kstack or ustack id
 	// is in.
 	StackMap string `json:"stack_map,omitempty"`
+	// Decode names the display decoder that show, -json and events apply
+	// in user space (the kernel keeps the number): errno, signal, syscall,
+	// inet, inet6, hex, cgroup, labels (spec.Decoder), and ksym, usym.
+	// Empty: the value shows by its kind.
+	Decode string `json:"decode,omitempty"`
+	// Labels name numbers, each written in decimal: the spec's labels
+	// block for labels, the target's system calls for syscall.
+	Labels map[string]string `json:"labels,omitempty"`
 
 	typ spec.Type // the value's type, while compiling
 }

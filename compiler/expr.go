@@ -65,6 +65,12 @@ func (g *gen) expr(x spec.Expr) {
 		}
 	case *spec.Binary:
 		g.binary(x)
+	case *spec.IntCast:
+		g.expr(x.X)
+		g.e.Origin(x.Range())
+		g.extend(x.Bits/8, x.Signed)
+	case *spec.Display:
+		g.expr(x.X) // the decoder is applied when the key is shown
 	case *spec.Cond:
 		elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
 		g.expr(x.If)
@@ -95,6 +101,8 @@ func (g *gen) variable(v *spec.Var) {
 		g.e.Emit(asm.FnGetSmpProcessorId.Call())
 	case "ktime":
 		g.e.Emit(asm.FnKtimeGetNs.Call())
+	case "cgroup":
+		g.e.Emit(asm.FnGetCurrentCgroupId.Call())
 	case "func":
 		g.funcCookie()
 	case "event":

@@ -18,15 +18,15 @@ import (
 
 // resolveKernelFunctions matches the patterns against the target's function
 // list. With no list (a profile), the patterns stay unresolved: nil, no error.
-func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts, d decision) ([]string, hcl.Diagnostics) {
+func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts, d decision) ([]string, []string, hcl.Diagnostics) {
 	if len(f.Functions) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	names, from, diags := matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	names, from, missing, diags := matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
 	if d.route == RouteTrampoline {
 		diags = append(diags, withoutBTF(p, f, names, from)...)
 	}
-	return names, diags
+	return names, missing, diags
 }
 
 // withoutBTF refuses, on the trampoline route, the functions fentry and
@@ -63,9 +63,11 @@ func withoutBTF(p *spec.Probe, f *bpf.Facts, names []string, from map[string]hcl
 // matchPatterns matches p's patterns against available, a sorted list,
 // and says which pattern chose each name (the first that matched it).
 // Each pattern must match something; an exact name that is missing gets the
-// nearest names as a hint.
-func matchPatterns(p *spec.Probe, available []string, where string) ([]string, map[string]hcl.Range, hcl.Diagnostics) {
+// nearest names as a hint. An optional("...") pattern may match nothing:
+// missing says so, for the plan.
+func matchPatterns(p *spec.Probe, available []string, where string) ([]string, map[string]hcl.Range, []string, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	var missing []string
 	chosen := map[string]hcl.Range{}
 	choose := func(name string, pat spec.Pattern) {
 		if _, ok := chosen[name]; !ok {
@@ -80,6 +82,10 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, m
 				choose(pat.Text, pat)
 				continue
 			}
+			if pat.Optional {
+				missing = append(missing, fmt.Sprintf("optional(%q): not a probe-able function in %s", pat.Text, where))
+				continue
+			}
 			diags = append(diags, diagf(pat.Range, "Function not found",
 				"%q is not a probe-able function in %s.%s", pat.Text, where, nearest(pat.Text, available)))
 			continue
@@ -90,7 +96,9 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, m
 				n++
 			}
 		}
-		if n == 0 {
+		if n == 0 && pat.Optional {
+			missing = append(missing, fmt.Sprintf("optional(%q): matches no function in %s", pat.Text, where))
+		} else if n == 0 {
 			diags = append(diags, diagf(pat.Range, "Pattern matches nothing",
 				"No function in %s matches %q. Check the spelling, or list the functions with probectl target -o FILE.", where, pat.Text))
 		}
@@ -102,7 +110,7 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, m
 			}
 		}
 	}
-	if len(chosen) == 0 && !diags.HasErrors() {
+	if len(chosen) == 0 && !diags.HasErrors() && len(missing) < len(p.Functions) {
 		diags = append(diags, diagf(p.DeclRange, "Every function excluded", "exclude removes every function that functions matched. Narrow exclude."))
 	}
 	out := make([]string, 0, len(chosen))
@@ -110,7 +118,7 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, m
 		out = append(out, name)
 	}
 	sort.Strings(out)
-	return out, chosen, diags
+	return out, chosen, missing, diags
 }
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
@@ -187,17 +195,17 @@ func distance(a, b string, limit int) int {
 // there to read. A binary absent from the planning host stays unresolved
 // for a profile target, and is an error for a live one. Functions the
 // kernel cannot put a uprobe on are refused at the pattern that chose them.
-func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, hcl.Diagnostics) {
+func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, []string, hcl.Diagnostics) {
 	bin, err := openBinary(p.Binary)
 	if errors.Is(err, os.ErrNotExist) && f.Source != "live" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, hcl.Diagnostics{diagf(p.BinaryRange, "Cannot read binary",
+		return nil, nil, hcl.Diagnostics{diagf(p.BinaryRange, "Cannot read binary",
 			"%s. The binary must exist and be an ELF file with a symbol table.", err)}
 	}
 	defer bin.Close()
-	names, chosen, diags := matchPatterns(p, bin.functions(), p.Binary)
+	names, chosen, missing, diags := matchPatterns(p, bin.functions(), p.Binary)
 	for _, name := range names {
 		// A symbol is whatever bytes the binary's author chose: one that
 		// would not print as it is (escape sequences, newlines, bytes that
@@ -209,7 +217,7 @@ func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, hcl.Diagnostic
 		}
 	}
 	if diags.HasErrors() || f.Arch != bpf.ArchX86_64 || bin.Machine != elf.EM_X86_64 {
-		return names, diags
+		return names, missing, diags
 	}
 	for _, name := range names {
 		code := bin.code(name)
@@ -219,7 +227,7 @@ func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, hcl.Diagnostic
 				name, p.Binary, x86Instruction(code), why, name))
 		}
 	}
-	return names, diags
+	return names, missing, diags
 }
 
 // elfBinary is a user binary: its ELF file and function symbols.

@@ -17,7 +17,7 @@ import (
 // and (as root) every program it yields that the host can load
 // is accepted by the host's verifier. A rejection is a compiler bug.
 func FuzzCompileVerify(f *testing.F) {
-	spectest.AddSeeds(f, "../examples/*.hcl", "../examples/bpftrace/*.hcl", "testdata/routes/*.hcl", "testdata/invalid/*.hcl", "../spec/testdata/invalid/*.hcl")
+	spectest.AddSeeds(f, "../examples/*.hcl", "../examples/bpftrace/*.hcl", "testdata/routes/*.hcl", "testdata/invalid/*.hcl", "../spec/testdata/invalid/*.hcl", "../spec/testdata/seeds/*.hcl")
 	var kernel *btf.Spec
 	if os.Geteuid() == 0 {
 		k, err := btf.LoadKernelSpec()

@@ -39,6 +39,8 @@ type Plan struct {
 	// (an apply that keeps it keeps the records not read yet).
 	Events  *EventsChange `json:"events,omitempty"`
 	Summary Summary       `json:"summary"`
+	// Skipped are the optional probes that will not be attached, and why.
+	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
 // EventsChange is the event buffer's entry in a plan.
@@ -166,7 +168,7 @@ type PlanMap struct {
 
 // NewPlan plans the creation of every probe of out.
 func NewPlan(out *Output) *Plan {
-	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}}
+	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}, Skipped: out.Skipped}
 	for _, p := range out.Probes {
 		plan.Changes = append(plan.Changes, p.Change(ActionCreate, out.Facts))
 	}
@@ -285,6 +287,54 @@ func (p *Probe) MemoryBytes(cpus int) int64 {
 	return total
 }
 
+// showsKeys reports whether the probe names its key columns or shows a
+// key or an event field through a decoder.
+func (p *Probe) showsKeys() bool {
+	if p.Spec != nil {
+		for _, a := range p.Spec.Actions() {
+			if a.ByNames != nil {
+				return true
+			}
+		}
+	}
+	for _, fields := range p.layouts() {
+		for _, f := range fields {
+			if f.Decode != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// layouts are the key layouts of the aggregations, then the fields of the
+// events.
+func (p *Probe) layouts() [][]KeyField {
+	var out [][]KeyField
+	for _, a := range p.Aggregations {
+		out = append(out, a.Key)
+	}
+	for _, ev := range p.Events {
+		out = append(out, ev.Fields)
+	}
+	return out
+}
+
+// Display says how a probe's keys and event fields show: per aggregation
+// and event, each field's name, decoder and labels. Two probes with equal
+// digests show alike.
+func (p *Probe) Display() [][]KeyField {
+	var out [][]KeyField
+	for _, fields := range p.layouts() {
+		shown := make([]KeyField, len(fields))
+		for i, f := range fields {
+			shown[i] = KeyField{Name: f.Name, Kind: f.Kind, Decode: f.Decode, Labels: f.Labels}
+		}
+		out = append(out, shown)
+	}
+	return out
+}
+
 // digest is a hash of everything that makes the probe's kernel objects:
 // programs, maps, functions and attach families. Two compilations with the
 // same digest need no change in the kernel.
@@ -298,6 +348,13 @@ func (p *Probe) digest() string {
 	_ = enc.Encode(what)
 	for _, m := range p.Maps {
 		_ = enc.Encode(m)
+	}
+	// How keys show (named columns, decoders) changes no kernel object,
+	// but an applied probe keeps its layouts in the state: shown otherwise,
+	// it is another probe. Left out when nothing is named or decoded, so
+	// that the digests of other probes stay as they were.
+	if p.showsKeys() {
+		_ = enc.Encode(p.Display())
 	}
 	// The tables' maps are in the programs: a table laid out anew is a
 	// new map, and its users must be loaded again. So is the event buffer.

@@ -119,6 +119,12 @@ func (v env) eval(x spec.Expr) int64 {
 		}
 	case *spec.BoolLit:
 		return b(x.Value)
+	case *spec.IntCast:
+		shift := 64 - x.Bits
+		if x.Signed {
+			return v.eval(x.X) << shift >> shift
+		}
+		return int64(uint64(v.eval(x.X)) << shift >> shift)
 	case *spec.Unary:
 		v := v.eval(x.X)
 		switch x.Op {
@@ -211,6 +217,9 @@ func TestExpressionSemantics(t *testing.T) {
 		"1 < 2 ? 10 : 20", "2 < 1 ? 10 : 20", "!(1 == 1) ? 1 : 0", "1 != 1 || 2 >= 2 ? 5 : 6",
 		"1 == 1 && 2 <= 1 ? 5 : 6", "-5 < 3 ? 1 : 0", "4294967296 * 4294967296", "9223372036854775807 + 1",
 		"-9223372036854775808", "-(-9223372036854775808)", "-9223372036854775808 - 1",
+		"s32(4294967295)", "s32(2147483648)", "u32(-1)", "s16(65535)", "u16(-2)", "s8(128)", "s8(127)", "u8(-1)",
+		"u64(-1)", "s64(5)", "s32(4294967296 + 7)", "u32(-4294967296 - 1)", "s32(-1) - u32(-1)",
+		`hex("0x40")`, `hex("0xffffffffffffffff")`, `hex("-0x10")`, `band(hex("0xFF00"), 4660)`,
 	}
 	for _, src := range exprs {
 		p, a := action(t, fmt.Sprintf("    sum \"v\" { value = %s }", src))
@@ -241,6 +250,8 @@ func randomExpr(r *rand.Rand, depth int) string {
 		return fmt.Sprintf("bnot(%s)", a)
 	case 5:
 		return fmt.Sprintf("(-%s)", a)
+	case 6:
+		return fmt.Sprintf("%s(%s)", []string{"u8", "u16", "u32", "s8", "s16", "s32"}[r.Intn(6)], a)
 	default:
 		c := randomBool(r, depth-1)
 		return fmt.Sprintf("(%s ? %s : %s)", c, a, b)

@@ -67,7 +67,8 @@ func TestTracepointFieldClasses(t *testing.T) {
 	if !strings.Contains(diags[0].Detail, "struct foo") {
 		t.Errorf("args.bar: %q does not say what it is", diags[0].Detail)
 	}
-	want := map[string]string{"parent_comm": "string", "child_comm": "string", "child_pid": "int", "comm": "string", "addr": "bytes", "name": "int"}
+	// A pointer is a 64-bit unsigned value: it keys as the kernel stores it.
+	want := map[string]string{"parent_comm": "string", "child_comm": "string", "child_pid": "int", "comm": "string", "addr": "bytes", "name": "uint"}
 	for event, fields := range map[string][]string{fork.Event: {"parent_comm", "child_comm", "child_pid"}, other.Event: {"comm", "addr", "name"}} {
 		for _, field := range fields {
 			out := compileText(t, facts, probe(event, field))

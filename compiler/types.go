@@ -110,8 +110,80 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 		return x.Type()
 	case *spec.Has:
 		return x.Type()
+	case *spec.IntCast:
+		if !g.numeric(x.X, g.typeOf(x.X)) {
+			return spec.Type{}
+		}
+		return x.Type()
+	case *spec.Display:
+		return g.displayType(x)
 	}
 	return x.Type()
+}
+
+// displayType checks what a decoder shows, on the target: an integer for
+// most; an IPv4 address (an integer or 4 bytes) for inet, 16 bytes for
+// inet6. The key holds the value as it is (and the port after it).
+func (g *gen) displayType(x *spec.Display) spec.Type {
+	t := g.typeOf(x.X)
+	switch {
+	case t.Kind == 0:
+		return spec.Type{}
+	case t.Kind == spec.KindTarget: // resolved at apply
+	case x.Decoder == spec.DecodeInet:
+		if t.Kind != spec.KindInt && !(t.Kind == spec.KindBytes && t.Size == 4) {
+			return g.typeErrorf(x, x.X.Range(), "inet needs an IPv4 address",
+				"%s has type %s on the target: inet shows a 32-bit address as the kernel stores it (an integer, or 4 bytes).", x.X.Text(), typeName(t))
+		}
+	case x.Decoder == spec.DecodeInet6:
+		if t.Kind != spec.KindBytes || t.Size != 16 {
+			return g.typeErrorf(x, x.X.Range(), "inet6 needs an IPv6 address",
+				"%s has type %s on the target: inet6 shows a 16-byte address (in6_u.u6_addr8, a u8[16] field).", x.X.Text(), typeName(t))
+		}
+	default:
+		if !g.numeric(x.X, t) {
+			return spec.Type{}
+		}
+	}
+	if x.Port != nil {
+		if !g.numeric(x.Port, g.typeOf(x.Port)) {
+			return spec.Type{}
+		}
+		return x.Type()
+	}
+	return t
+}
+
+// unsigned64 reports whether x is a 64-bit value the target declares
+// unsigned: a u64 tracepoint field or a pointer, an unsigned long or a
+// pointer in kernel data or a kernel function's return, u64(x), or a
+// value saved from one. show prints it as the kernel stores it, where a
+// signed integer would print negative above 2^63.
+func (g *gen) unsigned64(x spec.Expr) bool {
+	switch x := x.(type) {
+	case *spec.IntCast:
+		return x.Bits == 64 && !x.Signed
+	case *spec.ArgsField:
+		if len(g.tps) == 0 {
+			return false
+		}
+		f := g.tps[0].Field(x.Name)
+		return f != nil && f.Size == 8 && !f.Signed && (f.Class == bpf.FieldInteger || f.Class == bpf.FieldPointer)
+	case *spec.KernelPath:
+		a := g.access[x]
+		return a != nil && !a.deferred && (a.leaf.kind == leafInt || a.leaf.kind == leafRoot) && a.leaf.size == 8 && !a.leaf.signed
+	case *spec.Var:
+		return x.Name == "ret" && g.retRead != nil && g.retRead.size == 8 && !g.retRead.signed
+	case *spec.EntryRef:
+		if g.p.Entry != nil {
+			for _, f := range g.p.Entry.Save {
+				if f.Name == x.Name {
+					return g.unsigned64(f.Value)
+				}
+			}
+		}
+	}
+	return false
 }
 
 // numeric checks that a resolved value can be computed with.

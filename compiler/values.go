@@ -39,6 +39,14 @@ func (g *gen) zero(p place, size int) {
 // store evaluates x into the slot at p, size bytes (slotSize of its type,
 // or larger: a table's or a key's slot for the longest string it holds).
 func (g *gen) store(x spec.Expr, p place, size int) {
+	if d, ok := x.(*spec.Display); ok && d.Port != nil {
+		// inet(addr, port): the address's slot, then the port's.
+		addr := slotSize(g.typeOf(d.X))
+		g.zero(p, size)
+		g.store(d.X, p, addr)
+		g.store(d.Port, place{p.base, p.off + int16(addr)}, 8)
+		return
+	}
 	t := g.typeOf(x)
 	if t.IsStack() {
 		mark := g.e.StackMark()
@@ -88,6 +96,8 @@ func (g *gen) text(x spec.Expr, p place, n int) {
 		g.readInto(p, min(n, t.Size), fn)
 	case *spec.TableRead:
 		g.tableText(x, p, n)
+	case *spec.Display: // inet6(addr): the address's bytes
+		g.text(x.X, p, n)
 	default:
 		panic(fmt.Sprintf("compiler: %T is not text", x))
 	}

@@ -17,6 +17,7 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 	plan := &compiler.Plan{
 		FormatVersion: compiler.PlanFormatVersion,
 		Target:        compiler.PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)},
+		Skipped:       out.Skipped,
 	}
 	diffTables(s, out, plan, drift)
 	diffEvents(s, out, plan, drift)
@@ -61,7 +62,13 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 		if seen[old.Address] {
 			continue
 		}
-		plan.Changes = append(plan.Changes, DeleteChange(old, "no longer in the specs"))
+		why := "no longer in the specs"
+		for _, sk := range out.Skipped {
+			if sk.Address == old.Address {
+				why = "optional, and it cannot attach now"
+			}
+		}
+		plan.Changes = append(plan.Changes, DeleteChange(old, why))
 	}
 	sort.Slice(plan.Changes, func(i, j int) bool { return plan.Changes[i].Address.Less(plan.Changes[j].Address) })
 	plan.Count()

@@ -39,6 +39,8 @@ type AggregationResult struct {
 	KeyKeys []string                 `json:"-"` // the by fields, in order
 	Entries []Entry                  `json:"entries"`
 	Dropped uint64                   `json:"dropped"`
+	// Omitted counts the keys left out of Entries (show -top N).
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // Entry is one key's value: Value for count, sum, min and max; Buckets for
@@ -59,7 +61,7 @@ type Bucket struct {
 // KeyField is one decoded key field.
 type KeyField struct {
 	Name  string
-	Value any // int64 or string
+	Value any // int64, uint64 or string
 }
 
 // OrderedKey is a decoded key: an object from each by field to its value,
@@ -254,9 +256,9 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource, s
 		g := groups[id]
 		e := Entry{Key: g.key}
 		if hist {
-			for b, n := range g.buckets {
+			for _, b := range shownBuckets(g.buckets) {
 				lo, hi := bucketRange(agg, b)
-				e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: n})
+				e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: g.buckets[b]})
 			}
 			sort.Slice(e.Buckets, func(i, j int) bool { return e.Buckets[i].Low < e.Buckets[j].Low })
 		} else {
@@ -340,6 +342,32 @@ func byteArrays(n, size int) (any, []byte) {
 	return v.Interface(), unsafe.Slice((*byte)(v.UnsafePointer()), n*size)
 }
 
+// maxBucketSpan bounds the buckets shown between the lowest and the
+// highest non-empty one: an lhist has at most spec.MaxLinearBuckets and
+// its two open ends, a log2 histogram 65. A map that claims more (written
+// by something else) shows its non-empty buckets only.
+const maxBucketSpan = 1002
+
+// shownBuckets are the bucket indexes to show: every one from the lowest
+// non-empty to the highest, the empty ones between included, as bpftrace
+// prints a histogram.
+func shownBuckets(counts map[int64]uint64) []int64 {
+	var out []int64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for b := range counts {
+		out = append(out, b)
+		lo, hi = min(lo, b), max(hi, b)
+	}
+	if len(out) == 0 || hi-lo >= maxBucketSpan || hi-lo < 0 {
+		return out
+	}
+	out = out[:0]
+	for b := lo; b <= hi; b++ {
+		out = append(out, b)
+	}
+	return out
+}
+
 // combine folds the per-CPU values of one key: sums for count, sum and
 // histograms; min or max over the CPUs that saw the key.
 func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
@@ -388,6 +416,10 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 			continue
 		}
 		raw := b[f.Offset : f.Offset+f.Size]
+		if dec := decoders[f.Decode]; dec != nil {
+			key = append(key, KeyField{f.Name, dec(f, raw)})
+			continue
+		}
 		switch f.Kind {
 		case compiler.KeyComm, compiler.KeyString:
 			if i := bytes.IndexByte(raw, 0); i >= 0 {
@@ -415,6 +447,8 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 				continue
 			}
 			key = append(key, KeyField{f.Name, decodeStack(f, raw)})
+		case compiler.KeyUint:
+			key = append(key, KeyField{f.Name, uint64(decodeInt(raw))})
 		default:
 			key = append(key, KeyField{f.Name, decodeInt(raw)})
 		}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -491,24 +492,76 @@ func TestToolKillsnoop(t *testing.T) {
 	child, _ := strconv.Atoi(strings.TrimPrefix(calls[0], "child "))
 	const none = 2147483647
 	var want, wantCalls []string
-	call := func(syscall string, sig, tpid, result int) {
-		want = append(want, fmt.Sprintf("kill: pid=%d, comm=%s, syscall=syscalls:sys_exit_%s, sig=%d, tpid=%d, result=%d", wl.pid, name, syscall, sig, tpid, result))
+	call := func(syscall, sig string, tpid, result int) {
+		want = append(want, fmt.Sprintf("kill: pid=%d, comm=%s, syscall=syscalls:sys_exit_%s, sig=%s, tpid=%d, result=%d", wl.pid, name, syscall, sig, tpid, result))
 		wantCalls = append(wantCalls, fmt.Sprintf("%s %d", syscall, result))
 	}
-	call("kill", 0, child, 0)
-	call("kill", 10, child, 0) // SIGUSR1, ignored
-	call("kill", 0, none, -3)  // ESRCH
-	call("kill", 99, child, -22)
-	call("tkill", 12, child, 0) // SIGUSR2, ignored
-	call("tgkill", 0, child, 0)
-	call("tgkill", 0, child, -3) // the child is not a thread of the workload
-	call("kill", 9, child, 0)
+	// Signals by name, through signal_name; 0 (no signal: a check) and 99
+	// (no such signal) as numbers.
+	call("kill", "0", child, 0)
+	call("kill", "SIGUSR1", child, 0) // ignored
+	call("kill", "0", none, -3)       // ESRCH
+	call("kill", "signal 99", child, -22)
+	call("tkill", "SIGUSR2", child, 0) // ignored
+	call("tgkill", "0", child, 0)
+	call("tgkill", "0", child, -3) // the child is not a thread of the workload
+	call("kill", "SIGKILL", child, 0)
 	sameLines(t, "the workload's calls", calls[1:], wantCalls)
 	sameLines(t, "events", log.drain(t), want)
 	nothingDropped(t, w, s)
 	if tableHolds(t, w, s, "sent", int64(wl.pid)) {
 		t.Errorf("sent still holds the workload's thread after its calls returned")
 	}
+	wl.finish()
+}
+
+// capable: the capability checks of the workload, by name, with their
+// results: three lower nice values (CAP_SYS_NICE granted), capset dropping
+// CAP_SYS_NICE (the kernel checks CAP_SETPCAP), a lower nice value again
+// (CAP_SYS_NICE refused: EPERM). The host has no kernel-function probes:
+// the spec's probe moves to the capability:cap_capable tracepoint (the
+// same cap, and the result instead of opts), with a count by named
+// columns. The events, in order, and the counts, exactly.
+func TestToolCapable(t *testing.T) {
+	requireRoot(t)
+	if _, err := os.Stat("/sys/kernel/tracing/events/capability/cap_capable"); err != nil {
+		t.Skipf("no capability:cap_capable tracepoint (Linux 6.15 and later): %v", err)
+	}
+	name := taskName("capable")
+	wl := startTool(t, name, "capable")
+	filter := fmt.Sprintf("\n      when = pid == %d", wl.pid)
+	w, s := applyTool(t, toolSpec(t, "capable",
+		"probe \"kernel\" \"cap_capable\" {\n  functions = [\"cap_capable\"]", "probe \"tracepoint\" \"cap_capable\" {\n  event = \"capability:cap_capable\"",
+		"opts = args.opts", "result = errno_name(args.ret)",
+		"event \"capable\" {", "event \"capable\" {"+filter,
+		"  on_entry {\n", "  on_entry {\n    count \"checks\" {"+filter+"\n      by = { comm = comm, cap = labels(capability, args.cap), result = errno_name(args.ret) }\n    }\n"))
+	log := collectEvents(t, w, s, "tracepoint.cap_capable")
+	calls := wl.run()
+	sameLines(t, "the workload's calls", calls, []string{"setpriority 0", "setpriority 0", "setpriority 0", "setpriority -13"})
+	var want []string
+	for _, c := range []string{"CAP_SYS_NICE, result=0", "CAP_SYS_NICE, result=0", "CAP_SYS_NICE, result=0", "CAP_SETPCAP, result=0", "CAP_SYS_NICE, result=EPERM"} {
+		want = append(want, fmt.Sprintf("capable: uid=0, pid=%d, comm=%s, cap=%s", wl.pid, name, c))
+	}
+	sameLines(t, "events", log.drain(t), want)
+	res := w.Read(s.Probes)[0]
+	if res.Error != "" || len(res.Aggregations) != 1 {
+		t.Fatalf("read: %+v", res)
+	}
+	var got []string
+	for _, e := range res.Aggregations[0].Entries {
+		var key []string
+		for _, f := range e.Key {
+			key = append(key, fmt.Sprintf("%s=%v", f.Name, f.Value))
+		}
+		got = append(got, fmt.Sprintf("%s: %d", strings.Join(key, ", "), *e.Value))
+	}
+	sort.Strings(got)
+	sameLines(t, "checks", got, []string{
+		fmt.Sprintf("comm=%s, cap=CAP_SETPCAP, result=0: 1", name),
+		fmt.Sprintf("comm=%s, cap=CAP_SYS_NICE, result=0: 3", name),
+		fmt.Sprintf("comm=%s, cap=CAP_SYS_NICE, result=EPERM: 1", name),
+	})
+	nothingDropped(t, w, s)
 	wl.finish()
 }
 
@@ -978,4 +1031,56 @@ func TestToolBashreadline(t *testing.T) {
 	}
 	sameLines(t, "events", log.drain(t), want)
 	nothingDropped(t, w, s)
+}
+
+// cgroup_path(cgroup): the workload, moved into a cgroup of its own on the
+// cgroup2 hierarchy, is counted under that cgroup's path.
+func TestCgroupPath(t *testing.T) {
+	requireRoot(t)
+	root := ""
+	for _, dir := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var fs unix.Statfs_t
+		if unix.Statfs(dir, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
+			root = dir
+			break
+		}
+	}
+	if root == "" {
+		t.Skip("no cgroup2 hierarchy mounted")
+	}
+	group := fmt.Sprintf("key-cgroup-%d", os.Getpid())
+	dir := filepath.Join(root, group)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("make a cgroup: %v", err)
+	}
+	t.Cleanup(func() { // after the workload's own cleanup, which kills it
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	name := taskName("cgroup")
+	wl := startTool(t, name, "capable")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(wl.pid)), 0o644); err != nil {
+		t.Fatalf("move the workload into %s: %v", dir, err)
+	}
+	w, s := applyTool(t, fmt.Sprintf(`probe "tracepoint" "setpriority" {
+  event = "syscalls:sys_enter_setpriority"
+  on_entry {
+    count "calls" {
+      when = pid == %d
+      by   = { group = cgroup_path(cgroup), comm = comm }
+    }
+  }
+}`, wl.pid))
+	wl.run()
+	res := w.Read(s.Probes)[0]
+	if res.Error != "" || len(res.Aggregations) != 1 {
+		t.Fatalf("read: %+v", res)
+	}
+	var got []string
+	for _, e := range res.Aggregations[0].Entries {
+		got = append(got, fmt.Sprintf("%s=%v, %s=%v: %d", e.Key[0].Name, e.Key[0].Value, e.Key[1].Name, e.Key[1].Value, *e.Value))
+	}
+	sameLines(t, "calls", got, []string{fmt.Sprintf("group=/%s, comm=%s: 4", group, name)})
+	wl.finish()
 }

@@ -14,6 +14,9 @@ type Config struct {
 	// Events is the events block, nil when there is none (the event
 	// buffer then has the default size).
 	Events *Events
+	// Labels are the spec set's label tables, by name: constant names for
+	// numbers, which labels(NAME, x) shows.
+	Labels []*LabelSet
 	// Sources holds each file's text by name, for source comments and
 	// diagnostics.
 	Sources map[string][]byte
@@ -35,10 +38,16 @@ type Probe struct {
 	EntryDataSize      int
 	EntryDataSizeRange hcl.Range
 
-	// user probes
+	// user probes: Binary is a path, or a library name ("libc") that the
+	// compiler resolves through the dynamic linker's cache.
 	Binary      string
 	BinaryRange hcl.Range
 	PID         int
+
+	// Optional: the probe attaches only if what it names is there; if it
+	// is not, the plan says so and the other probes attach.
+	Optional      bool
+	OptionalRange hcl.Range
 
 	// tracepoint probes: "group:event" names or globs
 	Events     []Pattern
@@ -56,10 +65,13 @@ type Probe struct {
 	Exit  *Handler
 }
 
-// Pattern is a function name or glob.
+// Pattern is a function name or glob, or a tracepoint's event.
 type Pattern struct {
 	Text  string
 	Range hcl.Range
+	// Optional: written optional("..."), it may match nothing on the
+	// target.
+	Optional bool
 }
 
 // SaveSize is the number of bytes on_entry saves for on_exit.
@@ -134,8 +146,11 @@ type Action struct {
 	DeclRange hcl.Range
 	Value     Expr // sum, min, max, hist, lhist
 	By        []Expr
-	When      Expr
-	MaxKeys   int
+	// ByNames are the columns' names when by is an object ({ errno = -ret
+	// }); nil for a list, whose keys are named by their text.
+	ByNames []string
+	When    Expr
+	MaxKeys int
 	// lhist
 	Min, Max, Step int64
 	// event; store into a table of objects

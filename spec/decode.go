@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -88,9 +89,11 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	}
 	sort.Strings(names)
 	all := tables{}
+	labels := labelSets{}
 	type parsed struct {
 		dec     *decoder
 		probes  []*hcl.Block
+		labels  []*hcl.Block
 		content *hclsyntax.Body
 	}
 	var parsedFiles []parsed
@@ -101,7 +104,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		src := source(files[name])
-		dec := &decoder{src: &src, tables: all}
+		dec := &decoder{src: &src, tables: all, labels: labels}
 		content, cd := f.Body.Content(fileSchema)
 		dec.diags = append(dec.diags, cd...)
 		pf := parsed{dec: dec, content: f.Body.(*hclsyntax.Body)}
@@ -111,11 +114,19 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 				dec.table(b, all)
 			case "events":
 				cfg.Events = dec.eventsBlock(b, cfg.Events)
+			case "labels":
+				pf.labels = append(pf.labels, b)
 			default:
 				pf.probes = append(pf.probes, b)
 			}
 		}
 		parsedFiles = append(parsedFiles, pf)
+	}
+	// Labels after every table: a labels block may not take a table's name.
+	for _, pf := range parsedFiles {
+		for _, b := range pf.labels {
+			pf.dec.labelsBlock(b, labels, all)
+		}
 	}
 	var bodies []*hclsyntax.Body
 	for _, pf := range parsedFiles {
@@ -147,10 +158,15 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
 		diags = append(diags, checkEvents(cfg)...)
+		diags = append(diags, checkLabels(labels)...)
 	}
 	for _, t := range all {
 		cfg.Tables = append(cfg.Tables, t)
 	}
+	for _, ls := range labels {
+		cfg.Labels = append(cfg.Labels, ls)
+	}
+	sort.Slice(cfg.Labels, func(i, j int) bool { return cfg.Labels[i].Name < cfg.Labels[j].Name })
 	sort.Slice(cfg.Tables, func(i, j int) bool { return cfg.Tables[i].Name < cfg.Tables[j].Name })
 	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
 	return cfg, diags
@@ -161,6 +177,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "probe", LabelNames: []string{"kind", "name"}},
 		{Type: "table", LabelNames: []string{"name"}},
 		{Type: "events"},
+		{Type: "labels", LabelNames: []string{"name"}},
 	},
 }
 
@@ -170,7 +187,7 @@ var fileSchema = &hcl.BodySchema{
 var probeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "entry_data_size"},
-		{Name: "binary"}, {Name: "pid"}, {Name: "event"}, {Name: "frequency"}, {Name: "period_ns"},
+		{Name: "binary"}, {Name: "pid"}, {Name: "event"}, {Name: "optional"}, {Name: "frequency"}, {Name: "period_ns"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
 }
@@ -192,9 +209,9 @@ var actionSchema = &hcl.BodySchema{
 
 // kindAttrs says which probe attributes each kind takes, and which are required.
 var kindAttrs = map[bpf.Kind]map[string]bool{
-	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "entry_data_size": false},
-	bpf.KindUser:       {"binary": true, "functions": true, "exclude": false, "attach": false, "entry_data_size": false, "pid": false},
-	bpf.KindTracepoint: {"event": true},
+	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "entry_data_size": false, "optional": false},
+	bpf.KindUser:       {"binary": true, "functions": true, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
+	bpf.KindTracepoint: {"event": true, "optional": false},
 	bpf.KindProfile:    {"frequency": false, "period_ns": false, "event": false},
 }
 
@@ -205,8 +222,9 @@ var attachFamilies = map[bpf.Kind][]string{
 }
 
 type decoder struct {
-	src    *source // shared by the file's expressions
-	tables tables  // the spec set's, shared by every file
+	src    *source   // shared by the file's expressions
+	tables tables    // the spec set's, shared by every file
+	labels labelSets // likewise
 	diags  hcl.Diagnostics
 }
 
@@ -277,11 +295,25 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			p.BinaryRange = attr.Expr.Range()
 			if s, ok := d.stringAttr(attr); ok {
 				p.Binary = s
-				if !strings.HasPrefix(s, "/") {
+				switch {
+				case strings.HasPrefix(s, "/"):
+				case strings.Contains(s, "/"):
 					d.errorf(attr.Expr.Range(), "Binary path must be absolute",
-						"%q is relative; probes are attached by the kernel, which needs an absolute path such as \"/usr/bin/bash\".", s)
+						"%q is relative; probes are attached by the kernel, which needs an absolute path such as \"/usr/bin/bash\" (or a library's name, such as \"libc\", found as the dynamic linker finds it).", s)
+				case !validLibrary(s):
+					d.errorf(attr.Expr.Range(), "Invalid library name",
+						"%q is neither an absolute path nor a library name. Give a path such as \"/usr/bin/bash\", or a library as ld.so names it: \"libc\", \"libssl.so.3\".", s)
 				}
 			}
+		case "optional":
+			p.OptionalRange = attr.Expr.Range()
+			v, diags := attr.Expr.Value(nil)
+			if diags.HasErrors() || v.IsNull() || v.Type() != cty.Bool {
+				d.errorf(attr.Expr.Range(), "Expected true or false",
+					"optional = true lets the other probes attach when what this one names is not on the target; the plan says so.")
+				continue
+			}
+			p.Optional = v.True()
 		case "pid":
 			if n, ok := d.intAttr(attr, 0, 1<<22); ok {
 				p.PID = int(n)
@@ -425,6 +457,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 	}
 	content, diags := b.Body.Content(actionSchema)
 	d.diags = append(d.diags, diags...)
+	bad := false // an lhist bound already reported
 	takes := map[ActionKind][]string{
 		Count: {"by", "when", "max_keys"},
 		Sum:   {"value", "by", "when", "max_keys"},
@@ -449,7 +482,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 		case "when":
 			a.When = sc.boolExpr(attr.Expr, "when")
 		case "by":
-			a.By = sc.keys(attr)
+			a.By, a.ByNames = sc.keys(attr)
 		case "max_keys":
 			if n, ok := d.intAttr(attr, 1, 1<<20); ok {
 				a.MaxKeys = int(n)
@@ -457,6 +490,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 		case "min", "max", "step":
 			n, ok := d.intAttr(attr, -1<<62, 1<<62)
 			if !ok {
+				bad = true
 				continue
 			}
 			switch name {
@@ -479,7 +513,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
 		}
 	}
-	if a.Kind == LHist && content.Attributes["step"] != nil && content.Attributes["min"] != nil && content.Attributes["max"] != nil {
+	if a.Kind == LHist && !bad && content.Attributes["step"] != nil && content.Attributes["min"] != nil && content.Attributes["max"] != nil {
 		rng := content.Attributes["step"].Expr.Range()
 		switch {
 		case a.Step <= 0:
@@ -526,9 +560,13 @@ func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 	}
 	var out []Pattern
 	for _, e := range exprs {
+		e, optional := d.optionalPattern(e, attr.Name == "functions")
+		if e == nil {
+			continue
+		}
 		s, ok := d.literalString(e)
 		if !ok {
-			d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\".")
+			d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\" (or optional(\"name\"), which may be missing).")
 			continue
 		}
 		if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " /\t") {
@@ -536,9 +574,29 @@ func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 				"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
 			continue
 		}
-		out = append(out, Pattern{Text: s, Range: e.Range()})
+		out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 	}
 	return out
+}
+
+// optionalPattern unwraps optional("name"): a function or event that may
+// be missing on the target. allowed says whether the list takes it; nil
+// is returned after an error.
+func (d *decoder) optionalPattern(e hcl.Expression, allowed bool) (hcl.Expression, bool) {
+	call, ok := e.(*hclsyntax.FunctionCallExpr)
+	if !ok || call.Name != "optional" {
+		return e, false
+	}
+	switch {
+	case !allowed:
+		d.errorf(call.Range(), "optional is for what is probed",
+			"optional(...) marks a function or event that may be missing; exclude lists what to leave out, which may always be missing.")
+		return nil, false
+	case len(call.Args) != 1 || call.ExpandFinal:
+		d.errorf(call.Range(), "Wrong number of arguments", "optional takes one name or glob: optional(\"vfs_fsync*\").")
+		return nil, false
+	}
+	return call.Args[0], true
 }
 
 func (d *decoder) literalString(e hcl.Expression) (string, bool) {
@@ -558,18 +616,53 @@ func (d *decoder) stringAttr(attr *hcl.Attribute) (string, bool) {
 }
 
 func (d *decoder) intAttr(attr *hcl.Attribute, lo, hi int64) (int64, bool) {
-	v, diags := attr.Expr.Value(nil)
-	if diags.HasErrors() || v.IsNull() || v.Type() != cty.Number {
-		d.errorf(attr.Expr.Range(), "Expected a number", "%s takes a whole number literal.", attr.Name)
+	bf, ok := hexAttr(attr.Expr)
+	if !ok {
+		v, diags := attr.Expr.Value(nil)
+		if diags.HasErrors() || v.IsNull() || v.Type() != cty.Number {
+			d.errorf(attr.Expr.Range(), "Expected a number", "%s takes a whole number literal (or hex(\"0x40\")).", attr.Name)
+			return 0, false
+		}
+		bf = v.AsBigFloat()
+	}
+	n, acc := bf.Int64()
+	if !bf.IsInt() {
+		d.errorf(attr.Expr.Range(), "Not a whole number", "%s takes a whole number; %s is not one.", attr.Name, bf.Text('g', -1))
 		return 0, false
 	}
-	bf := v.AsBigFloat()
-	n, acc := bf.Int64()
-	if !bf.IsInt() || acc != 0 || n < lo || n > hi {
-		d.errorf(attr.Expr.Range(), "Number out of range", "%s must be a whole number from %d to %d.", attr.Name, lo, hi)
+	if acc != 0 || n < lo || n > hi {
+		d.errorf(attr.Expr.Range(), "Number out of range", "%s is %s, and must be from %s to %s.", attr.Name, bf.Text('f', 0), bound(lo), bound(hi))
 		return 0, false
 	}
 	return n, true
+}
+
+// bound writes a limit, as a power of two when it is one.
+func bound(n int64) string {
+	for _, p := range []uint{62, 30, 22, 20} {
+		switch n {
+		case 1 << p:
+			return fmt.Sprintf("%d (2^%d)", n, p)
+		case -1 << p:
+			return fmt.Sprintf("%d (-2^%d)", n, p)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// validLibrary reports whether s can be a library's name as the dynamic
+// linker's cache lists it: libc, libssl.so.3, libstdc++.so.6.
+func validLibrary(s string) bool {
+	if s == "" || len(s) > 255 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-+", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(list []string, s string) bool {
@@ -606,9 +699,26 @@ func (d *decoder) events(attr *hcl.Attribute) []Pattern {
 	}
 	var out []Pattern
 	for _, e := range exprs {
+		e, optional := d.optionalPattern(e, true)
+		if e == nil {
+			continue
+		}
 		s, ok := d.literalString(e)
 		if !ok {
-			d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\".")
+			d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\" (or optional(\"GROUP:EVENT\"), which may be missing).")
+			continue
+		}
+		if group, rest, ok := strings.Cut(s, ":"); ok && (group == "tracepoint" || group == "t") && strings.Contains(rest, ":") {
+			d.errorf(e.Range(), "Probe type in the event",
+				"%q starts with bpftrace's probe type; here the probe's kind says it is a tracepoint, and event is only \"GROUP:EVENT\": write %q.", s, rest)
+			continue
+		}
+		if parts := strings.Split(s, ","); len(parts) > 1 {
+			for i, part := range parts {
+				parts[i] = strconv.Quote(strings.TrimSpace(part))
+			}
+			d.errorf(e.Range(), "Several events in one string",
+				"event takes a list for several events, one string each: event = [%s]. A glob matches several too (\"syscalls:sys_enter_open*\").", strings.Join(parts, ", "))
 			continue
 		}
 		if err := bpf.CheckEventPattern(s); err != nil {
@@ -616,7 +726,7 @@ func (d *decoder) events(attr *hcl.Attribute) []Pattern {
 				"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\", or a glob such as \"syscalls:sys_enter_exec*\"; the events are listed under /sys/kernel/tracing/events.", err)
 			continue
 		}
-		out = append(out, Pattern{Text: s, Range: e.Range()})
+		out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 	}
 	return out
 }

@@ -296,12 +296,13 @@ type Cond struct {
 
 // Vars are the built-in values, with their types. ret is typed by the
 // target on kernel probes (its BTF says what the function returns); event
-// is which event of a tracepoint probe fired; ppid is the parent's pid.
+// is which event of a tracepoint probe fired; ppid is the parent's pid;
+// cgroup is the current task's cgroup v2 id.
 var Vars = map[string]Type{
 	"pid": TypeInt, "tid": TypeInt, "uid": TypeInt, "gid": TypeInt, "cpu": TypeInt,
 	"comm": TypeComm, "func": TypeInt, "ktime": TypeInt,
 	"arg0": TypeInt, "arg1": TypeInt, "arg2": TypeInt, "arg3": TypeInt, "arg4": TypeInt, "arg5": TypeInt,
-	"ret": TypeInt, "event": TypeInt, "ppid": TypeInt,
+	"ret": TypeInt, "event": TypeInt, "ppid": TypeInt, "cgroup": TypeInt,
 }
 
 // Walk calls fn for e and every expression below it, parents first.
@@ -337,6 +338,11 @@ func Walk(e Expr, fn func(Expr)) {
 	case *KernelPath:
 		Walk(e.Base, fn)
 	case *Join:
+		Walk(e.X, fn)
+	case *Display:
+		Walk(e.X, fn)
+		Walk(e.Port, fn)
+	case *IntCast:
 		Walk(e.X, fn)
 	}
 }

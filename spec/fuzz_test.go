@@ -12,7 +12,7 @@ import (
 // FuzzParse: any input either decodes or yields diagnostics that point
 // inside the file; it never panics.
 func FuzzParse(f *testing.F) {
-	spectest.AddSeeds(f, "../examples/*.hcl", "../examples/bpftrace/*.hcl", "testdata/invalid/*.hcl")
+	spectest.AddSeeds(f, "../examples/*.hcl", "../examples/bpftrace/*.hcl", "testdata/invalid/*.hcl", "testdata/seeds/*.hcl")
 	// Around the input limits (testdata/invalid has 1001 parentheses).
 	for _, expr := range []string{
 		strings.Repeat("!", spec.MaxNesting) + "true ? 1 : 0",

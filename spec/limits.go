@@ -60,6 +60,9 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if d := checkNumbers(tokens); d != nil {
 		return nil, hcl.Diagnostics{d}
 	}
+	if diags := checkSyntax(tokens); diags.HasErrors() {
+		return nil, diags
+	}
 	return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 }
 
@@ -79,6 +82,9 @@ func checkNumbers(tokens hclsyntax.Tokens) *hcl.Diagnostic {
 		detail := "Numbers are decimal: HCL has no 0x, 0o or 0b literals."
 		if n, ok := new(big.Int).SetString(string(next.Bytes[1:]), base); ok {
 			detail += fmt.Sprintf(" Write %s for %s%s.", n, num.Bytes, next.Bytes)
+		}
+		if base == 16 {
+			detail += fmt.Sprintf(" To keep it in hex, write it as a string given to hex: hex(\"%s%s\").", num.Bytes, next.Bytes)
 		}
 		rng := hcl.RangeBetween(num.Range, next.Range)
 		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not a decimal number", Detail: detail, Subject: &rng}

@@ -60,20 +60,46 @@ func (s *scope) intExpr(e hcl.Expression, what string) Expr {
 	return x
 }
 
-// keys lowers a by list.
-func (s *scope) keys(attr *hcl.Attribute) []Expr {
-	exprs, diags := hcl.ExprList(attr.Expr)
-	if diags.HasErrors() {
-		s.errorf(attr.Expr.Range(), "Expected a list", "by is a list of values to group by, for example [func, comm].")
-		return nil
+// keys lowers by: a list, whose keys are named by their text, or an
+// object naming each column (by = { errno = -ret, file = str(args.filename) }).
+// A key may be shown through a decoder (errno_name(x), inet(a, p), ...).
+func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
+	var exprs []hcl.Expression
+	var names []string
+	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
+		seen := map[string]bool{}
+		for _, item := range obj.Items {
+			name := hcl.ExprAsKeyword(item.KeyExpr)
+			switch {
+			case name == "" || !bpf.ValidName(name):
+				s.errorf(item.KeyExpr.Range(), "Invalid key name",
+					"Key names are identifiers (letters, digits and underscores, starting with a letter), as metric labels need: by = { errno = -ret }.")
+				return nil, nil
+			case seen[name]:
+				s.errorf(item.KeyExpr.Range(), "Duplicate key name", "%q names two keys. Rename one.", name)
+				return nil, nil
+			}
+			seen[name] = true
+			names = append(names, name)
+			exprs = append(exprs, item.ValueExpr)
+		}
+	} else {
+		var diags hcl.Diagnostics
+		exprs, diags = hcl.ExprList(attr.Expr)
+		if diags.HasErrors() {
+			s.errorf(attr.Expr.Range(), "Expected a list or an object",
+				"by is a list of values to group by, for example [func, comm], or an object that names them: { fn = func, errno = -ret }.")
+			return nil, nil
+		}
 	}
 	if len(exprs) > MaxKeyFields {
 		s.errorf(attr.Expr.Range(), "Too many keys", "by takes at most %d values; drop some.", MaxKeyFields)
-		return nil
+		return nil, nil
 	}
 	var out []Expr
-	for _, e := range exprs {
-		x := s.lower(e)
+	var outNames []string
+	for i, e := range exprs {
+		x := s.shown(e)
 		if isInvalid(x) {
 			continue
 		}
@@ -86,8 +112,11 @@ func (s *scope) keys(attr *hcl.Attribute) []Expr {
 			continue
 		}
 		out = append(out, x)
+		if names != nil {
+			outNames = append(outNames, names[i])
+		}
 	}
-	return out
+	return out, outNames
 }
 
 // MaxKeyFields is the most values a by list may have.
@@ -131,7 +160,12 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 			continue
 		}
 		seen[name] = true
-		x := s.lower(kv.Value)
+		var x Expr
+		if what == "fields" {
+			x = s.shown(kv.Value)
+		} else {
+			x = s.lower(kv.Value)
+		}
 		if isInvalid(x) {
 			continue
 		}
@@ -208,10 +242,23 @@ func (s *scope) number(e hcl.Expression, bf *big.Float) Expr {
 	}
 	n, acc := bf.Int64()
 	if acc != big.Exact {
-		return s.errorf(e.Range(), "Number out of range",
-			"%s does not fit in 64 bits: probes compute with integers from %d to %d.", bf.Text('f', 0), int64(math.MinInt64), int64(math.MaxInt64))
+		return s.errorf(e.Range(), "Number out of range", "%s", outOfRange(bf))
 	}
 	return &IntLit{exprBase: s.base(e, TypeInt), Value: n}
+}
+
+// outOfRange says why a number does not fit, and what to write: probes
+// compute with signed 64-bit integers, so an unsigned 64-bit constant (a
+// mask, -1 as a u64) is written as the signed number with the same bits.
+func outOfRange(bf *big.Float) string {
+	text := bf.Text('f', 0)
+	limits := fmt.Sprintf("probes compute with signed 64-bit integers, from %d to %d", int64(math.MinInt64), int64(math.MaxInt64))
+	u, acc := bf.Uint64()
+	if bf.Sign() > 0 && acc == big.Exact {
+		return fmt.Sprintf("%s is above %d: %s. For these 64 bits as an unsigned value, write %d (the same bits, signed) or hex(\"0x%x\").",
+			text, int64(math.MaxInt64), limits, int64(u), u)
+	}
+	return fmt.Sprintf("%s does not fit in 64 bits: %s.", text, limits)
 }
 
 func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
@@ -274,9 +321,13 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	}
 	t, ok := Vars[root]
 	if !ok {
+		hint := bpftraceHint(root)
+		if hint == "" {
+			hint = s.suggest(root)
+		}
 		return s.errorf(e.Range(), "Unknown name",
-			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, comm, func, event, ktime, arg0..arg5, ret, kstack, ustack, entry.NAME, args.FIELD, task.FIELD, and the tables.",
-			root, s.suggest(root))
+			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, cgroup, comm, func, event, ktime, arg0..arg5, ret, kstack, ustack, entry.NAME, args.FIELD, task.FIELD, and the tables.",
+			root, hint)
 	}
 	if kind == bpf.KindProfile {
 		switch {
@@ -535,7 +586,8 @@ func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl": OpShl, "shr": OpShr, "bnot": OpBNot}
 
 // builtins are the other functions, for messages.
-const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, cast, kstack, ustack"
+const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, kstack, ustack, " +
+	"u8, u16, u32, u64, s8, s16, s32, s64, hex(\"0x..\"), and in by keys and event fields errno_name, signal_name, syscall_name, inet, inet6, hex, cgroup_path, labels"
 
 func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 	if e.ExpandFinal {
@@ -554,12 +606,23 @@ func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 		return s.byteSwap(e)
 	case "cast":
 		return s.cast(e, nil)
+	case "htons", "htonl":
+		return s.byteSwap(e)
 	case "kstack", "ustack":
 		return s.stackCall(e)
 	}
+	if _, ok := casts[e.Name]; ok {
+		return s.intCast(e)
+	}
+	if hexLiteralCall(e) {
+		return s.hexLiteral(e)
+	}
+	if _, ok := decoderFuncs[e.Name]; ok {
+		return s.displayOnly(e)
+	}
 	op, ok := Functions[e.Name]
 	if !ok {
-		return s.errorf(e.NameRange, "Unknown function", "%q is not a probe function. Available: %s.", e.Name, builtins)
+		return s.errorf(e.NameRange, "Unknown function", "%q is not a probe function.%s Available: %s.", e.Name, bpftraceFunction(e.Name), builtins)
 	}
 	want := 2
 	if op == OpBNot {

@@ -194,7 +194,7 @@ func (s *scope) byteSwap(e *hclsyntax.FunctionCallExpr) Expr {
 		return s.errorf(x.Range(), e.Name+" needs an integer", "%s is a %s.", x.Text(), x.Type())
 	}
 	bits := 16
-	if e.Name == "ntohl" {
+	if e.Name == "ntohl" || e.Name == "htonl" {
 		bits = 32
 	}
 	return &ByteSwap{exprBase: s.base(e, TypeInt), X: x, Bits: bits}

@@ -23,6 +23,7 @@ func TestLayering(t *testing.T) {
 		"cmd/vmexec":           {},
 		"cmd/vmexec/tpcapture": {"bpf"},
 		"cmd/vminit":           {},
+		"cmd/mksyscalls":       {},
 		"metrics":              {"runtime", "compiler", "bpf"},
 		"cmd/probectl":         {"bpf", "spec", "compiler", "runtime", "metrics", "examples"},
 	}

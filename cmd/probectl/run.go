@@ -22,9 +22,9 @@ import (
 
 func newRunCmd() *cobra.Command {
 	var duration, interval time.Duration
-	var asJSON bool
+	var asJSON, totals bool
 	cmd := &cobra.Command{
-		Use:   "run [PATH...] [-duration D] [-interval D] [-json]",
+		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-json]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -37,7 +37,10 @@ buffer is drained and the totals printed. With no PATH it runs the
 built-in example: tracepoints on system calls.
 
   -duration D  stop after D (default: until Ctrl-C)
-  -interval D  print the results every D (default 5s; 0: only at the end)
+  -interval D  print the results every D (default 5s; 0: only at the end):
+               counts, sums and histograms as what the interval added,
+               min and max since the start; the totals at the end
+  -totals      print the totals since the start at every interval
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
@@ -59,12 +62,13 @@ built-in example: tracepoints on system calls.
 			if err != nil {
 				return err
 			}
-			return runProbes(cmd, cfg, out, duration, interval, asJSON)
+			return runProbes(cmd, cfg, out, duration, interval, asJSON, totals)
 		},
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
+	cmd.Flags().BoolVar(&totals, "totals", false, "print totals since the start at each interval, not what the interval added")
 	return cmd
 }
 
@@ -80,7 +84,7 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	return compileFor(cmd, cfg, facts)
 }
 
-func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON bool) (err error) {
+func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON, totals bool) (err error) {
 	for _, r := range runtime.CleanRuns() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
@@ -167,25 +171,37 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 	}
 	defer drain()
 
-	show := func() {
+	// Each interval prints what it added (-totals: the totals); the end
+	// prints the totals.
+	var last []runtime.ProbeResult
+	show := func(final bool) {
 		if st != nil {
 			pr.drops(st.Drops())
 		}
 		results := sess.Read()
 		tables := sess.Tables()
+		shown, title := results, "totals"
+		if !final && !totals {
+			shown, title = intervalResults(last, results), "the last "+interval.String()
+			if last == nil {
+				title = "the first " + interval.String()
+			}
+			last = results
+		}
 		pr.withPrinter(func(w io.Writer) {
 			if asJSON {
 				b, _ := json.Marshal(struct {
 					Type   string                `json:"type"`
 					Wall   string                `json:"wall"`
+					Shows  string                `json:"shows"`
 					Probes []runtime.ProbeResult `json:"probes"`
 					Tables []runtime.TableResult `json:"tables,omitempty"`
-				}{"results", runtime.WallText(time.Now()), results, tables})
+				}{"results", runtime.WallText(time.Now()), title, shown, tables})
 				fmt.Fprintf(w, "%s\n", b)
 				return
 			}
-			fmt.Fprintf(w, "\n--- %s\n", time.Now().Format("15:04:05"))
-			renderResults(w, results)
+			fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
+			renderResults(w, shown)
 		})
 	}
 	var tick <-chan time.Time
@@ -202,7 +218,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			if err := drain(); err != nil {
 				return err
 			}
-			show()
+			show(true)
 			if st != nil {
 				if !asJSON {
 					pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
@@ -211,7 +227,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 			}
 			return nil
 		case <-tick:
-			show()
+			show(false)
 		case <-dropTick.C:
 			if st != nil {
 				pr.drops(st.Drops())

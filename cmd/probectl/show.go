@@ -15,16 +15,19 @@ import (
 
 func newShowCmd(g *globals) *cobra.Command {
 	var asJSON, folded bool
+	var top int
 	var flameFile, aggName, symbolDirs string
 	cmd := &cobra.Command{
-		Use:   "show [-json | -folded | -flamegraph FILE.svg] [ADDRESS...]",
+		Use:   "show [-json] [-top N] [-folded | -flamegraph FILE.svg] [ADDRESS...]",
 		Short: "Show what the applied probes measured",
 		Long: `Show prints each aggregation of the applied probes (or of the addresses
 given): counters and sums as tables sorted by value, histograms as text
 bars, keys decoded (function names, comm strings, signed values). A probe
 that cannot be read is reported, and the others are still shown (exit 1).
 
-  -json  the stable JSON form (README, "Show JSON")
+  -json   the stable JSON form (README, "Show JSON")
+  -top N  only the N keys of each aggregation with the largest values
+          (histograms: the largest counts), and how many were left out
 
 Stacks (by = [kstack], by = [ustack]) print symbolized, innermost frame
 first. An aggregation keyed by stacks also prints as:
@@ -49,11 +52,14 @@ first. An aggregation keyed by stacks also prints as:
 			if err != nil {
 				return err
 			}
-			w.Symbols.Dirs = filepath.SplitList(symbolDirs)
-			results := w.Read(probes)
-			if folded || flameFile != "" {
-				return showStacks(cmd, results, aggName, folded, flameFile)
+			if top < 0 {
+				return fmt.Errorf("-top takes a number of keys, 1 or more (0: all)")
 			}
+			w.Symbols.Dirs = filepath.SplitList(symbolDirs)
+			if folded || flameFile != "" {
+				return showStacks(cmd, w.Read(probes), aggName, folded, flameFile)
+			}
+			results := topResults(w.Read(probes), top)
 			var tables []runtime.TableResult
 			if len(args) == 0 {
 				tables = w.ReadTables(s.Tables)
@@ -82,6 +88,7 @@ first. An aggregation keyed by stacks also prints as:
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
 	cmd.Flags().BoolVar(&folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
 	cmd.Flags().StringVar(&flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
 	cmd.Flags().StringVar(&aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
@@ -162,11 +169,33 @@ func renderResults(w io.Writer, results []runtime.ProbeResult) {
 					}
 					drawHistogram(w, e.Buckets)
 				}
-				continue
+			} else {
+				table(w, ar)
 			}
-			table(w, ar)
+			if ar.Omitted > 0 {
+				more := strings.Replace(plural(ar.Omitted, "key"), " ", " more ", 1)
+				fmt.Fprintf(w, "    (%s, with smaller values)\n", more)
+			}
 		}
 	}
+}
+
+// topResults keeps the first n entries of each aggregation (they are
+// sorted, largest first) and counts the others; n 0 keeps all.
+func topResults(results []runtime.ProbeResult, n int) []runtime.ProbeResult {
+	if n <= 0 {
+		return results
+	}
+	for i := range results {
+		for j := range results[i].Aggregations {
+			ar := &results[i].Aggregations[j]
+			if len(ar.Entries) > n {
+				ar.Omitted = len(ar.Entries) - n
+				ar.Entries = ar.Entries[:n]
+			}
+		}
+	}
+	return results
 }
 
 func keyText(k runtime.OrderedKey) string {

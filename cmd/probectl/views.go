@@ -17,6 +17,7 @@ func renderPlan(w io.Writer, plan *compiler.Plan) {
 	fmt.Fprintf(w, "  fprobe %s%s; links: %s\n\n", f.Fprobe, fastPath(f.FprobeEntryFastPath), linkList(plan))
 	if len(plan.Changes) == 0 {
 		fmt.Fprintln(w, "No probes.")
+		renderSkipped(w, plan.Skipped)
 		return
 	}
 	fmt.Fprintln(w, "probectl will perform the following actions:")
@@ -32,6 +33,7 @@ func renderPlan(w io.Writer, plan *compiler.Plan) {
 		fmt.Fprintln(w)
 		renderChange(w, c, f.CPUs)
 	}
+	renderSkipped(w, plan.Skipped)
 	s := plan.Summary
 	fmt.Fprintf(w, "\nPlan: %d to create, %d to replace, %d to delete, %d unchanged.\n", s.Create, s.Replace, s.Delete, s.NoOp)
 }
@@ -94,8 +96,13 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	if len(c.Exclude) > 0 {
 		row("exclude", "%s", quoteAll(c.Exclude))
 	}
-	if c.Binary != "" {
+	if c.Binary != "" && c.Library != "" {
+		row("binary", "%s (%s, from %s)", printable(c.Binary), printable(c.Library), bpf.LDCache)
+	} else if c.Binary != "" {
 		row("binary", "%s", printable(c.Binary))
+	}
+	if len(c.Missing) > 0 {
+		row("missing", "%s (not attached)", printable(strings.Join(c.Missing, "; ")))
 	}
 	if c.PID != 0 {
 		row("pid", "%d", c.PID)
@@ -259,4 +266,11 @@ func bytesString(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// renderSkipped lists the optional probes that will not be attached.
+func renderSkipped(w io.Writer, skipped []compiler.Skipped) {
+	for _, sk := range skipped {
+		fmt.Fprintf(w, "\n  # %s will not be attached (optional): %s\n", sk.Address, printable(sk.Why))
+	}
 }

@@ -7,8 +7,9 @@
 # or thread ID (tkill, tgkill) the signal was sent to; result is 0 or
 # -errno (-3 ESRCH: no such process).
 #
-# Differs from killsnoop.bt: the signal is shown as its number (bpftrace
-# names SIGHUP to SIGSYS), and the event says which system call it was.
+# The signal shows by name through signal_name (SIGKILL, SIGRTMIN+2); 0,
+# which sends nothing and only checks, as 0. Differs from killsnoop.bt:
+# the event says which system call it was.
 
 table "sent" {
   max_keys = 10240
@@ -35,7 +36,7 @@ probe "tracepoint" "kill_exit" {
         pid     = pid
         comm    = comm
         syscall = event
-        sig     = sent[tid].sig
+        sig     = signal_name(sent[tid].sig)
         tpid    = sent[tid].tpid
         result  = args.ret
       }

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <linux/capability.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/openat2.h>
@@ -25,6 +26,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -166,6 +168,22 @@ static void kills(void) {
 	printf("kill %ld\n", result(kill(child, SIGKILL)));
 	if (waitpid(child, NULL, 0) != child)
 		die("waitpid");
+}
+
+/* capable, as root: three lower nice values (each a CAP_SYS_NICE check,
+ * granted), then CAP_SYS_NICE dropped from the effective set and a lower
+ * one again (checked, refused: EACCES from setpriority). */
+static void capables(void) {
+	for (int nice = -1; nice >= -3; nice--)
+		printf("setpriority %ld\n", result(setpriority(PRIO_PROCESS, 0, nice)));
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		die("capget");
+	data[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		die("capset");
+	printf("setpriority %ld\n", result(setpriority(PRIO_PROCESS, 0, -4)));
 }
 
 /* setuids, as root: setfsuid and back, a real uid of 1000, an effective
@@ -337,6 +355,8 @@ int main(int argc, char **argv) {
 		kills();
 	else if (strcmp(mode, "setuid") == 0)
 		setuids();
+	else if (strcmp(mode, "capable") == 0)
+		capables();
 	else if (strcmp(mode, "stat") == 0)
 		stats();
 	else if (strcmp(mode, "exec") == 0)

@@ -1,0 +1,117 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// People who know bpftrace write its names and its syntax: these say what
+// probectl calls the same thing.
+
+// bpftraceNames are bpftrace's built-in values that probectl names
+// otherwise, with what to write instead.
+var bpftraceNames = map[string]string{
+	"nsecs":    "ktime: nanoseconds since boot (bpf_ktime_get_ns)",
+	"retval":   "ret: the return value, in on_exit",
+	"curtask":  "task: the current task_struct, read field by field (task.real_parent.tgid)",
+	"elapsed":  "ktime, the time since boot: there is no start of the run in a spec that outlives it; for a duration subtract a time you saved (ktime - entry.start)",
+	"username": "uid: the kernel knows the numeric user ID only",
+	"probe":    "func (kernel and user probes: which function fired) or event (tracepoint probes: which event)",
+	"cpid":     "pid with a when filter: probectl starts no child process",
+	"cgroupid": "cgroup (the current task's cgroup v2 id), shown by path with cgroup_path(cgroup)",
+	"sarg0":    "arg0 to arg5: arguments on the stack cannot be read",
+	"rand":     "no such value: there is no random number",
+	"jiffies":  "ktime: nanoseconds since boot",
+}
+
+// bpftraceFunctions are bpftrace's functions that are blocks or other
+// functions in probectl.
+var bpftraceFunctions = map[string]string{
+	"count":    `an action block here: count "calls" { by = [comm] }`,
+	"sum":      `an action block here: sum "bytes" { value = ret }`,
+	"min":      `an action block here: min "least" { value = ret }`,
+	"max":      `an action block here: max "most" { value = ret }`,
+	"avg":      `not an aggregation here: keep a sum "total" { value = x } and a count "n" {}, and divide`,
+	"stats":    `not an aggregation here: keep count, sum, min and max blocks of the value`,
+	"hist":     `an action block here: hist "latency" { value = ktime - entry.start }`,
+	"lhist":    `an action block here: lhist "sizes" { value = arg2, min = 0, max = 4096, step = 256 }`,
+	"printf":   `an event block here: event "opens" { fields = { pid = pid, file = str(args.filename) } }, which probectl run prints`,
+	"print":    `show's: probectl show prints every aggregation`,
+	"clear":    "not needed: probectl run -interval prints what each interval added",
+	"delete":   `a delete "TABLE" { key = [...] } block here`,
+	"ntop":     "inet(addr[, port]) or inet6(addr[, port]) here, in a by key or an event field",
+	"strerror": "errno_name(x) here, in a by key or an event field",
+}
+
+// bpftraceHint says what probectl calls bpftrace's name, or "".
+func bpftraceHint(name string) string {
+	if what, ok := bpftraceNames[name]; ok {
+		return fmt.Sprintf(" %q is bpftrace's name; here it is %s.", name, what)
+	}
+	return ""
+}
+
+// bpftraceFunction says what probectl calls bpftrace's function, or "".
+func bpftraceFunction(name string) string {
+	if what, ok := bpftraceFunctions[name]; ok {
+		return fmt.Sprintf(" bpftrace's %s() is %s.", name, what)
+	}
+	return ""
+}
+
+// checkSyntax finds, on the tokens, what bpftrace allows and HCL reads
+// as something else or not at all (after checkNumbers, which refuses 0x40):
+// -> (HCL names may hold a hyphen: args- > flags), @maps
+// and $variables (characters HCL does not use). Each gets an error that
+// says what to write; the parser's own messages would not.
+func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(rng hcl.Range, summary, detail string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: rng.Ptr(),
+		})
+	}
+	adjacent := func(a, b hclsyntax.Token) bool { return a.Range.End.Byte == b.Range.Start.Byte }
+	for i := 0; i < len(tokens); i++ {
+		tok := tokens[i]
+		var next hclsyntax.Token
+		if i+1 < len(tokens) {
+			next = tokens[i+1]
+		}
+		switch {
+		case tok.Type == hclsyntax.TokenIdent && len(tok.Bytes) > 1 && tok.Bytes[len(tok.Bytes)-1] == '-' &&
+			next.Type == hclsyntax.TokenGreaterThan && adjacent(tok, next):
+			base := strings.TrimSuffix(string(tok.Bytes), "-")
+			field := "FIELD"
+			rng := hcl.RangeBetween(tok.Range, next.Range)
+			if i+2 < len(tokens) && tokens[i+2].Type == hclsyntax.TokenIdent {
+				field = string(tokens[i+2].Bytes)
+				rng = hcl.RangeBetween(tok.Range, tokens[i+2].Range)
+			}
+			add(rng, "Use . for fields",
+				"bpftrace's -> is . in probectl, through pointers as well: write %s.%s.", base, field)
+			i++
+		case tok.Type == hclsyntax.TokenInvalid && string(tok.Bytes) == "@":
+			add(tok.Range, "bpftrace map",
+				"probectl has no @maps: an aggregation is a block in on_entry or on_exit, such as count \"opens\" { by = [comm] } for @opens[comm] = count(), and state shared between probes is a table (table \"start\" {}, store and read as start[tid]).")
+			i = skipLine(tokens, i)
+		case tok.Type == hclsyntax.TokenInvalid && string(tok.Bytes) == "$":
+			add(tok.Range, "bpftrace variable",
+				"probectl has no $variables: on_entry keeps values for on_exit with save = { start = ktime } (read as entry.start), and a value is written where it is used.")
+			i = skipLine(tokens, i)
+		}
+	}
+	return diags
+}
+
+// skipLine returns the index of the last token of tok i's line, so that
+// one mistake is reported once.
+func skipLine(tokens hclsyntax.Tokens, i int) int {
+	for i+1 < len(tokens) && tokens[i+1].Type != hclsyntax.TokenNewline && tokens[i+1].Type != hclsyntax.TokenEOF {
+		i++
+	}
+	return i
+}
