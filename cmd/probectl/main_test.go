@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"os"
@@ -35,6 +37,17 @@ func TestScripts(t *testing.T) {
 			id := strings.TrimPrefix(filepath.Base(filepath.Dir(env.WorkDir)), "go-test-script")
 			ws := "ts-" + id + "-" + strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
 			env.Setenv("PROBECTL_WORKSPACE", ws)
+			// U makes a script's workload comms its own (evt-flood$U): a
+			// spec that counts by comm must not count the same script run
+			// at the same time by another checkout. Files say ${U}.
+			u, err := uniqueSuffix()
+			if err != nil {
+				return err
+			}
+			env.Setenv("U", u)
+			if err := substituteU(env.WorkDir, u); err != nil {
+				return err
+			}
 			// A script that fails half-way leaves nothing attached.
 			state := filepath.Join(env.WorkDir, "state")
 			env.Defer(func() {
@@ -79,4 +92,42 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 	})
+}
+
+// uniqueSuffix is four random base-36 digits: with a 10-letter name, a comm
+// still fits in the kernel's 15 bytes.
+func uniqueSuffix() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+	for i := range b {
+		b[i] = digits[int(b[i])%len(digits)]
+	}
+	return string(b[:]), nil
+}
+
+// substituteU writes u for every ${U} in the script's files.
+func substituteU(dir, u string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("${U}")) {
+			if err := os.WriteFile(p, bytes.ReplaceAll(b, []byte("${U}"), []byte(u)), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

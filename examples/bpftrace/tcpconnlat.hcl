@@ -29,7 +29,7 @@ probe "kernel" "syn_acked" {
     hist "connect_latency_us" {
       when  = has(connect_start, [args.sk]) && args.sk.__sk_common.skc_state == 2 # TCP_SYN_SENT
       value = (ktime - connect_start[args.sk].start) / 1000
-      by    = [connect_start[args.sk].comm]
+      by    = { comm = connect_start[args.sk].comm }
     }
     delete "connect_start" {
       when = args.sk.__sk_common.skc_state == 2
