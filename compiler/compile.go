@@ -70,6 +70,9 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 		g.diags = nil
 	}
 	for _, t := range cfg.Tables {
+		if len(u.uses[t]) == 0 {
+			continue // every probe that uses it is skipped (optional): so is the table
+		}
 		if l := u.layout(t); l != nil {
 			out.Tables = append(out.Tables, l)
 		} else if !diags.HasErrors() && !u.diags.HasErrors() {

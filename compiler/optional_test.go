@@ -40,6 +40,34 @@ func TestOptionalProbes(t *testing.T) {
 	}
 	wantError(t, compileErrors(t, facts, probe("strict", `functions = ["vfs_fsync"]`)), "Function not found", 2)
 
+	// A table whose every user is left out is left out too (where its
+	// type cannot be told): biolatency-kp on a kernel that inlined both
+	// spellings of its functions.
+	out = compileText(t, facts, `table "started" {
+  max_keys = 16
+}
+probe "kernel" "start" {
+  functions = [optional("blk_account_io_start")]
+  on_entry {
+    store "started" {
+      key   = [arg0]
+      value = ktime
+    }
+  }
+}
+probe "kernel" "done" {
+  functions = [optional("blk_account_io_done")]
+  on_entry {
+    hist "usecs" {
+      when  = has(started, [arg0])
+      value = ktime - started[arg0]
+    }
+  }
+}`)
+	if len(out.Probes) != 0 || len(out.Tables) != 0 || len(out.Skipped) != 2 {
+		t.Errorf("every user skipped: probes %v, tables %v, skipped %v", out.Probes, out.Tables, out.Skipped)
+	}
+
 	// Tracepoints: events that may be missing.
 	out = compileText(t, facts, `probe "tracepoint" "t" {
   event = ["syscalls:sys_enter_kill", optional("syscalls:sys_enter_nosuch*")]

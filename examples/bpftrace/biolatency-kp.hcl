@@ -6,18 +6,18 @@
 # request (arg0, its struct request *) keeps when blk_account_io_start
 # saw it; blk_account_io_done reads the time and deletes the key.
 #
-# Differs from biolatency-kp.bt, which probes blk_account_io_start and
-# __blk_account_io_start (and the same for done), ignoring those the
-# kernel lacks: here the functions are named, and a function the kernel
-# lacks is an error in the plan (older kernels have the __ names; some
-# builds inline them). biolatency.hcl, on tracepoints, works everywhere.
+# As biolatency-kp.bt, it probes blk_account_io_start and
+# __blk_account_io_start (and the same for done), each optional: older
+# kernels have the __ names, and some builds inline both (Debian's 7.2),
+# where the plan says the probes are skipped. biolatency.hcl, on
+# tracepoints, works everywhere.
 
 table "started" {
   max_keys = 65536
 }
 
 probe "kernel" "start" {
-  functions = ["blk_account_io_start"]
+  functions = [optional("blk_account_io_start"), optional("__blk_account_io_start")]
 
   on_entry {
     store "started" {
@@ -28,7 +28,7 @@ probe "kernel" "start" {
 }
 
 probe "kernel" "done" {
-  functions = ["blk_account_io_done"]
+  functions = [optional("blk_account_io_done"), optional("__blk_account_io_done")]
 
   on_entry {
     hist "usecs" {

@@ -4,15 +4,17 @@
 # A port of bpftrace's tools/vfscount.bt: one probe on every function the
 # glob vfs_* matches on the target, keyed by func (shown by name).
 #
-# Same as vfscount.bt. Against a profile the glob stays unresolved (a
-# profile has no function list): plan against the live kernel or a facts
-# file to see the functions. Where kernel functions are attached with
-# fentry (no fprobe: Debian's 6.1), compiler copies such as
-# vfs_statfs.part.0.isra.0 cannot be: the plan says so, and
-# exclude = ["*.*"] leaves them out.
+# Same as vfscount.bt, but for compiler copies (vfs_statfs.part.0.isra.0):
+# where kernel functions are attached with fentry (no fprobe: Debian's
+# 6.1) a copy has no BTF and cannot be attached, so exclude leaves them
+# out everywhere, and the counts are those of the functions as written.
+# Against a profile the glob stays unresolved (a profile has no function
+# list): plan against the live kernel or a facts file to see the
+# functions.
 
 probe "kernel" "vfs" {
   functions = ["vfs_*"]
+  exclude   = ["*.*"]
 
   on_entry {
     count "calls" {
