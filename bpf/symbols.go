@@ -413,6 +413,16 @@ func parseMaps(text string) []mapping {
 		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") {
 			continue
 		}
+		// The path is the rest of the line after the inode, as it is
+		// (a name may hold runs of spaces): the kernel pads before it.
+		rest := line
+		for i := 0; i < 5; i++ {
+			rest = strings.TrimLeft(rest, " ")
+			if j := strings.IndexByte(rest, ' '); j >= 0 {
+				rest = rest[j:]
+			}
+		}
+		path := strings.TrimLeft(rest, " ")
 		lo, hi, _ := strings.Cut(f[0], "-")
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
@@ -420,7 +430,6 @@ func parseMaps(text string) []mapping {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		path := strings.Join(f[5:], " ")
 		if strings.HasSuffix(path, " (deleted)") {
 			continue
 		}

@@ -43,8 +43,9 @@ func TestParseMaps(t *testing.T) {
 7f0000000000-7f0000001000 r-xp 00000000 00:00 0 [vdso]
 7f0000100000-7f0000200000 r-xp 00010000 fe:01 9 /tmp/a b (deleted)
 7f0000300000-7f0000400000 r-xp 00001000 fe:01 10 /opt/with space/lib.so
+7f0000500000-7f0000600000 r-xp 00001000 fe:01 11                         /opt/two  spaces/lib.so
 `)
-	if len(m) != 2 || m[0].path != "/usr/bin/true" || m[0].start != 0x55d0c0a20000 || m[0].off != 0x20000 || m[1].path != "/opt/with space/lib.so" {
+	if len(m) != 3 || m[2].path != "/opt/two  spaces/lib.so" || m[0].path != "/usr/bin/true" || m[0].start != 0x55d0c0a20000 || m[0].off != 0x20000 || m[1].path != "/opt/with space/lib.so" {
 		t.Errorf("%+v", m)
 	}
 }
