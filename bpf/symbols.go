@@ -183,13 +183,49 @@ func debugPath(id string) string {
 	return filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
 }
 
+// maxELFRead bounds what is read from one ELF file to symbolize it
+// (section headers, the symbol and string tables, the notes).
+var maxELFRead int64 = 512 << 20
+
+// openELFFile opens the ELF file at path for reading at most maxELFRead
+// bytes of it. Paths come from other users (the files their processes
+// map, the build-id index, -symbols directories): a named pipe or a
+// device is refused without blocking, and a corrupt file claiming huge
+// tables (a sparse file) costs no more than the bound.
+func openELFFile(path string) (*elf.File, io.Closer, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ef, err := elf.NewFile(&boundedReaderAt{r: f, left: maxELFRead})
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return ef, f, nil
+}
+
+// boundedReaderAt fails reads once left bytes have been read.
+type boundedReaderAt struct {
+	r    io.ReaderAt
+	left int64
+}
+
+func (b *boundedReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, fmt.Errorf("more than %d MiB read from one ELF file", maxELFRead>>20)
+	}
+	b.left -= int64(len(p))
+	return b.r.ReadAt(p, off)
+}
+
 // openELF reads the symbols, segments and build id of the ELF file at path.
 func openELF(path string) (*elfFile, error) {
-	ef, err := elf.Open(path)
+	ef, c, err := openELFFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer ef.Close()
+	defer c.Close()
 	e := &elfFile{path: path, buildID: elfBuildID(ef)}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -200,11 +236,11 @@ func openELF(path string) (*elfFile, error) {
 	// A stripped file (libc) has only its dynamic symbols: its debug
 	// file, when installed, has them all.
 	if ef.Section(".symtab") == nil && e.buildID != "" {
-		if df, err := elf.Open(debugPath(e.buildID)); err == nil {
+		if df, c, err := openELFFile(debugPath(e.buildID)); err == nil {
 			if elfBuildID(df) == e.buildID {
 				e.syms = append(e.syms, funcSymbols(df)...)
 			}
-			df.Close()
+			c.Close()
 		}
 	}
 	e.syms.sort()
@@ -289,11 +325,11 @@ func elfBuildID(ef *elf.File) string {
 
 // FileBuildID returns the GNU build id of the ELF file at path, or "".
 func FileBuildID(path string) string {
-	ef, err := elf.Open(path)
+	ef, c, err := openELFFile(path)
 	if err != nil {
 		return ""
 	}
-	defer ef.Close()
+	defer c.Close()
 	return elfBuildID(ef)
 }
 
@@ -546,7 +582,7 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 
 // buildIDOf reads only the build id of a file (cheaply: no symbols).
 func buildIDOf(path string) string {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return ""
 	}
@@ -555,7 +591,7 @@ func buildIDOf(path string) string {
 	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != elf.ELFMAG {
 		return ""
 	}
-	ef, err := elf.NewFile(f)
+	ef, err := elf.NewFile(&boundedReaderAt{r: f, left: maxELFRead})
 	if err != nil {
 		return ""
 	}

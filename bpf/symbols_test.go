@@ -1,10 +1,17 @@
 package bpf
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"os"
+	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 func TestParseKallsyms(t *testing.T) {
@@ -106,5 +113,122 @@ func TestFrameByBuildID(t *testing.T) {
 	}
 	if f := u.FrameByBuildID(strings.Repeat("0", 40), 0x10); f.Symbol != "" || !strings.HasPrefix(f.Module, "build-id ") {
 		t.Errorf("an unknown build id: %+v", f)
+	}
+}
+
+// withTimeout runs fn, failing the test if it has not returned after d (a
+// blocked open of a FIFO never returns).
+func withTimeout(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still blocked after %s", what, d)
+	}
+}
+
+// A local user controls the names probectl opens as root to symbolize:
+// the paths its processes map, the build-id index, the -symbols
+// directories. A named pipe there must not block show: the file named
+// "a  b" (two spaces) is mapped, and "a b" is a FIFO nobody writes.
+func TestUserSymbolsNeverBlock(t *testing.T) {
+	dir := t.TempDir()
+	elfData, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	mapped := filepath.Join(dir, "a  b")
+	if err := os.WriteFile(mapped, elfData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "a b")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(mapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, len(elfData), syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Skipf("mmap PROT_EXEC of %s: %v (noexec?)", mapped, err)
+	}
+	defer syscall.Munmap(mem)
+	ip := uint64(uintptr(unsafe.Pointer(&mem[0]))) + 0x10
+	u := NewUserSymbols("", nil)
+	withTimeout(t, 10*time.Second, "FrameAt", func() {
+		fr := u.FrameAt(os.Getpid(), ip)
+		if fr.Module != mapped {
+			t.Errorf("the frame's file is %q, want %q (the mapped one)", fr.Module, mapped)
+		}
+	})
+
+	// The index names a FIFO for a build id; a -symbols directory holds
+	// a link to one.
+	id := strings.Repeat("ab", 20)
+	index := filepath.Join(dir, "buildids.json")
+	if err := os.WriteFile(index, []byte(`{"`+id+`": "`+fifo+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sdir := filepath.Join(dir, "syms")
+	if err := os.Mkdir(sdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, filepath.Join(sdir, "lib.so")); err != nil {
+		t.Fatal(err)
+	}
+	u = NewUserSymbols(index, []string{sdir})
+	u.procsScanned = time.Now() // not every process's files: this test's
+	withTimeout(t, 10*time.Second, "FrameByBuildID", func() {
+		if fr := u.FrameByBuildID(id, 0x10); fr.Symbol != "" {
+			t.Errorf("a FIFO gave a symbol: %+v", fr)
+		}
+	})
+}
+
+// A corrupt ELF file (a user's, mapped by a process of theirs) claims a
+// huge symbol table in a sparse file: reading a file's symbols is bounded.
+func TestUserSymbolsBoundedRead(t *testing.T) {
+	elfData, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(elfData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for i, s := range ef.Sections {
+		if s.Type == elf.SHT_DYNSYM {
+			idx = i
+		}
+	}
+	if idx < 0 || ef.Class != elf.ELFCLASS64 {
+		t.Skip("/bin/true has no 64-bit .dynsym")
+	}
+	// sh_size of the .dynsym section header: 64 MiB.
+	shoff := binary.LittleEndian.Uint64(elfData[0x28:])
+	binary.LittleEndian.PutUint64(elfData[shoff+uint64(idx)*64+32:], 64<<20)
+	path := filepath.Join(t.TempDir(), "huge")
+	if err := os.WriteFile(path, elfData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 128<<20); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old int64) { maxELFRead = old }(maxELFRead)
+	maxELFRead = 4 << 20
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	e, _ := openELF(path)
+	goruntime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("reading %s allocated %d MiB", path, got>>20)
+	}
+	if e != nil && len(e.syms) > 0 {
+		t.Errorf("%d symbols from a corrupt table", len(e.syms))
 	}
 }
