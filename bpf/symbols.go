@@ -168,6 +168,9 @@ type elfFile struct {
 	buildID string
 	syms    symtab
 	loads   []elf.ProgHeader
+	// trusted: no other user owns or may write the file (see
+	// [CheckOwned]); the index prefers such a file for a build id.
+	trusted bool
 	// debugOnly: a separate debug file (/usr/lib/debug), whose segments
 	// have no contents: file offsets are taken as the first segment's
 	// (offset 0 at its page-aligned address), as linkers lay code out.
@@ -192,7 +195,7 @@ var maxELFRead int64 = 512 << 20
 // map, the build-id index, -symbols directories): a named pipe or a
 // device is refused without blocking, and a corrupt file claiming huge
 // tables (a sparse file) costs no more than the bound.
-func openELFFile(path string) (*elf.File, io.Closer, error) {
+func openELFFile(path string) (*elf.File, *os.File, error) {
 	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, nil, err
@@ -226,7 +229,7 @@ func openELF(path string) (*elfFile, error) {
 		return nil, err
 	}
 	defer c.Close()
-	e := &elfFile{path: path, buildID: elfBuildID(ef)}
+	e := &elfFile{path: path, buildID: elfBuildID(ef), trusted: CheckOwned(c) == nil}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			e.loads = append(e.loads, p.ProgHeader)
@@ -418,10 +421,22 @@ func (u *UserSymbols) file(path string) *elfFile {
 	}
 	u.files[path] = e
 	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") {
-		u.index[e.buildID] = path
-		u.dirty = true
+		// A build id is only what a file says: another user's file may
+		// claim a system library's, and name its functions anything. It
+		// never displaces a file no other user controls.
+		if old, ok := u.index[e.buildID]; !ok || e.trusted || !u.trustedFile(old, e.buildID) {
+			u.index[e.buildID] = path
+			u.dirty = true
+		}
 	}
 	return e
+}
+
+// trustedFile reports whether path is a file no other user controls with
+// build id id.
+func (u *UserSymbols) trustedFile(path, id string) bool {
+	e := u.file(path)
+	return e != nil && e.trusted && e.buildID == id
 }
 
 // processMaps reads the executable file mappings of a process, and

@@ -232,3 +232,56 @@ func TestUserSymbolsBoundedRead(t *testing.T) {
 		t.Errorf("%d symbols from a corrupt table", len(e.syms))
 	}
 }
+
+// A user's process maps a copy of a system file (the same build id: a
+// forged one may name its functions anything) after root's processes
+// map the real one: the build-id index keeps the file no other user
+// controls, and frames by build id are named from it.
+func TestBuildIDIndexPrefersTrustedFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a file of another user is made with chown")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	real, forged := filepath.Join(dir, "real"), filepath.Join(dir, "forged")
+	for _, p := range []string{real, forged} {
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(forged, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	id := FileBuildID(real)
+	if id == "" {
+		t.Skip("/bin/true has no build id")
+	}
+	index := filepath.Join(dir, "buildids.json")
+	u := NewUserSymbols(index, nil)
+	u.file(real)
+	u.file(forged) // seen later in the scan of /proc
+	if got := u.index[id]; got != real {
+		t.Errorf("the index names %q for %s, want %q", got, id, real)
+	}
+	if err := u.Save(); err != nil {
+		t.Fatal(err)
+	}
+	u = NewUserSymbols(index, nil)
+	u.procsScanned = time.Now()
+	if f := u.FrameByBuildID(id, 0x10); f.Module != real {
+		t.Errorf("frame from %q, want %q", f.Module, real)
+	}
+
+	// Another user's file is indexed when it is the only one.
+	u = NewUserSymbols("", nil)
+	u.file(forged)
+	if got := u.index[id]; got != forged {
+		t.Errorf("the index names %q, want %q", got, forged)
+	}
+}
