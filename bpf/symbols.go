@@ -340,6 +340,10 @@ func FileBuildID(path string) string {
 type mapping struct {
 	start, end, off uint64
 	path            string
+	// open is where the file is opened: path, or when path names
+	// another file here than the one mapped (the process runs in a mount
+	// namespace of its own), the mapping's /proc/PID/map_files link.
+	open string
 }
 
 // UserSymbols resolves user addresses and build-id frames. It caches the
@@ -420,7 +424,7 @@ func (u *UserSymbols) file(path string) *elfFile {
 		e = nil
 	}
 	u.files[path] = e
-	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") {
+	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") && !strings.HasPrefix(path, "/proc/") {
 		// A build id is only what a file says: another user's file may
 		// claim a system library's, and name its functions anything. It
 		// never displaces a file no other user controls.
@@ -448,12 +452,32 @@ func (u *UserSymbols) processMaps(pid int) []mapping {
 	var out []mapping
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
 		out = parseMaps(string(b))
-		for _, m := range out {
-			u.file(m.path)
+		for i := range out {
+			out[i].open = mappedFile(pid, &out[i])
+			if out[i].open != out[i].path {
+				delete(u.files, out[i].open) // another process's, with this pid before
+			}
+			u.file(out[i].open)
 		}
 	}
 	u.maps[pid] = out
 	return out
+}
+
+// mappedFile is where to open the file of mapping m of process pid: its
+// path, when that is the file mapped (the same inode), else the
+// mapping's own link in /proc/PID/map_files (root may open it). Without
+// that link (no privilege, an old kernel), the path.
+func mappedFile(pid int, m *mapping) string {
+	link := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)
+	var mapped, named syscall.Stat_t
+	if syscall.Stat(link, &mapped) != nil {
+		return m.path
+	}
+	if syscall.Stat(m.path, &named) == nil && named.Dev == mapped.Dev && named.Ino == mapped.Ino {
+		return m.path
+	}
+	return link
 }
 
 // parseMaps parses /proc/PID/maps, keeping executable file mappings.
@@ -484,7 +508,7 @@ func parseMaps(text string) []mapping {
 		if strings.HasSuffix(path, " (deleted)") {
 			continue
 		}
-		out = append(out, mapping{start: start, end: end, off: off, path: path})
+		out = append(out, mapping{start: start, end: end, off: off, path: path, open: path})
 	}
 	return out
 }
@@ -506,9 +530,9 @@ func (u *UserSymbols) FrameAt(pid int, ip uint64) Frame {
 func (u *UserSymbols) frameAt(pid int, ip uint64) (Frame, bool) {
 	for _, m := range u.processMaps(pid) {
 		if ip >= m.start && ip < m.end {
-			if e := u.file(m.path); e != nil {
+			if e := u.file(m.open); e != nil {
 				f := e.frameAtOffset(ip - m.start + m.off)
-				f.Addr = ip
+				f.Addr, f.Module = ip, m.path
 				return f, true
 			}
 			return Frame{Addr: ip, Module: m.path}, true

@@ -1,10 +1,13 @@
 package bpf
 
 import (
+	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -283,5 +286,96 @@ func TestBuildIDIndexPrefersTrustedFiles(t *testing.T) {
 	u.file(forged)
 	if got := u.index[id]; got != forged {
 		t.Errorf("the index names %q, want %q", got, forged)
+	}
+}
+
+// A process in a mount namespace of its own (a container; any user, with
+// user namespaces) maps a file at a path that names another file in
+// probectl's: its frames are named from the file it maps, never from the
+// file its path names here.
+func TestFrameAtOtherMountNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: unshare -m")
+	}
+	for _, tool := range []string{"gcc", "unshare", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"real", "fake"} {
+		src := filepath.Join(dir, name+".c")
+		if err := os.WriteFile(src, []byte("int atk_"+name+"_func(int x) { return x * 3 + 1; }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("gcc", "-O0", "-shared", "-fPIC", "-Wl,--build-id=none", "-o", filepath.Join(dir, name+".so"), src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+	}
+	real, fake := filepath.Join(dir, "real.so"), filepath.Join(dir, "fake.so")
+	script := `import mmap, sys, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+print("mapped", flush=True)
+time.sleep(60)
+`
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && exec python3 -c "$3" "$2"`, "sh", fake, real, script)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "mapped\n" {
+		t.Fatalf("the mapping process: %q %v", line, err)
+	}
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start uint64
+	for _, m := range parseMaps(string(maps)) {
+		if m.path == real && m.off == 0 {
+			start = m.start
+		}
+	}
+	if start == 0 {
+		t.Fatalf("no mapping of %s at offset 0 in:\n%s", real, maps)
+	}
+	ef, err := elf.Open(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, _ := ef.Symbols()
+	var off uint64
+	for _, s := range syms {
+		if s.Name == "atk_fake_func" {
+			for _, p := range ef.Progs {
+				if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Filesz {
+					off = s.Value - p.Vaddr + p.Off
+				}
+			}
+		}
+	}
+	if off == 0 {
+		t.Fatal("fake.so: no atk_fake_func")
+	}
+	u := NewUserSymbols("", nil)
+	if f := u.FrameAt(cmd.Process.Pid, start+off+1); f.Symbol != "atk_fake_func" || f.Offset != 1 {
+		t.Errorf("frame %+v, want atk_fake_func+0x1 (the file mapped)", f)
+	}
+	for id, path := range u.index {
+		if strings.HasPrefix(path, "/proc/") || path == real {
+			t.Errorf("the index names %s for %s", path, id)
+		}
 	}
 }
