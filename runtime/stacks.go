@@ -228,13 +228,30 @@ func buildIDIndexFile() string {
 	// Under sudo -E, $HOME and $XDG_CACHE_HOME are the invoking user's:
 	// an index there is theirs to write (and its directory a symlink to
 	// anywhere). Only a directory of this user's own, that no other may
-	// write, holds it.
-	st, err := os.Lstat(dir)
-	if err != nil || !st.IsDir() || st.Mode().Perm()&0o022 != 0 {
-		return ""
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Uid != uint32(os.Geteuid()) {
-		return ""
+	// write, holds it; and no other user may rename it or a directory
+	// above it away (as sshd's StrictModes: each one above is root's or
+	// this user's, not writable by others, or sticky).
+	euid := uint32(os.Geteuid())
+	for p, first := filepath.Clean(dir), true; ; p, first = filepath.Dir(p), false {
+		st, err := os.Lstat(p)
+		if err != nil || !st.IsDir() {
+			return ""
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			return ""
+		}
+		switch {
+		case first && (sys.Uid != euid || st.Mode().Perm()&0o022 != 0):
+			return ""
+		case sys.Uid != euid && sys.Uid != 0:
+			return ""
+		case st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0:
+			return ""
+		}
+		if p == "/" || p == "." {
+			break
+		}
 	}
 	return filepath.Join(dir, "buildids.json")
 }

@@ -315,6 +315,21 @@ func TestBuildIDIndexNotInAnotherUsersDirectory(t *testing.T) {
 		t.Errorf("the index is %q, in a directory uid 65534 controls", got)
 	}
 
+	// The directory is root's (an earlier run made it), in a directory
+	// of the user's, who may rename it away and put a link in its place
+	// between the check and the use.
+	theirs := filepath.Join(home, "theirs")
+	if err := os.MkdirAll(filepath.Join(theirs, "probectl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", theirs)
+	if got := buildIDIndexFile(); got != "" {
+		t.Errorf("the index is %q, in a directory within one uid 65534 controls", got)
+	}
+
 	// A directory of its own, made there: used.
 	mine := filepath.Join(home, "mine")
 	t.Setenv("XDG_CACHE_HOME", mine)
