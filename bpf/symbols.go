@@ -423,6 +423,9 @@ func (u *UserSymbols) file(path string) *elfFile {
 	if err != nil {
 		e = nil
 	}
+	if len(u.files) >= maxCachedFiles {
+		u.files = map[string]*elfFile{}
+	}
 	u.files[path] = e
 	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") && !strings.HasPrefix(path, "/proc/") {
 		// A build id is only what a file says: another user's file may
@@ -459,6 +462,9 @@ func (u *UserSymbols) processMaps(pid int) []mapping {
 			}
 			u.file(out[i].open)
 		}
+	}
+	if len(u.maps) >= maxCachedFiles {
+		u.maps = map[int][]mapping{}
 	}
 	u.maps[pid] = out
 	return out
@@ -573,9 +579,9 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 	if time.Since(u.procsScanned) > time.Second {
 		u.procsScanned = time.Now()
 		if ents, err := os.ReadDir("/proc"); err == nil {
+			u.maps = map[int][]mapping{} // the processes gone with them
 			for _, d := range ents {
 				if pid, err := strconv.Atoi(d.Name()); err == nil {
-					delete(u.maps, pid)
 					u.processMaps(pid)
 				}
 			}
@@ -636,3 +642,8 @@ func buildIDOf(path string) string {
 	}
 	return elfBuildID(ef)
 }
+
+// maxCachedFiles bounds the ELF files a symbolizer keeps (their symbols),
+// and the processes whose maps it keeps: beyond, it forgets them all and
+// reads again what it needs.
+var maxCachedFiles = 4096

@@ -379,3 +379,40 @@ time.sleep(60)
 		}
 	}
 }
+
+// A long-running reader (events -follow) symbolizes the processes of
+// every user: one that makes file after file (a new library for each
+// process) or process after process grows what it caches no further than
+// bounds.
+func TestUserSymbolsCacheBounded(t *testing.T) {
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer func(old int) { maxCachedFiles = old }(maxCachedFiles)
+	maxCachedFiles = 8
+	dir := t.TempDir()
+	u := NewUserSymbols("", nil)
+	for i := 0; i < 50; i++ {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		u.FrameAt(os.Getpid(), 0x10) // as a frame of this process
+		u.file(p)
+	}
+	if len(u.files) > 8+len(u.maps[os.Getpid()]) {
+		t.Errorf("%d files cached, bound 8", len(u.files))
+	}
+
+	// The maps of a process gone are dropped when processes are scanned.
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	u.maps[cmd.Process.Pid] = []mapping{{start: 1, end: 2, path: "/bin/true", open: "/bin/true"}}
+	u.FrameByBuildID(strings.Repeat("00", 20), 0x10)
+	if _, ok := u.maps[cmd.Process.Pid]; ok {
+		t.Errorf("the maps of process %d, gone, are kept", cmd.Process.Pid)
+	}
+}
