@@ -168,6 +168,9 @@ type elfFile struct {
 	buildID string
 	syms    symtab
 	loads   []elf.ProgHeader
+	// trusted: no other user owns or may write the file (see
+	// [CheckOwned]); the index prefers such a file for a build id.
+	trusted bool
 	// debugOnly: a separate debug file (/usr/lib/debug), whose segments
 	// have no contents: file offsets are taken as the first segment's
 	// (offset 0 at its page-aligned address), as linkers lay code out.
@@ -183,14 +186,50 @@ func debugPath(id string) string {
 	return filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
 }
 
+// maxELFRead bounds what is read from one ELF file to symbolize it
+// (section headers, the symbol and string tables, the notes).
+var maxELFRead int64 = 512 << 20
+
+// openELFFile opens the ELF file at path for reading at most maxELFRead
+// bytes of it. Paths come from other users (the files their processes
+// map, the build-id index, -symbols directories): a named pipe or a
+// device is refused without blocking, and a corrupt file claiming huge
+// tables (a sparse file) costs no more than the bound.
+func openELFFile(path string) (*elf.File, *os.File, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ef, err := elf.NewFile(&boundedReaderAt{r: f, left: maxELFRead})
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return ef, f, nil
+}
+
+// boundedReaderAt fails reads once left bytes have been read.
+type boundedReaderAt struct {
+	r    io.ReaderAt
+	left int64
+}
+
+func (b *boundedReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, fmt.Errorf("more than %d MiB read from one ELF file", maxELFRead>>20)
+	}
+	b.left -= int64(len(p))
+	return b.r.ReadAt(p, off)
+}
+
 // openELF reads the symbols, segments and build id of the ELF file at path.
 func openELF(path string) (*elfFile, error) {
-	ef, err := elf.Open(path)
+	ef, c, err := openELFFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer ef.Close()
-	e := &elfFile{path: path, buildID: elfBuildID(ef)}
+	defer c.Close()
+	e := &elfFile{path: path, buildID: elfBuildID(ef), trusted: CheckOwned(c) == nil}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			e.loads = append(e.loads, p.ProgHeader)
@@ -200,11 +239,11 @@ func openELF(path string) (*elfFile, error) {
 	// A stripped file (libc) has only its dynamic symbols: its debug
 	// file, when installed, has them all.
 	if ef.Section(".symtab") == nil && e.buildID != "" {
-		if df, err := elf.Open(debugPath(e.buildID)); err == nil {
+		if df, c, err := openELFFile(debugPath(e.buildID)); err == nil {
 			if elfBuildID(df) == e.buildID {
 				e.syms = append(e.syms, funcSymbols(df)...)
 			}
-			df.Close()
+			c.Close()
 		}
 	}
 	e.syms.sort()
@@ -289,11 +328,11 @@ func elfBuildID(ef *elf.File) string {
 
 // FileBuildID returns the GNU build id of the ELF file at path, or "".
 func FileBuildID(path string) string {
-	ef, err := elf.Open(path)
+	ef, c, err := openELFFile(path)
 	if err != nil {
 		return ""
 	}
-	defer ef.Close()
+	defer c.Close()
 	return elfBuildID(ef)
 }
 
@@ -301,6 +340,10 @@ func FileBuildID(path string) string {
 type mapping struct {
 	start, end, off uint64
 	path            string
+	// open is where the file is opened: path, or when path names
+	// another file here than the one mapped (the process runs in a mount
+	// namespace of its own), the mapping's /proc/PID/map_files link.
+	open string
 }
 
 // UserSymbols resolves user addresses and build-id frames. It caches the
@@ -380,12 +423,27 @@ func (u *UserSymbols) file(path string) *elfFile {
 	if err != nil {
 		e = nil
 	}
+	if len(u.files) >= maxCachedFiles {
+		u.files = map[string]*elfFile{}
+	}
 	u.files[path] = e
-	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") {
-		u.index[e.buildID] = path
-		u.dirty = true
+	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") && !strings.HasPrefix(path, "/proc/") {
+		// A build id is only what a file says: another user's file may
+		// claim a system library's, and name its functions anything. It
+		// never displaces a file no other user controls.
+		if old, ok := u.index[e.buildID]; !ok || e.trusted || !u.trustedFile(old, e.buildID) {
+			u.index[e.buildID] = path
+			u.dirty = true
+		}
 	}
 	return e
+}
+
+// trustedFile reports whether path is a file no other user controls with
+// build id id.
+func (u *UserSymbols) trustedFile(path, id string) bool {
+	e := u.file(path)
+	return e != nil && e.trusted && e.buildID == id
 }
 
 // processMaps reads the executable file mappings of a process, and
@@ -397,12 +455,35 @@ func (u *UserSymbols) processMaps(pid int) []mapping {
 	var out []mapping
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
 		out = parseMaps(string(b))
-		for _, m := range out {
-			u.file(m.path)
+		for i := range out {
+			out[i].open = mappedFile(pid, &out[i])
+			if out[i].open != out[i].path {
+				delete(u.files, out[i].open) // another process's, with this pid before
+			}
+			u.file(out[i].open)
 		}
+	}
+	if len(u.maps) >= maxCachedFiles {
+		u.maps = map[int][]mapping{}
 	}
 	u.maps[pid] = out
 	return out
+}
+
+// mappedFile is where to open the file of mapping m of process pid: its
+// path, when that is the file mapped (the same inode), else the
+// mapping's own link in /proc/PID/map_files (root may open it). Without
+// that link (no privilege, an old kernel), the path.
+func mappedFile(pid int, m *mapping) string {
+	link := fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.start, m.end)
+	var mapped, named syscall.Stat_t
+	if syscall.Stat(link, &mapped) != nil {
+		return m.path
+	}
+	if syscall.Stat(m.path, &named) == nil && named.Dev == mapped.Dev && named.Ino == mapped.Ino {
+		return m.path
+	}
+	return link
 }
 
 // parseMaps parses /proc/PID/maps, keeping executable file mappings.
@@ -413,6 +494,16 @@ func parseMaps(text string) []mapping {
 		if len(f) < 6 || !strings.Contains(f[1], "x") || !strings.HasPrefix(f[5], "/") {
 			continue
 		}
+		// The path is the rest of the line after the inode, as it is
+		// (a name may hold runs of spaces): the kernel pads before it.
+		rest := line
+		for i := 0; i < 5; i++ {
+			rest = strings.TrimLeft(rest, " ")
+			if j := strings.IndexByte(rest, ' '); j >= 0 {
+				rest = rest[j:]
+			}
+		}
+		path := strings.TrimLeft(rest, " ")
 		lo, hi, _ := strings.Cut(f[0], "-")
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
@@ -420,11 +511,10 @@ func parseMaps(text string) []mapping {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		path := strings.Join(f[5:], " ")
 		if strings.HasSuffix(path, " (deleted)") {
 			continue
 		}
-		out = append(out, mapping{start: start, end: end, off: off, path: path})
+		out = append(out, mapping{start: start, end: end, off: off, path: path, open: path})
 	}
 	return out
 }
@@ -446,9 +536,9 @@ func (u *UserSymbols) FrameAt(pid int, ip uint64) Frame {
 func (u *UserSymbols) frameAt(pid int, ip uint64) (Frame, bool) {
 	for _, m := range u.processMaps(pid) {
 		if ip >= m.start && ip < m.end {
-			if e := u.file(m.path); e != nil {
+			if e := u.file(m.open); e != nil {
 				f := e.frameAtOffset(ip - m.start + m.off)
-				f.Addr = ip
+				f.Addr, f.Module = ip, m.path
 				return f, true
 			}
 			return Frame{Addr: ip, Module: m.path}, true
@@ -489,9 +579,9 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 	if time.Since(u.procsScanned) > time.Second {
 		u.procsScanned = time.Now()
 		if ents, err := os.ReadDir("/proc"); err == nil {
+			u.maps = map[int][]mapping{} // the processes gone with them
 			for _, d := range ents {
 				if pid, err := strconv.Atoi(d.Name()); err == nil {
-					delete(u.maps, pid)
 					u.processMaps(pid)
 				}
 			}
@@ -537,7 +627,7 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 
 // buildIDOf reads only the build id of a file (cheaply: no symbols).
 func buildIDOf(path string) string {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return ""
 	}
@@ -546,9 +636,14 @@ func buildIDOf(path string) string {
 	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != elf.ELFMAG {
 		return ""
 	}
-	ef, err := elf.NewFile(f)
+	ef, err := elf.NewFile(&boundedReaderAt{r: f, left: maxELFRead})
 	if err != nil {
 		return ""
 	}
 	return elfBuildID(ef)
 }
+
+// maxCachedFiles bounds the ELF files a symbolizer keeps (their symbols),
+// and the processes whose maps it keeps: beyond, it forgets them all and
+// reads again what it needs.
+var maxCachedFiles = 4096

@@ -1,10 +1,20 @@
 package bpf
 
 import (
+	"bufio"
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 func TestParseKallsyms(t *testing.T) {
@@ -43,8 +53,9 @@ func TestParseMaps(t *testing.T) {
 7f0000000000-7f0000001000 r-xp 00000000 00:00 0 [vdso]
 7f0000100000-7f0000200000 r-xp 00010000 fe:01 9 /tmp/a b (deleted)
 7f0000300000-7f0000400000 r-xp 00001000 fe:01 10 /opt/with space/lib.so
+7f0000500000-7f0000600000 r-xp 00001000 fe:01 11                         /opt/two  spaces/lib.so
 `)
-	if len(m) != 2 || m[0].path != "/usr/bin/true" || m[0].start != 0x55d0c0a20000 || m[0].off != 0x20000 || m[1].path != "/opt/with space/lib.so" {
+	if len(m) != 3 || m[2].path != "/opt/two  spaces/lib.so" || m[0].path != "/usr/bin/true" || m[0].start != 0x55d0c0a20000 || m[0].off != 0x20000 || m[1].path != "/opt/with space/lib.so" {
 		t.Errorf("%+v", m)
 	}
 }
@@ -105,5 +116,303 @@ func TestFrameByBuildID(t *testing.T) {
 	}
 	if f := u.FrameByBuildID(strings.Repeat("0", 40), 0x10); f.Symbol != "" || !strings.HasPrefix(f.Module, "build-id ") {
 		t.Errorf("an unknown build id: %+v", f)
+	}
+}
+
+// withTimeout runs fn, failing the test if it has not returned after d (a
+// blocked open of a FIFO never returns).
+func withTimeout(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still blocked after %s", what, d)
+	}
+}
+
+// A local user controls the names probectl opens as root to symbolize:
+// the paths its processes map, the build-id index, the -symbols
+// directories. A named pipe there must not block show: the file named
+// "a  b" (two spaces) is mapped, and "a b" is a FIFO nobody writes.
+func TestUserSymbolsNeverBlock(t *testing.T) {
+	dir := t.TempDir()
+	elfData, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	mapped := filepath.Join(dir, "a  b")
+	if err := os.WriteFile(mapped, elfData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "a b")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(mapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mem, err := syscall.Mmap(int(f.Fd()), 0, len(elfData), syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Skipf("mmap PROT_EXEC of %s: %v (noexec?)", mapped, err)
+	}
+	defer syscall.Munmap(mem)
+	ip := uint64(uintptr(unsafe.Pointer(&mem[0]))) + 0x10
+	u := NewUserSymbols("", nil)
+	withTimeout(t, 10*time.Second, "FrameAt", func() {
+		fr := u.FrameAt(os.Getpid(), ip)
+		if fr.Module != mapped {
+			t.Errorf("the frame's file is %q, want %q (the mapped one)", fr.Module, mapped)
+		}
+	})
+
+	// The index names a FIFO for a build id; a -symbols directory holds
+	// a link to one.
+	id := strings.Repeat("ab", 20)
+	index := filepath.Join(dir, "buildids.json")
+	if err := os.WriteFile(index, []byte(`{"`+id+`": "`+fifo+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sdir := filepath.Join(dir, "syms")
+	if err := os.Mkdir(sdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, filepath.Join(sdir, "lib.so")); err != nil {
+		t.Fatal(err)
+	}
+	u = NewUserSymbols(index, []string{sdir})
+	u.procsScanned = time.Now() // not every process's files: this test's
+	withTimeout(t, 10*time.Second, "FrameByBuildID", func() {
+		if fr := u.FrameByBuildID(id, 0x10); fr.Symbol != "" {
+			t.Errorf("a FIFO gave a symbol: %+v", fr)
+		}
+	})
+}
+
+// A corrupt ELF file (a user's, mapped by a process of theirs) claims a
+// huge symbol table in a sparse file: reading a file's symbols is bounded.
+func TestUserSymbolsBoundedRead(t *testing.T) {
+	elfData, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(elfData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for i, s := range ef.Sections {
+		if s.Type == elf.SHT_DYNSYM {
+			idx = i
+		}
+	}
+	if idx < 0 || ef.Class != elf.ELFCLASS64 {
+		t.Skip("/bin/true has no 64-bit .dynsym")
+	}
+	// sh_size of the .dynsym section header: 64 MiB.
+	shoff := binary.LittleEndian.Uint64(elfData[0x28:])
+	binary.LittleEndian.PutUint64(elfData[shoff+uint64(idx)*64+32:], 64<<20)
+	path := filepath.Join(t.TempDir(), "huge")
+	if err := os.WriteFile(path, elfData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 128<<20); err != nil {
+		t.Fatal(err)
+	}
+	defer func(old int64) { maxELFRead = old }(maxELFRead)
+	maxELFRead = 4 << 20
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	e, _ := openELF(path)
+	goruntime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("reading %s allocated %d MiB", path, got>>20)
+	}
+	if e != nil && len(e.syms) > 0 {
+		t.Errorf("%d symbols from a corrupt table", len(e.syms))
+	}
+}
+
+// A user's process maps a copy of a system file (the same build id: a
+// forged one may name its functions anything) after root's processes
+// map the real one: the build-id index keeps the file no other user
+// controls, and frames by build id are named from it.
+func TestBuildIDIndexPrefersTrustedFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a file of another user is made with chown")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	real, forged := filepath.Join(dir, "real"), filepath.Join(dir, "forged")
+	for _, p := range []string{real, forged} {
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(forged, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	id := FileBuildID(real)
+	if id == "" {
+		t.Skip("/bin/true has no build id")
+	}
+	index := filepath.Join(dir, "buildids.json")
+	u := NewUserSymbols(index, nil)
+	u.file(real)
+	u.file(forged) // seen later in the scan of /proc
+	if got := u.index[id]; got != real {
+		t.Errorf("the index names %q for %s, want %q", got, id, real)
+	}
+	if err := u.Save(); err != nil {
+		t.Fatal(err)
+	}
+	u = NewUserSymbols(index, nil)
+	u.procsScanned = time.Now()
+	if f := u.FrameByBuildID(id, 0x10); f.Module != real {
+		t.Errorf("frame from %q, want %q", f.Module, real)
+	}
+
+	// Another user's file is indexed when it is the only one.
+	u = NewUserSymbols("", nil)
+	u.file(forged)
+	if got := u.index[id]; got != forged {
+		t.Errorf("the index names %q, want %q", got, forged)
+	}
+}
+
+// A process in a mount namespace of its own (a container; any user, with
+// user namespaces) maps a file at a path that names another file in
+// probectl's: its frames are named from the file it maps, never from the
+// file its path names here.
+func TestFrameAtOtherMountNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: unshare -m")
+	}
+	for _, tool := range []string{"gcc", "unshare", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"real", "fake"} {
+		src := filepath.Join(dir, name+".c")
+		if err := os.WriteFile(src, []byte("int atk_"+name+"_func(int x) { return x * 3 + 1; }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("gcc", "-O0", "-shared", "-fPIC", "-Wl,--build-id=none", "-o", filepath.Join(dir, name+".so"), src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+	}
+	real, fake := filepath.Join(dir, "real.so"), filepath.Join(dir, "fake.so")
+	script := `import mmap, sys, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+print("mapped", flush=True)
+time.sleep(60)
+`
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && exec python3 -c "$3" "$2"`, "sh", fake, real, script)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "mapped\n" {
+		t.Fatalf("the mapping process: %q %v", line, err)
+	}
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start uint64
+	for _, m := range parseMaps(string(maps)) {
+		if m.path == real && m.off == 0 {
+			start = m.start
+		}
+	}
+	if start == 0 {
+		t.Fatalf("no mapping of %s at offset 0 in:\n%s", real, maps)
+	}
+	ef, err := elf.Open(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, _ := ef.Symbols()
+	var off uint64
+	for _, s := range syms {
+		if s.Name == "atk_fake_func" {
+			for _, p := range ef.Progs {
+				if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Filesz {
+					off = s.Value - p.Vaddr + p.Off
+				}
+			}
+		}
+	}
+	if off == 0 {
+		t.Fatal("fake.so: no atk_fake_func")
+	}
+	u := NewUserSymbols("", nil)
+	if f := u.FrameAt(cmd.Process.Pid, start+off+1); f.Symbol != "atk_fake_func" || f.Offset != 1 {
+		t.Errorf("frame %+v, want atk_fake_func+0x1 (the file mapped)", f)
+	}
+	for id, path := range u.index {
+		if strings.HasPrefix(path, "/proc/") || path == real {
+			t.Errorf("the index names %s for %s", path, id)
+		}
+	}
+}
+
+// A long-running reader (events -follow) symbolizes the processes of
+// every user: one that makes file after file (a new library for each
+// process) or process after process grows what it caches no further than
+// bounds.
+func TestUserSymbolsCacheBounded(t *testing.T) {
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer func(old int) { maxCachedFiles = old }(maxCachedFiles)
+	maxCachedFiles = 8
+	dir := t.TempDir()
+	u := NewUserSymbols("", nil)
+	for i := 0; i < 50; i++ {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		u.FrameAt(os.Getpid(), 0x10) // as a frame of this process
+		u.file(p)
+	}
+	if len(u.files) > 8+len(u.maps[os.Getpid()]) {
+		t.Errorf("%d files cached, bound 8", len(u.files))
+	}
+
+	// The maps of a process gone are dropped when processes are scanned.
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	u.maps[cmd.Process.Pid] = []mapping{{start: 1, end: 2, path: "/bin/true", open: "/bin/true"}}
+	u.FrameByBuildID(strings.Repeat("00", 20), 0x10)
+	if _, ok := u.maps[cmd.Process.Pid]; ok {
+		t.Errorf("the maps of process %d, gone, are kept", cmd.Process.Pid)
 	}
 }

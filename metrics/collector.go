@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -122,14 +123,8 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiler.Aggr
 	if cost > budget {
 		runtime.SortEntries(ar.Entries)
 	}
-	values := make([]string, len(fam.labels))
-	for _, e := range ar.Entries {
-		for i := range values {
-			values[i] = ""
-			if i < len(e.Key) {
-				values[i] = labelValue(e.Key[i].Text())
-			}
-		}
+	for _, s := range sameLabelsMerged(agg.Kind, ar.Entries, len(fam.labels)) {
+		e, values := s.entry, s.values
 		if !agg.Kind.IsHistogram() {
 			if budget < 1 {
 				cut++
@@ -157,6 +152,58 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiler.Aggr
 		})
 	}
 	return budget, cut
+}
+
+// labeledEntry is an entry with its label values.
+type labeledEntry struct {
+	entry  runtime.Entry
+	values []string
+}
+
+// sameLabelsMerged gives each entry its n label values, and merges the
+// entries whose label values are equal (keys that differ only in bytes
+// that are not UTF-8, or decode to the same text: a cgroup made again
+// under its old path): Prometheus refuses two series of one name and
+// labels. Counts and sums add, min and max keep theirs, buckets add. The
+// order is the entries', each merged one at its first.
+func sameLabelsMerged(kind compiler.AggregationKind, entries []runtime.Entry, n int) []labeledEntry {
+	out := make([]labeledEntry, 0, len(entries))
+	at := make(map[string]int, len(entries))
+	for _, e := range entries {
+		values := make([]string, n)
+		var id strings.Builder
+		for i := range values {
+			if i < len(e.Key) {
+				values[i] = labelValue(e.Key[i].Text())
+			}
+			fmt.Fprintf(&id, "%d:%s", len(values[i]), values[i])
+		}
+		i, seen := at[id.String()]
+		if !seen {
+			at[id.String()] = len(out)
+			out = append(out, labeledEntry{entry: e, values: values})
+			continue
+		}
+		m := &out[i].entry
+		if kind.IsHistogram() {
+			m.Buckets = append(append([]runtime.Bucket(nil), m.Buckets...), e.Buckets...)
+			continue
+		}
+		if m.Value == nil || e.Value == nil {
+			continue
+		}
+		v := *m.Value
+		switch kind {
+		case compiler.AggMin:
+			v = min(v, *e.Value)
+		case compiler.AggMax:
+			v = max(v, *e.Value)
+		default:
+			v += *e.Value
+		}
+		m.Value = &v
+	}
+	return out
 }
 
 func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, build func() (prometheus.Metric, error)) {

@@ -195,3 +195,51 @@ func TestFamilyClash(t *testing.T) {
 		t.Errorf("clash: %s, %s", a.name, b.name)
 	}
 }
+
+// collectorFunc is a collector of what fn sends, unchecked.
+type collectorFunc func(chan<- prometheus.Metric)
+
+func (collectorFunc) Describe(chan<- *prometheus.Desc)      {}
+func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
+
+// Two keys that differ only in bytes that are not UTF-8 (a user names a
+// process "\xff", another "\xfe", or "\uFFFD" itself), or decoded to the
+// same text (a cgroup removed and made again: two ids, one path), are one
+// series: their values are merged, not one series dropped from the scrape
+// with an error.
+func TestSameLabelsMerge(t *testing.T) {
+	for _, kind := range []compiler.AggregationKind{compiler.AggCount, compiler.AggMin, compiler.AggMax, compiler.AggHist} {
+		p, agg, ar := aggregation(kind, 3)
+		for i, k := range []string{"\xff", "\xfe", "\uFFFD"} {
+			ar.Entries[i].Key[0].Value = k
+		}
+		fam := newNamer().family(p, agg)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(collectorFunc(func(ch chan<- prometheus.Metric) { emitAggregation(ch, fam, agg, ar, 100, 0) }))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Errorf("%s: %v", kind, err)
+			continue
+		}
+		if len(mfs) != 1 || len(mfs[0].GetMetric()) != 1 {
+			t.Errorf("%s: %v", kind, mfs)
+			continue
+		}
+		m := mfs[0].GetMetric()[0]
+		want := map[compiler.AggregationKind]float64{compiler.AggCount: 6, compiler.AggMin: 1, compiler.AggMax: 3}[kind]
+		switch kind {
+		case compiler.AggHist:
+			if got := m.GetHistogram().GetSampleCount(); got != 15 {
+				t.Errorf("hist: count %d, want 15", got)
+			}
+		case compiler.AggCount:
+			if got := m.GetCounter().GetValue(); got != want {
+				t.Errorf("%s: %v, want %v", kind, got, want)
+			}
+		default:
+			if got := m.GetGauge().GetValue(); got != want {
+				t.Errorf("%s: %v, want %v", kind, got, want)
+			}
+		}
+	}
+}

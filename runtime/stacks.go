@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
@@ -211,14 +212,48 @@ func (r *stackResolver) userFrames(raw []byte, pid int) []bpf.Frame {
 // cache of the user's ($XDG_CACHE_HOME/probectl/buildids.json), not
 // state: show changes nothing in the workspace.
 func (w *Workspace) symbols() *bpf.UserSymbols {
-	index := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		dir = filepath.Join(dir, "probectl")
-		if os.MkdirAll(dir, 0o700) == nil {
-			index = filepath.Join(dir, "buildids.json")
+	return bpf.NewUserSymbols(buildIDIndexFile(), w.Symbols.Dirs)
+}
+
+// buildIDIndexFile is the path of the build-id index, or "" (none).
+func buildIDIndexFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir = filepath.Join(dir, "probectl")
+	if os.MkdirAll(dir, 0o700) != nil {
+		return ""
+	}
+	// Under sudo -E, $HOME and $XDG_CACHE_HOME are the invoking user's:
+	// an index there is theirs to write (and its directory a symlink to
+	// anywhere). Only a directory of this user's own, that no other may
+	// write, holds it; and no other user may rename it or a directory
+	// above it away (as sshd's StrictModes: each one above is root's or
+	// this user's, not writable by others, or sticky).
+	euid := uint32(os.Geteuid())
+	for p, first := filepath.Clean(dir), true; ; p, first = filepath.Dir(p), false {
+		st, err := os.Lstat(p)
+		if err != nil || !st.IsDir() {
+			return ""
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			return ""
+		}
+		switch {
+		case first && (sys.Uid != euid || st.Mode().Perm()&0o022 != 0):
+			return ""
+		case sys.Uid != euid && sys.Uid != 0:
+			return ""
+		case st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0:
+			return ""
+		}
+		if p == "/" || p == "." {
+			break
 		}
 	}
-	return bpf.NewUserSymbols(index, w.Symbols.Dirs)
+	return filepath.Join(dir, "buildids.json")
 }
 
 // resolveStacks reads and symbolizes the stacks in an aggregation's keys.

@@ -284,3 +284,56 @@ func TestWorkspaceNames(t *testing.T) {
 		}
 	}
 }
+
+// The build-id index is a cache of the user's, found by $XDG_CACHE_HOME or
+// $HOME: under sudo -E those are the invoking user's. Root neither reads
+// an index another user controls (it may send a build id to a forged
+// file) nor creates one through a directory of theirs (a symlink to
+// anywhere).
+func TestBuildIDIndexNotInAnotherUsersDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the directories of another user are made with chown")
+	}
+	home := t.TempDir()
+	elsewhere := filepath.Join(home, "elsewhere")
+	cache := filepath.Join(home, "cache")
+	for _, d := range []string{elsewhere, cache} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(cache, "probectl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{elsewhere, cache, filepath.Join(cache, "probectl")} {
+		if err := os.Lchown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_CACHE_HOME", cache)
+	if got := buildIDIndexFile(); got != "" {
+		t.Errorf("the index is %q, in a directory uid 65534 controls", got)
+	}
+
+	// The directory is root's (an earlier run made it), in a directory
+	// of the user's, who may rename it away and put a link in its place
+	// between the check and the use.
+	theirs := filepath.Join(home, "theirs")
+	if err := os.MkdirAll(filepath.Join(theirs, "probectl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", theirs)
+	if got := buildIDIndexFile(); got != "" {
+		t.Errorf("the index is %q, in a directory within one uid 65534 controls", got)
+	}
+
+	// A directory of its own, made there: used.
+	mine := filepath.Join(home, "mine")
+	t.Setenv("XDG_CACHE_HOME", mine)
+	if got, want := buildIDIndexFile(), filepath.Join(mine, "probectl", "buildids.json"); got != want {
+		t.Errorf("the index is %q, want %q", got, want)
+	}
+}

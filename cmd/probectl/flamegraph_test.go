@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -597,4 +599,32 @@ func TestFlameGraphCapTies(t *testing.T) {
 		t.Errorf("note: %q", doc.Texts["note"])
 	}
 	checkWidths(t, doc)
+}
+
+// TestFlameGraphFileIsNotFollowed: show -flamegraph FILE runs as root; a
+// user who owns FILE's directory (their home) left a symlink there to a
+// file of root's. The flame graph replaces the link; the file it pointed
+// to is untouched.
+func TestFlameGraphFileIsNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(victim, []byte("root:x:0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "flame.svg")
+	if err := os.Symlink(victim, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFlameFile(out, "t", testStacks); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "root:x:0:0\n" {
+		t.Errorf("the link's target was written: %.40q", b)
+	}
+	if st, err := os.Lstat(out); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("%s is not a regular file: %v %v", out, st, err)
+	}
+	if b, _ := os.ReadFile(out); !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("%s holds no SVG", out)
+	}
 }

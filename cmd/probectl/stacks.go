@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -181,17 +181,15 @@ func writeFolded(w io.Writer, stacks []flameStack) error {
 	return nil
 }
 
-// writeFlameFile writes the flame graph of stacks to path.
+// writeFlameFile writes the flame graph of stacks to path: a new file
+// renamed over it (show runs as root; a symlink another user left at path
+// is replaced, never written through).
 func writeFlameFile(path, title string, stacks []flameStack) error {
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if err := writeFlameGraph(&b, title, stacks); err != nil {
 		return err
 	}
-	if err := writeFlameGraph(f, title, stacks); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return bpf.WriteNew(path, b.Bytes(), 0o644)
 }
 
 // showStacks is show -folded and show -flamegraph.

@@ -608,3 +608,14 @@ probe "tracepoint" "gp" {
 		t.Errorf("%d events, want 3:\n%s", n, strings.Join(out, "\n"))
 	}
 }
+
+// A user's ELF file names its functions (and its path) anything: escape
+// sequences in a stack's frames reach root's terminal quoted, in events
+// as in show.
+func TestStackFramesPrintable(t *testing.T) {
+	s := &runtime.Stack{User: true, Frames: []bpf.Frame{{Symbol: "\x1b]0;owned\x07", Offset: 1, Module: "/tmp/\x1b[2Jlib.so"}}}
+	got := keyText(runtime.OrderedKey{{Name: "ustack", Value: s}})
+	if strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("events print %q", got)
+	}
+}

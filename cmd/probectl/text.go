@@ -23,10 +23,12 @@ func printable(s string) string {
 	return s
 }
 
-// value writes a decoded key or field value for a terminal.
+// value writes a decoded key or field value for a terminal. Not only
+// strings carry other users' text: a stack's frames are named by the ELF
+// files a process maps.
 func value(v any) string {
 	if s, ok := v.(string); ok {
 		return printable(s)
 	}
-	return fmt.Sprint(v)
+	return printable(fmt.Sprint(v))
 }
