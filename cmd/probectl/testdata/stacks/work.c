@@ -3,6 +3,8 @@
  *
  *   work burn SECONDS   spin in stk_hot (9 parts) and stk_cold (1 part)
  *   work getppid N      call getppid N times from stk_caller, then exit
+ *   work call N         call stk_call(stk_target) N times (usym of a
+ *                       function pointer argument)
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
@@ -42,6 +44,15 @@ __attribute__((noinline)) long stk_caller(void) {
 #endif
 }
 
+__attribute__((noinline)) void stk_target(void) {
+	sink++;
+}
+
+/* Takes a function pointer, as pthread_create takes its start routine. */
+__attribute__((noinline)) void stk_call(void (*fn)(void)) {
+	fn();
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3)
 		return 2;
@@ -62,6 +73,9 @@ int main(int argc, char **argv) {
 	} else if (strcmp(argv[1], "getppid") == 0) {
 		for (long i = 0; i < n; i++)
 			stk_caller();
+	} else if (strcmp(argv[1], "call") == 0) {
+		for (long i = 0; i < n; i++)
+			stk_call(stk_target);
 	} else {
 		return 2;
 	}

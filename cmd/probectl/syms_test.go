@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// usym on the host, for real: a uprobe on the workload's stk_call, which
+// takes a function pointer (stk_target), as pthread_create takes a start
+// routine.
+
+// symWork builds the stack tests' workload under a task name of the
+// symbol tests' own.
+func symWork(t *testing.T) (path, comm string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc (the symbol tests need it; .ci/run installs it)")
+	}
+	comm = fmt.Sprintf("sym-w%d", os.Getpid()%1000000)
+	path = filepath.Join(t.TempDir(), comm)
+	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-o", path, "testdata/stacks/work.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return path, comm
+}
+
+func newSymCLI(t *testing.T) *stkCLI {
+	c := &stkCLI{t: t, state: t.TempDir(), ws: fmt.Sprintf("sym-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)}
+	t.Cleanup(func() { c.run("destroy", "-auto-approve") })
+	return c
+}
+
+type symShow struct {
+	Probes []struct {
+		Aggregations []struct {
+			Entries []struct {
+				Key   map[string]string `json:"key"`
+				Value int64             `json:"value"`
+			} `json:"entries"`
+		} `json:"aggregations"`
+	} `json:"probes"`
+}
+
+func TestUsymFunctionPointer(t *testing.T) {
+	path, comm := symWork(t)
+	c := newSymCLI(t)
+	c.apply(fmt.Sprintf(`
+probe "user" "call" {
+  binary    = %q
+  functions = ["stk_call"]
+  on_entry {
+    when = comm == %q
+    count "calls" {
+      by = { fn = usym(arg0) }
+    }
+  }
+}
+`, path, comm))
+	const n = 333
+	exit := startWork(t, -1, path, "call", fmt.Sprint(n))
+
+	// While the process lives: the function, and the file it is in.
+	want := "stk_target [" + comm + "]"
+	read := func() (string, int64) {
+		t.Helper()
+		out := c.must("show", "-json")
+		var res symShow
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		entries := res.Probes[0].Aggregations[0].Entries
+		if len(entries) != 1 {
+			t.Fatalf("want one key, got %d:\n%s", len(entries), out)
+		}
+		return entries[0].Key["fn"], entries[0].Value
+	}
+	if fn, v := read(); fn != want || v != n {
+		t.Errorf("show -json: fn=%q count %d, want fn=%q count %d", fn, v, want, n)
+	}
+	text := c.must("show")
+	if !strings.Contains(text, want) || !strings.Contains(text, fmt.Sprint(n)) {
+		t.Errorf("show: want %q and %d in\n%s", want, n, text)
+	}
+
+	// After it has exited: the address, and that its process is gone.
+	exit()
+	fn, v := read()
+	if !regexp.MustCompile(`^0x[0-9a-f]+ \(process [0-9]+ exited\)$`).MatchString(fn) || v != n {
+		t.Errorf("after exit: fn=%q count %d, want the address and \"(process PID exited)\", count %d", fn, v, n)
+	}
+}
