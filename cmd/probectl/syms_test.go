@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,84 @@ probe "user" "call" {
 	fn, v := read()
 	if !regexp.MustCompile(`^0x[0-9a-f]+ \(process [0-9]+ exited\)$`).MatchString(fn) || v != n {
 		t.Errorf("after exit: fn=%q count %d, want the address and \"(process PID exited)\", count %d", fn, v, n)
+	}
+}
+
+// ksym on the host: the functions the kernel's workqueues run
+// (workqueue:workqueue_execute_start's function pointer). Each name shown
+// is the kallsyms name at the address shown beside it through hex.
+func TestKsymWorkqueueFunction(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	c := newSymCLI(t)
+	c.apply(`
+probe "tracepoint" "work" {
+  event = "workqueue:workqueue_execute_start"
+  on_entry {
+    count "runs" {
+      by = { fn = ksym(args.function), addr = hex(args.function) }
+    }
+  }
+}
+`)
+	kallsyms, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every text symbol by address (aliases: several names).
+	names := map[string][]string{}
+	for _, line := range strings.Split(string(kallsyms), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.ContainsAny(f[1], "tTwW") {
+			continue
+		}
+		name := f[2]
+		if len(f) > 3 {
+			name += " " + f[3] // [module]
+		}
+		addr := "0x" + strings.TrimLeft(f[0], "0")
+		names[addr] = append(names[addr], name)
+	}
+	// Kernel workqueues run every second or so (vmstat_update,
+	// flush_to_ldisc, ...): wait for some.
+	var entries []struct {
+		Key   map[string]string `json:"key"`
+		Value int64             `json:"value"`
+	}
+	for i := 0; i < 50 && len(entries) < 3; i++ {
+		time.Sleep(200 * time.Millisecond)
+		var res struct {
+			Probes []struct {
+				Aggregations []struct {
+					Entries []struct {
+						Key   map[string]string `json:"key"`
+						Value int64             `json:"value"`
+					} `json:"entries"`
+				} `json:"aggregations"`
+			} `json:"probes"`
+		}
+		out := c.must("show", "-json")
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		entries = res.Probes[0].Aggregations[0].Entries
+	}
+	if len(entries) == 0 {
+		t.Fatal("no workqueue function ran in 10 s")
+	}
+	for _, e := range entries {
+		fn, addr := e.Key["fn"], e.Key["addr"]
+		known := names[addr]
+		if len(known) == 0 {
+			t.Errorf("%s (shown as %q): no kallsyms symbol starts there", addr, fn)
+			continue
+		}
+		// A work function is a function's start: no offset, one of the
+		// names kallsyms gives that address.
+		if !slices.Contains(known, fn) {
+			t.Errorf("%s shown as %q; kallsyms has %q there", addr, fn, known)
+		}
+		t.Logf("%s %s: %d", addr, fn, e.Value)
 	}
 }
