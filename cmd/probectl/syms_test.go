@@ -180,3 +180,38 @@ probe "tracepoint" "work" {
 		t.Logf("%s %s: %d", addr, fn, e.Value)
 	}
 }
+
+// examples/bpftrace/threadsnoop.hcl as it is: each thread the workload
+// starts is an event naming its start routine. Other processes' threads
+// are in the stream too: the test keeps the workload's.
+func TestUsymThreadsnoop(t *testing.T) {
+	path, comm := symWork(t)
+	c := newSymCLI(t)
+	c.must("apply", "-auto-approve", "../../examples/bpftrace/threadsnoop.hcl")
+	const n = 4
+	exit := startWork(t, -1, path, "threads", fmt.Sprint(n))
+	defer exit()
+	out := c.must("events", "-json")
+	want := "stk_thread [" + comm + "]"
+	got := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Type   string         `json:"type"`
+			Event  string         `json:"event"`
+			Fields map[string]any `json:"fields"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if ev.Type != "event" || ev.Fields["comm"] != comm {
+			continue
+		}
+		got++
+		if ev.Event != "thread" || ev.Fields["func"] != want {
+			t.Errorf("event %s, want func %q", line, want)
+		}
+	}
+	if got != n {
+		t.Errorf("%d thread events of %s, want %d:\n%s", got, comm, n, out)
+	}
+}
