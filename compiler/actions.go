@@ -158,7 +158,7 @@ func (g *gen) keyField(x spec.Expr, name string, off int) KeyField {
 // keyKind is how show decodes a key field or event field.
 func (g *gen) keyKind(x spec.Expr) KeyKind {
 	if d, ok := x.(*spec.Display); ok {
-		if d.Port == nil {
+		if d.Port == nil && d.Decoder != spec.DecodeUsym {
 			return g.keyKind(d.X)
 		}
 		return KeyBytes

@@ -151,6 +151,9 @@ func (g *gen) displayType(x *spec.Display) spec.Type {
 		}
 		return x.Type()
 	}
+	if x.Decoder == spec.DecodeUsym {
+		return x.Type() // the address and the process id
+	}
 	return t
 }
 

@@ -38,6 +38,8 @@ var decoders = map[string]decoder{
 	"inet":    decodeInet,
 	"inet6":   decodeInet6,
 	"cgroup":  decodeCgroup,
+	"ksym":    decodeKsym,
+	"usym":    decodeUsym,
 }
 
 // kernelErrnos are the kernel's own error numbers (include/linux/errno.h),

@@ -35,13 +35,15 @@ const (
 	DecodeHex     Decoder = "hex"     // hex(x): 0x1f
 	DecodeCgroup  Decoder = "cgroup"  // cgroup_path(id): /system.slice/ssh.service
 	DecodeLabels  Decoder = "labels"  // labels(NAME, x): a label table of the spec
+	DecodeKsym    Decoder = "ksym"    // ksym(x): a kernel address, vfs_read+0x12 [module]
+	DecodeUsym    Decoder = "usym"    // usym(x): a user address of the current process, main+0x12 [file]
 )
 
 // decoderFuncs maps each decoder's function to its decoder.
 var decoderFuncs = map[string]Decoder{
 	"errno_name": DecodeErrno, "signal_name": DecodeSignal, "syscall_name": DecodeSyscall,
 	"inet": DecodeInet, "inet6": DecodeInet6, "hex": DecodeHex, "cgroup_path": DecodeCgroup,
-	"labels": DecodeLabels,
+	"labels": DecodeLabels, "ksym": DecodeKsym, "usym": DecodeUsym,
 }
 
 // Display is a value shown through a decoder: X (and, for inet and inet6,
@@ -254,6 +256,8 @@ func (s *scope) displayOnly(e *hclsyntax.FunctionCallExpr) Expr {
 		example = e.Name + "(addr, port)"
 	case DecodeCgroup:
 		example = "cgroup_path(cgroup)"
+	case DecodeKsym, DecodeUsym:
+		example = e.Name + "(arg0)"
 	}
 	return s.errorf(e.Range(), "Decoder used as a value",
 		"%s changes only how a value is shown, so it belongs where values are shown: a by key (by = { name = %s }) or an event field. Here use the value itself.",
@@ -295,7 +299,15 @@ func (s *scope) shown(e hcl.Expression) Expr {
 		return x
 	}
 	if !x.Type().Numeric() {
+		if dec == DecodeKsym || dec == DecodeUsym {
+			return s.errorf(x.Range(), call.Name+" needs an address", "%s names the function at an address, an integer (arg0, a function pointer field); %s is a %s.", call.Name, x.Text(), x.Type())
+		}
 		return s.errorf(x.Range(), call.Name+" needs an integer", "%s shows an integer; %s is a %s.", call.Name, x.Text(), x.Type())
+	}
+	if dec == DecodeUsym {
+		// The address, then the process id: a user address means
+		// something only in its process (as a ustack key keeps it).
+		return &Display{exprBase: s.base(call, BytesType(16)), Decoder: dec, X: x}
 	}
 	return &Display{exprBase: s.base(call, x.Type()), Decoder: dec, X: x}
 }

@@ -3,9 +3,13 @@
  *
  *   work burn SECONDS   spin in stk_hot (9 parts) and stk_cold (1 part)
  *   work getppid N      call getppid N times from stk_caller, then exit
+ *   work call N         call stk_call(stk_target) N times (usym of a
+ *                       function pointer argument)
+ *   work threads N      start N threads in stk_thread, one at a time
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,20 @@ __attribute__((noinline)) long stk_caller(void) {
 #endif
 }
 
+__attribute__((noinline)) void stk_target(void) {
+	sink++;
+}
+
+/* Takes a function pointer, as pthread_create takes its start routine. */
+__attribute__((noinline)) void stk_call(void (*fn)(void)) {
+	fn();
+}
+
+void *stk_thread(void *arg) {
+	sink++;
+	return arg;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3)
 		return 2;
@@ -62,6 +80,15 @@ int main(int argc, char **argv) {
 	} else if (strcmp(argv[1], "getppid") == 0) {
 		for (long i = 0; i < n; i++)
 			stk_caller();
+	} else if (strcmp(argv[1], "call") == 0) {
+		for (long i = 0; i < n; i++)
+			stk_call(stk_target);
+	} else if (strcmp(argv[1], "threads") == 0) {
+		for (long i = 0; i < n; i++) {
+			pthread_t t;
+			if (pthread_create(&t, NULL, stk_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
+				return 1;
+		}
 	} else {
 		return 2;
 	}

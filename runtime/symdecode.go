@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+)
+
+// The address decoders: ksym(x) and usym(x) show an address as the
+// function it falls in, the way a stack frame shows ("vfs_read+0x12",
+// "ext4_readdir [ext4]", "worker [sym-work]"); an address no symbol covers
+// shows in hex.
+
+// kernelSyms is /proc/kallsyms, read when a ksym is first shown and again
+// (at most once a second) when an address falls in no symbol: a module
+// loaded since.
+var kernelSyms struct {
+	mu     sync.Mutex
+	k      *bpf.KernelSymbols
+	loaded time.Time
+}
+
+// decodeKsym shows a kernel address as func+0xoff [module].
+func decodeKsym(_ compiler.KeyField, raw []byte) any {
+	addr := uint64(decodeInt(raw))
+	kernelSyms.mu.Lock()
+	defer kernelSyms.mu.Unlock()
+	if kernelSyms.k == nil || time.Since(kernelSyms.loaded) > time.Second {
+		if f := kernelSyms.k.Frame(addr); kernelSyms.k == nil || f.Symbol == "" {
+			if k, err := bpf.LoadKernelSymbols(); err == nil {
+				kernelSyms.k = k
+			}
+			kernelSyms.loaded = time.Now()
+		}
+	}
+	return kernelSyms.k.Frame(addr).String()
+}
+
+// userSyms symbolizes the addresses of usym, through the maps of the
+// processes that recorded them; it starts afresh when a second old, so
+// that a process's maps are read again (it may have mapped more, or its
+// pid be another's now).
+var userSyms struct {
+	mu      sync.Mutex
+	u       *bpf.UserSymbols
+	created time.Time
+}
+
+// decodeUsym shows a user address (the slot's first 8 bytes) of the
+// process that recorded it (the next 8) as func+0xoff [file], while that
+// process runs. After it has exited the address shows in hex, with the
+// process named: a single address keeps no build id (only stacks do).
+func decodeUsym(_ compiler.KeyField, raw []byte) any {
+	if len(raw) < 16 {
+		return fmt.Sprintf("usym %x", raw)
+	}
+	addr := binary.LittleEndian.Uint64(raw[:8])
+	pid := int64(binary.LittleEndian.Uint64(raw[8:16]))
+	switch {
+	case addr == 0:
+		return "0x0"
+	case pid <= 0 || pid > 1<<22:
+		return fmt.Sprintf("0x%x (no process)", addr)
+	}
+	if _, err := os.Stat("/proc/" + strconv.FormatInt(pid, 10)); err != nil {
+		return fmt.Sprintf("0x%x (process %d exited)", addr, pid)
+	}
+	userSyms.mu.Lock()
+	if userSyms.u == nil || time.Since(userSyms.created) > time.Second {
+		userSyms.u, userSyms.created = bpf.NewUserSymbols("", nil), time.Now()
+	}
+	u := userSyms.u
+	userSyms.mu.Unlock()
+	return u.FrameAt(int(pid), addr).String()
+}

@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/compiler"
+)
+
+// usym of a process gone, of no process, and of 0. (An address of a
+// live process is named in cmd/probectl's TestUsymFunctionPointer: the
+// test binary here has no symbol table.)
+func TestDecodeUsym(t *testing.T) {
+	slot := func(addr uint64, pid int) []byte {
+		return append(le(int64(addr)), le(int64(pid))...)
+	}
+	const addr = 0x401000
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := cmd.ProcessState.Pid()
+	if got, want := decodeUsym(compiler.KeyField{}, slot(addr, gone)), fmt.Sprintf("0x%x (process %d exited)", addr, gone); got != want {
+		t.Errorf("usym of an exited process: %q, want %q", got, want)
+	}
+	if got, want := decodeUsym(compiler.KeyField{}, slot(addr, 0)), fmt.Sprintf("0x%x (no process)", addr); got != want {
+		t.Errorf("usym of pid 0: %q, want %q", got, want)
+	}
+	if got := decodeUsym(compiler.KeyField{}, slot(0, os.Getpid())); got != "0x0" {
+		t.Errorf("usym of 0: %q", got)
+	}
+	if got := decodeUsym(compiler.KeyField{}, le(1)); got != "usym 0100000000000000" {
+		t.Errorf("usym of a short slot: %q", got)
+	}
+}
+
+// ksym of a kernel text symbol's address, and one byte into it.
+func TestDecodeKsym(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("kallsyms shows addresses to root only")
+	}
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var addr uint64
+	var name string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 && fields[1] == "T" && fields[2] == "vfs_read" {
+			addr, _ = strconv.ParseUint(fields[0], 16, 64)
+			name = fields[2]
+			break
+		}
+	}
+	if addr == 0 {
+		t.Fatal("no vfs_read in /proc/kallsyms")
+	}
+	if got := decodeKsym(compiler.KeyField{}, le(int64(addr))); got != name {
+		t.Errorf("ksym of %#x: %q, want %q", addr, got, name)
+	}
+	if got := decodeKsym(compiler.KeyField{}, le(int64(addr+0x12))); got != name+"+0x12" {
+		t.Errorf("ksym of %#x+0x12: %q, want %q", addr, got, name+"+0x12")
+	}
+	if got := decodeKsym(compiler.KeyField{}, le(0x1000)); got != "0x1000" {
+		t.Errorf("ksym of 0x1000: %q", got)
+	}
+}
