@@ -26,7 +26,10 @@ type Session struct {
 	// States describe the probes for reading, as an apply's state would.
 	States []*ProbeState
 
-	syms *bpf.UserSymbols // symbolizes user stacks, once per session
+	// Symbols say where Read finds the files of user stacks, as a
+	// workspace's do for show.
+	Symbols SymbolOptions
+	syms    *bpf.UserSymbols // symbolizes user stacks, once per session
 }
 
 // Attach loads and attaches every probe of out. On any failure nothing is
@@ -91,7 +94,7 @@ func (s *Session) Read() []ProbeResult {
 	out := make([]ProbeResult, len(s.States))
 	for i, p := range s.States {
 		if s.syms == nil {
-			s.syms = bpf.NewUserSymbols("", nil)
+			s.syms = bpf.NewUserSymbols(buildIDIndexFile(), s.Symbols.Dirs)
 		}
 		out[i] = readProbe(p, s.maps(i), s.syms, true)
 	}

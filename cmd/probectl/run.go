@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,8 +24,9 @@ import (
 func newRunCmd() *cobra.Command {
 	var duration, interval time.Duration
 	var asJSON, totals bool
+	var flameFile, aggName, symbolDirs string
 	cmd := &cobra.Command{
-		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-json]",
+		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-json] [-flamegraph FILE.svg]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -41,6 +43,10 @@ built-in example: tracepoints on system calls.
                counts, sums and histograms as what the interval added,
                min and max since the start; the totals at the end
   -totals      print the totals since the start at every interval
+  -flamegraph FILE.svg
+               at the end, write the flame graph show -flamegraph writes
+               (-aggregation NAME picks the aggregation keyed by stacks;
+               -symbols DIR[:DIR] where to find exited processes' files)
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
@@ -62,13 +68,16 @@ built-in example: tracepoints on system calls.
 			if err != nil {
 				return err
 			}
-			return runProbes(cmd, cfg, out, duration, interval, asJSON, totals)
+			return runProbes(cmd, cfg, out, duration, interval, asJSON, totals, flameFile, aggName, filepath.SplitList(symbolDirs))
 		},
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
 	cmd.Flags().BoolVar(&totals, "totals", false, "print totals since the start at each interval, not what the interval added")
+	cmd.Flags().StringVar(&flameFile, "flamegraph", "", "at the end, write an SVG flame graph of the aggregation keyed by stacks to this file")
+	cmd.Flags().StringVar(&aggName, "aggregation", "", "the aggregation -flamegraph draws, when several are keyed by stacks")
+	cmd.Flags().StringVar(&symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
 }
 
@@ -84,7 +93,7 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	return compileFor(cmd, cfg, facts)
 }
 
-func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON, totals bool) (err error) {
+func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON, totals bool, flameFile, aggName string, symbolDirs []string) (err error) {
 	for _, r := range runtime.CleanRuns() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
@@ -97,6 +106,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 	if err != nil {
 		return reportApplyError(cmd, err, cfg)
 	}
+	sess.Symbols.Dirs = symbolDirs
 	defer func() {
 		if cerr := sess.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("detach: %w", cerr)
@@ -219,6 +229,11 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 				return err
 			}
 			show(true)
+			if flameFile != "" {
+				if err := showStacks(cmd, sess.Read(), aggName, false, flameFile); err != nil {
+					return err
+				}
+			}
 			if st != nil {
 				if !asJSON {
 					pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
