@@ -8,8 +8,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -210,7 +208,7 @@ func resolveUserFunctions(p *spec.Probe, f *bpf.Facts) ([]string, []string, hcl.
 		// A symbol is whatever bytes the binary's author chose: one that
 		// would not print as it is (escape sequences, newlines, bytes that
 		// are not UTF-8) never reaches plans, state or a terminal.
-		if !printable(name) {
+		if !spec.Printable(name) {
 			diags = append(diags, diagf(chosen[name], "Function name not printable",
 				"%s has a function whose name holds control characters or bytes that are not UTF-8: %q. Leave it out with exclude = [...] (a glob that matches it).",
 				p.Binary, name))
@@ -307,18 +305,4 @@ func BinaryFunctions(file string) ([]string, error) {
 	}
 	defer b.Close()
 	return b.functions(), nil
-}
-
-// printable reports whether every character of s prints: valid UTF-8, no
-// control characters.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }

@@ -143,7 +143,7 @@ func (d *decoder) labelsBlock(b *hcl.Block, all labelSets, tabs tables) {
 		case !ok:
 			d.errorf(kv.Value.Range(), "Expected a name", "Each value is a quoted name: 1 = \"SIGHUP\".")
 			continue
-		case text == "" || len(text) > MaxLabelLen || !printable(text):
+		case text == "" || len(text) > MaxLabelLen || !Printable(text):
 			d.errorf(kv.Value.Range(), "Invalid label",
 				"A label is 1 to %d printable characters (no control characters, valid UTF-8); %q is not.", MaxLabelLen, text)
 			continue
@@ -213,8 +213,8 @@ func isHexText(s string) bool {
 	return strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X")
 }
 
-// printable reports whether every character of s prints.
-func printable(s string) bool {
+// Printable reports whether every character of s prints (names in messages and labels).
+func Printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
