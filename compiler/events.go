@@ -136,7 +136,7 @@ func (u *unit) checkEventBuffer(cfg *spec.Config, out *Output) {
 	if largest != nil && b.MaxRecord > b.Size && cfg.Events != nil {
 		u.diags = append(u.diags, diagf(cfg.Events.BufferSizeRange, "Event buffer too small",
 			"A record of event %q of %s takes %d bytes (its fields, the 16-byte header and the kernel's 8), more than the buffer's %s: it could never be written. Raise buffer_size to %s or more.",
-			largest.Name, owner.Address, b.MaxRecord, spec.SizeText(b.Size), spec.SizeText(nextPow2(b.MaxRecord))))
+			largest.Name, owner.Address, b.MaxRecord, bpf.SizeText(b.Size), bpf.SizeText(nextPow2(b.MaxRecord))))
 	}
 }
 

@@ -76,7 +76,7 @@ func (w *Workspace) makeBuffer(t *txn, b *compiler.EventBuffer) (*liveBuffer, er
 	spec := b.Maps[0].Spec()
 	m, err := ebpf.NewMap(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%s: create the %s ring buffer: %w%s", b.Address, sizeText(b.Size), err, ringbufHint(err))
+		return nil, fmt.Errorf("%s: create the %s ring buffer: %w%s", b.Address, bpf.SizeText(b.Size), err, ringbufHint(err))
 	}
 	if info, err := m.Info(); err == nil {
 		id, _ := info.ID()
@@ -241,7 +241,7 @@ func diffEvents(s *State, out *compiler.Output, plan *compiler.Plan, drift map[b
 			case old.Digest == out.Events.Digest:
 				c.Action = compiler.ActionNoOp
 			default:
-				c.Action, c.Why = compiler.ActionReplace, fmt.Sprintf("its size changed, %s → %s: a new, empty buffer", sizeText(old.Size), sizeText(out.Events.Size))
+				c.Action, c.Why = compiler.ActionReplace, fmt.Sprintf("its size changed, %s → %s: a new, empty buffer", bpf.SizeText(old.Size), bpf.SizeText(out.Events.Size))
 			}
 		}
 		plan.Events = c
@@ -435,19 +435,6 @@ func ringPositions(m *ebpf.Map) (cons, prod uint64, err error) {
 // loadPos reads a ring buffer position the kernel writes concurrently.
 func loadPos(b []byte) uint64 {
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[0])))
-}
-
-// sizeText writes a size with its binary unit, as specs write it: "4MiB".
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 func joinDrift(d []string) string { return strings.Join(d, "; ") }

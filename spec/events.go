@@ -1,12 +1,12 @@
 package spec
 
 import (
-	"fmt"
 	"math/big"
 	"regexp"
 	"strconv"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -95,23 +95,10 @@ func (d *decoder) bufferSize(attr *hcl.Attribute) (int, bool) {
 			lo *= 2
 		}
 		d.errorf(rng, "Buffer size not a power of two",
-			"The kernel's ring buffers are a power of two bytes, and %d is not one: use %s or %s.", size, SizeText(lo), SizeText(lo*2))
+			"The kernel's ring buffers are a power of two bytes, and %d is not one: use %s or %s.", size, bpf.SizeText(lo), bpf.SizeText(lo*2))
 		return 0, false
 	}
 	return size, true
-}
-
-// SizeText writes a power-of-two size with its binary unit: "4MiB".
-func SizeText(n int) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // checkEvents warns of an events block in a spec set whose probes emit no

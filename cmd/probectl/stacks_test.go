@@ -27,17 +27,20 @@ import (
 
 // stkWork builds the workload into a directory of its own, named so that
 // its task name is unique to this test process.
-func stkWork(t *testing.T) (path, comm string) {
+func stkWork(t *testing.T) (path, comm string) { return buildStackWork(t, "stk") }
+
+// buildStackWork builds testdata/stacks/work.c as PREFIX-wPID: the task
+// name of one group of tests in this process.
+func buildStackWork(t *testing.T, prefix string) (path, comm string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc (the stack tests need it; .ci/run installs it)")
+		t.Fatal("gcc (the stack and symbol tests need it; .ci/run installs it)")
 	}
-	dir := t.TempDir()
-	comm = fmt.Sprintf("stk-w%d", os.Getpid()%1000000)
-	path = filepath.Join(dir, comm)
+	comm = fmt.Sprintf("%s-w%d", prefix, os.Getpid()%1000000)
+	path = filepath.Join(t.TempDir(), comm)
 	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-Wl,--build-id", "-o", path, "testdata/stacks/work.c").CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)

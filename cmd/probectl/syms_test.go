@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,22 +17,7 @@ import (
 
 // symWork builds the stack tests' workload under a task name of the
 // symbol tests' own.
-func symWork(t *testing.T) (path, comm string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF")
-	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc (the symbol tests need it; .ci/run installs it)")
-	}
-	comm = fmt.Sprintf("sym-w%d", os.Getpid()%1000000)
-	path = filepath.Join(t.TempDir(), comm)
-	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-o", path, "testdata/stacks/work.c").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return path, comm
-}
+func symWork(t *testing.T) (path, comm string) { return buildStackWork(t, "sym") }
 
 func newSymCLI(t *testing.T) *stkCLI {
 	c := &stkCLI{t: t, state: t.TempDir(), ws: fmt.Sprintf("sym-%d-%d", os.Getpid(), time.Now().UnixNano()%1000000)}

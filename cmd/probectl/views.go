@@ -7,7 +7,6 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
-	"github.com/probectl/probectl/spec"
 )
 
 // renderPlan writes a plan in the manner of terraform plan.
@@ -206,7 +205,7 @@ func renderEvents(w io.Writer, e *compiler.EventsChange) {
 	row := func(key, format string, args ...any) {
 		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
 	}
-	size := spec.SizeText(e.Size)
+	size := bpf.SizeText(e.Size)
 	if e.MaxRecord > 0 {
 		row("size", "%s: %d records of the largest event (%d bytes with its headers) or more", size, e.Records(), e.MaxRecord)
 	} else {
