@@ -361,96 +361,117 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 func (a *agent) reconcile(reason string, force bool) {
 	set, diags := readSpecs(a.o.config)
 	if diags.HasErrors() {
-		a.fail(reason, "", "read", "the specs' directory could not be read", diags, nil)
+		a.fail(reason, &agentError{Stage: "read", Message: "the specs' directory could not be read"}, diags, nil)
 		return
 	}
 	a.mu.Lock()
 	same := a.status.Applied != nil && a.status.Applied.Digest == set.digest && a.status.LastError == nil
 	a.mu.Unlock()
-	if same && !force && !a.drifted() {
+	if same && !force && !drifted(a.g) {
 		return
 	}
-	cfg, diags := spec.Parse(set.files)
-	if diags.HasErrors() {
-		a.fail(reason, set.digest, "compile", "the specs do not compile", diags, set.files)
-		return
-	}
-	facts, err := loadTarget("auto", cfg)
-	if err != nil {
-		a.fail(reason, set.digest, "compile", err.Error(), nil, nil)
-		return
-	}
-	out, more := compiler.Compile(cfg, facts)
-	diags = append(diags, more...)
-	if diags.HasErrors() {
-		a.fail(reason, set.digest, "compile", "the specs do not compile for this kernel", diags, set.files)
+	res, fail, diags := applySpecs(a.g, set.files, a.log)
+	if fail != nil {
+		fail.Digest = set.digest
+		a.fail(reason, fail, diags, set.files)
 		return
 	}
 	if len(diags) > 0 {
 		a.log.Warn("warnings", "digest", short(set.digest), "diagnostics", diagText(diags, set.files))
 	}
-	w, err := a.g.open()
-	if err != nil {
-		a.fail(reason, set.digest, "apply", err.Error(), nil, nil)
-		return
-	}
-	w.Waiting = func(holder string) {
-		a.log.Info("waiting for the workspace", "holder", holder, "timeout", a.g.lockTimeout.String())
-	}
-	s, removed, err := w.Begin()
-	if err != nil {
-		a.fail(reason, set.digest, "apply", err.Error(), nil, nil)
-		return
-	}
-	defer w.Unlock()
-	for _, r := range removed {
-		a.log.Warn("repaired: removed what an interrupted command left", "path", r)
-	}
-	plan := runtime.Diff(s, out, w.Drift(s))
-	att := &agentAttempt{Time: time.Now().UTC(), Reason: reason, Digest: set.digest}
-	next := s
-	if plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete == 0 {
-		att.Result = "unchanged"
-		att.Unchanged = len(s.Probes)
-	} else {
-		var res *runtime.Result
-		next, res, err = w.Apply(s, out, plan)
-		if err != nil {
-			var le *runtime.LoadError
-			if errors.As(err, &le) && le.Program != nil {
-				if d := compiler.VerifierDiagnostic(le.Probe, le.Program, le.Err); d != nil {
-					a.fail(reason, set.digest, "apply", "the kernel refused a program; nothing was changed", hcl.Diagnostics{d}, set.files)
-					return
-				}
-			}
-			a.fail(reason, set.digest, "apply", err.Error()+"; nothing was changed", nil, nil)
-			return
-		}
-		for _, l := range res.Leftovers {
-			a.log.Warn("could not remove old pins; the next apply removes them", "path", l)
-		}
-		att.Result = "applied"
-		att.Created, att.Replaced, att.Destroyed, att.Unchanged = len(res.Created), len(res.Replaced), len(res.Deleted), len(res.Unchanged)
-	}
-	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Serial: next.Serial, Time: att.Time}
-	for _, p := range next.Probes {
-		applied.Probes = append(applied.Probes, p.Address.String())
-	}
-	sort.Strings(applied.Probes)
+	att := res.attempt
+	att.Reason, att.Digest = reason, set.digest
+	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time}
 	a.mu.Lock()
-	a.status.Applied, a.status.LastAttempt, a.status.LastError = applied, att, nil
+	a.status.Applied, a.status.LastAttempt, a.status.LastError = applied, &att, nil
 	a.mu.Unlock()
 	a.applies.WithLabelValues(att.Result).Inc()
 	a.lastSuccess.Set(float64(att.Time.UnixNano()) / 1e9)
 	a.lastOK.Set(1)
-	a.log.Info("applied", "reason", reason, "result", att.Result, "digest", short(set.digest), "serial", next.Serial,
+	a.log.Info("applied", "reason", reason, "result", att.Result, "digest", short(set.digest), "serial", res.serial,
 		"created", att.Created, "replaced", att.Replaced, "destroyed", att.Destroyed, "unchanged", att.Unchanged)
+}
+
+// applyResult is what a successful applySpecs did.
+type applyResult struct {
+	attempt agentAttempt // Time, Result and the counts
+	probes  []string     // the probes now applied, sorted
+	serial  uint64       // the state's serial after it
+}
+
+// applySpecs compiles files for the running kernel and applies them to
+// g's workspace through the same plan and atomic apply as "probectl
+// apply": on failure the kernel and the state are as they were, and the
+// failure says its stage ("compile" or "apply") with the diagnostics at
+// their spec ranges. The workspace's lock is waited for up to
+// g.lockTimeout. It returns the warnings on success.
+func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyResult, *agentError, hcl.Diagnostics) {
+	now := time.Now().UTC()
+	failed := func(stage, msg string) *agentError { return &agentError{Time: now, Stage: stage, Message: msg} }
+	cfg, diags := spec.Parse(files)
+	if diags.HasErrors() {
+		return nil, failed("compile", "the specs do not compile"), diags
+	}
+	facts, err := loadTarget("auto", cfg)
+	if err != nil {
+		return nil, failed("compile", err.Error()), nil
+	}
+	out, more := compiler.Compile(cfg, facts)
+	diags = append(diags, more...)
+	if diags.HasErrors() {
+		return nil, failed("compile", "the specs do not compile for this kernel"), diags
+	}
+	w, err := g.open()
+	if err != nil {
+		return nil, failed("apply", err.Error()), nil
+	}
+	w.Waiting = func(holder string) {
+		log.Info("waiting for the workspace", "holder", holder, "timeout", g.lockTimeout.String())
+	}
+	s, removed, err := w.Begin()
+	if err != nil {
+		return nil, failed("apply", err.Error()), nil
+	}
+	defer w.Unlock()
+	for _, r := range removed {
+		log.Warn("repaired: removed what an interrupted command left", "path", r)
+	}
+	plan := runtime.Diff(s, out, w.Drift(s))
+	res := &applyResult{attempt: agentAttempt{Time: now}}
+	next := s
+	if plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete == 0 {
+		res.attempt.Result = "unchanged"
+		res.attempt.Unchanged = len(s.Probes)
+	} else {
+		var r *runtime.Result
+		next, r, err = w.Apply(s, out, plan)
+		if err != nil {
+			var le *runtime.LoadError
+			if errors.As(err, &le) && le.Program != nil {
+				if d := compiler.VerifierDiagnostic(le.Probe, le.Program, le.Err); d != nil {
+					return nil, failed("apply", "the kernel refused a program; nothing was changed"), hcl.Diagnostics{d}
+				}
+			}
+			return nil, failed("apply", err.Error()+"; nothing was changed"), nil
+		}
+		for _, l := range r.Leftovers {
+			log.Warn("could not remove old pins; the next apply removes them", "path", l)
+		}
+		res.attempt.Result = "applied"
+		res.attempt.Created, res.attempt.Replaced, res.attempt.Destroyed, res.attempt.Unchanged = len(r.Created), len(r.Replaced), len(r.Deleted), len(r.Unchanged)
+	}
+	res.serial = next.Serial
+	for _, p := range next.Probes {
+		res.probes = append(res.probes, p.Address.String())
+	}
+	sort.Strings(res.probes)
+	return res, nil, diags
 }
 
 // drifted reports whether the workspace no longer holds what was applied
 // (a pin removed, a program replaced): a resync re-applies then.
-func (a *agent) drifted() bool {
-	w, s, err := a.g.inspect()
+func drifted(g *globals) bool {
+	w, s, err := g.inspect()
 	if err != nil {
 		return true
 	}
@@ -459,29 +480,21 @@ func (a *agent) drifted() bool {
 }
 
 // fail records a failed attempt: the previous probes stay as they are.
-func (a *agent) fail(reason, digest, stage, msg string, diags hcl.Diagnostics, sources map[string][]byte) {
-	now := time.Now().UTC()
-	e := &agentError{Time: now, Stage: stage, Digest: digest, Message: msg}
-	for _, d := range diags {
-		r := diagRecord{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
-			r.Severity = "warning"
-		}
-		if d.Subject != nil {
-			r.File, r.Line, r.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
-		}
-		e.Diagnostics = append(e.Diagnostics, r)
+func (a *agent) fail(reason string, e *agentError, diags hcl.Diagnostics, sources map[string][]byte) {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
 	}
+	e.Diagnostics = diagRecords(diags)
 	a.mu.Lock()
-	a.status.LastAttempt = &agentAttempt{Time: now, Reason: reason, Digest: digest, Result: "failed"}
+	a.status.LastAttempt = &agentAttempt{Time: e.Time, Reason: reason, Digest: e.Digest, Result: "failed"}
 	a.status.LastError = e
 	live := a.status.Applied
 	a.mu.Unlock()
-	a.applyErrors.WithLabelValues(stage).Inc()
+	a.applyErrors.WithLabelValues(e.Stage).Inc()
 	a.lastOK.Set(0)
-	attrs := []any{"reason", reason, "stage", stage, "error", msg}
-	if digest != "" {
-		attrs = append(attrs, "digest", short(digest))
+	attrs := []any{"reason", reason, "stage", e.Stage, "error", e.Message}
+	if e.Digest != "" {
+		attrs = append(attrs, "digest", short(e.Digest))
 	}
 	if len(diags) > 0 {
 		attrs = append(attrs, "diagnostics", diagText(diags, sources))
@@ -490,6 +503,22 @@ func (a *agent) fail(reason, digest, stage, msg string, diags hcl.Diagnostics, s
 		attrs = append(attrs, "live_digest", short(live.Digest))
 	}
 	a.log.Error("apply failed; the previous probes stay live", attrs...)
+}
+
+// diagRecords are diagnostics as /status shows them.
+func diagRecords(diags hcl.Diagnostics) []diagRecord {
+	var out []diagRecord
+	for _, d := range diags {
+		r := diagRecord{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			r.Severity = "warning"
+		}
+		if d.Subject != nil {
+			r.File, r.Line, r.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // destroy removes every probe of the workspace.
