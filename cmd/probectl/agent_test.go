@@ -19,14 +19,14 @@ import (
 
 // agentProc is a probectl agent running as its own process.
 type agentProc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	base string // http://ADDR
 	log  *syncWriter
 	done chan error
 }
 
-func startAgent(t *testing.T, state, ws, config string, extra ...string) *agentProc {
+func startAgent(t testing.TB, state, ws, config string, extra ...string) *agentProc {
 	t.Helper()
 	args := append([]string{"-state-dir", state, "-workspace", ws, "agent", "-config", config,
 		"-listen", "127.0.0.1:0", "-debounce", "200ms", "-log-json"}, extra...)
@@ -326,4 +326,60 @@ func TestAgent(t *testing.T) {
 	if _, err := os.Stat(pins); !os.IsNotExist(err) {
 		t.Errorf("-destroy-on-exit left %s: %v", pins, err)
 	}
+}
+
+// BenchmarkAgentIdle measures an idle agent's CPU: one iteration is one
+// 15 s scrape interval (Prometheus's default) with one scrape of /metrics,
+// the agent's process CPU (user and system, from /proc) over the whole run
+// reported as a share of one CPU. Run it with -benchtime=4x (one minute).
+func BenchmarkAgentIdle(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("applying probes needs root")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		b.Skip("the workload is built with gcc")
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	work := filepath.Join(dir, "idle-work")
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
+		b.Fatalf("gcc: %v\n%s", err, out)
+	}
+	specs := filepath.Join(dir, "specs")
+	os.Mkdir(specs, 0o755)
+	spec := fmt.Sprintf("probe \"user\" \"idle\" {\n  binary    = %q\n  functions = [\"target\"]\n  on_entry {\n    count \"calls\" { by = [comm] }\n    hist \"args\" { value = arg0 }\n  }\n}\n", work)
+	if err := os.WriteFile(filepath.Join(specs, "a.hcl"), []byte(spec), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	ws := fmt.Sprintf("agent-idle-%d", os.Getpid())
+	a := startAgent(b, state, ws, specs, "-destroy-on-exit")
+	defer a.signal(syscall.SIGTERM)
+	a.waitStatus("applied", func(s agentStatus) bool { return probesOf(s) == "user.idle" })
+	if out, err := exec.Command(work, "1000").CombinedOutput(); err != nil {
+		b.Fatalf("workload: %v\n%s", err, out)
+	}
+	cpu := func() time.Duration {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64) // utime, stime: fields 14 and 15 of stat
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	time.Sleep(2 * time.Second) // let the start settle
+	before, start := cpu(), time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.get("/metrics")
+		time.Sleep(15 * time.Second)
+	}
+	b.StopTimer()
+	used, wall := cpu()-before, time.Since(start)
+	b.ReportMetric(100*used.Seconds()/wall.Seconds(), "cpu-%")
+	b.ReportMetric(float64(used.Milliseconds()), "cpu-ms")
 }
