@@ -314,6 +314,31 @@ type specSet struct {
 	digest string
 }
 
+// maxAgentFiles bounds the spec files of one directory.
+const maxAgentFiles = 4096
+
+// readSpecFile reads a regular file, refusing a symlink at its name (a
+// symlinked directory above it, -config itself, is resolved by the caller),
+// up to one byte over spec.MaxFileSize: spec.Parse refuses a larger one.
+func readSpecFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("it is a symlink")
+		}
+		return nil, errors.Unwrap(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("it is not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
+}
+
 // readSpecs reads DIR's *.hcl files. A symlinked DIR (git-sync swaps one)
 // is resolved once, so the files all come from one revision; they are
 // named DIR/NAME in diagnostics.
@@ -332,18 +357,20 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
 			Detail: fmt.Sprintf("%s is a file. -config names a directory of *.hcl files.", dir)}}
 	}
+	if len(paths) > maxAgentFiles {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Too many spec files",
+			Detail: fmt.Sprintf("%s has %d *.hcl files; the agent reads at most %d. Put more probes in each file.", dir, len(paths), maxAgentFiles)}}
+	}
 	set := &specSet{files: map[string][]byte{}}
 	var diags hcl.Diagnostics
 	h := sha256.New()
 	for _, p := range paths {
 		name := filepath.Join(dir, filepath.Base(p))
-		b, d := spec.ReadFile(p)
-		if d != nil {
-			if d.Subject != nil {
-				d.Subject.Filename = name
-			}
-			d.Detail = strings.ReplaceAll(d.Detail, p, name)
-			diags = append(diags, d)
+		b, err := readSpecFile(p)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read spec file",
+				Detail:  fmt.Sprintf("%s: %v. The agent reads only regular files in -config, never through a symlink: whoever can plant one there would have root read any file into the log and /status.", name, err),
+				Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}})
 			continue
 		}
 		set.files[name] = b

@@ -304,6 +304,21 @@ func TestAgent(t *testing.T) {
 		return s.LastAttempt != nil && s.LastAttempt.Reason == "SIGHUP" && s.LastAttempt.Result == "unchanged"
 	})
 
+	// A symlink planted in the directory is refused, never read through:
+	// its target's text would reach the log and /status.
+	if err := os.Symlink("/etc/passwd", filepath.Join(specs, "z.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	s = a.waitStatus("the symlink refused", func(s agentStatus) bool { return s.LastError != nil && s.LastError.Stage == "read" })
+	if d := s.LastError.Diagnostics; len(d) != 1 || d[0].File != filepath.Join(specs, "z.hcl") || !strings.Contains(d[0].Detail, "symlink") {
+		t.Errorf("symlink: %+v", s.LastError)
+	}
+	if strings.Contains(a.log.String(), "root:") {
+		t.Errorf("the log shows /etc/passwd's text:\n%s", a.log)
+	}
+	os.Remove(filepath.Join(specs, "z.hcl"))
+	a.waitStatus("the symlink removed", func(s agentStatus) bool { return s.LastError == nil && probesOf(s) == "user.agt,user.agt2" })
+
 	// SIGTERM leaves the probes applied by default; a new agent takes
 	// them over unchanged, and with -destroy-on-exit removes them.
 	if err := a.signal(syscall.SIGTERM); err != nil {
