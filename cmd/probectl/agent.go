@@ -57,7 +57,8 @@ probes applied unless -destroy-on-exit.
   -debounce D        quiet time after the last change before applying (default 1s)
   -resync D          how often to re-check DIR and the workspace without an
                      event: a failed apply is retried, drifted probes are
-                     re-applied (default 5m)
+                     re-applied, and so are probes another command
+                     destroyed or replaced (default 5m)
   -lock-timeout D    how long an apply waits for another probectl (default 1m)
   -log-json          log JSON lines (default: text), on stderr
   -destroy-on-exit   destroy the workspace's probes on SIGINT/SIGTERM
@@ -128,6 +129,9 @@ type appliedSpecs struct {
 	Probes []string  `json:"probes"`
 	Serial uint64    `json:"serial"`
 	Time   time.Time `json:"time"`
+	// lineage is the state's lineage: with Serial, it tells whether
+	// anything else wrote the workspace since.
+	lineage string
 }
 
 type agentAttempt struct {
@@ -384,7 +388,9 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 
 // reconcile reads the specs and makes the kernel match them. Without
 // force, a read whose specs are the ones applied is skipped unless the
-// workspace drifted or the last attempt failed.
+// workspace drifted, another command changed it since (its state's
+// serial moved: a probectl destroy or apply, another agent), or the last
+// attempt failed.
 func (a *agent) reconcile(reason string, force bool) {
 	set, diags := readSpecs(a.o.config)
 	if diags.HasErrors() {
@@ -392,9 +398,10 @@ func (a *agent) reconcile(reason string, force bool) {
 		return
 	}
 	a.mu.Lock()
-	same := a.status.Applied != nil && a.status.Applied.Digest == set.digest && a.status.LastError == nil
+	live := a.status.Applied
+	same := live != nil && live.Digest == set.digest && a.status.LastError == nil
 	a.mu.Unlock()
-	if same && !force && !drifted(a.g) {
+	if same && !force && !changed(a.g, live) {
 		return
 	}
 	res, fail, diags := applySpecs(a.g, set.files, a.log)
@@ -408,7 +415,7 @@ func (a *agent) reconcile(reason string, force bool) {
 	}
 	att := res.attempt
 	att.Reason, att.Digest = reason, set.digest
-	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time}
+	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time, lineage: res.lineage}
 	a.mu.Lock()
 	a.status.Applied, a.status.LastAttempt, a.status.LastError = applied, &att, nil
 	a.mu.Unlock()
@@ -424,6 +431,7 @@ type applyResult struct {
 	attempt agentAttempt // Time, Result and the counts
 	probes  []string     // the probes now applied, sorted
 	serial  uint64       // the state's serial after it
+	lineage string       // and its lineage
 }
 
 // applySpecs compiles files for the running kernel and applies them to
@@ -487,7 +495,7 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 		res.attempt.Result = "applied"
 		res.attempt.Created, res.attempt.Replaced, res.attempt.Destroyed, res.attempt.Unchanged = len(r.Created), len(r.Replaced), len(r.Deleted), len(r.Unchanged)
 	}
-	res.serial = next.Serial
+	res.serial, res.lineage = next.Serial, next.Lineage
 	for _, p := range next.Probes {
 		res.probes = append(res.probes, p.Address.String())
 	}
@@ -495,15 +503,17 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 	return res, nil, diags
 }
 
-// drifted reports whether the workspace no longer holds what was applied
-// (a pin removed, a program replaced): a resync re-applies then.
-func drifted(g *globals) bool {
+// changed reports whether the workspace no longer holds what the agent
+// applied: another command wrote its state since (a probectl destroy or
+// apply, another agent on the workspace), or it drifted (a pin removed, a
+// program replaced). A resync re-applies then.
+func changed(g *globals, applied *appliedSpecs) bool {
 	w, s, err := g.inspect()
 	if err != nil {
 		return true
 	}
 	defer w.Close()
-	return len(w.Drift(s)) > 0
+	return s.Serial != applied.Serial || s.Lineage != applied.lineage || len(w.Drift(s)) > 0
 }
 
 // fail records a failed attempt: the previous probes stay as they are.
