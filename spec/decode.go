@@ -67,9 +67,17 @@ func expandPath(p string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{p}, nil
 	}
-	names, err := filepath.Glob(filepath.Join(p, "*.hcl"))
+	// Listed, not globbed: a directory's own name may hold glob
+	// characters ("specs[1]" as a pattern would name "specs1").
+	entries, err := os.ReadDir(p)
 	if err != nil {
 		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".hcl") {
+			names = append(names, filepath.Join(p, e.Name()))
+		}
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%s: no *.hcl files in the directory", p)
