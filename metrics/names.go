@@ -41,9 +41,10 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 	// Distinct names cannot meet after sanitizing (a changed part carries
 	// a hash of the original), but names can meet as written, and so can
 	// their series' names: a histogram x writes x_bucket, x_count and
-	// x_sum, which are a histogram x_count's, or probe h's hist x_sum and
-	// probe h_x's hist sum. Prometheus's registry drops both families of
-	// such a clash from the scrape; the later one gets a number instead.
+	// x_sum, the names of a histogram x_count and x_sum (probe h's hist
+	// x next to probe h_x's hist sum). Prometheus's registry leaves the
+	// later family of such a clash out of the scrape, silently; it gets
+	// a number instead.
 	base := name
 	for i := 2; n.clash(series(name, agg.Kind)); i++ {
 		name = base + "_" + strconv.Itoa(i)
