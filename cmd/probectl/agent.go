@@ -241,7 +241,8 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(rw, "ok")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	ln = limitConns(ln, maxConns)
+	srv := newHTTPServer(mux)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at http://%s/metrics, status at /status\n", g.workspace, o.config, ln.Addr())

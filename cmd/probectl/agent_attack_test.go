@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,5 +75,71 @@ func TestAgentReappliesAfterAnotherCommand(t *testing.T) {
 	}
 	if got := a.metric(`probectl_probe_up{probe="tracepoint.agtother"}`); got != 1 {
 		t.Errorf("probectl_probe_up = %v, want 1", got)
+	}
+}
+
+// The agent's port is open to every local user. Connections it holds
+// open are file descriptors of a root process that needs its own to
+// apply: a user that opened many (each with one request, then idle, kept
+// alive for ever) made every apply fail with "too many open files" while
+// the old probes stayed, and /status and /metrics went dark. Connections
+// are now bounded (the rest wait in the accept queue) and idle ones time
+// out; here 300 held connections against a limit of 200 descriptors
+// leave the agent applying a change.
+func TestAgentConnectionsCannotStarveApply(t *testing.T) {
+	specs, state, ws := agentWorkspace(t, "agtconns")
+	a := startAgentCmd(t, exec.Command("sh", "-c", `ulimit -n 200 && exec probectl "$@"`, "sh",
+		"-state-dir", state, "-workspace", ws, "agent", "-config", specs,
+		"-listen", "127.0.0.1:0", "-debounce", "200ms", "-log-json"))
+	a.waitStatus("applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.agtconns" && s.LastError == nil })
+
+	addr := strings.TrimPrefix(a.base, "http://")
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	time.Sleep(time.Second) // the agent accepts what it will
+	if err := os.WriteFile(filepath.Join(specs, "a.hcl"), []byte(tracepointSpec("agtconns2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// /status may wait behind the held connections: ask the state.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var out, errs strings.Builder
+		run([]string{"-state-dir", state, "-workspace", ws, "status", "-json"}, &out, &errs)
+		if strings.Contains(out.String(), `"address": "tracepoint.agtconns2"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the change was not applied while 300 connections were held:\n%s%s\nlog:\n%s", &out, &errs, a.log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", a.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fds) > maxConns+40 {
+		t.Errorf("the agent holds %d file descriptors with %d connections allowed", len(fds), maxConns)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	s := a.waitStatus("the status after", func(s agentStatus) bool { return probesOf(s) == "tracepoint.agtconns2" })
+	if s.LastError != nil {
+		t.Errorf("last error %+v", s.LastError)
 	}
 }
