@@ -344,7 +344,7 @@ func readSpecFile(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
 }
 
-// readSpecs reads DIR's *.hcl files. A symlinked DIR (git-sync swaps one)
+// readSpecs reads DIR's *.hcl files, but hidden ones. A symlinked DIR (git-sync swaps one)
 // is resolved once, so the files all come from one revision; they are
 // named DIR/NAME in diagnostics.
 func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
@@ -361,6 +361,19 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 	if st, err := os.Stat(real); err == nil && !st.IsDir() {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
 			Detail: fmt.Sprintf("%s is a file. -config names a directory of *.hcl files.", dir)}}
+	}
+	// Hidden files are not specs: an editor's lock (Emacs's .#a.hcl, a
+	// dangling symlink, there while a buffer is modified), a temporary
+	// file renamed into place later.
+	visible := paths[:0]
+	for _, p := range paths {
+		if !strings.HasPrefix(filepath.Base(p), ".") {
+			visible = append(visible, p)
+		}
+	}
+	if paths = visible; len(paths) == 0 {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
+			Detail: fmt.Sprintf("%s: no *.hcl files in the directory but hidden ones, which the agent skips. -config names a directory of *.hcl files; to remove every probe, run probectl destroy.", dir)}}
 	}
 	if len(paths) > maxAgentFiles {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Too many spec files",

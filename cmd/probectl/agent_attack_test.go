@@ -143,3 +143,34 @@ func TestAgentConnectionsCannotStarveApply(t *testing.T) {
 		t.Errorf("last error %+v", s.LastError)
 	}
 }
+
+// Editing a spec in the directory with Emacs makes a lock file, .#a.hcl,
+// a dangling symlink, while the buffer is modified: the agent counted a
+// read error and reported the last apply failed for as long as someone
+// edited. Hidden files are skipped; the rest applies.
+func TestAgentSkipsHiddenFiles(t *testing.T) {
+	specs, state, ws := agentWorkspace(t, "agthidden")
+	if err := os.Symlink("root@host.4242:1700000000", filepath.Join(specs, ".#a.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(specs, ".b.hcl"), []byte("not a spec {"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, state, ws, specs)
+	s := a.waitStatus("applied", func(s agentStatus) bool { return s.LastAttempt != nil })
+	if s.LastError != nil || probesOf(s) != "tracepoint.agthidden" {
+		t.Fatalf("status %+v, error %+v", s.Applied, s.LastError)
+	}
+	if got := strings.Join(s.Applied.Files, ","); got != filepath.Join(specs, "a.hcl") {
+		t.Errorf("files %s", got)
+	}
+	if got := a.metric(`probectl_apply_errors_total{stage="read"}`); got != 0 {
+		t.Errorf("read errors %v", got)
+	}
+	// Only hidden files: the directory's error, not "destroy everything".
+	os.Remove(filepath.Join(specs, "a.hcl"))
+	s = a.waitStatus("the error", func(s agentStatus) bool { return s.LastError != nil })
+	if s.LastError.Stage != "read" || !strings.Contains(s.LastError.Diagnostics[0].Detail, "hidden") || probesOf(s) != "tracepoint.agthidden" {
+		t.Errorf("only hidden files: %+v, probes %s", s.LastError, probesOf(s))
+	}
+}
