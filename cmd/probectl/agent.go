@@ -474,9 +474,7 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 	if err != nil {
 		return nil, failed("apply", err.Error()), nil
 	}
-	w.Waiting = func(holder string) {
-		log.Info("waiting for the workspace", "holder", holder, "timeout", g.lockTimeout.String())
-	}
+	w.Waiting = logWaiting(log, g)
 	s, removed, err := w.Begin()
 	if err != nil {
 		return nil, failed("apply", err.Error()), nil
@@ -572,12 +570,22 @@ func diagRecords(diags hcl.Diagnostics) []diagRecord {
 	return out
 }
 
+// logWaiting logs a wait for the workspace's lock, where a command would
+// print it on stderr: the agent's stderr is its log (JSON lines with
+// -log-json).
+func logWaiting(log *slog.Logger, g *globals) func(string) {
+	return func(holder string) {
+		log.Info("waiting for the workspace", "holder", holder, "timeout", g.lockTimeout.String())
+	}
+}
+
 // destroy removes every probe of the workspace.
 func (a *agent) destroy() error {
 	w, err := a.g.open()
 	if err != nil {
 		return err
 	}
+	w.Waiting = logWaiting(a.log, a.g)
 	s, _, err := w.Begin()
 	if err != nil {
 		return err

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -172,5 +174,42 @@ func TestAgentSkipsHiddenFiles(t *testing.T) {
 	s = a.waitStatus("the error", func(s agentStatus) bool { return s.LastError != nil })
 	if s.LastError.Stage != "read" || !strings.Contains(s.LastError.Diagnostics[0].Detail, "hidden") || probesOf(s) != "tracepoint.agthidden" {
 		t.Errorf("only hidden files: %+v, probes %s", s.LastError, probesOf(s))
+	}
+}
+
+// -destroy-on-exit waiting for a workspace another command holds: the
+// wait is a line of the agent's log, not plain text in the middle of its
+// JSON lines; the destroy that times out exits 1 and leaves the probes.
+func TestAgentDestroyOnExitWaitIsLogged(t *testing.T) {
+	specs, state, ws := agentWorkspace(t, "agtwait")
+	a := startAgent(t, state, ws, specs, "-destroy-on-exit", "-lock-timeout", "1s")
+	a.waitStatus("applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.agtwait" && s.LastError == nil })
+	d, err := os.Open(filepath.Join(state, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	err = a.signal(syscall.SIGTERM)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("agent exit %v, want 1 (the destroy failed)", err)
+	}
+	waited := false
+	for _, line := range strings.Split(strings.TrimSpace(a.log.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("-log-json wrote a line that is not JSON: %q", line)
+			continue
+		}
+		waited = waited || rec["msg"] == "waiting for the workspace"
+	}
+	if !waited {
+		t.Errorf("no log line of the wait:\n%s", a.log)
+	}
+	syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat("/sys/fs/bpf/probectl/" + ws); err != nil {
+		t.Errorf("the failed destroy removed the probes: %v", err)
 	}
 }
