@@ -213,3 +213,70 @@ func TestAgentDestroyOnExitWaitIsLogged(t *testing.T) {
 		t.Errorf("the failed destroy removed the probes: %v", err)
 	}
 }
+
+// -config a symlink to a directory (/etc/probectl/specs -> /srv/specs),
+// and that directory replaced by a rename (a deploy tool's "move the new
+// tree into place"): its events were filtered out as some other entry of
+// the link's parent, and the new directory was never watched, so the
+// agent went on with the old specs, reporting no error, until a resync.
+// With -config the directory itself, the rename was seen, but the new
+// directory was not watched (the path was, as the old one), so edits in
+// it went unseen until a resync.
+func TestAgentTargetDirectoryReplaced(t *testing.T) {
+	for _, viaLink := range []bool{true, false} {
+		t.Run(fmt.Sprintf("link=%v", viaLink), func(t *testing.T) { testTargetReplaced(t, viaLink) })
+	}
+}
+
+func testTargetReplaced(t *testing.T, viaLink bool) {
+	specs, state, ws := agentWorkspace(t, "agtrepl")
+	config := specs
+	if viaLink {
+		config = filepath.Join(filepath.Dir(specs), "link")
+		if err := os.Symlink("specs", config); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := startAgent(t, state, ws, config, "-resync", "10m")
+	a.waitStatus("applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.agtrepl" && s.LastError == nil })
+
+	next := filepath.Join(filepath.Dir(specs), "specs.new")
+	if err := os.Mkdir(next, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(next, "a.hcl"), []byte(tracepointSpec("agtrepl2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(specs, specs+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, specs); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s := a.status()
+		if probesOf(s) == "tracepoint.agtrepl2" && s.LastError == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replaced directory's specs were not applied: probes %s, error %+v\n%s", probesOf(s), s.LastError, a.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// And edits inside the new directory are seen.
+	if err := os.WriteFile(filepath.Join(specs, "b.hcl"), []byte(tracepointSpec("agtrepl3")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		s := a.status()
+		if probesOf(s) == "tracepoint.agtrepl2,tracepoint.agtrepl3" && s.LastError == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a file written in the new directory was not applied: probes %s\n%s", probesOf(s), a.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
