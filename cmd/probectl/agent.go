@@ -62,6 +62,10 @@ probes applied unless -destroy-on-exit.
   -lock-timeout D    how long an apply waits for another probectl (default 1m)
   -log-json          log JSON lines (default: text), on stderr
   -destroy-on-exit   destroy the workspace's probes on SIGINT/SIGTERM
+  -insecure-config   read DIR even when someone other than root owns or may
+                     write it, a directory above it, or a spec in it
+                     (default: refused, as a read error: whoever writes
+                     DIR decides what the agent attaches as root)
 
 Exit status: 0 stopped by a signal, 1 errors at start.`,
 		Args: cobra.NoArgs,
@@ -95,6 +99,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.DurationVar(&g.lockTimeout, "lock-timeout", time.Minute, "how long an apply waits for another probectl")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
 	f.BoolVar(&o.destroyOnExit, "destroy-on-exit", false, "destroy the probes on SIGINT/SIGTERM")
+	f.BoolVar(&o.insecureConfig, "insecure-config", false, "read specs that users other than root own or may write")
 	return cmd
 }
 
@@ -104,6 +109,7 @@ type agentOptions struct {
 	debounce, resync time.Duration
 	logJSON          bool
 	destroyOnExit    bool
+	insecureConfig   bool
 }
 
 // agentStatus is /status: what is applied and what went wrong last.
@@ -325,7 +331,8 @@ const maxAgentFiles = 4096
 // readSpecFile reads a regular file, refusing a symlink at its name (a
 // symlinked directory above it, -config itself, is resolved by the caller),
 // up to one byte over spec.MaxFileSize: spec.Parse refuses a larger one.
-func readSpecFile(path string) ([]byte, error) {
+// trust, when not nil, checks the opened file's owner and mode.
+func readSpecFile(path string, trust func(os.FileInfo) error) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -341,17 +348,73 @@ func readSpecFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, errors.New("it is not a regular file")
 	}
+	if trust != nil {
+		if err := trust(st); err != nil {
+			return nil, err
+		}
+	}
 	return io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
+}
+
+// trustedByRoot refuses a file or directory that someone other than root
+// (or the agent's own user) owns or may write: its writer would decide
+// what the agent, as root, attaches. A sticky directory (/tmp) may be
+// writable by all when it is an ancestor: nobody can rename another's
+// entry in it.
+func trustedByRoot(st os.FileInfo, ancestor bool) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return errors.New("its owner is unknown")
+	}
+	if sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("it is owned by uid %d, not root", sys.Uid)
+	}
+	if st.Mode().Perm()&0o022 != 0 && !(ancestor && st.IsDir() && st.Mode()&os.ModeSticky != 0) {
+		return fmt.Errorf("it is writable by its group or by anyone (mode %04o)", st.Mode().Perm())
+	}
+	return nil
+}
+
+// trustedDir checks dir (resolved, without symlinks) and every directory
+// above it with trustedByRoot.
+func trustedDir(dir string) error {
+	for p, ancestor := dir, false; ; p, ancestor = filepath.Dir(p), true {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if err := trustedByRoot(st, ancestor); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // readSpecs reads DIR's *.hcl files, but hidden ones. A symlinked DIR (git-sync swaps one)
 // is resolved once, so the files all come from one revision; they are
 // named DIR/NAME in diagnostics.
-func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
+func readSpecs(dir string, insecure bool) (*specSet, hcl.Diagnostics) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
 			Detail: fmt.Sprintf("%s. -config names a directory of *.hcl files.", err)}}
+	}
+	var trust func(os.FileInfo) error
+	if !insecure {
+		trust = func(st os.FileInfo) error { return trustedByRoot(st, false) }
+		// The directory, and the one holding -config when it is a
+		// symlink (whoever can write there can point it elsewhere).
+		for _, d := range []string{real, filepath.Dir(dir)} {
+			if rd, err := filepath.EvalSymlinks(d); err == nil {
+				d = rd
+			}
+			if err := trustedDir(d); err != nil {
+				return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Untrusted specs' directory",
+					Detail: fmt.Sprintf("%s. Whoever can write the specs' directory, or a directory above it, decides what the agent attaches as root: make them root's, writable by no one else (chown root; chmod go-w), or run with -insecure-config when every writer is trusted (a git-sync sidecar in the same pod).", err)}}
+			}
+		}
 	}
 	paths, err := spec.ExpandPaths([]string{real})
 	if err != nil {
@@ -384,10 +447,10 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 	h := sha256.New()
 	for _, p := range paths {
 		name := filepath.Join(dir, filepath.Base(p))
-		b, err := readSpecFile(p)
+		b, err := readSpecFile(p, trust)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read spec file",
-				Detail:  fmt.Sprintf("%s: %v. The agent reads only regular files in -config, never through a symlink: whoever can plant one there would have root read any file into the log and /status.", name, err),
+				Detail:  fmt.Sprintf("%s: %v. The agent reads only regular files in -config that root owns and no one else may write (-insecure-config lifts the owner check), never through a symlink: whoever can plant one there would have root read any file into the log and /status.", name, err),
 				Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}})
 			continue
 		}
@@ -406,7 +469,7 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 // serial moved: a probectl destroy or apply, another agent), or the last
 // attempt failed.
 func (a *agent) reconcile(reason string, force bool) {
-	set, diags := readSpecs(a.o.config)
+	set, diags := readSpecs(a.o.config, a.o.insecureConfig)
 	if diags.HasErrors() {
 		a.fail(reason, &agentError{Stage: "read", Message: "the specs' directory could not be read"}, diags, nil)
 		return

@@ -280,3 +280,53 @@ func testTargetReplaced(t *testing.T, viaLink bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A specs' directory that a local user may write (mode 0777, a file
+// another user owns) decides what the agent attaches as root: the agent
+// applied such a user's spec and served its data back on the loopback
+// port. It is now a read error at each read: the previous probes stay.
+func TestAgentRefusesUntrustedConfig(t *testing.T) {
+	specs, state, ws := agentWorkspace(t, "agttrust")
+	a := startAgent(t, state, ws, specs)
+	a.waitStatus("applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.agttrust" && s.LastError == nil })
+
+	if err := os.Chmod(specs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	s := a.waitStatus("the directory refused", func(s agentStatus) bool { return s.LastError != nil })
+	if d := s.LastError.Diagnostics; s.LastError.Stage != "read" || len(d) != 1 || d[0].Summary != "Untrusted specs' directory" ||
+		!strings.Contains(d[0].Detail, specs+": it is writable by its group or by anyone (mode 0777)") {
+		t.Errorf("a world-writable directory: %+v", s.LastError)
+	}
+	evil := filepath.Join(specs, "evil.hcl")
+	if err := os.WriteFile(evil, []byte(tracepointSpec("agtevil")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(evil, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(specs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s = a.waitStatus("the file refused", func(s agentStatus) bool {
+		return s.LastError != nil && len(s.LastError.Diagnostics) == 1 && s.LastError.Diagnostics[0].File == evil
+	})
+	if d := s.LastError.Diagnostics[0]; !strings.Contains(d.Detail, "it is owned by uid 65534, not root") {
+		t.Errorf("a file another user owns: %+v", d)
+	}
+	if probesOf(s) != "tracepoint.agttrust" {
+		t.Errorf("probes %s, want the earlier tracepoint.agttrust alone", probesOf(s))
+	}
+	var out strings.Builder
+	run([]string{"-state-dir", state, "-workspace", ws, "status", "-json"}, &out, &out)
+	if strings.Contains(out.String(), "agtevil") {
+		t.Errorf("the other user's probe was applied:\n%s", &out)
+	}
+	// Root's again: applied.
+	if err := os.Chown(evil, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	a.waitStatus("root's file applied", func(s agentStatus) bool {
+		return probesOf(s) == "tracepoint.agtevil,tracepoint.agttrust" && s.LastError == nil
+	})
+}
