@@ -99,3 +99,31 @@ func TestLongExpressionCompiles(t *testing.T) {
 		t.Errorf("%d instructions for 50000 terms", n)
 	}
 }
+
+// thousand is a spec of n tracepoint probes, each counting by comm.
+func thousand(n int) map[string][]byte {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "probe \"tracepoint\" \"p%d\" {\n  event = \"syscalls:sys_enter_openat\"\n  on_entry {\n    count \"calls\" { by = [comm] }\n  }\n}\n", i)
+	}
+	return map[string][]byte{"thousand.hcl": []byte(b.String())}
+}
+
+// BenchmarkPlan1000: what "probectl plan -target PROFILE" does for 1,000
+// probes: parse, compile and make the plan (issue 12's goal: 100 ms).
+func BenchmarkPlan1000(b *testing.B) {
+	files := thousand(1000)
+	f := mustProfile(b, "linux-7.2-amd64")
+	b.ReportAllocs()
+	for b.Loop() {
+		cfg, diags := spec.Parse(files)
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		out, diags := compiler.Compile(cfg, f)
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		compiler.NewPlan(out)
+	}
+}

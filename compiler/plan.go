@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
@@ -364,11 +365,20 @@ func (p *Probe) digest() string {
 	if p.Buffer != nil {
 		_ = enc.Encode([]string{"events", p.Buffer.Digest})
 	}
+	var line []byte
 	for _, prog := range p.Programs {
 		fmt.Fprintf(h, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)
 		for _, ins := range prog.Instructions {
+			// The text of fmt's "%v %d %d %d %d %s %s %s\n", built without
+			// fmt: this loop is most of planning a large spec.
 			name, _ := bpf.KfuncName(&ins)
-			fmt.Fprintf(h, "%v %d %d %d %d %s %s %s\n", ins.OpCode, ins.Dst, ins.Src, ins.Offset, ins.Constant, ins.Reference(), ins.Symbol(), name)
+			line = append(line[:0], ins.OpCode.String()...)
+			line = append(strconv.AppendUint(append(line, ' '), uint64(ins.Dst), 10), ' ')
+			line = append(strconv.AppendUint(line, uint64(ins.Src), 10), ' ')
+			line = append(strconv.AppendInt(line, int64(ins.Offset), 10), ' ')
+			line = append(strconv.AppendInt(line, ins.Constant, 10), ' ')
+			line = append(append(append(append(append(line, ins.Reference()...), ' '), ins.Symbol()...), ' '), name...)
+			h.Write(append(line, '\n'))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]

@@ -24,6 +24,10 @@ type Collector struct {
 	// aggregation's keys largest first, as show orders them) and
 	// probectl_scrape_series_cut says how many were left out.
 	MaxSeries int
+	// Reserved are label names the caller adds to every series (with
+	// prometheus.WrapCollectorWith, to serve several workspaces from one
+	// registry): a by column of such a name is labelled "by_NAME".
+	Reserved []string
 }
 
 var (
@@ -89,7 +93,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		budget = DefaultMaxSeries
 	}
 	cut := 0
-	names := newNamer()
+	names := newNamer(c.Reserved)
 	for i, r := range w.ReadUnsorted(s.Probes) {
 		p := s.Probes[i]
 		probe := labelValue(r.Address)

@@ -108,7 +108,7 @@ func collect(fam family, agg *compiler.Aggregation, ar runtime.AggregationResult
 // is counted.
 func TestMaxSeries(t *testing.T) {
 	p, agg, ar := aggregation(compiler.AggCount, 10)
-	fam := newNamer().family(p, agg)
+	fam := newNamer(nil).family(p, agg)
 	if !metricName.MatchString(fam.name) || !strings.HasSuffix(fam.name, "_total") || fam.labels[0] != "le" {
 		t.Fatalf("family %q labels %q", fam.name, fam.labels)
 	}
@@ -131,9 +131,13 @@ func TestMaxSeries(t *testing.T) {
 	// A histogram costs its buckets, +Inf, _sum and _count: [0,1) and
 	// [4,8) filled → le -1, 0, 1, 3, 7: 8 series each.
 	p, agg, ar = aggregation(compiler.AggHist, 5)
-	fam = newNamer().family(p, agg)
+	fam = newNamer(nil).family(p, agg)
 	if fam.labels[0] != "by_le" {
 		t.Errorf("a histogram's by column le is %q, want by_le", fam.labels[0])
+	}
+	// A wrapper's label (the node agent's probeset) is kept free.
+	if fam := newNamer([]string{"le", "by_le"}).family(p, agg); fam.labels[0] != "by_by_le" {
+		t.Errorf("with le and by_le reserved, the by column le is %q, want by_by_le", fam.labels[0])
 	}
 	ms, left, cut = collect(fam, agg, ar, 20)
 	if len(ms) != 2 || left != 4 || cut != 24 {
@@ -182,7 +186,7 @@ func TestHistogramEnds(t *testing.T) {
 // Names that meet as written are told apart, and the namer gives the
 // later one _2.
 func TestFamilyClash(t *testing.T) {
-	n := newNamer()
+	n := newNamer(nil)
 	agg := func(name string) *compiler.Aggregation {
 		return &compiler.Aggregation{Name: name, Kind: compiler.AggCount}
 	}
@@ -213,7 +217,7 @@ func TestSameLabelsMerge(t *testing.T) {
 		for i, k := range []string{"\xff", "\xfe", "\uFFFD"} {
 			ar.Entries[i].Key[0].Value = k
 		}
-		fam := newNamer().family(p, agg)
+		fam := newNamer(nil).family(p, agg)
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(collectorFunc(func(ch chan<- prometheus.Metric) { emitAggregation(ch, fam, agg, ar, 100, 0) }))
 		mfs, err := reg.Gather()

@@ -19,9 +19,20 @@ type family struct {
 }
 
 // namer names the families of one scrape.
-type namer struct{ used map[string]bool }
+type namer struct {
+	used map[string]bool
+	// reserved are label names a wrapper adds to every series
+	// (Collector.Reserved): a by column of that name becomes "by_NAME".
+	reserved map[string]bool
+}
 
-func newNamer() *namer { return &namer{used: map[string]bool{}} }
+func newNamer(reserved []string) *namer {
+	n := &namer{used: map[string]bool{}, reserved: map[string]bool{}}
+	for _, r := range reserved {
+		n.reserved[r] = true
+	}
+	return n
+}
 
 // family names an aggregation: probectl_<kind>_<probe kind>_<probe>_<name>,
 // with _total for count and sum, and one label per by column.
@@ -42,6 +53,19 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 		cols[i] = f.Name
 	}
 	labels := LabelNames(cols, agg.Kind.IsHistogram())
+	if len(n.reserved) > 0 {
+		taken := map[string]bool{}
+		for _, l := range labels {
+			taken[l] = true
+		}
+		for i, l := range labels {
+			for n.reserved[l] || l != labels[i] && taken[l] {
+				l = "by_" + l
+			}
+			taken[l] = true
+			labels[i] = l
+		}
+	}
 	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
 	if agg.Kind.IsHistogram() {
 		help += " (le is the bucket's highest integer; _sum is NaN: the kernel keeps only the buckets)"

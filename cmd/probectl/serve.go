@@ -111,15 +111,16 @@ event buffer through applies and destroys.
 	return cmd
 }
 
-// metricsHandler serves the workspace's metrics and probectl's own process
-// and Go runtime metrics.
-func metricsHandler(stateDir, workspace string, maxSeries int) http.Handler {
+// metricsHandler serves the workspace's metrics, probectl's own process
+// and Go runtime metrics, and extra (the agent's).
+func metricsHandler(stateDir, workspace string, maxSeries int, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		&metrics.Collector{StateDir: stateDir, Workspace: workspace, MaxSeries: maxSeries},
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
 	)
+	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
