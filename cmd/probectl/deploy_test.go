@@ -1,0 +1,126 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// systemdVerify runs systemd-analyze verify on unit (its ExecStart binary
+// replaced by this test binary, which is probectl: verify needs it to
+// exist) and returns what it said. A unit verify has nothing to say about
+// is good: it exits 0 on warnings such as an unknown key or a bad value,
+// so any output is a failure.
+func systemdVerify(t *testing.T, name, unit string) (string, error) {
+	t.Helper()
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("systemd-analyze is missing (Debian's package systemd)")
+		}
+		t.Skip("systemd-analyze is missing (Debian's package systemd)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(unit, "/usr/local/bin/probectl", self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(analyze, "verify", path)
+	cmd.Env = append(os.Environ(), "SYSTEMD_LOG_COLOR=0", "SYSTEMD_PAGER=")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// TestSystemdUnit checks deploy/probectl-agent.service with systemd-analyze
+// verify (and that verify, as the test reads it, refuses broken copies),
+// and that its command line is one probectl accepts: every flag exists.
+func TestSystemdUnit(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/probectl-agent.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(b)
+	if out, err := systemdVerify(t, "probectl-agent.service", unit); err != nil || out != "" {
+		t.Errorf("systemd-analyze verify deploy/probectl-agent.service: %v\n%s", err, out)
+	}
+	for _, broken := range []struct{ from, to string }{
+		{"ProtectSystem=strict", "ProtectSystem=stric"},
+		{"Type=exec", "Typ=exec"},
+		{"ExecStart=/usr/local/bin/probectl", "ExecStart=/nonexistent/probectl"},
+		{"@system-service bpf", "@system-servic bpf"},
+		{"AF_INET AF_INET6", "AF_INETX AF_INET6"},
+	} {
+		if !strings.Contains(unit, broken.from) {
+			t.Fatalf("the unit has no %q", broken.from)
+		}
+		out, err := systemdVerify(t, "probectl-agent.service", strings.Replace(unit, broken.from, broken.to, 1))
+		if err == nil && out == "" {
+			t.Errorf("%s → %s: systemd-analyze verify found nothing wrong", broken.from, broken.to)
+		}
+	}
+
+	// systemd ignores a capability name it does not know, silently.
+	const want = "CAP_BPF CAP_PERFMON CAP_SYSLOG CAP_DAC_READ_SEARCH CAP_SYS_PTRACE CAP_CHECKPOINT_RESTORE"
+	known := map[string]bool{}
+	for _, c := range strings.Fields(linuxCapabilities) {
+		known[c] = true
+	}
+	for _, key := range []string{"CapabilityBoundingSet=", "AmbientCapabilities="} {
+		var got string
+		for _, l := range strings.Split(unit, "\n") {
+			if v, ok := strings.CutPrefix(l, key); ok {
+				got = v
+			}
+		}
+		for _, c := range strings.Fields(got) {
+			if !known[c] {
+				t.Errorf("%s%s: %s is no capability of Linux", key, got, c)
+			}
+		}
+		if got != want {
+			t.Errorf("%s%s, want %s (README, \"Deploy\", says why each)", key, got, want)
+		}
+	}
+
+	// ExecStart's arguments are flags of probectl agent (or global ones)
+	// with their values, as the command parses them.
+	var line string
+	for _, l := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
+			line = v
+		}
+	}
+	args := strings.Fields(line)
+	if len(args) < 2 || args[0] != "/usr/local/bin/probectl" {
+		t.Fatalf("ExecStart=%s: want /usr/local/bin/probectl and its arguments", line)
+	}
+	root := newRoot(io.Discard, io.Discard)
+	agent, rest, err := root.Find(normalizeFlags(root, args[1:]))
+	if err != nil || agent.Name() != "agent" {
+		t.Fatalf("ExecStart=%s: not probectl agent: %v", line, err)
+	}
+	if err := agent.ParseFlags(rest); err != nil {
+		t.Errorf("ExecStart=%s: %v", line, err)
+	}
+	if got := agent.Flags().Lookup("config").Value.String(); got != "/etc/probectl/specs" {
+		t.Errorf("ExecStart: -config %q, want /etc/probectl/specs", got)
+	}
+	if got := root.PersistentFlags().Lookup("state-dir").Value.String(); got != "/var/lib/probectl" {
+		t.Errorf("ExecStart: -state-dir %q, want /var/lib/probectl (StateDirectory=probectl)", got)
+	}
+}
+
+// linuxCapabilities are the capabilities of linux/capability.h (6.x).
+const linuxCapabilities = `CAP_CHOWN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_FSETID
+CAP_KILL CAP_SETGID CAP_SETUID CAP_SETPCAP CAP_LINUX_IMMUTABLE CAP_NET_BIND_SERVICE
+CAP_NET_BROADCAST CAP_NET_ADMIN CAP_NET_RAW CAP_IPC_LOCK CAP_IPC_OWNER CAP_SYS_MODULE
+CAP_SYS_RAWIO CAP_SYS_CHROOT CAP_SYS_PTRACE CAP_SYS_PACCT CAP_SYS_ADMIN CAP_SYS_BOOT
+CAP_SYS_NICE CAP_SYS_RESOURCE CAP_SYS_TIME CAP_SYS_TTY_CONFIG CAP_MKNOD CAP_LEASE
+CAP_AUDIT_WRITE CAP_AUDIT_CONTROL CAP_SETFCAP CAP_MAC_OVERRIDE CAP_MAC_ADMIN CAP_SYSLOG
+CAP_WAKE_ALARM CAP_BLOCK_SUSPEND CAP_AUDIT_READ CAP_PERFMON CAP_BPF CAP_CHECKPOINT_RESTORE`
