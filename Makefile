@@ -9,7 +9,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench clean
+.PHONY: all build static test unit vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -83,6 +83,14 @@ demo: build
 	@if [ "$$(id -u)" != 0 ]; then echo "probectl run attaches probes and needs root: sudo make demo" >&2; exit 1; fi
 	./bin/probectl target
 	./bin/probectl run -duration $(DEMO_DURATION) -interval 5s
+
+# The Grafana dashboards of the examples (deploy/dashboards), compiled for
+# one profile so they do not depend on this machine; TestDashboardsCurrent
+# fails when one is stale.
+dashboards:
+	@for f in examples/*.hcl; do \
+		CGO_ENABLED=0 $(GO) run ./cmd/probectl dashboard -target linux-6.12-amd64 $$f > deploy/dashboards/$$(basename $$f .hcl).json || exit 1; \
+	done
 
 fuzz:
 	cd spec && $(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) .
