@@ -332,7 +332,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 			strings.Join(p.Deferred, ", "), map[bool]string{true: "is", false: "are"}[len(p.Deferred) == 1])}
 	}
 	if *kernelBTF == nil && needsBTF(p) {
-		spec, err := btf.LoadKernelSpec()
+		spec, err := bpf.KernelBTF()
 		if err != nil {
 			return fmt.Errorf("%s: kernel BTF: %w", p.Address, err)
 		}
@@ -344,6 +344,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	}
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
+		Cache: bpf.KernelBTFCache(),
 	})
 	if err != nil {
 		var ve *ebpf.VerifierError
