@@ -113,37 +113,36 @@ func startEventSink(ctx context.Context, g *globals, f *eventsOutFlags, stdout, 
 	if err != nil {
 		return nil, err
 	}
+	// The buffer first: another reader at the start is an error (one is
+	// configured where only one can read), and leaves no file behind.
+	s, err := w.Inspect()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	var st *runtime.EventStream
+	if s.Events != nil {
+		if st, err = w.OpenEvents(s); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	out, where := stdout, "stdout"
 	var file *rotatingFile
 	if f.out != "-" {
 		file, err = openRotating(f.out, maxSize, f.keep)
 		if err != nil {
+			if st != nil {
+				st.Close()
+			}
 			w.Close()
 			return nil, fmt.Errorf("-events-out: %w", err)
 		}
 		out = file
 		where = fmt.Sprintf("%s (rotated at %s, %d kept)", f.out, bpf.SizeText(int(maxSize)), f.keep)
 	}
-	fail := func(err error) (*eventSink, error) {
-		if file != nil {
-			file.Close()
-		}
-		w.Close()
-		return nil, err
-	}
 	pr := newEventPrinter(out, stderr, true, nil)
-	fl := &eventFollower{w: w, pr: pr, wait: true}
-	s, err := w.Inspect()
-	if err != nil {
-		return fail(err)
-	}
-	if s.Events != nil {
-		// Another reader at the start is an error: one is configured where
-		// only one can read.
-		if fl.st, err = w.OpenEvents(s); err != nil {
-			return fail(err)
-		}
-	}
+	fl := &eventFollower{w: w, st: st, pr: pr, wait: true}
 	fmt.Fprintf(stderr, "Writing the events of workspace %q to %s.\n", w.Name, where)
 	ctx, cancel := context.WithCancel(ctx)
 	sink := &eventSink{cancel: cancel, done: make(chan struct{})}
