@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -91,5 +92,46 @@ func TestRotatingFileFirstLineEnds(t *testing.T) {
 	r.Close()
 	if b, _ := os.ReadFile(path); string(b) != "{\"a\":1}\n{\"cut\n{\"b\":2}\n" {
 		t.Errorf("got %q", b)
+	}
+}
+
+// TestRotatingFileRefuses: what -events-out refuses, and that it wrote
+// nothing through what it refused.
+func TestRotatingFileRefuses(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("x\n"), 0o600)
+	os.Symlink(target, filepath.Join(dir, "link"))
+	os.Symlink(filepath.Join(dir, "nothing"), filepath.Join(dir, "dangling"))
+	os.Mkdir(filepath.Join(dir, "sub"), 0o700)
+	os.Link(target, filepath.Join(dir, "hard"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"link":      "is a symbolic link: refused",
+		"dangling":  "is a symbolic link: refused",
+		"sub":       "is a directory",
+		"hard":      "has 2 hard links: refused",
+		"fifo":      "is not a regular file: refused",
+		"target/x":  "its parent " + target + "/ is not a directory",
+		"missing/x": "its directory: no such file or directory",
+		"sub/..":    "not a file name",
+	} {
+		r, err := openRotating(dir+"/"+name, 4096, 1)
+		if err == nil {
+			r.Close()
+			t.Errorf("%s: opened", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "x\n" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nothing")); !os.IsNotExist(err) {
+		t.Errorf("a dangling symlink's target was made: %v", err)
 	}
 }
