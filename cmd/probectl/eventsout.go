@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/probectl/probectl/bpf"
@@ -367,4 +369,18 @@ func (r *rotatingFile) Close() error {
 		r.dirfd = -1
 	}
 	return err
+}
+
+// slogLines is an io.Writer that logs each line written to it as one
+// record: the sink's notices in the agent's structured log
+// (startEventSink(ctx, g, f, stdout, slogLines{log})).
+type slogLines struct{ log *slog.Logger }
+
+func (s slogLines) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			s.log.Info(line, "component", "events-out")
+		}
+	}
+	return len(p), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,25 @@ func TestRotatingFileRefuses(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "nothing")); !os.IsNotExist(err) {
 		t.Errorf("a dangling symlink's target was made: %v", err)
+	}
+}
+
+// TestSlogLines: each notice line is one log record.
+func TestSlogLines(t *testing.T) {
+	var b strings.Builder
+	w := slogLines{slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))}
+	fmt.Fprintln(w, "The event buffer was removed: waiting for the next one.")
+	fmt.Fprint(w, "a\nb\n")
+	want := `{"level":"INFO","msg":"The event buffer was removed: waiting for the next one.","component":"events-out"}
+{"level":"INFO","msg":"a","component":"events-out"}
+{"level":"INFO","msg":"b","component":"events-out"}
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
