@@ -92,6 +92,7 @@ fuzz:
 # Compiler benchmarks, then (root) per-hit overhead against bpftrace.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
+	bench/startup.sh
 	bench/perhit.sh
 
 clean:
