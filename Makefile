@@ -100,7 +100,8 @@ fuzz:
 # Compiler benchmarks, then (root) per-hit overhead against bpftrace.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
-	bench/tracepoint-vs-bpftrace.sh
+	bench/startup.sh
+	bench/perhit.sh
 
 clean:
 	rm -rf bin dist

@@ -11,9 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -560,8 +563,9 @@ type LinkStatus struct {
 
 // Status checks every probe of s against the kernel. It changes nothing.
 func (w *Workspace) Status(s *State) []ProbeStatus {
-	var out []ProbeStatus
-	for _, p := range s.Probes {
+	out := make([]ProbeStatus, len(s.Probes))
+	parallel(len(s.Probes), func(i int) {
+		p := s.Probes[i]
 		st := ProbeStatus{Description: p.Description, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
 		st.Drift, st.Missed = w.checkProbe(p)
 		for _, l := range p.Links {
@@ -572,9 +576,33 @@ func (w *Workspace) Status(s *State) []ProbeStatus {
 				st.fill(p, counts)
 			}
 		}
-		out = append(out, st)
-	}
+		out[i] = st
+	})
 	return out
+}
+
+// parallel runs f(0) ... f(n-1) on up to 2×GOMAXPROCS goroutines: checking
+// a probe is a dozen system calls, and a workspace may hold thousands.
+func parallel(n int, f func(i int)) {
+	workers := min(n, 2*goruntime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
@@ -589,9 +617,11 @@ func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
 // address.
 func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 	out := map[bpf.Address][]string{}
-	for _, p := range s.Probes {
-		if d, _ := w.checkProbe(p); len(d) > 0 {
-			out[p.Address] = d
+	drift := make([][]string, len(s.Probes))
+	parallel(len(s.Probes), func(i int) { drift[i], _ = w.checkProbe(s.Probes[i]) })
+	for i, p := range s.Probes {
+		if len(drift[i]) > 0 {
+			out[p.Address] = drift[i]
 		}
 	}
 	for _, t := range s.Tables {
