@@ -72,125 +72,144 @@ var knownPanelTypes = map[string]bool{"row": true, "timeseries": true, "heatmap"
 // reads is one the collector serves for that spec.
 func TestDashboardStructure(t *testing.T) {
 	for _, ex := range dashboardExamples(t) {
-		file := dashboardFile(ex)
-		b, err := os.ReadFile(file)
+		b, err := os.ReadFile(dashboardFile(ex))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d struct {
-			Title         *string           `json:"title"`
-			UID           *string           `json:"uid"`
-			SchemaVersion *int              `json:"schemaVersion"`
-			Version       *int              `json:"version"`
-			Time          map[string]string `json:"time"`
-			Panels        []struct {
-				ID         *int                      `json:"id"`
-				Type       string                    `json:"type"`
-				Title      string                    `json:"title"`
-				GridPos    *struct{ X, Y, W, H int } `json:"gridPos"`
-				Datasource map[string]string         `json:"datasource"`
-				Targets    []struct {
-					RefID      string            `json:"refId"`
-					Expr       string            `json:"expr"`
-					Format     string            `json:"format"`
-					Datasource map[string]string `json:"datasource"`
-				} `json:"targets"`
-			} `json:"panels"`
-			Templating struct {
-				List []struct {
-					Name  string `json:"name"`
-					Type  string `json:"type"`
-					Query any    `json:"query"`
-				} `json:"list"`
-			} `json:"templating"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&d); err != nil {
-			t.Errorf("%s: not a dashboard: %v", file, err)
+		checkDashboard(t, dashboardFile(ex), ex, b)
+	}
+	// The bpftrace examples' dashboards, made here (not checked in):
+	// stacks, decoded keys, several aggregations per probe.
+	files, err := filepath.Glob("../../examples/bpftrace/*.hcl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("bpftrace examples: %v %v", files, err)
+	}
+	for _, ex := range files {
+		var out, errb bytes.Buffer
+		if code := run([]string{"dashboard", "-target", dashboardTarget, ex}, &out, &errb); code != 0 {
+			t.Errorf("probectl dashboard %s: exit %d\n%s", ex, code, errb.String())
 			continue
 		}
-		if d.Title == nil || *d.Title == "" || d.UID == nil || len(*d.UID) > 40 || d.SchemaVersion == nil || *d.SchemaVersion < 36 || d.Version == nil || d.Time["from"] == "" {
-			t.Errorf("%s: title, uid (at most 40 bytes), schemaVersion (36 or later), version and time are required", file)
-		}
-		vars := map[string]string{}
-		for _, v := range d.Templating.List {
-			vars[v.Name] = v.Type
-			if v.Type == "datasource" && v.Query != "prometheus" {
-				t.Errorf("%s: $%s is a data source variable of %v, want prometheus", file, v.Name, v.Query)
-			}
-		}
-		if vars["datasource"] != "datasource" || vars["instance"] != "query" {
-			t.Errorf("%s: variables %v, want datasource (a Prometheus) and instance", file, vars)
-		}
+		checkDashboard(t, ex, ex, out.Bytes())
+	}
+}
 
-		cfg, diags := spec.LoadPaths([]string{ex})
-		if diags.HasErrors() {
-			t.Fatal(diags)
+// checkDashboard checks one dashboard (file names it) of the spec ex.
+func checkDashboard(t *testing.T, file, ex string, b []byte) {
+	t.Helper()
+	var d struct {
+		Title         *string           `json:"title"`
+		UID           *string           `json:"uid"`
+		SchemaVersion *int              `json:"schemaVersion"`
+		Version       *int              `json:"version"`
+		Time          map[string]string `json:"time"`
+		Panels        []struct {
+			ID         *int                      `json:"id"`
+			Type       string                    `json:"type"`
+			Title      string                    `json:"title"`
+			GridPos    *struct{ X, Y, W, H int } `json:"gridPos"`
+			Datasource map[string]string         `json:"datasource"`
+			Targets    []struct {
+				RefID      string            `json:"refId"`
+				Expr       string            `json:"expr"`
+				Format     string            `json:"format"`
+				Datasource map[string]string `json:"datasource"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&d); err != nil {
+		t.Errorf("%s: not a dashboard: %v", file, err)
+		return
+	}
+	if d.Title == nil || *d.Title == "" || d.UID == nil || len(*d.UID) > 40 || d.SchemaVersion == nil || *d.SchemaVersion < 36 || d.Version == nil || d.Time["from"] == "" {
+		t.Errorf("%s: title, uid (at most 40 bytes), schemaVersion (36 or later), version and time are required", file)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v.Type
+		if v.Type == "datasource" && v.Query != "prometheus" {
+			t.Errorf("%s: $%s is a data source variable of %v, want prometheus", file, v.Name, v.Query)
 		}
-		facts, err := loadTarget(dashboardTarget, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, diags := compiler.Compile(cfg, facts)
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		served, aggs := servedNames(out)
+	}
+	if vars["datasource"] != "datasource" || vars["instance"] != "query" {
+		t.Errorf("%s: variables %v, want datasource (a Prometheus) and instance", file, vars)
+	}
 
-		ids := map[int]bool{}
-		cells := map[[2]int]int{}
-		panels := 0
-		for _, p := range d.Panels {
-			where := fmt.Sprintf("%s: panel %q", file, p.Title)
-			if p.ID == nil || ids[*p.ID] {
-				t.Errorf("%s: no id, or one another panel has", where)
-			} else {
-				ids[*p.ID] = true
-			}
-			if !knownPanelTypes[p.Type] {
-				t.Errorf("%s: type %q", where, p.Type)
-			}
-			g := p.GridPos
-			if g == nil || g.W < 1 || g.H < 1 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
-				t.Errorf("%s: gridPos %+v, want one inside the 24 columns", where, g)
-				continue
-			}
-			for x := g.X; x < g.X+g.W; x++ {
-				for y := g.Y; y < g.Y+g.H; y++ {
-					if other, ok := cells[[2]int{x, y}]; ok {
-						t.Errorf("%s overlaps panel %d at (%d, %d)", where, other, x, y)
-					}
-					cells[[2]int{x, y}] = *p.ID
+	cfg, diags := spec.LoadPaths([]string{ex})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	facts, err := loadTarget(dashboardTarget, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, diags := compiler.Compile(cfg, facts)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	served, aggs := servedNames(out)
+
+	ids := map[int]bool{}
+	cells := map[[2]int]int{}
+	panels := 0
+	for _, p := range d.Panels {
+		where := fmt.Sprintf("%s: panel %q", file, p.Title)
+		if p.ID == nil || ids[*p.ID] {
+			t.Errorf("%s: no id, or one another panel has", where)
+		} else {
+			ids[*p.ID] = true
+		}
+		if !knownPanelTypes[p.Type] {
+			t.Errorf("%s: type %q", where, p.Type)
+		}
+		g := p.GridPos
+		if g == nil || g.W < 1 || g.H < 1 || g.X < 0 || g.Y < 0 || g.X+g.W > 24 {
+			t.Errorf("%s: gridPos %+v, want one inside the 24 columns", where, g)
+			continue
+		}
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if other, ok := cells[[2]int{x, y}]; ok {
+					t.Errorf("%s overlaps panel %d at (%d, %d)", where, other, x, y)
 				}
+				cells[[2]int{x, y}] = *p.ID
 			}
-			if p.Type == "row" {
-				continue
+		}
+		if p.Type == "row" {
+			continue
+		}
+		panels++
+		if p.Datasource["uid"] != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("%s: data source %v and %d queries, want ${datasource} and at least one", where, p.Datasource, len(p.Targets))
+		}
+		for _, q := range p.Targets {
+			if q.Expr == "" || q.RefID == "" || q.Datasource["uid"] != "${datasource}" {
+				t.Errorf("%s: a query without expr, refId or the data source: %+v", where, q)
 			}
-			panels++
-			if p.Datasource["uid"] != "${datasource}" || len(p.Targets) == 0 {
-				t.Errorf("%s: data source %v and %d queries, want ${datasource} and at least one", where, p.Datasource, len(p.Targets))
+			if (p.Type == "heatmap") != (q.Format == "heatmap") {
+				t.Errorf("%s: a %s panel with a query of format %q", where, p.Type, q.Format)
 			}
-			for _, q := range p.Targets {
-				if q.Expr == "" || q.RefID == "" || q.Datasource["uid"] != "${datasource}" {
-					t.Errorf("%s: a query without expr, refId or the data source: %+v", where, q)
-				}
-				if (p.Type == "heatmap") != (q.Format == "heatmap") {
-					t.Errorf("%s: a %s panel with a query of format %q", where, p.Type, q.Format)
-				}
-				names := exprMetrics(q.Expr)
-				if len(names) == 0 {
-					t.Errorf("%s: %s reads no metric", where, q.Expr)
-				}
-				for _, n := range names {
-					if !served[n] {
-						t.Errorf("%s: %s reads %s, which the collector does not serve for %s", where, q.Expr, n, ex)
-					}
+			names := exprMetrics(q.Expr)
+			if len(names) == 0 {
+				t.Errorf("%s: %s reads no metric", where, q.Expr)
+			}
+			for _, n := range names {
+				if !served[n] {
+					t.Errorf("%s: %s reads %s, which the collector does not serve for %s", where, q.Expr, n, ex)
 				}
 			}
 		}
-		if panels != aggs+4 {
-			t.Errorf("%s: %d panels, want one per aggregation (%d) and 4 of the probes' counters", file, panels, aggs)
-		}
+	}
+	if panels != aggs+4 {
+		t.Errorf("%s: %d panels, want one per aggregation (%d) and 4 of the probes' counters", file, panels, aggs)
 	}
 }
 
