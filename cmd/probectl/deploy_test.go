@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -124,3 +129,128 @@ CAP_SYS_RAWIO CAP_SYS_CHROOT CAP_SYS_PTRACE CAP_SYS_PACCT CAP_SYS_ADMIN CAP_SYS_
 CAP_SYS_NICE CAP_SYS_RESOURCE CAP_SYS_TIME CAP_SYS_TTY_CONFIG CAP_MKNOD CAP_LEASE
 CAP_AUDIT_WRITE CAP_AUDIT_CONTROL CAP_SETFCAP CAP_MAC_OVERRIDE CAP_MAC_ADMIN CAP_SYSLOG
 CAP_WAKE_ALARM CAP_BLOCK_SUSPEND CAP_AUDIT_READ CAP_PERFMON CAP_BPF CAP_CHECKPOINT_RESTORE`
+
+// TestSystemdUnitCapabilities runs probectl agent as the unit does, as
+// root bounded to the unit's capabilities (setpriv --bounding-set: what
+// systemd's CapabilityBoundingSet does to a root service), on a spec of a
+// user probe, and checks its exact count in /metrics; status and show
+// work under the same bound. (systemd itself is not PID 1 here: the rest
+// of the sandbox is verify's only.)
+func TestSystemdUnitCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("applying probes needs root")
+	}
+	for _, need := range []string{"gcc", "setpriv"} {
+		if _, err := exec.LookPath(need); err != nil {
+			t.Skipf("%s is missing", need)
+		}
+	}
+	b, err := os.ReadFile("../../deploy/probectl-agent.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapabilityBoundingSet="); ok {
+			for _, c := range strings.Fields(v) {
+				caps = append(caps, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+			}
+		}
+	}
+	bound := "--bounding-set=-all," + strings.Join(caps, ",")
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "cap-work")
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	specs := filepath.Join(dir, "specs")
+	os.Mkdir(specs, 0o700)
+	spec := fmt.Sprintf(`probe "user" "capped" {
+  binary    = %q
+  functions = ["target"]
+  on_entry {
+    count "calls" { by = [comm] }
+    hist "args" { value = arg0 }
+  }
+}
+`, work)
+	if err := os.WriteFile(filepath.Join(specs, "capped.hcl"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	ws := fmt.Sprintf("unit-caps-%d", os.Getpid())
+	capped := func(args ...string) *exec.Cmd {
+		return exec.Command("setpriv", append([]string{bound, "probectl", "-state-dir", state, "-workspace", ws}, args...)...)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("probectl", "-state-dir", state, "-workspace", ws, "destroy", "-auto-approve").CombinedOutput(); err != nil {
+			t.Errorf("destroy: %v\n%s", err, out)
+		}
+	})
+
+	cmd := capped("agent", "-config", specs, "-listen", "127.0.0.1:0", "-debounce", "200ms", "-log-json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncWriter{w: &strings.Builder{}}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &agentProc{t: t, cmd: cmd, log: log, done: make(chan error, 1)}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("agent: %v\n%s", err, log)
+	}
+	go func() { a.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-a.done
+		}
+	})
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("agent said %q", line)
+	}
+	a.base = strings.TrimSuffix(strings.Fields(line[i:])[0], "/metrics,")
+	a.waitStatus("the spec applied", func(s agentStatus) bool { return probesOf(s) == "user.capped" })
+
+	if out, err := exec.Command(work, "25").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		series string
+		want   float64
+	}{
+		{`probectl_count_user_capped_calls_total{comm="cap-work"}`, 25},
+		{`probectl_hist_user_capped_args_bucket{le="31"}`, 25},
+		{`probectl_probe_hits_total{handler="entry",probe="user.capped"}`, 25},
+		{`probectl_probe_missed_hits_total{probe="user.capped"}`, 0},
+		{`probectl_probe_up{probe="user.capped"}`, 1},
+		{`probectl_probe_drift{probe="user.capped"}`, 0},
+	} {
+		if got := a.metric(c.series); got != c.want {
+			t.Errorf("%s = %v, want %v\n%s", c.series, got, c.want, log)
+		}
+	}
+	for _, args := range [][]string{{"status"}, {"show", "-json"}} {
+		out, err := capped(args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("probectl %v under %s: %v\n%s", args, bound, err, out)
+		}
+		var compact bytes.Buffer
+		if args[0] == "show" && (json.Compact(&compact, out) != nil || !strings.Contains(compact.String(), `"key":{"comm":"cap-work"},"value":25`)) {
+			t.Errorf("show -json under %s:\n%s", bound, out)
+		}
+	}
+	if err := a.signal(syscall.SIGTERM); err != nil {
+		t.Errorf("agent on SIGTERM: %v\n%s", err, log)
+	}
+}
