@@ -177,6 +177,13 @@ func TestSystemdUnitCapabilities(t *testing.T) {
     hist "args" { value = arg0 }
   }
 }
+
+probe "profile" "capcpu" {
+  frequency = 99
+  on_entry {
+    count "samples" { by = [kstack] }
+  }
+}
 `, work)
 	if err := os.WriteFile(filepath.Join(specs, "capped.hcl"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -220,7 +227,9 @@ func TestSystemdUnitCapabilities(t *testing.T) {
 		t.Fatalf("agent said %q", line)
 	}
 	a.base = strings.TrimSuffix(strings.Fields(line[i:])[0], "/metrics,")
-	a.waitStatus("the spec applied", func(s agentStatus) bool { return probesOf(s) == "user.capped" })
+	a.waitStatus("the spec applied", func(s agentStatus) bool {
+		return strings.Contains(probesOf(s), "user.capped") && strings.Contains(probesOf(s), "profile.capcpu")
+	})
 
 	if out, err := exec.Command(work, "25").CombinedOutput(); err != nil {
 		t.Fatalf("workload: %v\n%s", err, out)
@@ -240,7 +249,46 @@ func TestSystemdUnitCapabilities(t *testing.T) {
 			t.Errorf("%s = %v, want %v\n%s", c.series, got, c.want, log)
 		}
 	}
-	for _, args := range [][]string{{"status"}, {"show", "-json"}} {
+	// Kernel stacks are symbolized (CAP_SYSLOG: kallsyms's addresses):
+	// time in the kernel, sampled.
+	if out, err := exec.Command("dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=3000").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v\n%s", err, out)
+	}
+	out, err := capped("show", "-json", "profile.capcpu").CombinedOutput()
+	if err != nil {
+		t.Fatalf("show -json profile.capcpu: %v\n%s", err, out)
+	}
+	var shown struct {
+		Probes []struct {
+			Aggregations []struct {
+				Entries []struct {
+					Key struct {
+						Kstack []struct{ Symbol string } `json:"kstack"`
+					} `json:"key"`
+				} `json:"entries"`
+			} `json:"aggregations"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal(out, &shown); err != nil {
+		t.Fatal(err)
+	}
+	frames, named := 0, 0
+	for _, p := range shown.Probes {
+		for _, ag := range p.Aggregations {
+			for _, e := range ag.Entries {
+				for _, f := range e.Key.Kstack {
+					frames++
+					if f.Symbol != "" {
+						named++
+					}
+				}
+			}
+		}
+	}
+	if frames == 0 || named == 0 {
+		t.Errorf("kernel stacks under %s: %d frames, %d with a symbol; want some, symbolized", bound, frames, named)
+	}
+	for _, args := range [][]string{{"status"}, {"show", "-json", "user.capped"}} {
 		out, err := capped(args...).CombinedOutput()
 		if err != nil {
 			t.Errorf("probectl %v under %s: %v\n%s", args, bound, err, out)
