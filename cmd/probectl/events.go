@@ -129,13 +129,15 @@ type eventFollower struct {
 	pr   *eventPrinter
 	wait bool
 	// busy is the last reason a waiting follower could not open a buffer,
-	// said once.
+	// said once; read says it read a buffer before.
 	busy string
+	read bool
 }
 
 // run reads until ctx ends (then what the buffer holds at that moment) or,
 // unless it waits, the buffer is removed (then what is left in it).
 func (f *eventFollower) run(ctx context.Context) error {
+	f.read = f.read || f.st != nil
 	for {
 		if f.st == nil {
 			if !f.awaitBuffer(ctx) {
@@ -219,10 +221,13 @@ func (f *eventFollower) awaitBuffer(ctx context.Context) bool {
 		st, why := f.open()
 		if st != nil {
 			f.st = st
-			if f.busy != "" {
+			switch {
+			case f.read:
 				fmt.Fprintf(f.pr.errw, "Reading the events of workspace %q again.\n", f.w.Name)
+			case f.busy != "":
+				fmt.Fprintf(f.pr.errw, "Reading the events of workspace %q.\n", f.w.Name)
 			}
-			f.busy = ""
+			f.busy, f.read = "", true
 			return true
 		}
 		if why != f.busy {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRotatingFile: lines are never split across files, whatever chunks
@@ -154,5 +157,115 @@ func TestSlogLines(t *testing.T) {
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+const prioWork = `#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+/* getpriority(99, FROM + i) for i < N: which = 99 is no PRIO_*. */
+int main(int argc, char **argv) {
+	long from = atol(argv[1]), n = atol(argv[2]);
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getpriority, 99, from + i);
+	return 0;
+}
+`
+
+// TestAgentEventsOut: probectl agent -events-out writes the events of the
+// specs it applies, exactly: 37 calls, 37 event lines in order, then the
+// summary when it stops; its notices are log records.
+func TestAgentEventsOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("applying probes needs root")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("the workload is built with gcc")
+	}
+	dir := t.TempDir()
+	comm := fmt.Sprintf("agev%d", os.Getpid()%1000000)
+	work := filepath.Join(dir, comm)
+	os.WriteFile(filepath.Join(dir, "work.c"), []byte(prioWork), 0o644)
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	specs := filepath.Join(dir, "specs")
+	os.Mkdir(specs, 0o700)
+	spec := fmt.Sprintf(`probe "tracepoint" "prio" {
+  event = "syscalls:sys_enter_getpriority"
+  on_entry {
+    event "p" {
+      when   = comm == %q
+      fields = { who = args.who }
+    }
+  }
+}
+`, comm)
+	if err := os.WriteFile(filepath.Join(specs, "prio.hcl"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	ws := fmt.Sprintf("agent-ev-%d", os.Getpid())
+	t.Cleanup(func() {
+		run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, io.Discard, io.Discard)
+	})
+	events := filepath.Join(dir, "events.ndjson")
+	a := startAgent(t, state, ws, specs, "-events-out", events, "-events-max-size", "4KiB", "-events-keep", "20")
+	a.waitStatus("the spec applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.prio" })
+	// The sink opens the buffer the apply made (it polls for it).
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(a.log.String(), "Reading the events of workspace") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink did not open the buffer:\n%s", a.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := exec.Command(work, "0", "37").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	read := func() []string {
+		var lines []string
+		for k := 20; k >= 0; k-- {
+			name := events
+			if k > 0 {
+				name = fmt.Sprintf("%s.%d", events, k)
+			}
+			b, err := os.ReadFile(name)
+			if err != nil {
+				continue
+			}
+			lines = append(lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+		}
+		return lines
+	}
+	for {
+		if n := strings.Count(strings.Join(read(), "\n"), `"type":"event"`); n >= 37 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := a.signal(syscall.SIGTERM); err != nil {
+		t.Errorf("agent on SIGTERM: %v\n%s", err, a.log)
+	}
+	lines := read()
+	for i, l := range lines {
+		var want string
+		if i < 37 {
+			want = fmt.Sprintf(`"fields":{"who":%d}}`, i)
+		} else {
+			want = `{"type":"summary","events":37,"undecodable":0,"skipped":0,"dropped":{"tracepoint.prio":0},"dropped_before":{"tracepoint.prio":0}}`
+		}
+		if !strings.HasSuffix(l, want) || i < 37 && !strings.HasPrefix(l, `{"type":"event","probe":"tracepoint.prio","event":"p",`) {
+			t.Errorf("line %d: %s, want ...%s", i+1, l, want)
+		}
+	}
+	if len(lines) != 38 {
+		t.Errorf("%d lines, want 37 events and the summary", len(lines))
+	}
+	if _, err := os.Stat(events + ".1"); err != nil {
+		t.Errorf("no rotation at 4KiB: %v", err)
+	}
+	if !strings.Contains(a.log.String(), `"component":"events-out"`) {
+		t.Errorf("the sink's notices are not log records:\n%s", a.log)
 	}
 }
