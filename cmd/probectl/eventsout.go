@@ -73,6 +73,9 @@ func parseByteSize(s string) (int64, error) {
 
 // check parses the flags; what is wrong is said with the flag's name.
 func (f *eventsOutFlags) check() (maxSize int64, err error) {
+	if f == nil {
+		return 0, nil
+	}
 	maxSize, err = parseByteSize(f.maxSize)
 	if err != nil {
 		return 0, fmt.Errorf("-events-max-size: %w", err)
