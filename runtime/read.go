@@ -646,20 +646,23 @@ func (w *Workspace) checkTable(t *TableState) []string {
 	defer d.close()
 	var drift []string
 	for _, m := range t.Pins {
-		path, _ := d.procPath(m.Pin)
-		mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-		if err != nil {
-			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
-			continue
-		}
-		if info, err := mp.Info(); err == nil {
-			if id, _ := info.ID(); id != m.ID {
-				drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
-			}
-		}
-		mp.Close()
+		drift = append(drift, checkMapPin(d, m)...)
 	}
 	return drift
+}
+
+// checkMapPin checks that a map's pin is there and names the map
+// recorded.
+func checkMapPin(d *dir, m MapState) []string {
+	path, _ := d.procPath(m.Pin)
+	info, err := bpf.ReadPinnedObject(path)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("map %s: pin gone", m.Name)}
+	case ebpf.MapID(info.ID) != m.ID:
+		return []string{fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, info.ID, m.ID)}
+	}
+	return nil
 }
 
 // recursionMisses is how many times the kernel did not run the program
@@ -703,18 +706,7 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 	}
 	defer d.close()
 	for _, m := range p.Maps {
-		path, _ := d.procPath(m.Pin)
-		mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-		if err != nil {
-			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
-			continue
-		}
-		if info, err := mp.Info(); err == nil {
-			if id, _ := info.ID(); id != m.ID {
-				drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
-			}
-		}
-		mp.Close()
+		drift = append(drift, checkMapPin(d, m)...)
 	}
 	programs := map[ebpf.ProgramID]bool{}
 	for _, l := range p.Links {
@@ -727,7 +719,7 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 			missed += recursionMisses(l.ProgramID)
 		}
 		path, _ := d.procPath(l.Pin)
-		lk, err := link.LoadPinnedLink(path, nil)
+		info, err := bpf.ReadPinnedObject(path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				drift = append(drift, fmt.Sprintf("link %s: pin gone", what))
@@ -736,31 +728,50 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 			}
 			continue
 		}
-		info, err := lk.Info()
-		lk.Close()
-		if err != nil {
-			drift = append(drift, fmt.Sprintf("link %s: %v", what, err))
-			continue
-		}
-		if info.ID != l.ID {
+		if link.ID(info.ID) != l.ID {
 			drift = append(drift, fmt.Sprintf("link %s: replaced (id %d, was %d)", what, info.ID, l.ID))
 		}
-		if info.Program != l.ProgramID {
-			drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.Program, l.ProgramID))
+		if ebpf.ProgramID(info.ProgramID) != l.ProgramID {
+			drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.ProgramID, l.ProgramID))
 		}
-		if km := info.KprobeMulti(); km != nil {
-			missed += km.Missed
-		}
-		if um := info.UprobeMulti(); um != nil {
-			missed += um.Missed
-		}
-		if pe := info.PerfEvent(); pe != nil {
-			if k := pe.Kprobe(); k != nil {
-				missed += k.Missed
-			}
-		}
+		missed += linkMissed(l.Family, path)
 	}
 	return drift, missed
+}
+
+// linkMissed is the count of hits the kernel reports it could not deliver
+// through a link of a family that reports one (kprobe.multi and
+// kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
+// info, which the other families need not pay for.
+func linkMissed(family compiler.Family, path string) uint64 {
+	switch family {
+	case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession,
+		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyKprobe, compiler.FamilyKretprobe:
+	default:
+		return 0
+	}
+	lk, err := link.LoadPinnedLink(path, nil)
+	if err != nil {
+		return 0
+	}
+	defer lk.Close()
+	info, err := lk.Info()
+	if err != nil {
+		return 0
+	}
+	var missed uint64
+	if km := info.KprobeMulti(); km != nil {
+		missed += km.Missed
+	}
+	if um := info.UprobeMulti(); um != nil {
+		missed += um.Missed
+	}
+	if pe := info.PerfEvent(); pe != nil {
+		if k := pe.Kprobe(); k != nil {
+			missed += k.Missed
+		}
+	}
+	return missed
 }
 
 // Text is the field's value as text, as show and the metrics decode it:
