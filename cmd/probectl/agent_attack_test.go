@@ -330,3 +330,47 @@ func TestAgentRefusesUntrustedConfig(t *testing.T) {
 		return probesOf(s) == "tracepoint.agtevil,tracepoint.agttrust" && s.LastError == nil
 	})
 }
+
+// An apply killed between pinning a probe's directory and writing the
+// state leaves the directory, its links attached, until the next apply or
+// destroy: status said nothing of it (exit 0) and the metrics neither.
+// Status now lists it, exits 2, and /metrics counts it.
+func TestStatusShowsLeftovers(t *testing.T) {
+	specs, state, ws := agentWorkspace(t, "agtleft")
+	var out, errs strings.Builder
+	cli := func(args ...string) int {
+		out.Reset()
+		errs.Reset()
+		return run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &errs)
+	}
+	if code := cli("apply", "-auto-approve", specs); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, &out, &errs)
+	}
+	left := "tracepoint-agtleft-99"
+	if err := os.Mkdir(filepath.Join("/sys/fs/bpf/probectl", ws, left), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if code := cli("status"); code != 2 || !strings.Contains(out.String(), "LEFTOVERS  1 probe directory") || !strings.Contains(out.String(), left) {
+		t.Errorf("status with a leftover: exit %d\n%s%s", code, &out, &errs)
+	}
+	if code := cli("status", "-json"); code != 2 || !strings.Contains(out.String(), `"leftovers": [
+    "`+left+`"
+  ]`) {
+		t.Errorf("status -json with a leftover: exit %d\n%s%s", code, &out, &errs)
+	}
+	a := startAgentCmd(t, exec.Command("probectl", "-state-dir", state, "-workspace", ws, "serve", "-listen", "127.0.0.1:0"))
+	a.base = strings.TrimSuffix(a.base, "/metrics") // serve says "at http://ADDR/metrics"
+	if got := a.metric(`probectl_leftover_probe_dirs{workspace="` + ws + `"}`); got != 1 {
+		t.Errorf("probectl_leftover_probe_dirs = %v, want 1", got)
+	}
+	// The next apply removes it.
+	if code := cli("apply", "-auto-approve", specs); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, &out, &errs)
+	}
+	if code := cli("status"); code != 0 || strings.Contains(out.String(), "LEFTOVERS") {
+		t.Errorf("status after the repair: exit %d\n%s%s", code, &out, &errs)
+	}
+	if got := a.metric(`probectl_leftover_probe_dirs{workspace="` + ws + `"}`); got != 0 {
+		t.Errorf("probectl_leftover_probe_dirs = %v after the repair, want 0", got)
+	}
+}
