@@ -504,8 +504,12 @@ func (a *agent) reconcile(reason string, force bool) {
 	live := a.status.Applied
 	same := live != nil && live.Digest == set.digest && a.status.LastError == nil
 	a.mu.Unlock()
-	if same && !force && !changed(a.g, live) {
-		return
+	if same && !force {
+		why := changed(a.g, live)
+		if why == "" {
+			return
+		}
+		a.log.Warn("the workspace no longer holds what the agent applied; applying the specs again", "why", why)
 	}
 	res, fail, diags := applySpecs(a.g, set.files, a.log)
 	if fail != nil {
@@ -604,17 +608,30 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 	return res, nil, diags
 }
 
-// changed reports whether the workspace no longer holds what the agent
+// changed tells whether the workspace no longer holds what the agent
 // applied: another command wrote its state since (a probectl destroy or
 // apply, another agent on the workspace), or it drifted (a pin removed, a
 // program replaced). A resync re-applies then.
-func changed(g *globals, applied *appliedSpecs) bool {
+// It says why, or "" when it holds them.
+func changed(g *globals, applied *appliedSpecs) string {
 	w, s, err := g.inspect()
 	if err != nil {
-		return true
+		return err.Error()
 	}
 	defer w.Close()
-	return s.Serial != applied.Serial || s.Lineage != applied.lineage || len(w.Drift(s)) > 0
+	switch {
+	case s.Lineage != applied.lineage:
+		return "its state was made anew (lineage " + s.Lineage + ")"
+	case s.Serial != applied.Serial:
+		return fmt.Sprintf("another command changed it (serial %d, the agent's %d: probectl apply or destroy, or another agent on the workspace)", s.Serial, applied.Serial)
+	}
+	drift := w.Drift(s)
+	var why []string
+	for addr, d := range drift {
+		why = append(why, fmt.Sprintf("%s drifted: %s", addr, strings.Join(d, "; ")))
+	}
+	sort.Strings(why)
+	return strings.Join(why, "; ")
 }
 
 // fail records a failed attempt: the previous probes stay as they are.

@@ -72,6 +72,9 @@ func TestAgentReappliesAfterAnotherCommand(t *testing.T) {
 	if at := s.LastAttempt; at.Reason != "resync" || at.Result != "applied" || at.Created != 1 {
 		t.Errorf("last attempt %+v, want a resync that created 1 probe", at)
 	}
+	if want := fmt.Sprintf(`"why":"another command changed it (serial %d, the agent's %d: `, serial+1, serial); !strings.Contains(a.log.String(), want) {
+		t.Errorf("the log does not say why it applied again (%s):\n%s", want, a.log)
+	}
 	if _, err := os.Stat("/sys/fs/bpf/probectl/" + ws); err != nil {
 		t.Errorf("the probe's pins: %v", err)
 	}
