@@ -54,7 +54,8 @@ probes applied unless -destroy-on-exit.
                      at each read)
   -listen ADDR       where to listen (default ` + defaultListen + `)
   -max-series N      the most aggregation series one scrape returns
-  -debounce D        quiet time after the last change before applying (default 1s)
+  -debounce D        quiet time after the last change before applying, at
+                     most 10 times it after the first (default 1s)
   -resync D          how often to re-check DIR and the workspace without an
                      event: a failed apply is retried, drifted probes are
                      re-applied, and so are probes another command
@@ -277,7 +278,11 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 	a.reconcile("start", true)
 	resync := time.NewTicker(o.resync)
 	defer resync.Stop()
-	var quiet <-chan time.Time // armed by a change, fires after the debounce
+	// quiet is armed by a change and fires after the debounce, or at most
+	// maxDebounces of it after the first change it waits for: a file
+	// written on and on in DIR (a log) must not put changes off for ever.
+	var quiet <-chan time.Time
+	var first time.Time
 	sinkFailed := false
 loop:
 	for {
@@ -298,7 +303,11 @@ loop:
 				break loop
 			}
 			a.log.Debug("change", "path", ev)
-			quiet = time.After(o.debounce)
+			now := time.Now()
+			if quiet == nil {
+				first = now
+			}
+			quiet = time.After(max(0, min(o.debounce, first.Add(maxDebounces*o.debounce).Sub(now))))
 		case err := <-watch.errors:
 			a.log.Warn("watching the specs' directory", "error", err)
 		case <-quiet:
@@ -343,6 +352,9 @@ func (a *agent) serveStatus(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("Content-Type", "application/json")
 	rw.Write(append(b, '\n'))
 }
+
+// maxDebounces bounds the wait for quiet after a change, in debounces.
+const maxDebounces = 10
 
 // specSet is the directory's specs at one read.
 type specSet struct {

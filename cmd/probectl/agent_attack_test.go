@@ -377,3 +377,48 @@ func TestStatusShowsLeftovers(t *testing.T) {
 		t.Errorf("probectl_leftover_probe_dirs = %v after the repair, want 0", got)
 	}
 }
+
+// A file written on and on in the directory (a log, a tool's status
+// file) re-armed the debounce at each write: a spec changed meanwhile was
+// applied only once the writes stopped, or at a resync. The wait is now
+// at most 10 debounces after the first change.
+func TestAgentDebounceBounded(t *testing.T) {
+	specs, state, ws := agentWorkspace(t, "agtdeb")
+	a := startAgent(t, state, ws, specs, "-resync", "10m") // -debounce 200ms
+	a.waitStatus("applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.agtdeb" && s.LastError == nil })
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.OpenFile(filepath.Join(specs, "app.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				f.WriteString("x\n")
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	time.Sleep(300 * time.Millisecond)
+	changed := time.Now()
+	if err := os.WriteFile(filepath.Join(specs, "a.hcl"), []byte(tracepointSpec("agtdeb2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		s := a.status()
+		if probesOf(s) == "tracepoint.agtdeb2" {
+			break
+		}
+		if time.Since(changed) > 8*time.Second {
+			t.Fatalf("the change was not applied in 8 s while another file was written every 50 ms (debounce 200ms): probes %s\n%s", probesOf(s), a.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
