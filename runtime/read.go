@@ -708,13 +708,31 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 	for _, m := range p.Maps {
 		drift = append(drift, checkMapPin(d, m)...)
 	}
+	for _, pr := range p.Programs {
+		path, _ := d.procPath(pr.Pin)
+		prog, err := ebpf.LoadPinnedProgram(path, nil) // programs open read-write only
+		if err != nil {
+			drift = append(drift, fmt.Sprintf("program %s: pin gone", pr.Name))
+			continue
+		}
+		if info, err := prog.Info(); err == nil {
+			if id, _ := info.ID(); id != pr.ID {
+				drift = append(drift, fmt.Sprintf("program %s: replaced (id %d, was %d)", pr.Name, id, pr.ID))
+			}
+		}
+		if stats, err := prog.Stats(); err == nil {
+			missed += stats.RecursionMisses
+		}
+		prog.Close()
+	}
 	programs := map[ebpf.ProgramID]bool{}
 	for _, l := range p.Links {
 		what := string(l.Family)
 		if l.Function != "" {
 			what += " " + l.Function
 		}
-		if !programs[l.ProgramID] {
+		if len(p.Programs) == 0 && !programs[l.ProgramID] {
+			// A state from before programs were pinned: by id (root).
 			programs[l.ProgramID] = true
 			missed += recursionMisses(l.ProgramID)
 		}
