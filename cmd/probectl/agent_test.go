@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func (a *agentProc) status() agentStatus {
 func (a *agentProc) metric(series string) float64 {
 	a.t.Helper()
 	for _, line := range strings.Split(a.get("/metrics"), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
+		if v, ok := strings.CutPrefix(withoutApplied(line), series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				a.t.Fatal(err)
@@ -119,6 +120,17 @@ func (a *agentProc) metric(series string) float64 {
 		}
 	}
 	return -1
+}
+
+// appliedLabel is the label of the apply that made a probe (metrics.AppliedLabel).
+var appliedLabel = regexp.MustCompile(`applied="[0-9]*",?`)
+
+// withoutApplied is a series' line without its applied label, so that a
+// test names series as it means them.
+func withoutApplied(line string) string {
+	line = appliedLabel.ReplaceAllString(line, "")
+	line = strings.Replace(line, ",}", "}", 1)
+	return strings.Replace(line, "{}", "", 1)
 }
 
 // waitStatus waits until ok holds for /status.
