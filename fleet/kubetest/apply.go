@@ -11,8 +11,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -48,7 +50,14 @@ func ReadObjects(paths ...string) ([]*unstructured.Unstructured, error) {
 // files' order, and waits for every CustomResourceDefinition among them
 // to be established. dryRun asks the server to validate without storing.
 func Apply(ctx context.Context, cfg *rest.Config, dryRun bool, paths ...string) ([]*unstructured.Unstructured, error) {
-	c, err := client.New(cfg, client.Options{})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +87,7 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, &crd); err != nil {
-			return false, nil
+			return false, fmt.Errorf("CRD %s: %w", name, err)
 		}
 		for _, cond := range crd.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {

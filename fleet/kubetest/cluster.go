@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Assets returns the directory holding the etcd and kube-apiserver
@@ -58,6 +60,12 @@ func Assets() (string, error) {
 		assetsDir = strings.TrimSpace(string(out))
 	})
 	return assetsDir, assetsErr
+}
+
+func init() {
+	// controller-runtime's client logs through its global logger, which
+	// complains with a stack trace when nothing set it.
+	ctrllog.SetLogger(logr.Discard())
 }
 
 var (
