@@ -67,12 +67,12 @@ type ProbeSetStatus struct {
 	// ObservedGeneration is the generation the counts below were computed for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Selected counts the nodes with published facts that the selector selects.
-	Selected int32 `json:"selected,omitempty"`
+	Selected int32 `json:"selected"`
 	// Planned, Applied and Failed count the nodes whose record is for
-	// this generation, by outcome.
-	Planned int32 `json:"planned,omitempty"`
-	Applied int32 `json:"applied,omitempty"`
-	Failed  int32 `json:"failed,omitempty"`
+	// this generation, by outcome (an applied node is planned too).
+	Planned int32 `json:"planned"`
+	Applied int32 `json:"applied"`
+	Failed  int32 `json:"failed"`
 	// Nodes has one short line per selected node; the node's record
 	// (ProbeSetNode "<probeset>.<node>") has the details.
 	// +listType=map
