@@ -2,10 +2,13 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/probectl/probectl/bpf"
@@ -56,8 +59,23 @@ type NodeAgent struct {
 	Log     *slog.Logger
 }
 
-// Workspace is the workspace a ProbeSet is applied into on a node.
-func Workspace(ps *v1alpha1.ProbeSet) string { return "k8s-" + ps.Namespace + "-" + ps.Name }
+// Workspace is the workspace a ProbeSet is applied into on a node:
+// "k8s-NAMESPACE-NAME" cut to a workspace name's charset and length, with
+// a hash of the full name so that two ProbeSets never share one.
+func Workspace(ps *v1alpha1.ProbeSet) string {
+	full := ps.Namespace + "/" + ps.Name
+	h := sha256.Sum256([]byte(full))
+	readable := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, ps.Namespace+"-"+ps.Name)
+	if len(readable) > 42 {
+		readable = readable[:42]
+	}
+	return "k8s-" + readable + "-" + hex.EncodeToString(h[:])[:12]
+}
 
 // Publish creates or updates the node's NodeFacts.
 func (a *NodeAgent) Publish(ctx context.Context) error {
@@ -225,7 +243,9 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			st.Phase = v1alpha1.PhaseFailed
 		case ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil:
 			res, err := a.Applier.Apply(ctx, Workspace(ps), files)
-			st.AppliedDigest = res.AppliedDigest
+			if res.AppliedDigest != "" {
+				st.AppliedDigest = res.AppliedDigest
+			}
 			if res.Probes != nil {
 				st.Probes = res.Probes
 			}

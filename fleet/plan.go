@@ -51,10 +51,25 @@ func Digest(files map[string][]byte) string {
 
 // PlanNode compiles the spec files against a node's facts, as
 // "probectl plan -target FILE" does, and keeps what the node's record
-// shows. Nothing touches a kernel.
+// shows. Nothing is loaded into a kernel; live facts read the formats of
+// the tracepoints the specs name from tracefs.
 func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan {
 	np := &NodePlan{Node: node, Kernel: facts.Label()}
 	cfg, diags := spec.Parse(files)
+	if !diags.HasErrors() && facts.Source == "live" {
+		// The live kernel's tracepoint formats are read from tracefs for
+		// the events the specs name, as "probectl plan" does.
+		var events []string
+		for _, p := range cfg.Probes {
+			for _, e := range p.Events {
+				events = append(events, e.Text)
+			}
+		}
+		if err := facts.LoadTracepoints(events); err != nil {
+			np.Errors = append(np.Errors, "read the tracepoint formats: "+err.Error())
+			return np
+		}
+	}
 	if !diags.HasErrors() {
 		out, more := compiler.Compile(cfg, facts)
 		diags = append(diags, more...)

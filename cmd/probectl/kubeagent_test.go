@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/fleet"
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	"github.com/probectl/probectl/fleet/kubetest"
+	"github.com/probectl/probectl/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const kubeAgentSpec = `probe "tracepoint" "opens" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    count "calls" { by = [comm] }
+  }
+}
+`
+
+// TestKubeAgentApplies runs a node agent (fleet.NodeAgent with this
+// node's live facts and the agent's atomic apply) against a real API
+// server with the DaemonSet's pod-bound credentials: a ProbeSet in mode
+// apply is applied into its own workspace; a change this kernel cannot
+// run fails at its spec line and leaves the applied probes live; deleting
+// the ProbeSet destroys them.
+func TestKubeAgentApplies(t *testing.T) {
+	if err := bpf.CheckPrivileges(); err != nil {
+		t.Skipf("applying probes needs root: %v", err)
+	}
+	c := kubetest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	objs, err := kubetest.ReadObjects("../../deploy/kubernetes/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range objs[0].Object["resources"].([]any) {
+		paths = append(paths, "../../deploy/kubernetes/"+r.(string))
+	}
+	if _, err := kubetest.Apply(ctx, c.Admin, false, paths...); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.PodToken(ctx, "probectl-system", "probectl-agent", "host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: fleet.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := bpf.Detect(bpf.DetectOptions{Functions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	applier := kubeApplier{g: g, log: log}
+	agent := &fleet.NodeAgent{Client: cl, Node: "host", Facts: facts, Applier: applier, Log: log}
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx, 5*time.Second) }()
+
+	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "probectl-system", Name: "opens-" + strings.ToLower(t.Name()[4:])},
+		Spec: v1alpha1.ProbeSetSpec{HCL: kubeAgentSpec, Mode: v1alpha1.ModeApply}}
+	if err := admin.Create(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	ws := fleet.Workspace(ps)
+	defer applier.Destroy(context.Background(), ws)
+	record := func(gen int64, phase v1alpha1.Phase) *v1alpha1.ProbeSetNode {
+		t.Helper()
+		var r v1alpha1.ProbeSetNode
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := admin.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: ps.Name + ".host"}, &r)
+			return err == nil && r.Status.ObservedGeneration == gen && r.Status.Phase == phase, nil
+		})
+		if err != nil {
+			t.Fatalf("record of generation %d %s: %+v", gen, phase, r.Status)
+		}
+		return &r
+	}
+	probes := func() int {
+		w, err := runtime.Open(g.stateDir, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := w.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Unlock()
+		return len(s.Probes)
+	}
+
+	digest := fleet.Digest(map[string][]byte{ps.Name + ".hcl": []byte(kubeAgentSpec)})
+	r := record(1, v1alpha1.PhaseApplied)
+	if r.Status.AppliedDigest != digest || r.Status.SpecDigest != digest {
+		t.Errorf("applied digest %s, spec digest %s, want %s", r.Status.AppliedDigest, r.Status.SpecDigest, digest)
+	}
+	if len(r.Status.Probes) != 1 || r.Status.Probes[0].Route != "tracepoint" {
+		t.Errorf("probes %+v", r.Status.Probes)
+	}
+	if n := probes(); n != 1 {
+		t.Errorf("%d probes applied in %s, want 1", n, ws)
+	}
+
+	// A spec this kernel cannot run: the record says where, the probes stay.
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+		t.Fatal(err)
+	}
+	ps.Spec.HCL = kubeAgentSpec + "\nprobe \"tracepoint\" \"none\" {\n  event = \"syscalls:probectl_no_such_event\"\n  on_entry {\n    count \"n\" {}\n  }\n}\n"
+	if err := admin.Update(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	r = record(2, v1alpha1.PhaseFailed)
+	if len(r.Status.Errors) != 1 || !strings.HasPrefix(r.Status.Errors[0], ps.Name+".hcl:9:11: Tracepoint not found") {
+		t.Errorf("errors %q", r.Status.Errors)
+	}
+	if r.Status.AppliedDigest != digest {
+		t.Errorf("applied digest %s after a failure, want the previous %s", r.Status.AppliedDigest, digest)
+	}
+	if n := probes(); n != 1 {
+		t.Errorf("%d probes in %s after a failed change, want the previous 1", n, ws)
+	}
+
+	// Deleted: the agent destroys the workspace's probes.
+	if err := admin.Delete(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		return probes() == 0, nil
+	})
+	if err != nil {
+		t.Errorf("%d probes left in %s after the ProbeSet was deleted", probes(), ws)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
