@@ -11,6 +11,10 @@
 //   - [PlanCluster] does it for every node a selector selects: what
 //     "probectl plan -cluster" prints and what a plan-only ProbeSet's
 //     records hold.
+//   - [NodeAgent] is the Kubernetes side of a node's agent: it publishes
+//     the facts, plans (and through an [Applier], applies) the ProbeSets
+//     that select the node, writes the node's records and rolls them up
+//     into ProbeSet.status ([RollUp]).
 //
 // Imports: spec, compiler, bpf (never runtime: applying belongs to the
 // node agent, which hands its applier in), and the API types.

@@ -53,7 +53,7 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	}
 	var files map[string][]byte
 	var selector map[string]string
-	var what string
+	var what, detail string
 	if o.probeSet != "" {
 		ns, name, ok := strings.Cut(o.probeSet, "/")
 		if !ok {
@@ -67,7 +67,8 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 			return err
 		}
 		selector = ps.Spec.NodeSelector
-		what = fmt.Sprintf("ProbeSet %s/%s (mode %s, generation %d)", ns, name, ps.Spec.Mode, ps.Generation)
+		what = fmt.Sprintf("ProbeSet %s/%s", ns, name)
+		detail = fmt.Sprintf("mode %s, generation %d, ", ps.Spec.Mode, ps.Generation)
 	} else {
 		cfg, diags := spec.LoadPaths(args)
 		if diags.HasErrors() {
@@ -88,7 +89,7 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 		b, _ := json.MarshalIndent(cp, "", "  ")
 		cmd.Println(string(b))
 	} else {
-		renderClusterPlan(cmd.OutOrStdout(), what, selector, cp)
+		renderClusterPlan(cmd.OutOrStdout(), what, detail, selector, cp)
 	}
 	for _, n := range cp.Nodes {
 		if !n.OK() {
@@ -101,7 +102,7 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	return nil
 }
 
-func renderClusterPlan(w io.Writer, what string, selector map[string]string, cp *fleet.ClusterPlan) {
+func renderClusterPlan(w io.Writer, what, detail string, selector map[string]string, cp *fleet.ClusterPlan) {
 	sel := "every node"
 	if len(selector) > 0 {
 		sel = "the nodes with " + labels.SelectorFromSet(selector).String()
@@ -114,8 +115,8 @@ func renderClusterPlan(w io.Writer, what string, selector map[string]string, cp 
 			bad++
 		}
 	}
-	fmt.Fprintf(w, "Plan of %s (digest %s) for %s: %d can run it, %d cannot, %d without facts.\n",
-		what, cp.Digest, sel, ok, bad, len(cp.NoFacts)+len(cp.BadFacts))
+	fmt.Fprintf(w, "Plan of %s (%sdigest %s) for %s: %d can run it, %d cannot, %d without facts.\n",
+		what, detail, cp.Digest, sel, ok, bad, len(cp.NoFacts)+len(cp.BadFacts))
 	for _, n := range cp.Nodes {
 		fmt.Fprintln(w)
 		if !n.OK() {
