@@ -9,7 +9,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench clean
+.PHONY: all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -96,6 +96,14 @@ demo: build
 	./bin/probectl target
 	./bin/probectl run -duration $(DEMO_DURATION) -interval 5s
 
+# The Grafana dashboards of the examples (deploy/dashboards), compiled for
+# one profile so they do not depend on this machine; TestDashboardsCurrent
+# fails when one is stale.
+dashboards:
+	@for f in examples/*.hcl; do \
+		CGO_ENABLED=0 $(GO) run ./cmd/probectl dashboard -target linux-6.12-amd64 $$f > deploy/dashboards/$$(basename $$f .hcl).json || exit 1; \
+	done
+
 fuzz:
 	cd spec && $(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) .
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
@@ -104,7 +112,8 @@ fuzz:
 # Compiler benchmarks, then (root) per-hit overhead against bpftrace.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
-	bench/tracepoint-vs-bpftrace.sh
+	bench/startup.sh
+	bench/perhit.sh
 
 clean:
 	rm -rf bin dist

@@ -81,7 +81,7 @@ func (f *Facts) loadTypes() (*btf.Spec, error) {
 		}
 		return spec, nil
 	case f.Source == "live":
-		spec, err := btf.LoadKernelSpec()
+		spec, err := KernelBTF()
 		if err != nil {
 			return nil, fmt.Errorf("the running kernel's BTF: %w", err)
 		}

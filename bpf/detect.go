@@ -29,16 +29,71 @@ type DetectOptions struct {
 	// Tracepoints carries the format of every tracepoint in the facts
 	// (gzipped), for planning elsewhere.
 	Tracepoints bool
+	// Fresh detects everything anew, ignoring the per-boot cache (which it
+	// then rewrites).
+	Fresh bool
 }
 
 // Detect reads the facts of the running kernel. It loads small probe
 // programs (never attaches them) and reads /sys and /proc; it needs root.
+//
+// What the kernel's build decides (links, helpers, ISA, BTF, ftrace) is
+// detected once per boot and kept in the facts cache ([FactsCachePath]);
+// what may change while the kernel runs (the CPUs, perf_event_max_stack,
+// whether a cycle counter can be opened) is read at each call.
 func Detect(opts DetectOptions) (*Facts, error) {
+	f, err := detectKernel(opts.Fresh)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := ebpf.PossibleCPU(); err == nil {
+		f.CPUs = n
+	}
+	f.Perf = detectPerf(f.Perf.Link)
+	f.Derive()
+
+	if opts.BTF && f.BTF {
+		if f.KernelBTF, err = ReadKernelBTF(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Functions {
+		fns, err := KernelFunctions()
+		if err != nil {
+			return nil, err
+		}
+		f.Functions = fns
+		if dir, err := Tracefs(); err == nil {
+			f.Events = listEvents(dir)
+		}
+	}
+	if opts.Tracepoints {
+		dir, err := Tracefs()
+		if err != nil {
+			return nil, err
+		}
+		capture, err := CaptureTracepoints(dir)
+		if err != nil {
+			return nil, err
+		}
+		f.TracepointFormats = Gzip(capture)
+	}
+	return f, nil
+}
+
+// detectKernel returns the facts the kernel's build decides: from the
+// per-boot cache, or detected and then cached.
+func detectKernel(fresh bool) (*Facts, error) {
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return nil, fmt.Errorf("uname: %w", err)
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
+	if !fresh {
+		if f := readCachedFacts(release); f != nil {
+			return f, nil
+		}
+	}
 	f := (&Facts{Source: "live", Name: release, Release: release}).shareTypes()
 	switch machine := unix.ByteSliceToString(uts.Machine[:]); machine {
 	case "x86_64":
@@ -57,7 +112,7 @@ func Detect(opts DetectOptions) (*Facts, error) {
 	var kernelBTF *btf.Spec
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil {
 		f.BTF = true
-		if spec, err := btf.LoadKernelSpec(); err == nil {
+		if spec, err := KernelBTF(); err == nil {
 			kernelBTF = spec
 			f.seedTypes(spec)
 		}
@@ -94,38 +149,8 @@ func Detect(opts DetectOptions) (*Facts, error) {
 			}
 		}
 	}
-	if n, err := ebpf.PossibleCPU(); err == nil {
-		f.CPUs = n
-	}
-	f.Perf = detectPerf(v)
-	f.Derive()
-
-	if opts.BTF && f.BTF {
-		if f.KernelBTF, err = ReadKernelBTF(); err != nil {
-			return nil, err
-		}
-	}
-	if opts.Functions {
-		fns, err := KernelFunctions()
-		if err != nil {
-			return nil, err
-		}
-		f.Functions = fns
-		if dir, err := Tracefs(); err == nil {
-			f.Events = listEvents(dir)
-		}
-	}
-	if opts.Tracepoints {
-		dir, err := Tracefs()
-		if err != nil {
-			return nil, err
-		}
-		capture, err := CaptureTracepoints(dir)
-		if err != nil {
-			return nil, err
-		}
-		f.TracepointFormats = Gzip(capture)
-	}
+	f.Perf.Link = v.AtLeast(5, 15) && features.HaveProgramType(ebpf.PerfEvent) == nil
+	writeCachedFacts(f)
 	return f, nil
 }
 
@@ -147,14 +172,16 @@ func haveFentry(kernel *btf.Spec) bool {
 		if kernel.TypeByName(fn, &target) != nil {
 			continue
 		}
-		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+		// A collection, to share the process's parsed BTF: a lone program
+		// would parse the kernel's again to find its target.
+		coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"fentry": {
 			Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fn, License: "GPL",
 			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
-		}, ebpf.ProgramOptions{KernelTypes: kernel})
+		}}}, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}, Cache: KernelBTFCache()})
 		if err != nil {
 			return false
 		}
-		prog.Close()
+		coll.Close()
 		return true
 	}
 	return false

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 )
 
@@ -119,8 +117,8 @@ func readInt(path string) (int, bool) {
 }
 
 // detectPerf finds out what the live kernel and machine sample with.
-func detectPerf(v Version) Perf {
-	p := Perf{Link: v.AtLeast(5, 15) && features.HaveProgramType(ebpf.PerfEvent) == nil}
+func detectPerf(link bool) Perf {
+	p := Perf{Link: link}
 	if n, ok := readInt("/proc/sys/kernel/perf_event_max_stack"); ok {
 		p.MaxStack = n
 	}

@@ -9,12 +9,17 @@ import (
 // LoadTarget resolves a target as plan -target names it: "auto" (or "")
 // for the running kernel, with the formats of events read from tracefs; a
 // built-in profile's name; or a facts file written by probectl target -o.
-func LoadTarget(target string, events []string) (*Facts, error) {
+//
+// For the live kernel, only what the spec needs is read: the kernel's
+// function list (a quarter of a second: the kernel writes it anew at each
+// read) only when functions is true, that is when the spec has kernel
+// probes; the tracepoint formats of events.
+func LoadTarget(target string, events []string, functions bool) (*Facts, error) {
 	if target == "auto" || target == "" {
 		if err := CheckPrivileges(); err != nil {
 			return nil, fmt.Errorf("-target auto reads the live kernel and needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), which this process lacks: run it as root, or plan for a profile: -target %s", ProfileNames()[0])
 		}
-		facts, err := Detect(DetectOptions{Functions: true})
+		facts, err := Detect(DetectOptions{Functions: functions})
 		if err != nil {
 			return nil, err
 		}

@@ -306,6 +306,12 @@ func (f *Facts) EventList() ([]string, error) {
 		return f.Events, nil
 	case f.formats != nil:
 		return f.formats.events()
+	case f.Source == "live":
+		// Detected without the function list: read the events now.
+		if dir, err := Tracefs(); err == nil {
+			f.Events = listEvents(dir)
+			return f.Events, nil
+		}
 	}
 	return nil, ErrEventsUnknown
 }

@@ -30,24 +30,35 @@ type Collector struct {
 	Reserved []string
 }
 
+// The names of the per-probe metrics (and probectl_up), for what reads
+// them: probectl dashboard.
+const (
+	Up                 = "probectl_up"
+	ProbeUp            = "probectl_probe_up"
+	ProbeHits          = "probectl_probe_hits_total"
+	ProbeMissedHits    = "probectl_probe_missed_hits_total"
+	ProbeDroppedKeys   = "probectl_probe_dropped_keys_total"
+	ProbeDroppedEvents = "probectl_probe_dropped_events_total"
+)
+
 var (
-	descUp = prometheus.NewDesc("probectl_up",
+	descUp = prometheus.NewDesc(Up,
 		"1 when the workspace's state could be read at this scrape, 0 when not.", []string{"workspace"}, nil)
 	descCut = prometheus.NewDesc("probectl_scrape_series_cut",
 		"Aggregation series left out of this scrape by the max_series bound.", nil, nil)
-	descProbeUp = prometheus.NewDesc("probectl_probe_up",
+	descProbeUp = prometheus.NewDesc(ProbeUp,
 		"1 when the probe's maps could be read at this scrape, 0 when not (pins gone, a map replaced).", []string{"probe"}, nil)
 	descInfo = prometheus.NewDesc("probectl_probe_info",
 		"An applied probe: its route, link families (comma-separated) and spec digest.", []string{"probe", "route", "attach", "digest"}, nil)
 	descDrift = prometheus.NewDesc("probectl_probe_drift",
 		"How many things about the probe differ from what was applied (a pin or link gone, a map or program replaced, a user probe's binary replaced): probectl status lists them.", []string{"probe"}, nil)
-	descHits = prometheus.NewDesc("probectl_probe_hits_total",
+	descHits = prometheus.NewDesc(ProbeHits,
 		"Runs of the probe's entry or exit handler.", []string{"probe", "handler"}, nil)
-	descMissed = prometheus.NewDesc("probectl_probe_missed_hits_total",
+	descMissed = prometheus.NewDesc(ProbeMissedHits,
 		"Hits the kernel did not deliver to the probe (recursion, full rethook pools, another BPF program running on the CPU).", []string{"probe"}, nil)
-	descDroppedKeys = prometheus.NewDesc("probectl_probe_dropped_keys_total",
+	descDroppedKeys = prometheus.NewDesc(ProbeDroppedKeys,
 		"Observations an aggregation dropped: its map held max_keys keys.", []string{"probe", "aggregation"}, nil)
-	descDroppedEvents = prometheus.NewDesc("probectl_probe_dropped_events_total",
+	descDroppedEvents = prometheus.NewDesc(ProbeDroppedEvents,
 		"Events the probe could not write: its ring buffer was full.", []string{"probe"}, nil)
 )
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -197,6 +198,20 @@ func TestFamilyClash(t *testing.T) {
 	b := n.family(probe("a"), agg("b_c"))
 	if a.name != "probectl_count_user_a_b_c_total" || b.name != "probectl_count_user_a_b_c_2_total" {
 		t.Errorf("clash: %s, %s", a.name, b.name)
+	}
+}
+
+// Families names as a scrape does, in the order given: the clash, and the
+// labels of a histogram's by columns.
+func TestFamilies(t *testing.T) {
+	p1 := &runtime.ProbeState{Description: compiler.Description{Address: bpf.Address{Kind: "user", Name: "a_b"}},
+		Aggregations: []*compiler.Aggregation{{Name: "c", Kind: compiler.AggCount}, {Name: "h", Kind: compiler.AggHist, Key: []compiler.KeyField{{Name: "le"}, {Name: "args.fd"}}}}}
+	p2 := &runtime.ProbeState{Description: compiler.Description{Address: bpf.Address{Kind: "user", Name: "a"}},
+		Aggregations: []*compiler.Aggregation{{Name: "b_c", Kind: compiler.AggCount}}}
+	got := fmt.Sprint(Families([]*runtime.ProbeState{p1, p2}, nil))
+	want := "[[{probectl_count_user_a_b_c_total []} {probectl_hist_user_a_b_h [by_le args_fd]}] [{probectl_count_user_a_b_c_2_total []}]]"
+	if got != want {
+		t.Errorf("Families:\n got %s\nwant %s", got, want)
 	}
 }
 

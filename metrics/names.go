@@ -73,6 +73,30 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 	return family{name: name, labels: labels, desc: prometheus.NewDesc(name, labelValue(help), labels, nil)}
 }
 
+// Family is how a scrape names one aggregation: its metric family (with
+// _total for count and sum; a histogram's series add _bucket, _count and
+// _sum) and the labels of its by columns, in order.
+type Family struct {
+	Name   string
+	Labels []string
+}
+
+// Families names the aggregations of probes as a scrape of the workspace
+// they are applied in does: probes in the state's order (by address),
+// reserved as Collector.Reserved. The result has one slice per probe, one
+// Family per aggregation.
+func Families(probes []*runtime.ProbeState, reserved []string) [][]Family {
+	n := newNamer(reserved)
+	out := make([][]Family, len(probes))
+	for i, p := range probes {
+		for _, agg := range p.Aggregations {
+			f := n.family(p, agg)
+			out[i] = append(out[i], Family{Name: f.name, Labels: f.labels})
+		}
+	}
+	return out
+}
+
 // FamilyName is the metric family of an aggregation, without the _total
 // of counters: probectl_<kind>_<probe kind>_<probe name>_<aggregation>.
 // Each part keeps ASCII letters, digits and '_' and turns anything else

@@ -332,7 +332,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 			strings.Join(p.Deferred, ", "), map[bool]string{true: "is", false: "are"}[len(p.Deferred) == 1])}
 	}
 	if *kernelBTF == nil && needsBTF(p) {
-		spec, err := btf.LoadKernelSpec()
+		spec, err := bpf.KernelBTF()
 		if err != nil {
 			return fmt.Errorf("%s: kernel BTF: %w", p.Address, err)
 		}
@@ -344,6 +344,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	}
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
+		Cache: bpf.KernelBTFCache(),
 	})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -449,6 +450,31 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 		}
 		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: info.ID,
 			Program: a.program, ProgramID: info.Program, Pin: pin})
+	}
+	names := make([]string, 0, len(c.coll.Programs))
+	for name := range c.coll.Programs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := w.step("pin %s program %s", p.Address, name); err != nil {
+			return nil, fmt.Errorf("%s: pin program: %w", p.Address, err)
+		}
+		pin := "prog_" + name
+		path, err := d.procPath(pin)
+		if err != nil {
+			return nil, err
+		}
+		prog := c.coll.Programs[name]
+		if err := prog.Pin(path); err != nil {
+			return nil, fmt.Errorf("%s: pin program %s: %w", p.Address, name, err)
+		}
+		info, err := prog.Info()
+		if err != nil {
+			return nil, fmt.Errorf("%s: program info: %w", p.Address, err)
+		}
+		id, _ := info.ID()
+		ps.Programs = append(ps.Programs, ProgramState{Name: name, ID: id, Pin: pin})
 	}
 	if err := w.step("pin %s meta", p.Address); err != nil {
 		return nil, fmt.Errorf("%s: pin meta: %w", p.Address, err)

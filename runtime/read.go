@@ -11,9 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -560,8 +563,9 @@ type LinkStatus struct {
 
 // Status checks every probe of s against the kernel. It changes nothing.
 func (w *Workspace) Status(s *State) []ProbeStatus {
-	var out []ProbeStatus
-	for _, p := range s.Probes {
+	out := make([]ProbeStatus, len(s.Probes))
+	parallel(len(s.Probes), func(i int) {
+		p := s.Probes[i]
 		st := ProbeStatus{Description: p.Description, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
 		st.Drift, st.Missed = w.checkProbe(p)
 		for _, l := range p.Links {
@@ -572,9 +576,33 @@ func (w *Workspace) Status(s *State) []ProbeStatus {
 				st.fill(p, counts)
 			}
 		}
-		out = append(out, st)
-	}
+		out[i] = st
+	})
 	return out
+}
+
+// parallel runs f(0) ... f(n-1) on up to 2×GOMAXPROCS goroutines: checking
+// a probe is a dozen system calls, and a workspace may hold thousands.
+func parallel(n int, f func(i int)) {
+	workers := min(n, 2*goruntime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
@@ -589,9 +617,11 @@ func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
 // address.
 func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 	out := map[bpf.Address][]string{}
-	for _, p := range s.Probes {
-		if d, _ := w.checkProbe(p); len(d) > 0 {
-			out[p.Address] = d
+	drift := make([][]string, len(s.Probes))
+	parallel(len(s.Probes), func(i int) { drift[i], _ = w.checkProbe(s.Probes[i]) })
+	for i, p := range s.Probes {
+		if len(drift[i]) > 0 {
+			out[p.Address] = drift[i]
 		}
 	}
 	for _, t := range s.Tables {
@@ -616,20 +646,23 @@ func (w *Workspace) checkTable(t *TableState) []string {
 	defer d.close()
 	var drift []string
 	for _, m := range t.Pins {
-		path, _ := d.procPath(m.Pin)
-		mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-		if err != nil {
-			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
-			continue
-		}
-		if info, err := mp.Info(); err == nil {
-			if id, _ := info.ID(); id != m.ID {
-				drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
-			}
-		}
-		mp.Close()
+		drift = append(drift, checkMapPin(d, m)...)
 	}
 	return drift
+}
+
+// checkMapPin checks that a map's pin is there and names the map
+// recorded.
+func checkMapPin(d *dir, m MapState) []string {
+	path, _ := d.procPath(m.Pin)
+	info, err := bpf.ReadPinnedObject(path)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("map %s: pin gone", m.Name)}
+	case ebpf.MapID(info.ID) != m.ID:
+		return []string{fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, info.ID, m.ID)}
+	}
+	return nil
 }
 
 // recursionMisses is how many times the kernel did not run the program
@@ -673,18 +706,24 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 	}
 	defer d.close()
 	for _, m := range p.Maps {
-		path, _ := d.procPath(m.Pin)
-		mp, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+		drift = append(drift, checkMapPin(d, m)...)
+	}
+	for _, pr := range p.Programs {
+		path, _ := d.procPath(pr.Pin)
+		prog, err := ebpf.LoadPinnedProgram(path, nil) // programs open read-write only
 		if err != nil {
-			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
+			drift = append(drift, fmt.Sprintf("program %s: pin gone", pr.Name))
 			continue
 		}
-		if info, err := mp.Info(); err == nil {
-			if id, _ := info.ID(); id != m.ID {
-				drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
+		if info, err := prog.Info(); err == nil {
+			if id, _ := info.ID(); id != pr.ID {
+				drift = append(drift, fmt.Sprintf("program %s: replaced (id %d, was %d)", pr.Name, id, pr.ID))
 			}
 		}
-		mp.Close()
+		if stats, err := prog.Stats(); err == nil {
+			missed += stats.RecursionMisses
+		}
+		prog.Close()
 	}
 	programs := map[ebpf.ProgramID]bool{}
 	for _, l := range p.Links {
@@ -692,12 +731,13 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		if l.Function != "" {
 			what += " " + l.Function
 		}
-		if !programs[l.ProgramID] {
+		if len(p.Programs) == 0 && !programs[l.ProgramID] {
+			// A state from before programs were pinned: by id (root).
 			programs[l.ProgramID] = true
 			missed += recursionMisses(l.ProgramID)
 		}
 		path, _ := d.procPath(l.Pin)
-		lk, err := link.LoadPinnedLink(path, nil)
+		info, err := bpf.ReadPinnedObject(path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				drift = append(drift, fmt.Sprintf("link %s: pin gone", what))
@@ -706,31 +746,50 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 			}
 			continue
 		}
-		info, err := lk.Info()
-		lk.Close()
-		if err != nil {
-			drift = append(drift, fmt.Sprintf("link %s: %v", what, err))
-			continue
-		}
-		if info.ID != l.ID {
+		if link.ID(info.ID) != l.ID {
 			drift = append(drift, fmt.Sprintf("link %s: replaced (id %d, was %d)", what, info.ID, l.ID))
 		}
-		if info.Program != l.ProgramID {
-			drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.Program, l.ProgramID))
+		if ebpf.ProgramID(info.ProgramID) != l.ProgramID {
+			drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.ProgramID, l.ProgramID))
 		}
-		if km := info.KprobeMulti(); km != nil {
-			missed += km.Missed
-		}
-		if um := info.UprobeMulti(); um != nil {
-			missed += um.Missed
-		}
-		if pe := info.PerfEvent(); pe != nil {
-			if k := pe.Kprobe(); k != nil {
-				missed += k.Missed
-			}
-		}
+		missed += linkMissed(l.Family, path)
 	}
 	return drift, missed
+}
+
+// linkMissed is the count of hits the kernel reports it could not deliver
+// through a link of a family that reports one (kprobe.multi and
+// kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
+// info, which the other families need not pay for.
+func linkMissed(family compiler.Family, path string) uint64 {
+	switch family {
+	case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession,
+		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyKprobe, compiler.FamilyKretprobe:
+	default:
+		return 0
+	}
+	lk, err := link.LoadPinnedLink(path, nil)
+	if err != nil {
+		return 0
+	}
+	defer lk.Close()
+	info, err := lk.Info()
+	if err != nil {
+		return 0
+	}
+	var missed uint64
+	if km := info.KprobeMulti(); km != nil {
+		missed += km.Missed
+	}
+	if um := info.UprobeMulti(); um != nil {
+		missed += um.Missed
+	}
+	if pe := info.PerfEvent(); pe != nil {
+		if k := pe.Kprobe(); k != nil {
+			missed += k.Missed
+		}
+	}
+	return missed
 }
 
 // Text is the field's value as text, as show and the metrics decode it:

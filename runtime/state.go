@@ -40,9 +40,14 @@ type State struct {
 type ProbeState struct {
 	compiler.Description
 	// PinDir is the probe's directory under the workspace's pin directory.
-	PinDir       string                  `json:"pin_dir"`
-	Maps         []MapState              `json:"maps"`
-	Links        []LinkState             `json:"links"`
+	PinDir string      `json:"pin_dir"`
+	Maps   []MapState  `json:"maps"`
+	Links  []LinkState `json:"links"`
+	// Programs are the probe's programs, pinned so that their run
+	// statistics (the kernel's recursion misses) can be read through the
+	// pin: reading a program by id needs CAP_SYS_ADMIN, which a hardened
+	// agent lacks. Empty in states written before they were pinned.
+	Programs     []ProgramState          `json:"programs,omitempty"`
 	Aggregations []*compiler.Aggregation `json:"aggregations"`
 	Events       []*compiler.EventLayout `json:"events,omitempty"`
 	Stats        compiler.Stats          `json:"stats"`
@@ -80,6 +85,13 @@ type LinkState struct {
 	Program   string         `json:"program"`
 	ProgramID ebpf.ProgramID `json:"program_id"`
 	Pin       string         `json:"pin"`
+}
+
+// ProgramState is a pinned program.
+type ProgramState struct {
+	Name string         `json:"name"`
+	ID   ebpf.ProgramID `json:"id"`
+	Pin  string         `json:"pin"`
 }
 
 // Probe returns the state of addr, or nil.

@@ -61,6 +61,7 @@ probes applied unless -destroy-on-exit.
   -lock-timeout D    how long an apply waits for another probectl (default 1m)
   -log-json          log JSON lines (default: text), on stderr
   -destroy-on-exit   destroy the workspace's probes on SIGINT/SIGTERM
+` + eventsOutHelp + `
 
 Exit status: 0 stopped by a signal, 1 errors at start.`,
 		Args: cobra.NoArgs,
@@ -73,6 +74,9 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 			}
 			if o.debounce <= 0 || o.resync <= 0 {
 				return errors.New("-debounce and -resync must be positive durations")
+			}
+			if _, err := o.events.check(); err != nil {
+				return err
 			}
 			if err := requireBPF("agent"); err != nil {
 				return err
@@ -94,6 +98,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.DurationVar(&g.lockTimeout, "lock-timeout", time.Minute, "how long an apply waits for another probectl")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
 	f.BoolVar(&o.destroyOnExit, "destroy-on-exit", false, "destroy the probes on SIGINT/SIGTERM")
+	o.events = addEventsOutFlags(cmd)
 	return cmd
 }
 
@@ -103,6 +108,7 @@ type agentOptions struct {
 	debounce, resync time.Duration
 	logJSON          bool
 	destroyOnExit    bool
+	events           *eventsOutFlags // -events-out (eventsout.go)
 }
 
 // agentStatus is /status: what is applied and what went wrong last.
@@ -229,6 +235,12 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		return err
 	}
 	defer watch.close()
+	// The events as NDJSON (-events-out), its notices in the log.
+	sink, err := startEventSink(ctx, g, o.events, stdout, slogLines{a.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, o.maxSeries, a.applyErrors, a.applies, a.lastSuccess, a.lastOK))
@@ -240,7 +252,9 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at http://%s/metrics, status at /status\n", g.workspace, o.config, ln.Addr())
+	if o.events == nil || o.events.out != "-" { // stdout carries the events alone
+		fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at http://%s/metrics, status at /status\n", g.workspace, o.config, ln.Addr())
+	}
 	a.log.Info("agent started", "config", o.config, "listen", ln.Addr().String())
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -253,13 +267,18 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 	resync := time.NewTicker(o.resync)
 	defer resync.Stop()
 	var quiet <-chan time.Time // armed by a change, fires after the debounce
+	sinkFailed := false
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
 		case err := <-served:
+			sink.Stop()
 			return err
+		case <-sink.Done():
+			sinkFailed = true
+			break loop
 		case <-hup:
 			a.log.Info("SIGHUP: re-reading the specs")
 			a.reconcile("SIGHUP", true)
@@ -285,6 +304,13 @@ loop:
 	defer cancel()
 	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		a.log.Warn("stopping the server", "error", err)
+	}
+	// The sink first: it reads what the buffer holds, then the summary.
+	if err := sink.Stop(); err != nil {
+		a.log.Error("events out", "error", err.Error())
+		if sinkFailed {
+			return exitError{1}
+		}
 	}
 	if o.destroyOnExit {
 		if err := a.destroy(); err != nil {

@@ -78,14 +78,14 @@ Exit status: 0, 1 errors.`,
 			if follow {
 				mode := "following; Ctrl-C to stop"
 				fmt.Fprintf(cmd.ErrOrStderr(), "Reading the events of workspace %q (%s).\n", w.Name, mode)
-				if err := pumpEvents(ctx, st, pr); err != nil {
+				f := &eventFollower{w: w, st: st, pr: pr}
+				if err := f.run(ctx); err != nil {
 					return err
 				}
 			} else if err := st.ReadBuffered(pr.record); err != nil {
 				return err
 			}
-			pr.summary(st.Drops())
-			return nil
+			return pr.summary(st.Drops())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON")
@@ -116,28 +116,74 @@ func eventFilter(s *runtime.State, args []string) (map[string]bool, error) {
 	return filter, nil
 }
 
-// pumpEvents prints records as they come until ctx ends (then what the
-// buffer holds at that moment) or the buffer is removed (then what is
-// left in it). A buffer made anew by an apply is followed.
-func pumpEvents(ctx context.Context, st *runtime.EventStream, pr *eventPrinter) error {
+// eventFollower reads a workspace's events into a printer as they come:
+// the one follow-reader of events -follow and of the event sinks of serve
+// and agent (-events-out). An apply that makes a new buffer moves it there,
+// after what the old one held. When the buffer is removed (destroy, or an
+// apply that left no probe with events), events -follow ends after what
+// was left; a follower that waits (a sink) closes it and waits for the
+// workspace's next buffer, as it does when there is none at its start.
+type eventFollower struct {
+	w    *runtime.Workspace
+	st   *runtime.EventStream // nil while a waiting follower has no buffer
+	pr   *eventPrinter
+	wait bool
+	// busy is the last reason a waiting follower could not open a buffer,
+	// said once; read says it read a buffer before.
+	busy string
+	read bool
+}
+
+// run reads until ctx ends (then what the buffer holds at that moment) or,
+// unless it waits, the buffer is removed (then what is left in it).
+func (f *eventFollower) run(ctx context.Context) error {
+	f.read = f.read || f.st != nil
+	for {
+		if f.st == nil {
+			if !f.awaitBuffer(ctx) {
+				return nil
+			}
+		}
+		removed, err := f.pump(ctx)
+		if err != nil || !removed {
+			return err
+		}
+		if !f.wait {
+			fmt.Fprintln(f.pr.errw, "The event buffer was removed (destroy, or an apply that left no probe with events): nothing more to follow.")
+			return nil
+		}
+		f.pr.endStream(f.st.Drops())
+		f.st.Close()
+		f.st = nil
+		fmt.Fprintln(f.pr.errw, "The event buffer was removed (destroy, or an apply that left no probe with events): waiting for the next one.")
+		f.busy = f.noBuffer()
+	}
+}
+
+// pump reads one stream until ctx ends or its buffer is removed with no
+// new one to move to (removed).
+func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
+	st, pr := f.st, f.pr
 	lastCheck := time.Now()
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
-			return st.ReadBuffered(pr.record)
+			return false, st.ReadBuffered(pr.record)
 		}
 		rec, err := st.Next(time.Now().Add(250 * time.Millisecond))
 		switch {
 		case err == nil:
 			if err := pr.record(rec); err != nil {
-				return err
+				return false, err
 			}
 			if n%1024 != 0 || time.Since(lastCheck) < time.Second {
 				continue
 			}
 		case errors.Is(err, runtime.ErrIdle):
-			pr.flush()
+			if err := pr.flush(); err != nil {
+				return false, err
+			}
 		default:
-			return err
+			return false, err
 		}
 		lastCheck = time.Now()
 		st.Housekeep()
@@ -148,20 +194,83 @@ func pumpEvents(ctx context.Context, st *runtime.EventStream, pr *eventPrinter) 
 		// Removed: its writers are detached; what it holds is still ours.
 		time.Sleep(100 * time.Millisecond)
 		if err := st.ReadBuffered(pr.record); err != nil {
-			return err
+			return false, err
 		}
 		old := st.Size()
 		moved, err := st.Reopen()
-		if err != nil {
-			return err
+		if err != nil && !f.wait {
+			return false, err
 		}
-		pr.flush()
-		if !moved {
-			fmt.Fprintln(pr.errw, "The event buffer was removed (destroy, or an apply that left no probe with events): nothing more to follow.")
-			return nil
+		if err := pr.flush(); err != nil {
+			return false, err
+		}
+		if err != nil || !moved {
+			return true, nil
 		}
 		fmt.Fprintf(pr.errw, "The event buffer was made anew by an apply (%s, was %s): following the new one.\n", sizeName(st.Size()), sizeName(old))
 	}
+}
+
+// awaitBuffer waits until the workspace has an event buffer and opens it;
+// false when ctx ended first. What keeps it waiting (no buffer, another
+// reader, a state it cannot read) is said once each time it changes.
+func (f *eventFollower) awaitBuffer(ctx context.Context) bool {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st, why := f.open()
+		if st != nil {
+			f.st = st
+			switch {
+			case f.read:
+				fmt.Fprintf(f.pr.errw, "Reading the events of workspace %q again.\n", f.w.Name)
+			case f.busy != "":
+				fmt.Fprintf(f.pr.errw, "Reading the events of workspace %q.\n", f.w.Name)
+			}
+			f.busy, f.read = "", true
+			return true
+		}
+		if why != f.busy {
+			fmt.Fprintln(f.pr.errw, why)
+			f.busy = why
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// open opens the workspace's buffer, or says why it cannot.
+func (f *eventFollower) open() (*runtime.EventStream, string) {
+	s, err := f.w.Inspect()
+	if err != nil {
+		return nil, fmt.Sprintf("Waiting for the events of workspace %q: %v.", f.w.Name, err)
+	}
+	if s.Events == nil {
+		return nil, f.noBuffer()
+	}
+	st, err := f.w.OpenEvents(s)
+	if err != nil {
+		return nil, fmt.Sprintf("Waiting for the events of workspace %q: %v.", f.w.Name, err)
+	}
+	return st, ""
+}
+
+func (f *eventFollower) noBuffer() string {
+	return fmt.Sprintf("Workspace %q has no event buffer (no applied probe emits events): waiting for one.", f.w.Name)
+}
+
+// finish writes the summary and closes the stream.
+func (f *eventFollower) finish() error {
+	var ds []runtime.ProbeDrops
+	if f.st != nil {
+		ds = f.st.Drops()
+		f.st.Close()
+		f.st = nil
+	}
+	return f.pr.summary(ds)
 }
 
 func sizeName(n int) string {
@@ -185,12 +294,15 @@ type eventPrinter struct {
 	filter map[string]bool
 
 	printed, skipped, undecodable uint64
-	// noticed is what was already reported dropped, per probe.
-	noticed map[string]uint64
+	// noticed is what was already reported dropped from the current
+	// stream, per probe; carried and carriedBefore sum up the streams a
+	// sink read before it (dropped while it read, and before each began).
+	noticed, carried, carriedBefore map[string]uint64
 }
 
 func newEventPrinter(stdout, stderr io.Writer, asJSON bool, filter map[string]bool) *eventPrinter {
-	return &eventPrinter{out: bufio.NewWriterSize(stdout, 64<<10), errw: stderr, json: asJSON, filter: filter, noticed: map[string]uint64{}}
+	return &eventPrinter{out: bufio.NewWriterSize(stdout, 64<<10), errw: stderr, json: asJSON, filter: filter, noticed: map[string]uint64{},
+		carried: map[string]uint64{}, carriedBefore: map[string]uint64{}}
 }
 
 func (p *eventPrinter) record(r *runtime.EventRecord) error {
@@ -211,16 +323,16 @@ func (p *eventPrinter) record(r *runtime.EventRecord) error {
 			return err
 		}
 		p.out.Write(b)
-		p.out.WriteByte('\n')
-		return nil
+		return p.out.WriteByte('\n')
 	}
 	at := r.Wall.Local().Format("15:04:05.000000000")
+	var err error
 	if r.Type == runtime.RecordUndecodable {
-		fmt.Fprintf(p.out, "%s (undecodable: a record of layout %s, %d bytes, written by a probe replaced or destroyed whose layout the state no longer records)\n", at, r.Layout, r.Size)
-		return nil
+		_, err = fmt.Fprintf(p.out, "%s (undecodable: a record of layout %s, %d bytes, written by a probe replaced or destroyed whose layout the state no longer records)\n", at, r.Layout, r.Size)
+	} else {
+		_, err = fmt.Fprintf(p.out, "%s %s %s: %s\n", at, r.Probe, printable(r.Name), keyText(r.Fields))
 	}
-	fmt.Fprintf(p.out, "%s %s %s: %s\n", at, r.Probe, printable(r.Name), keyText(r.Fields))
-	return nil
+	return err
 }
 
 // drops reports the events dropped since the last report: on stderr as
@@ -246,6 +358,22 @@ func (p *eventPrinter) drops(ds []runtime.ProbeDrops) {
 	}
 }
 
+// endStream reports what a stream dropped and carries its counts into
+// the summary: a sink closes a removed buffer's stream and opens the next.
+func (p *eventPrinter) endStream(ds []runtime.ProbeDrops) {
+	p.drops(ds)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range ds {
+		if p.filter != nil && !p.filter[d.Probe] {
+			continue
+		}
+		p.carried[d.Probe] += d.During
+		p.carriedBefore[d.Probe] += d.Before
+	}
+	p.noticed = map[string]uint64{}
+}
+
 // eventSummary is the last line of the NDJSON stream.
 type eventSummary struct {
 	Type          string            `json:"type"`
@@ -258,34 +386,39 @@ type eventSummary struct {
 
 // summary prints the totals: records printed, and per probe the events
 // that found the buffer full while this command read (and before).
-func (p *eventPrinter) summary(ds []runtime.ProbeDrops) {
+func (p *eventPrinter) summary(ds []runtime.ProbeDrops) error {
 	p.drops(ds)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := eventSummary{Type: "summary", Events: p.printed, Undecodable: p.undecodable, Skipped: p.skipped,
 		Dropped: map[string]uint64{}, DroppedBefore: map[string]uint64{}}
-	var during, before uint64
+	for probe, n := range p.carried {
+		s.Dropped[probe], s.DroppedBefore[probe] = n, p.carriedBefore[probe]
+	}
 	for _, d := range ds {
 		if p.filter != nil && !p.filter[d.Probe] {
 			continue
 		}
-		s.Dropped[d.Probe], s.DroppedBefore[d.Probe] = d.During, d.Before
-		during += d.During
-		before += d.Before
+		s.Dropped[d.Probe] += d.During
+		s.DroppedBefore[d.Probe] += d.Before
+	}
+	var during, before uint64
+	for probe := range s.Dropped {
+		during += s.Dropped[probe]
+		before += s.DroppedBefore[probe]
 	}
 	if p.json {
 		b, _ := json.Marshal(s)
 		p.out.Write(b)
 		p.out.WriteByte('\n')
-		p.out.Flush()
-		return
+		return p.out.Flush()
 	}
 	var more []string
 	if before > 0 {
 		var who []string
-		for _, d := range ds {
-			if d.Before > 0 && (p.filter == nil || p.filter[d.Probe]) {
-				who = append(who, fmt.Sprintf("%s %d", d.Probe, d.Before))
+		for probe, n := range s.DroppedBefore {
+			if n > 0 {
+				who = append(who, fmt.Sprintf("%s %d", probe, n))
 			}
 		}
 		sort.Strings(who)
@@ -306,13 +439,15 @@ func (p *eventPrinter) summary(ds []runtime.ProbeDrops) {
 		line += " " + strings.ToUpper(m[:1]) + m[1:] + "."
 	}
 	fmt.Fprintln(p.out, line)
-	p.out.Flush()
+	return p.out.Flush()
 }
 
-func (p *eventPrinter) flush() {
+// flush writes what the printer holds; its error is the first write
+// error (a sink's disk full).
+func (p *eventPrinter) flush() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.out.Flush()
+	return p.out.Flush()
 }
 
 // withPrinter runs f with the printer's output flushed and held: run

@@ -24,6 +24,7 @@ func TestLayering(t *testing.T) {
 		"cmd/vmexec/tpcapture": {"bpf"},
 		"cmd/vminit":           {},
 		"cmd/mksyscalls":       {},
+		"bench/refload":        {},
 		"metrics":              {"runtime", "compiler", "bpf"},
 		"fleet/api/v1alpha1":   {},
 		"fleet/kubetest":       {},

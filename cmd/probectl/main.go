@@ -61,6 +61,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newTargetCmd(),
 		newStateCmd(g),
 		newServeCmd(g),
+		newDashboardCmd(),
 		newAgentCmd(g),
 	)
 	return root

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -51,6 +54,15 @@ func TestScripts(t *testing.T) {
 			// A script that fails half-way leaves nothing attached.
 			state := filepath.Join(env.WorkDir, "state")
 			env.Defer(func() {
+				// A background probectl a script started (its pid in
+				// $WORK/pid) is stopped, even when the script failed.
+				if b, err := os.ReadFile(filepath.Join(env.WorkDir, "pid")); err == nil {
+					pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+					cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+					if pid > 0 && bytes.HasPrefix(cmdline, []byte("probectl\x00")) {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
 				if os.Geteuid() == 0 {
 					run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, io.Discard, io.Discard)
 				}

@@ -131,10 +131,12 @@ func sourcesOf(cfg *spec.Config) map[string][]byte {
 // loadTarget resolves -target for the probes of cfg.
 func loadTarget(target string, cfg *spec.Config) (*bpf.Facts, error) {
 	var events []string
+	functions := false
 	for _, p := range cfg.Probes {
 		for _, e := range p.Events {
 			events = append(events, e.Text)
 		}
+		functions = functions || p.Addr.Kind == bpf.KindKernel
 	}
-	return bpf.LoadTarget(target, events)
+	return bpf.LoadTarget(target, events, functions)
 }

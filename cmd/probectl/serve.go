@@ -24,21 +24,28 @@ const defaultListen = "127.0.0.1:9479"
 func newServeCmd(g *globals) *cobra.Command {
 	var listen string
 	var maxSeries int
+	var events *eventsOutFlags
 	cmd := &cobra.Command{
-		Use:   "serve [-listen ADDR] [-max-series N]",
+		Use:   "serve [-listen ADDR] [-max-series N] [-events-out PATH|-]",
 		Short: "Serve what the applied probes measure as Prometheus metrics",
 		Long: `Serve answers GET /metrics with every probe applied in the workspace, read
 from the pinned maps at each scrape (README, "Serve: Prometheus metrics").
-It runs until SIGINT or SIGTERM; the probes stay applied.
+It runs until SIGINT or SIGTERM; the probes stay applied. With
+-events-out it also writes the workspace's events as NDJSON, following the
+event buffer through applies and destroys.
 
   -listen ADDR    where to listen (default ` + defaultListen + `: loopback only;
                   port 0 picks one, printed at start)
   -max-series N   the most aggregation series one scrape returns; the rest
-                  are counted in probectl_scrape_series_cut`,
+                  are counted in probectl_scrape_series_cut
+` + eventsOutHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxSeries < 1 {
 				return fmt.Errorf("-max-series %d: it must be at least 1", maxSeries)
+			}
+			if _, err := events.check(); err != nil {
+				return err
 			}
 			// The workspace name is checked now, not at the first scrape.
 			w, err := runtime.Open(g.stateDir, g.workspace)
@@ -62,27 +69,45 @@ It runs until SIGINT or SIGTERM; the probes stay applied.
 			if err != nil {
 				return fmt.Errorf("-listen %s: %w", listen, err)
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			sink, err := startEventSink(ctx, g, events, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
-			fmt.Fprintf(cmd.OutOrStdout(), "Serving workspace %q at http://%s/metrics\n", g.workspace, ln.Addr())
+			// With the events on stdout, stdout carries nothing else.
+			say := cmd.OutOrStdout()
+			if events.out == "-" {
+				say = cmd.ErrOrStderr()
+			}
+			fmt.Fprintf(say, "Serving workspace %q at http://%s/metrics\n", g.workspace, ln.Addr())
+			var serr error
 			select {
-			case err := <-done:
-				return err
+			case serr = <-done:
+			case <-sink.Done():
 			case <-ctx.Done():
 			}
 			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return err
+			if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) && serr == nil {
+				serr = err
 			}
-			return nil
+			if err := sink.Stop(); err != nil && serr == nil {
+				serr = err
+			}
+			if errors.Is(serr, http.ErrServerClosed) {
+				serr = nil
+			}
+			return serr
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", defaultListen, "the address to listen on")
 	cmd.Flags().IntVar(&maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
+	events = addEventsOutFlags(cmd)
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -303,6 +304,35 @@ scrape_configs:
 	waitFor(`probectl_count_user_srv_calls_total`, map[string]float64{"comm=srv-work,func=target": 50})
 	expect(`probectl_hist_user_srv_args_bucket{le="15"}`, map[string]float64{"le=15": 32})
 
+	// probectl dashboard's panels for this spec: every query returns data
+	// from this Prometheus (the variables given values), and the counter's
+	// rate is keyed as the spec's by says.
+	var dash, derr strings.Builder
+	if code := run([]string{"dashboard", specFile}, &dash, &derr); code != 0 {
+		t.Fatalf("probectl dashboard: exit %d\n%s", code, derr.String())
+	}
+	queries := dashboardQueries(t, []byte(dash.String()))
+	if len(queries) != 6+4 {
+		t.Errorf("dashboard: %d queries, want 10 (6 aggregations, 4 probe counters)", len(queries))
+	}
+	for _, q := range queries {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := query(q)
+			if err == nil && len(got) > 0 {
+				if strings.Contains(q, "probectl_count_user_srv_calls_total") && fmt.Sprint(keys(got)) != "[comm=srv-work,func=target]" {
+					t.Errorf("%s: %v, want one series of comm=srv-work,func=target", q, got)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("dashboard query %s: no data (%v)", q, err)
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+
 	// Drift: a link pin removed. The probe's counters are left out (not
 	// zeros, which would read as a counter reset) and the drift shows.
 	links, _ := filepath.Glob("/sys/fs/bpf/probectl/" + ws + "/user-srv-*/link_0")
@@ -388,4 +418,13 @@ func BenchmarkServeScrape(b *testing.B) {
 	cpu := time.Duration(after.Utime.Nano() - before.Utime.Nano() + after.Stime.Nano() - before.Stime.Nano())
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/scrape")
 	b.ReportMetric(10000, "series")
+}
+
+func keys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,11 @@ first. An aggregation keyed by stacks also prints as:
                          besides the files running processes map, $PATH, the
                          library directories and /usr/lib/debug/.build-id`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// One write at the end, not one per line: a workspace may
+			// hold thousands of probes.
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			cmd.SetOut(out)
 			if err := requireBPF("show"); err != nil {
 				return err
 			}

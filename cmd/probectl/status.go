@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"github.com/probectl/probectl/compiler"
@@ -24,6 +25,11 @@ probectl. It changes nothing: no lock, no repair (apply and destroy repair).
 Exit status: 0, 1 errors, 2 drift found.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// One write at the end, not one per line: a workspace may
+			// hold thousands of probes.
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			cmd.SetOut(out)
 			if err := requireBPF("status"); err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ attaching them, so it needs root.
 			if err := requireBPF("target"); err != nil {
 				return err
 			}
-			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != "", BTF: outFile != "", Tracepoints: outFile != ""})
+			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != "", BTF: outFile != "", Tracepoints: outFile != "", Fresh: true})
 			if err != nil {
 				return err
 			}

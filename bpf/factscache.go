@@ -1,0 +1,133 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// FactsCachePath is where [Detect] keeps what it detected of the running
+// kernel, for the next process of the same boot: /run is emptied at each
+// boot, and the cache is used only when the boot id and the kernel release
+// it was written for are the running ones. PROBECTL_FACTS_CACHE names
+// another path; "off" turns the cache off.
+func FactsCachePath() string {
+	switch p := os.Getenv("PROBECTL_FACTS_CACHE"); p {
+	case "":
+		return "/run/probectl/facts.json"
+	case "off":
+		return ""
+	default:
+		return p
+	}
+}
+
+// factsCacheVersion changes whenever what Detect caches changes meaning.
+const factsCacheVersion = 1
+
+type cachedFacts struct {
+	Version int    `json:"version"`
+	BootID  string `json:"boot_id"`
+	Release string `json:"release"`
+	Facts   *Facts `json:"facts"`
+}
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// readCachedFacts returns the cached facts of this boot and release, or
+// nil. The file is trusted only as root's: a regular file (never through
+// a symlink) owned by root and writable by no one else, in a directory
+// likewise, since facts decide the programs root loads.
+func readCachedFacts(release string) *Facts {
+	path := FactsCachePath()
+	boot := bootID()
+	if path == "" || boot == "" {
+		return nil
+	}
+	if !rootOnly(filepath.Dir(path), true) {
+		return nil
+	}
+	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer fd.Close()
+	if st, err := fd.Stat(); err != nil || !st.Mode().IsRegular() || !ownedByRoot(st) {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(fd, 1<<20))
+	if err != nil {
+		return nil
+	}
+	var c cachedFacts
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&c) != nil || c.Version != factsCacheVersion || c.BootID != boot || c.Release != release || c.Facts == nil {
+		return nil
+	}
+	f := c.Facts
+	if f.Source != "live" || f.Release != release || f.Arch != ArchX86_64 && f.Arch != ArchArm64 {
+		return nil
+	}
+	return f.shareTypes()
+}
+
+// writeCachedFacts keeps f for the next process of this boot. Failing to
+// is not an error: the next process detects again.
+func writeCachedFacts(f *Facts) {
+	path := FactsCachePath()
+	boot := bootID()
+	if path == "" || boot == "" {
+		return
+	}
+	dir := filepath.Dir(path)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return
+	}
+	if !rootOnly(dir, true) {
+		return
+	}
+	c := *f
+	c.Functions, c.Events, c.Tracepoints, c.TracepointFormats, c.KernelBTF = nil, nil, nil, nil, nil
+	c.CPUs = 0
+	b, err := json.Marshal(cachedFacts{Version: factsCacheVersion, BootID: boot, Release: f.Release, Facts: &c})
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(dir, ".facts-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil || tmp.Chmod(0o644) != nil || tmp.Close() != nil {
+		tmp.Close()
+		return
+	}
+	os.Rename(tmp.Name(), path)
+}
+
+// rootOnly reports whether path is owned by root and writable by no one
+// else (a directory, when dir).
+func rootOnly(path string, dir bool) bool {
+	st, err := os.Lstat(path)
+	if err != nil || st.IsDir() != dir || st.Mode()&os.ModeSymlink != 0 {
+		return false
+	}
+	return ownedByRoot(st)
+}
+
+func ownedByRoot(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && sys.Uid == 0 && st.Mode().Perm()&0o022 == 0
+}

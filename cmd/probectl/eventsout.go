@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/runtime"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// Defaults of -events-max-size and -events-keep.
+const (
+	defaultEventsMaxSize = "100MiB"
+	defaultEventsKeep    = 5
+	minEventsMaxSize     = 4 << 10
+)
+
+// eventsOutFlags are the flags of an event sink: serve and agent write the
+// workspace's events as NDJSON (the format of events -json) to a file they
+// rotate, or to stdout.
+type eventsOutFlags struct {
+	out     string
+	maxSize string
+	keep    int
+}
+
+// addEventsOutFlags registers -events-out, -events-max-size and
+// -events-keep on cmd.
+func addEventsOutFlags(cmd *cobra.Command) *eventsOutFlags {
+	f := &eventsOutFlags{}
+	cmd.Flags().StringVar(&f.out, "events-out", "", "write the events as NDJSON to this file (rotated by size), or to stdout (-)")
+	cmd.Flags().StringVar(&f.maxSize, "events-max-size", defaultEventsMaxSize, "rotate the -events-out file before it grows past this size (KiB, MiB, GiB, or bytes)")
+	cmd.Flags().IntVar(&f.keep, "events-keep", defaultEventsKeep, "how many rotated -events-out files to keep (FILE.1 the newest)")
+	return f
+}
+
+// eventsOutHelp documents the flags in a command's long help.
+const eventsOutHelp = `  -events-out PATH|-     write the workspace's events as NDJSON, as events
+                         -json prints them (README, "Events out"), to PATH,
+                         rotated by size, or to stdout (-), which then carries
+                         nothing else; the sink holds the buffer's reader lock
+  -events-max-size SIZE  rotate PATH before it grows past SIZE (default
+                         ` + defaultEventsMaxSize + `; KiB, MiB, GiB or bytes, at least 4KiB)
+  -events-keep N         rotated files kept: PATH.1 (the newest) to PATH.N
+                         (default 5; 0 keeps none)`
+
+var byteSize = regexp.MustCompile(`^([0-9]{1,15})(KiB|MiB|GiB)?$`)
+
+// parseByteSize reads a size: bytes, or a whole number of KiB, MiB or GiB.
+func parseByteSize(s string) (int64, error) {
+	m := byteSize.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size: write a whole number of bytes, or of KiB, MiB or GiB (powers of 1024), such as 100MiB", s)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	unit := map[string]int64{"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m[2]]
+	if n > (1<<62)/unit {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * unit, nil
+}
+
+// check parses the flags; what is wrong is said with the flag's name.
+func (f *eventsOutFlags) check() (maxSize int64, err error) {
+	if f == nil {
+		return 0, nil
+	}
+	maxSize, err = parseByteSize(f.maxSize)
+	if err != nil {
+		return 0, fmt.Errorf("-events-max-size: %w", err)
+	}
+	if maxSize < minEventsMaxSize {
+		return 0, fmt.Errorf("-events-max-size %s: it must be at least 4KiB", f.maxSize)
+	}
+	if f.keep < 0 {
+		return 0, fmt.Errorf("-events-keep %d: it cannot be negative", f.keep)
+	}
+	return maxSize, nil
+}
+
+// eventSink writes a workspace's events as NDJSON until stopped.
+type eventSink struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// startEventSink starts writing the events of g's workspace as f says, in
+// a goroutine: nil, nil without -events-out. It opens the file (refusing a
+// path that is not a regular file in a directory: see openRotating) and
+// the buffer, if the workspace has one (refusing when another reader holds
+// it); without one it waits for one. It follows the buffer through
+// applies, and through destroys: a removed buffer's stream is closed and
+// the workspace's next buffer read. Notices go to stderr; with
+// -events-out -, the events go to stdout. Stop it with Stop, which writes
+// the summary line last; Done is closed when it ends by itself (a write
+// error, which Stop returns).
+func startEventSink(ctx context.Context, g *globals, f *eventsOutFlags, stdout, stderr io.Writer) (*eventSink, error) {
+	if f == nil || f.out == "" {
+		return nil, nil
+	}
+	maxSize, err := f.check()
+	if err != nil {
+		return nil, err
+	}
+	w, err := runtime.Open(g.stateDir, g.workspace)
+	if err != nil {
+		return nil, err
+	}
+	// The buffer first: another reader at the start is an error (one is
+	// configured where only one can read), and leaves no file behind.
+	s, err := w.Inspect()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	var st *runtime.EventStream
+	if s.Events != nil {
+		if st, err = w.OpenEvents(s); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	out, where := stdout, "stdout"
+	var file *rotatingFile
+	if f.out != "-" {
+		file, err = openRotating(f.out, maxSize, f.keep)
+		if err != nil {
+			if st != nil {
+				st.Close()
+			}
+			w.Close()
+			return nil, fmt.Errorf("-events-out: %w", err)
+		}
+		out = file
+		where = fmt.Sprintf("%s (rotated at %s, %d kept)", f.out, bpf.SizeText(int(maxSize)), f.keep)
+	}
+	pr := newEventPrinter(out, stderr, true, nil)
+	fl := &eventFollower{w: w, st: st, pr: pr, wait: true}
+	fmt.Fprintf(stderr, "Writing the events of workspace %q to %s.\n", w.Name, where)
+	ctx, cancel := context.WithCancel(ctx)
+	sink := &eventSink{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(sink.done)
+		err := fl.run(ctx)
+		if serr := fl.finish(); err == nil {
+			err = serr
+		}
+		if file != nil {
+			if cerr := file.Close(); err == nil {
+				err = cerr
+			}
+		}
+		w.Close()
+		if err != nil {
+			sink.err = fmt.Errorf("events to %s: %w", where, err)
+		}
+	}()
+	return sink, nil
+}
+
+// Done is closed when the sink ended: stopped, or by an error.
+func (s *eventSink) Done() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.done
+}
+
+// Stop reads what the buffer holds, writes the summary, closes the file,
+// and returns the error that ended the sink, if any.
+func (s *eventSink) Stop() error {
+	if s == nil {
+		return nil
+	}
+	s.cancel()
+	<-s.done
+	return s.err
+}
+
+// rotatingFile is an append-only file rotated by size, between lines:
+// PATH is written until the next line would take it past max, then PATH.N
+// is removed, PATH.k renamed PATH.k+1, PATH renamed PATH.1, and a new PATH
+// made. A line longer than max has a file of its own. Every name is
+// resolved in the directory opened once, never through a symbolic link:
+// PATH is opened with O_NOFOLLOW and must be a regular file with one link,
+// a new PATH is made with O_EXCL, and renames and removals act on names,
+// not on what they point at.
+type rotatingFile struct {
+	mu      sync.Mutex
+	dirfd   int
+	base    string
+	f       int // -1 once closed
+	size    int64
+	max     int64
+	keep    int
+	pending []byte // a line not complete yet
+}
+
+// openRotating opens path for appending (made with mode 0640 if missing).
+// It refuses a path whose parent is not a directory, and a path that is a
+// symbolic link, a directory or another non-regular file, or a file with
+// other hard links.
+func openRotating(path string, max int64, keep int) (*rotatingFile, error) {
+	dir, base := filepath.Split(path)
+	if base == "" || base == "." || base == ".." {
+		return nil, fmt.Errorf("%s: not a file name", path)
+	}
+	if dir == "" {
+		dir = "."
+	}
+	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return nil, fmt.Errorf("%s: its parent %s is not a directory", path, dir)
+		}
+		return nil, fmt.Errorf("%s: its directory: %w", path, err)
+	}
+	r := &rotatingFile{dirfd: dirfd, base: base, f: -1, max: max, keep: keep}
+	fd, err := unix.Openat(dirfd, base, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o640)
+	if err != nil {
+		unix.Close(dirfd)
+		switch {
+		case errors.Is(err, unix.ELOOP):
+			return nil, fmt.Errorf("%s is a symbolic link: refused (name the file itself)", path)
+		case errors.Is(err, unix.EISDIR):
+			return nil, fmt.Errorf("%s is a directory: name a file in it", path)
+		case errors.Is(err, unix.ENXIO):
+			return nil, fmt.Errorf("%s is not a regular file: refused", path)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		unix.Close(dirfd)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		unix.Close(fd)
+		unix.Close(dirfd)
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, fmt.Errorf("%s is not a regular file: refused", path)
+		}
+		return nil, fmt.Errorf("%s has %d hard links: refused (another name for it could be anything)", path, st.Nlink)
+	}
+	r.f, r.size = fd, st.Size
+	// A file that ends inside a line (a crash mid-write) gets the end of
+	// that line first, so the next one is whole.
+	if st.Size > 0 {
+		var last [1]byte
+		if n, _ := unix.Pread(fd, last[:], st.Size-1); n == 1 && last[0] != '\n' {
+			if err := r.write([]byte("\n")); err != nil {
+				r.Close()
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// Write writes the whole lines of p (a line cut by the caller's buffer is
+// kept until its end arrives), rotating between lines.
+func (r *rotatingFile) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f < 0 {
+		return 0, errors.New("write to a closed file")
+	}
+	data := p
+	if len(r.pending) > 0 {
+		data = append(r.pending, p...)
+	}
+	end := bytes.LastIndexByte(data, '\n') + 1
+	whole := data[:end]
+	tail := append([]byte(nil), data[end:]...)
+	for len(whole) > 0 {
+		room := r.max - r.size
+		n := 0
+		if room > 0 {
+			n = bytes.LastIndexByte(whole[:min(int64(len(whole)), room)], '\n') + 1
+		}
+		if n == 0 {
+			if r.size > 0 {
+				if err := r.rotate(); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			n = bytes.IndexByte(whole, '\n') + 1 // longer than max: alone
+		}
+		if err := r.write(whole[:n]); err != nil {
+			return 0, err
+		}
+		whole = whole[n:]
+	}
+	r.pending = tail
+	return len(p), nil
+}
+
+func (r *rotatingFile) write(b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(r.f, b)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+				continue
+			}
+			return fmt.Errorf("write %s: %w", r.base, err)
+		}
+		r.size += int64(n)
+		b = b[n:]
+	}
+	return nil
+}
+
+// rotate moves the file aside (or, keeping none, removes it) and makes a
+// new one.
+func (r *rotatingFile) rotate() error {
+	unix.Close(r.f)
+	r.f = -1
+	name := func(k int) string {
+		if k == 0 {
+			return r.base
+		}
+		return r.base + "." + strconv.Itoa(k)
+	}
+	gone := func(err error) bool { return err == nil || errors.Is(err, unix.ENOENT) }
+	if err := unix.Unlinkat(r.dirfd, name(r.keep), 0); !gone(err) {
+		return fmt.Errorf("rotate: remove %s: %w", name(r.keep), err)
+	}
+	for k := r.keep - 1; k >= 0; k-- {
+		if err := unix.Renameat(r.dirfd, name(k), r.dirfd, name(k+1)); !gone(err) {
+			return fmt.Errorf("rotate: rename %s to %s: %w", name(k), name(k+1), err)
+		}
+	}
+	fd, err := unix.Openat(r.dirfd, r.base, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o640)
+	if err != nil {
+		return fmt.Errorf("rotate: make %s: %w", r.base, err)
+	}
+	r.f, r.size = fd, 0
+	return nil
+}
+
+// Close writes what is pending (a last line without its end) and closes.
+func (r *rotatingFile) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var err error
+	if r.f >= 0 {
+		if len(r.pending) > 0 {
+			err = r.write(r.pending)
+			r.pending = nil
+		}
+		if cerr := unix.Close(r.f); err == nil {
+			err = cerr
+		}
+		r.f = -1
+	}
+	if r.dirfd >= 0 {
+		unix.Close(r.dirfd)
+		r.dirfd = -1
+	}
+	return err
+}
+
+// slogLines is an io.Writer that logs each line written to it as one
+// record: the sink's notices in the agent's structured log
+// (startEventSink(ctx, g, f, stdout, slogLines{log})).
+type slogLines struct{ log *slog.Logger }
+
+func (s slogLines) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			s.log.Info(line, "component", "events-out")
+		}
+	}
+	return len(p), nil
+}

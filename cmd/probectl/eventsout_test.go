@@ -1,0 +1,271 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRotatingFile: lines are never split across files, whatever chunks
+// the writer is given; no file passes the size unless one line does; keep
+// bounds the rotated files; a file that ended inside a line is finished
+// first.
+func TestRotatingFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ev.ndjson")
+	if err := os.WriteFile(path, []byte(`{"cut":`), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openRotating(path, 100, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&all, `{"n":%d}`+"\n", i)
+	}
+	long := strings.Repeat("x", 150) + "\n"
+	all.WriteString(long)
+	all.WriteString(`{"n":"last"}` + "\n")
+	// In chunks of 7 bytes: lines arrive cut.
+	text := all.String()
+	for i := 0; i < len(text); i += 7 {
+		if _, err := r.Write([]byte(text[i:min(i+7, len(text))])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, name := range []string{"ev.ndjson.3", "ev.ndjson.2", "ev.ndjson.1", "ev.ndjson"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 100 && string(b) != long {
+			t.Errorf("%s: %d bytes, more than 100", name, len(b))
+		}
+		if len(b) == 0 || b[len(b)-1] != '\n' {
+			t.Errorf("%s does not end a line: %q", name, b)
+		}
+		got.Write(b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ev.ndjson.4")); !os.IsNotExist(err) {
+		t.Errorf("ev.ndjson.4: %v, want it removed (keep 3)", err)
+	}
+	if !strings.HasSuffix(text, got.String()) || !strings.HasSuffix(got.String(), long+`{"n":"last"}`+"\n") {
+		t.Errorf("the files hold %q, not the end of what was written", got.String())
+	}
+
+	// keep 0: the file starts over.
+	path = filepath.Join(t.TempDir(), "ev.ndjson")
+	r, err = openRotating(path, 4096, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		fmt.Fprintf(r, "%s\n", strings.Repeat("y", 99))
+	}
+	r.Close()
+	if b, _ := os.ReadFile(path); len(b) != 2000 {
+		t.Errorf("keep 0: %d bytes, want 2000 (the last 20 lines of 100 bytes: files of 40)", len(b))
+	}
+	if _, err := os.Stat(path + ".1"); !os.IsNotExist(err) {
+		t.Errorf("keep 0 made %s.1", path)
+	}
+}
+
+// TestRotatingFileFirstLineEnds: a file left inside a line gets the end
+// of that line before the next.
+func TestRotatingFileFirstLineEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev")
+	os.WriteFile(path, []byte("{\"a\":1}\n{\"cut"), 0o640)
+	r, err := openRotating(path, 1<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Write([]byte("{\"b\":2}\n"))
+	r.Close()
+	if b, _ := os.ReadFile(path); string(b) != "{\"a\":1}\n{\"cut\n{\"b\":2}\n" {
+		t.Errorf("got %q", b)
+	}
+}
+
+// TestRotatingFileRefuses: what -events-out refuses, and that it wrote
+// nothing through what it refused.
+func TestRotatingFileRefuses(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("x\n"), 0o600)
+	os.Symlink(target, filepath.Join(dir, "link"))
+	os.Symlink(filepath.Join(dir, "nothing"), filepath.Join(dir, "dangling"))
+	os.Mkdir(filepath.Join(dir, "sub"), 0o700)
+	os.Link(target, filepath.Join(dir, "hard"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"link":      "is a symbolic link: refused",
+		"dangling":  "is a symbolic link: refused",
+		"sub":       "is a directory",
+		"hard":      "has 2 hard links: refused",
+		"fifo":      "is not a regular file: refused",
+		"target/x":  "its parent " + target + "/ is not a directory",
+		"missing/x": "its directory: no such file or directory",
+		"sub/..":    "not a file name",
+	} {
+		r, err := openRotating(dir+"/"+name, 4096, 1)
+		if err == nil {
+			r.Close()
+			t.Errorf("%s: opened", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "x\n" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nothing")); !os.IsNotExist(err) {
+		t.Errorf("a dangling symlink's target was made: %v", err)
+	}
+}
+
+// TestSlogLines: each notice line is one log record.
+func TestSlogLines(t *testing.T) {
+	var b strings.Builder
+	w := slogLines{slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))}
+	fmt.Fprintln(w, "The event buffer was removed: waiting for the next one.")
+	fmt.Fprint(w, "a\nb\n")
+	want := `{"level":"INFO","msg":"The event buffer was removed: waiting for the next one.","component":"events-out"}
+{"level":"INFO","msg":"a","component":"events-out"}
+{"level":"INFO","msg":"b","component":"events-out"}
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+const prioWork = `#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+/* getpriority(99, FROM + i) for i < N: which = 99 is no PRIO_*. */
+int main(int argc, char **argv) {
+	long from = atol(argv[1]), n = atol(argv[2]);
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getpriority, 99, from + i);
+	return 0;
+}
+`
+
+// TestAgentEventsOut: probectl agent -events-out writes the events of the
+// specs it applies, exactly: 37 calls, 37 event lines in order, then the
+// summary when it stops; its notices are log records.
+func TestAgentEventsOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("applying probes needs root")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("the workload is built with gcc")
+	}
+	dir := t.TempDir()
+	comm := fmt.Sprintf("agev%d", os.Getpid()%1000000)
+	work := filepath.Join(dir, comm)
+	os.WriteFile(filepath.Join(dir, "work.c"), []byte(prioWork), 0o644)
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	specs := filepath.Join(dir, "specs")
+	os.Mkdir(specs, 0o700)
+	spec := fmt.Sprintf(`probe "tracepoint" "prio" {
+  event = "syscalls:sys_enter_getpriority"
+  on_entry {
+    event "p" {
+      when   = comm == %q
+      fields = { who = args.who }
+    }
+  }
+}
+`, comm)
+	if err := os.WriteFile(filepath.Join(specs, "prio.hcl"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	ws := fmt.Sprintf("agent-ev-%d", os.Getpid())
+	t.Cleanup(func() {
+		run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, io.Discard, io.Discard)
+	})
+	events := filepath.Join(dir, "events.ndjson")
+	a := startAgent(t, state, ws, specs, "-events-out", events, "-events-max-size", "4KiB", "-events-keep", "20")
+	a.waitStatus("the spec applied", func(s agentStatus) bool { return probesOf(s) == "tracepoint.prio" })
+	// The sink opens the buffer the apply made (it polls for it).
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(a.log.String(), "Reading the events of workspace") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink did not open the buffer:\n%s", a.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := exec.Command(work, "0", "37").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	read := func() []string {
+		var lines []string
+		for k := 20; k >= 0; k-- {
+			name := events
+			if k > 0 {
+				name = fmt.Sprintf("%s.%d", events, k)
+			}
+			b, err := os.ReadFile(name)
+			if err != nil {
+				continue
+			}
+			lines = append(lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+		}
+		return lines
+	}
+	for {
+		if n := strings.Count(strings.Join(read(), "\n"), `"type":"event"`); n >= 37 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := a.signal(syscall.SIGTERM); err != nil {
+		t.Errorf("agent on SIGTERM: %v\n%s", err, a.log)
+	}
+	lines := read()
+	for i, l := range lines {
+		var want string
+		if i < 37 {
+			want = fmt.Sprintf(`"fields":{"who":%d}}`, i)
+		} else {
+			want = `{"type":"summary","events":37,"undecodable":0,"skipped":0,"dropped":{"tracepoint.prio":0},"dropped_before":{"tracepoint.prio":0}}`
+		}
+		if !strings.HasSuffix(l, want) || i < 37 && !strings.HasPrefix(l, `{"type":"event","probe":"tracepoint.prio","event":"p",`) {
+			t.Errorf("line %d: %s, want ...%s", i+1, l, want)
+		}
+	}
+	if len(lines) != 38 {
+		t.Errorf("%d lines, want 37 events and the summary", len(lines))
+	}
+	if _, err := os.Stat(events + ".1"); err != nil {
+		t.Errorf("no rotation at 4KiB: %v", err)
+	}
+	if !strings.Contains(a.log.String(), `"component":"events-out"`) {
+		t.Errorf("the sink's notices are not log records:\n%s", a.log)
+	}
+}
