@@ -14,6 +14,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,9 @@ type Applier interface {
 	Apply(ctx context.Context, workspace string, files map[string][]byte) (ApplyResult, error)
 	// Destroy removes everything applied into workspace.
 	Destroy(ctx context.Context, workspace string) error
+	// Probes reads the probes applied in workspace with their counters
+	// (hits, missed hits, dropped keys and events) from the kernel.
+	Probes(ctx context.Context, workspace string) ([]v1alpha1.ProbePlan, error)
 }
 
 // ApplyResult is what an Applier reports.
@@ -208,6 +212,18 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 
 func recordName(probeSet, node string) string { return probeSet + "." + node }
 
+func equalProbes(a, b []v1alpha1.ProbePlan) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equality.Semantic.DeepEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // syncOne plans (or applies) one ProbeSet and writes the node's record.
 func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 	key := types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}
@@ -234,7 +250,20 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		st.SpecDigest = Digest(files)
 		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase != v1alpha1.PhaseFailed &&
 			(ps.Spec.Mode == v1alpha1.ModePlan || a.Applier == nil || rec.Status.AppliedDigest == st.SpecDigest) {
-			return a.rollUp(ctx, ps) // nothing changed
+			// Nothing changed but the counters of applied probes.
+			if ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil {
+				probes, err := a.Applier.Probes(ctx, Workspace(ps))
+				if err != nil {
+					return err
+				}
+				if !equalProbes(probes, rec.Status.Probes) {
+					rec.Status.Probes = probes
+					if err := a.Client.Status().Update(ctx, &rec); err != nil {
+						return fmt.Errorf("write the record: %w", err)
+					}
+				}
+			}
+			return a.rollUp(ctx, ps)
 		}
 		np := PlanNode(a.Node, files, a.Facts)
 		st.Probes, st.Errors = np.Probes, np.Errors

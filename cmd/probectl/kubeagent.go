@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/fleet"
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
 )
 
 // kubeApplier applies a ProbeSet's specs on this node for fleet.NodeAgent,
@@ -42,7 +43,41 @@ func (k kubeApplier) Apply(ctx context.Context, workspace string, files map[stri
 		return r, errors.New(fail.Stage + ": " + fail.Message)
 	}
 	r.AppliedDigest = fleet.Digest(files)
+	probes, err := k.Probes(ctx, workspace)
+	if err != nil {
+		return r, err
+	}
+	r.Probes = probes
 	return r, nil
+}
+
+// Probes implements fleet.Applier: what "probectl status" reads.
+func (k kubeApplier) Probes(ctx context.Context, workspace string) ([]v1alpha1.ProbePlan, error) {
+	w, err := k.workspace(workspace).open()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	s, err := w.Inspect()
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.ProbePlan
+	for _, st := range w.Status(s) {
+		links := int32(len(st.Links))
+		hits := st.EntryHits
+		if hits == 0 {
+			hits = st.ExitHits // a probe with only an exit handler
+		}
+		h, m, d := int64(hits), int64(st.Missed), int64(st.DroppedKeys+st.DroppedEvents)
+		pp := v1alpha1.ProbePlan{Address: st.Address.String(), Route: string(st.Route), Reason: st.Reason,
+			Links: &links, Hits: &h, Missed: &m, Drops: &d}
+		for _, f := range st.Attach {
+			pp.Attach = append(pp.Attach, string(f))
+		}
+		out = append(out, pp)
+	}
+	return out, nil
 }
 
 // Destroy implements fleet.Applier.

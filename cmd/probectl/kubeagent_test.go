@@ -71,7 +71,7 @@ func TestKubeAgentApplies(t *testing.T) {
 	applier := kubeApplier{g: g, log: log}
 	agent := &fleet.NodeAgent{Client: cl, Node: "host", Facts: facts, Applier: applier, Log: log}
 	done := make(chan error, 1)
-	go func() { done <- agent.Run(ctx, 5*time.Second) }()
+	go func() { done <- agent.Run(ctx, time.Second) }()
 
 	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "probectl-system", Name: "opens-" + strings.ToLower(t.Name()[4:])},
 		Spec: v1alpha1.ProbeSetSpec{HCL: kubeAgentSpec, Mode: v1alpha1.ModeApply}}
@@ -115,6 +115,27 @@ func TestKubeAgentApplies(t *testing.T) {
 	}
 	if n := probes(); n != 1 {
 		t.Errorf("%d probes applied in %s, want 1", n, ws)
+	}
+	// The counters reach the record at the next resync: 100 openat calls
+	// of this process are among the hits.
+	for i := 0; i < 100; i++ {
+		f, err := os.Open("/proc/self/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+			return false, err
+		}
+		p := r.Status.Probes
+		return len(p) == 1 && p[0].Hits != nil && *p[0].Hits >= 100, nil
+	})
+	if err != nil {
+		t.Errorf("hits in the record: %+v", r.Status.Probes)
+	} else if p := r.Status.Probes[0]; p.Missed == nil || p.Drops == nil || *p.Drops != 0 || *p.Links != 1 {
+		t.Errorf("record's probe: links %v missed %v drops %v", p.Links, p.Missed, p.Drops)
 	}
 
 	// A spec this kernel cannot run: the record says where, the probes stay.
