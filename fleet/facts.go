@@ -19,6 +19,10 @@ import (
 // (the CRD's limit): an object must stay well under etcd's 1.5 MiB.
 const MaxFunctionsGz = 1 << 20
 
+// MaxFunctions bounds the function list a NodeFacts object unpacks to
+// (a kernel's is 1 to 3 MB): published facts are another node's input.
+const MaxFunctions = 16 << 20
+
 // NodeFactsOf is the NodeFacts object a node publishes for facts: the
 // facts without the kernel's BTF (megabytes; a node plan resolves BTF
 // reads at apply, as a profile's does) and with the function list
@@ -80,9 +84,12 @@ func FactsOf(nf *v1alpha1.NodeFacts) (*bpf.Facts, error) {
 		if err != nil {
 			return nil, fmt.Errorf("NodeFacts %s: functions: %w", nf.Name, err)
 		}
-		b, err := io.ReadAll(io.LimitReader(r, bpf.MaxFactsFile))
+		b, err := io.ReadAll(io.LimitReader(r, MaxFunctions+1))
 		if err != nil {
 			return nil, fmt.Errorf("NodeFacts %s: functions: %w", nf.Name, err)
+		}
+		if len(b) > MaxFunctions {
+			return nil, fmt.Errorf("NodeFacts %s: the function list unpacks to more than %d bytes; a kernel's takes a few MB", nf.Name, MaxFunctions)
 		}
 		f.Functions = strings.Split(string(b), "\n")
 		sort.Strings(f.Functions)

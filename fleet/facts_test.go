@@ -48,3 +48,25 @@ func TestNodeFactsCarryFunctions(t *testing.T) {
 		t.Errorf("plan of a node without do_sys_openat2: %q", np.Errors)
 	}
 }
+
+// TestNodeFactsGzipBomb: a function list that unpacks beyond MaxFunctions
+// is refused, not read into memory.
+func TestNodeFactsGzipBomb(t *testing.T) {
+	f, err := bpf.Profile("linux-6.12-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Source, f.Name = "file", "bomb.json"
+	f.Functions = []string{strings.Repeat("a", fleet.MaxFunctions+1)}
+	nf, err := fleet.NodeFactsOf("n", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nf.Spec.Functions) > 64<<10 {
+		t.Fatalf("%d bytes gzipped", len(nf.Spec.Functions))
+	}
+	_, err = fleet.FactsOf(nf)
+	if want := "NodeFacts n: the function list unpacks to more than 16777216 bytes; a kernel's takes a few MB"; err == nil || err.Error() != want {
+		t.Errorf("FactsOf: %v, want %q", err, want)
+	}
+}
