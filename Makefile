@@ -1,6 +1,9 @@
 # probectl: make test is the test command (README.md, .ci/run).
 
 GO       ?= go
+# Test binaries keep their symbol table (go test strips it by default):
+# the runtime's user-probe tests probe a function of the test binary.
+TESTFLAGS ?= -ldflags=-s=false
 export PATH := $(PATH):/usr/local/go/bin
 GOFLAGS  ?=
 FUZZTIME ?= 2m
@@ -46,7 +49,7 @@ test: fmt-check vet lint static unit vmtest
 # exact numbers run one at a time. (Leak checks look only at the objects a
 # test created, so other BPF users on the machine do not matter.)
 unit: kubelab
-	$(GO) test -p 1 -count=1 ./...
+	$(GO) test $(TESTFLAGS) -p 1 -count=1 ./...
 
 # The Kubernetes lab: kube-apiserver and etcd built from the Go module
 # proxy into ~/.cache/probectl/kube (cold: minutes; warm: instant). The
@@ -69,7 +72,7 @@ vmtest:
 	@fail=""; for k in $(KERNELS); do \
 		arch=$${k##*-}; start=$$(date +%s); \
 		echo "== $$k"; \
-		if ! PROBECTL_VM_KERNEL=$$k CGO_ENABLED=0 GOARCH=$$arch $(GO) test -exec $(CURDIR)/bin/vmexec \
+		if ! PROBECTL_VM_KERNEL=$$k CGO_ENABLED=0 GOARCH=$$arch $(GO) test $(TESTFLAGS) -exec $(CURDIR)/bin/vmexec \
 			-count=1 -v -run '$(VMTESTS)' ./runtime; then fail="$$fail $$k"; fi; \
 		echo "== $$k: $$(( $$(date +%s) - start ))s"; \
 	done; \

@@ -93,6 +93,9 @@ type Links struct {
 	Fentry        bool `json:"fentry"`         // fentry/fexit trampolines
 	Uprobe        bool `json:"uprobe"`         // uprobe/uretprobe (perf event)
 	UprobeMulti   bool `json:"uprobe_multi"`   // uprobe.multi, 6.6
+	// UprobeSession: uprobe.session (6.13), one program for a user
+	// function's entry and exit; derived from UprobeMulti and the version.
+	UprobeSession bool `json:"uprobe_session"`
 	Tracepoint    bool `json:"tracepoint"`
 }
 
@@ -326,4 +329,6 @@ func (f *Facts) Derive() {
 	// follow-up, both in 6.19.
 	f.FprobeEntryFastPath = f.Fprobe != FprobeNone && f.Kernel.AtLeast(6, 19) &&
 		(f.FtraceWithRegs || f.FtraceWithArgs)
+	// "uprobe, bpf: Add session support" (BPF_TRACE_UPROBE_SESSION), 6.13.
+	f.Links.UprobeSession = f.Links.UprobeMulti && f.Kernel.AtLeast(6, 13)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,8 +15,8 @@ import (
 // FactsCachePath is where [Detect] keeps what it detected of the running
 // kernel, for the next process of the same boot: /run is emptied at each
 // boot, and the cache is used only when the boot id and the kernel release
-// it was written for are the running ones. PROBECTL_FACTS_CACHE names
-// another path; "off" turns the cache off.
+// it was written for are the running ones, and this very executable wrote
+// it. PROBECTL_FACTS_CACHE names another path; "off" turns the cache off.
 func FactsCachePath() string {
 	switch p := os.Getenv("PROBECTL_FACTS_CACHE"); p {
 	case "":
@@ -34,7 +35,23 @@ type cachedFacts struct {
 	Version int    `json:"version"`
 	BootID  string `json:"boot_id"`
 	Release string `json:"release"`
-	Facts   *Facts `json:"facts"`
+	// Binary identifies the probectl executable that detected the facts
+	// ([executableID]): another build (an upgrade in the same boot) may
+	// detect more, or differently, than the one that wrote the cache, and
+	// would read the facts it adds as false.
+	Binary string `json:"binary"`
+	Facts  *Facts `json:"facts"`
+}
+
+// executableID identifies the running executable's file: device, inode,
+// size and modification time, "" when unknown. A build installed over
+// another is another file.
+func executableID() string {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d:%d:%d.%09d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
 }
 
 func bootID() string {
@@ -51,8 +68,8 @@ func bootID() string {
 // likewise, since facts decide the programs root loads.
 func readCachedFacts(release string) *Facts {
 	path := FactsCachePath()
-	boot := bootID()
-	if path == "" || boot == "" {
+	boot, exe := bootID(), executableID()
+	if path == "" || boot == "" || exe == "" {
 		return nil
 	}
 	if !rootOnly(filepath.Dir(path), true) {
@@ -73,7 +90,7 @@ func readCachedFacts(release string) *Facts {
 	var c cachedFacts
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if dec.Decode(&c) != nil || c.Version != factsCacheVersion || c.BootID != boot || c.Release != release || c.Facts == nil {
+	if dec.Decode(&c) != nil || c.Version != factsCacheVersion || c.BootID != boot || c.Release != release || c.Binary != exe || c.Facts == nil {
 		return nil
 	}
 	f := c.Facts
@@ -87,8 +104,8 @@ func readCachedFacts(release string) *Facts {
 // is not an error: the next process detects again.
 func writeCachedFacts(f *Facts) {
 	path := FactsCachePath()
-	boot := bootID()
-	if path == "" || boot == "" {
+	boot, exe := bootID(), executableID()
+	if path == "" || boot == "" || exe == "" {
 		return
 	}
 	dir := filepath.Dir(path)
@@ -101,7 +118,7 @@ func writeCachedFacts(f *Facts) {
 	c := *f
 	c.Functions, c.Events, c.Tracepoints, c.TracepointFormats, c.KernelBTF = nil, nil, nil, nil, nil
 	c.CPUs = 0
-	b, err := json.Marshal(cachedFacts{Version: factsCacheVersion, BootID: boot, Release: f.Release, Facts: &c})
+	b, err := json.Marshal(cachedFacts{Version: factsCacheVersion, BootID: boot, Release: f.Release, Binary: exe, Facts: &c})
 	if err != nil {
 		return
 	}

@@ -34,8 +34,8 @@ func TestFactsCache(t *testing.T) {
 		}
 	}
 	read()
-	if c.BootID != bootID() || c.Release != fresh.Release || c.Facts.Functions != nil || c.Facts.CPUs != 0 {
-		t.Fatalf("cache: boot %q release %q, %d functions, %d CPUs", c.BootID, c.Release, len(c.Facts.Functions), c.Facts.CPUs)
+	if c.BootID != bootID() || c.Release != fresh.Release || c.Binary != executableID() || c.Binary == "" || c.Facts.Functions != nil || c.Facts.CPUs != 0 {
+		t.Fatalf("cache: boot %q release %q binary %q, %d functions, %d CPUs", c.BootID, c.Release, c.Binary, len(c.Facts.Functions), c.Facts.CPUs)
 	}
 	same := func(a, b *Facts) bool {
 		ja, _ := json.Marshal(a)
@@ -85,6 +85,9 @@ func TestFactsCache(t *testing.T) {
 		{"another boot", func(c *cachedFacts) { c.BootID = "00000000-0000-0000-0000-000000000000" }, nil},
 		{"another release", func(c *cachedFacts) { c.Release += "x" }, nil},
 		{"another version", func(c *cachedFacts) { c.Version++ }, nil},
+		// Another build of probectl (an upgrade within the boot) may
+		// detect facts the writer did not know: they would read false.
+		{"another executable", func(c *cachedFacts) { c.Binary = "2049:1234:5678:1700000000.000000000" }, nil},
 		{"a world-writable file", func(*cachedFacts) {}, func() { os.Chmod(path, 0o666) }},
 		{"a group-writable directory", func(*cachedFacts) {}, func() { os.Chmod(dir, 0o775) }},
 		{"a symlink", func(*cachedFacts) {}, func() {

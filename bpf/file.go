@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -55,10 +56,17 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	// Read into a buffer of the file's size (a facts file is megabytes:
+	// io.ReadAll's growing copies cost more than the read).
+	size := int64(512)
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		size = min(st.Size(), limit) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}

@@ -127,3 +127,36 @@ func BenchmarkPlan1000(b *testing.B) {
 		compiler.NewPlan(out)
 	}
 }
+
+// BenchmarkPlanGlob50k: resolving and planning a glob over 50,000
+// candidate functions (issue 12's goal: 200 ms), against a profile given
+// that many functions.
+func BenchmarkPlanGlob50k(b *testing.B) {
+	f := *mustProfile(b, "linux-7.2-amd64")
+	f.Functions = make([]string, 50000)
+	for i := range f.Functions {
+		f.Functions[i] = fmt.Sprintf("fn_%05d", i)
+	}
+	files := map[string][]byte{"glob.hcl": []byte(`probe "kernel" "all" {
+  functions = ["fn_*"]
+  on_entry {
+    count "calls" { by = [func] }
+  }
+}
+`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		cfg, diags := spec.Parse(files)
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		out, diags := compiler.Compile(cfg, &f)
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		if n := len(out.Probes[0].Functions); n != 50000 {
+			b.Fatalf("%d functions", n)
+		}
+		compiler.NewPlan(out)
+	}
+}

@@ -151,6 +151,8 @@ func (g *gen) build(d decision) {
 			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.entryBody)
 		case FamilyUretprobeMulti:
 			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.exitBody)
+		case FamilyUprobeSession:
+			g.program(RoleSession, fam, ebpf.Kprobe, AttachTraceUprobeSession, ctxRegs, g.sessionBody)
 		case FamilyTracepoint:
 			g.program(RoleEvent, fam, ebpf.TracePoint, ebpf.AttachNone, ctxTracepoint, g.entryBody)
 		case FamilyPerfEvent:
@@ -323,7 +325,11 @@ func (g *gen) exitHandler() {
 	}
 }
 
-// sessionBody is one kprobe.session program: bpf_session_is_return picks
+// AttachTraceUprobeSession is BPF_TRACE_UPROBE_SESSION (6.13), which
+// cilium/ebpf v0.22 knows only internally.
+const AttachTraceUprobeSession = ebpf.AttachType(57)
+
+// sessionBody is one kprobe.session or uprobe.session program: bpf_session_is_return picks
 // the half. The entry half returns 1 to skip the exit (when false, or no
 // on_exit), 0 to run it. Both kfuncs get R1 = ctx (the 7.0 prototype; older
 // ones ignore it).

@@ -391,7 +391,7 @@ func (g *gen) checkLinks(d decision) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	limits := map[Family]int{
 		FamilyKprobeMulti: MaxKprobeMulti, FamilyKretprobeMulti: MaxKprobeMulti, FamilyKprobeSession: MaxKprobeMulti,
-		FamilyUprobeMulti: MaxUprobeMulti, FamilyUretprobeMulti: MaxUprobeMulti,
+		FamilyUprobeMulti: MaxUprobeMulti, FamilyUretprobeMulti: MaxUprobeMulti, FamilyUprobeSession: MaxUprobeMulti,
 	}
 	for _, fam := range d.families {
 		if limit, ok := limits[fam]; ok && len(g.out.Functions) > limit {

@@ -39,6 +39,7 @@ const (
 	FamilyKretprobe      Family = "kretprobe"
 	FamilyUprobeMulti    Family = "uprobe.multi"
 	FamilyUretprobeMulti Family = "uretprobe.multi"
+	FamilyUprobeSession  Family = "uprobe.session"
 	FamilyUprobe         Family = "uprobe"
 	FamilyUretprobe      Family = "uretprobe"
 	FamilyTracepoint     Family = "tracepoint"
@@ -57,7 +58,7 @@ func JoinFamilies(fams []Family) string {
 // Multi reports whether one link of family covers every function.
 func Multi(family Family) bool {
 	switch family {
-	case FamilyKprobeMulti, FamilyKretprobeMulti, FamilyKprobeSession, FamilyUprobeMulti, FamilyUretprobeMulti, FamilyTracepoint:
+	case FamilyKprobeMulti, FamilyKretprobeMulti, FamilyKprobeSession, FamilyUprobeMulti, FamilyUretprobeMulti, FamilyUprobeSession, FamilyTracepoint:
 		return true
 	}
 	return false
@@ -69,7 +70,7 @@ type Storage string
 // Entry-data storage.
 const (
 	StorageNone   Storage = "none"   // nothing passes from entry to exit
-	StorageCookie Storage = "cookie" // the kprobe.session cookie (8 bytes)
+	StorageCookie Storage = "cookie" // the kprobe.session or uprobe.session cookie (8 bytes)
 	StorageMap    Storage = "map"    // a per-call slot in an LRU hash keyed by (thread, function)
 )
 

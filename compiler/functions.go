@@ -66,7 +66,14 @@ func withoutBTF(p *spec.Probe, f *bpf.Facts, names []string, from map[string]hcl
 func matchPatterns(p *spec.Probe, available []string, where string) ([]string, map[string]hcl.Range, []string, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var missing []string
-	chosen := map[string]hcl.Range{}
+	size := len(p.Functions)
+	for _, pat := range p.Functions {
+		if isGlob(pat.Text) {
+			size = len(available) // a glob may choose them all: no rehashing
+			break
+		}
+	}
+	chosen := make(map[string]hcl.Range, size)
 	choose := func(name string, pat spec.Pattern) {
 		if _, ok := chosen[name]; !ok {
 			chosen[name] = pat.Range

@@ -168,7 +168,20 @@ func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 		}
 		return out
 	}
+	haveSession := f.Links.UprobeSession && f.Helpers.SessionKfuncs
+	session := func(why string) decision {
+		return decision{route: RouteUprobe, families: []Family{FamilyUprobeSession}, session: true,
+			reason: why + "entry and exit in one uprobe.session program (6.13+), one link for all functions of the binary, the entry deciding whether the exit runs"}
+	}
 	switch {
+	case Family(p.Attach) == FamilyUprobeSession && !haveSession:
+		return decision{}, diagf(p.AttachRange, "Attach family not available",
+			"attach = \"uprobe.session\" needs Linux 6.13, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
+	case Family(p.Attach) == FamilyUprobeSession && !exit:
+		return decision{}, diagf(p.AttachRange, "A session needs an exit",
+			"attach = \"uprobe.session\" runs one program at entry and exit; this probe has no on_exit. Use attach = \"auto\" (uprobe.multi for entry only).")
+	case Family(p.Attach) == FamilyUprobeSession:
+		return session("attach = \"uprobe.session\": "), nil
 	case Family(p.Attach) == FamilyUprobeMulti && !f.Links.UprobeMulti:
 		return decision{}, diagf(p.AttachRange, "Attach family not available",
 			"attach = \"uprobe.multi\" needs Linux 6.6, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
@@ -177,6 +190,8 @@ func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 	case Family(p.Attach) == FamilyUprobe:
 		return decision{route: RouteUprobe, families: fams(FamilyUprobe, FamilyUretprobe),
 			reason: "attach = \"uprobe\": one uprobe/uretprobe perf link per function"}, nil
+	case f.Links.UprobeMulti && exit && haveSession && Family(p.Attach) != FamilyUprobeMulti:
+		return session(""), nil
 	case f.Links.UprobeMulti:
 		return decision{route: RouteUprobe, families: fams(FamilyUprobeMulti, FamilyUretprobeMulti),
 			reason: "uprobe.multi (6.6+): one link for all functions of the binary"}, nil

@@ -44,6 +44,8 @@ const (
 var (
 	descUp = prometheus.NewDesc(Up,
 		"1 when the workspace's state could be read at this scrape, 0 when not.", []string{"workspace"}, nil)
+	descLeftovers = prometheus.NewDesc("probectl_leftover_probe_dirs",
+		"Probe directories under the workspace's pins that its state does not record: an interrupted apply's, links attached, until the next apply or destroy removes them.", []string{"workspace"}, nil)
 	descCut = prometheus.NewDesc("probectl_scrape_series_cut",
 		"Aggregation series left out of this scrape by the max_series bound.", nil, nil)
 	descProbeUp = prometheus.NewDesc(ProbeUp,
@@ -80,6 +82,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1, c.Workspace)
+	if left, err := w.Leftovers(s); err == nil {
+		ch <- prometheus.MustNewConstMetric(descLeftovers, prometheus.GaugeValue, float64(len(left)), c.Workspace)
+	}
 	for _, st := range w.Status(s) {
 		probe := labelValue(st.Address.String())
 		attach := make([]string, len(st.Attach))

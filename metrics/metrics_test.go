@@ -262,3 +262,68 @@ func TestSameLabelsMerge(t *testing.T) {
 		}
 	}
 }
+
+// A histogram's series (x_bucket, x_count, x_sum) are not another
+// family's name: such a clash made the registry drop both families from
+// the scrape, with nothing to tell. Here every family of a scrape whose
+// names would meet so is served, each with its own name.
+func TestFamilySeriesClash(t *testing.T) {
+	probe := func(name string) *runtime.ProbeState {
+		return &runtime.ProbeState{Description: compiler.Description{Address: bpf.Address{Kind: "tracepoint", Name: name}}}
+	}
+	hist := func(name string) *compiler.Aggregation {
+		return &compiler.Aggregation{Name: name, Kind: compiler.AggHist}
+	}
+	type use struct {
+		probe string
+		agg   *compiler.Aggregation
+	}
+	uses := []use{
+		{"h", hist("x")},
+		{"h", hist("x_count")},
+		{"h_x", hist("sum")},          // probectl_hist_tracepoint_h_x_sum, hist x's _sum
+		{"h", hist("x_count_bucket")}, // x_count is x_count_2 now: no clash
+		{"h", hist("z_bucket")},
+		{"h", hist("z")}, // z_bucket, the one before
+		{"h", &compiler.Aggregation{Name: "y", Kind: compiler.AggCount}},
+		{"h", &compiler.Aggregation{Name: "y_total", Kind: compiler.AggCount}}, // y_total_total: no clash
+	}
+	n := newNamer(nil)
+	var fams []family
+	for _, u := range uses {
+		fams = append(fams, n.family(probe(u.probe), u.agg))
+	}
+	var got []string
+	for _, f := range fams {
+		got = append(got, f.name)
+	}
+	want := []string{
+		"probectl_hist_tracepoint_h_x",
+		"probectl_hist_tracepoint_h_x_count_2",
+		"probectl_hist_tracepoint_h_x_sum_2",
+		"probectl_hist_tracepoint_h_x_count_bucket",
+		"probectl_hist_tracepoint_h_z_bucket",
+		"probectl_hist_tracepoint_h_z_2",
+		"probectl_count_tracepoint_h_y_total",
+		"probectl_count_tracepoint_h_y_total_total",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("families:\n got %q\nwant %q", got, want)
+	}
+	// Prometheus's registry serves every one of them.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(collectorFunc(func(ch chan<- prometheus.Metric) {
+		for i, f := range fams {
+			_, agg, ar := aggregation(uses[i].agg.Kind, 2)
+			agg.Name = uses[i].agg.Name
+			emitAggregation(ch, f, agg, ar, 1000, 0)
+		}
+	}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	if len(mfs) != len(uses) {
+		t.Errorf("%d families served, want %d", len(mfs), len(uses))
+	}
+}

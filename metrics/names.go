@@ -39,12 +39,19 @@ func newNamer(reserved []string) *namer {
 func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family {
 	name := FamilyName(string(p.Address.Kind), p.Address.Name, string(agg.Kind), agg.Name)
 	// Distinct names cannot meet after sanitizing (a changed part carries
-	// a hash of the original), but stay safe: a clash gets a number.
+	// a hash of the original), but names can meet as written, and so can
+	// their series' names: a histogram x writes x_bucket, x_count and
+	// x_sum, the names of a histogram x_count and x_sum (probe h's hist
+	// x next to probe h_x's hist sum). Prometheus's registry leaves the
+	// later family of such a clash out of the scrape, silently; it gets
+	// a number instead.
 	base := name
-	for i := 2; n.used[name]; i++ {
+	for i := 2; n.clash(series(name, agg.Kind)); i++ {
 		name = base + "_" + strconv.Itoa(i)
 	}
-	n.used[name] = true
+	for _, s := range series(name, agg.Kind) {
+		n.used[s] = true
+	}
 	if agg.Kind == compiler.AggCount || agg.Kind == compiler.AggSum {
 		name += "_total"
 	}
@@ -71,6 +78,28 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 		help += " (le is the bucket's highest integer; _sum is NaN: the kernel keeps only the buckets)"
 	}
 	return family{name: name, labels: labels, desc: prometheus.NewDesc(name, labelValue(help), labels, nil)}
+}
+
+// series are the names a family of that kind and name (without _total)
+// writes in the exposition, the histogram's own name included (the
+// registry checks it against the others' suffixes).
+func series(name string, kind compiler.AggregationKind) []string {
+	switch {
+	case kind == compiler.AggCount || kind == compiler.AggSum:
+		return []string{name + "_total"}
+	case kind.IsHistogram():
+		return []string{name, name + "_bucket", name + "_count", name + "_sum"}
+	}
+	return []string{name}
+}
+
+func (n *namer) clash(names []string) bool {
+	for _, s := range names {
+		if n.used[s] {
+			return true
+		}
+	}
+	return false
 }
 
 // Family is how a scrape names one aggregation: its metric family (with

@@ -78,6 +78,7 @@ var attachers = map[compiler.Family]func(*linker) error{
 	compiler.FamilyKretprobe:      (*linker).kprobe,
 	compiler.FamilyUprobeMulti:    (*linker).uprobeMulti,
 	compiler.FamilyUretprobeMulti: (*linker).uprobeMulti,
+	compiler.FamilyUprobeSession:  (*linker).uprobeSession,
 	compiler.FamilyUprobe:         (*linker).uprobe,
 	compiler.FamilyUretprobe:      (*linker).uprobe,
 	compiler.FamilyTracepoint:     (*linker).tracepoint,
@@ -212,6 +213,39 @@ func (l *linker) uprobeMulti() error {
 	if err := l.one("", id, mk(l.p.Functions, l.cookies())); err != nil {
 		// One link for every function: the kernel does not say which one
 		// it refused, so find it by trying each alone.
+		if fn := l.culprit(mk); fn != "" {
+			var ae *AttachError
+			if errors.As(err, &ae) {
+				ae.Function = fn
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// uprobeSession makes one uprobe.session link for every function of the
+// binary, by the raw system call: cilium/ebpf has no API for it.
+func (l *linker) uprobeSession() error {
+	f, id, err := openBinary(l.p.Binary)
+	if err != nil {
+		return l.fail("", err)
+	}
+	defer f.Close()
+	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
+		return func(pr *ebpf.Program) (link.Link, error) {
+			offsets, err := bpf.UprobeOffsets(f, fns)
+			if err != nil {
+				return nil, err
+			}
+			fd, err := bpf.UprobeSessionLink(pr.FD(), fmt.Sprintf("/proc/self/fd/%d", f.Fd()), offsets, cookies, uint32(l.p.PID))
+			if err != nil {
+				return nil, err
+			}
+			return link.NewFromFD(fd)
+		}
+	}
+	if err := l.one("", id, mk(l.p.Functions, l.cookies())); err != nil {
 		if fn := l.culprit(mk); fn != "" {
 			var ae *AttachError
 			if errors.As(err, &ae) {

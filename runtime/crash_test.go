@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/runtime"
+	"github.com/probectl/probectl/runtime/internal/uwork"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -45,6 +47,13 @@ func child(mode string) error {
 		return sessionChild()
 	case "exit":
 		return exitChild()
+	case "ucalls":
+		// The user-probe workload of the kernel matrix (uwork's doc says
+		// why the garbage collector is off).
+		debug.SetGCPercent(-1)
+		n, _ := strconv.Atoi(os.Getenv("PROBECTL_TEST_N"))
+		fmt.Println(uwork.Loop(n))
+		return nil
 	}
 	w, err := runtime.Open(os.Getenv("PROBECTL_TEST_STATE"), os.Getenv("PROBECTL_TEST_WS"))
 	if err != nil {

@@ -21,6 +21,64 @@ import (
 // n failed openat("/nonexistent/...", O_RDONLY|O_CLOEXEC) calls (ENOENT).
 const n = 37
 
+// uprobe.session with entry data in its cookie: the entry's when decides
+// whether the exit runs, and the exit reads the entry's argument.
+func TestUprobeSessionCookie(t *testing.T) {
+	requireRoot(t)
+	if !liveFacts(t).Links.UprobeSession {
+		t.Skipf("the host kernel (%s) has no uprobe.session (6.13)", liveFacts(t).Kernel)
+	}
+	w := workspace(t)
+	s, _ := apply(t, w, `probe "user" "sess" {
+  binary    = "WORK"
+  functions = ["target", "other"]
+  on_entry {
+    when = arg0 % 2 == 0
+    save = { x = arg0 }
+  }
+  on_exit {
+    count "calls" { by = [func] }
+    sum "x" { value = entry.x }
+    sum "ret" {
+      when  = func == "target"
+      value = ret
+    }
+  }
+}`)
+	p := s.Probes[0]
+	if compiler.JoinFamilies(p.Attach) != "uprobe.session" || p.EntryData.Storage != compiler.StorageCookie {
+		t.Fatalf("attach %v, entry data in %s; want uprobe.session, cookie (auto on a 6.13+ kernel)", p.Attach, p.EntryData.Storage)
+	}
+	runWork(t, n)
+	// Even arguments only: target's 0, 2, ..., 36 (19 calls); other's
+	// 0, 2, ..., 16 (9 calls).
+	if got := values(aggregation(t, w, s, "user.sess", "calls")); got["target"] != 19 || got["other"] != 9 || len(got) != 2 {
+		t.Errorf("calls = %v, want target 19, other 9", got)
+	}
+	var wantX, wantRet int64
+	for i := int64(0); i < n; i += 2 {
+		wantX += i
+		wantRet += 2*i - 5
+	}
+	for i := int64(0); i < n/2; i += 2 {
+		wantX += i
+	}
+	if v := values(aggregation(t, w, s, "user.sess", "x"))[""]; v != wantX {
+		t.Errorf("sum of entry.x = %d, want %d", v, wantX)
+	}
+	if v := values(aggregation(t, w, s, "user.sess", "ret"))[""]; v != wantRet {
+		t.Errorf("sum of ret = %d, want %d", v, wantRet)
+	}
+	st := w.Status(s)
+	if st[0].EntryHits != uint64(n+n/2) || st[0].ExitHits != 28 || len(st[0].Drift) != 0 {
+		t.Errorf("status: hits %d entry (want %d), %d exit (want 28), drift %v", st[0].EntryHits, n+n/2, st[0].ExitHits, st[0].Drift)
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	leakFree(t, w, nil)
+}
+
 func TestUprobeCountsExactly(t *testing.T) {
 	requireRoot(t)
 	for _, attach := range []string{"uprobe", "uprobe.multi"} {
@@ -68,10 +126,11 @@ func TestUprobeCountsExactly(t *testing.T) {
 	}
 }
 
-// uretprobes with entry data: ret, entry.NAME, histograms and min/max.
+// uretprobes with entry data: ret, entry.NAME, histograms and min/max; as
+// uprobe.session, the entry data (more than its cookie's 8 bytes) in a map.
 func TestUretprobeEntryDataAndRet(t *testing.T) {
 	requireRoot(t)
-	for _, attach := range []string{"uprobe", "uprobe.multi"} {
+	for _, attach := range []string{"uprobe", "uprobe.multi", "uprobe.session"} {
 		t.Run(attach, func(t *testing.T) {
 			w := workspace(t)
 			s, _ := apply(t, w, `probe "user" "ret" {

@@ -764,7 +764,7 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 func linkMissed(family compiler.Family, path string) uint64 {
 	switch family {
 	case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession,
-		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyKprobe, compiler.FamilyKretprobe:
+		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyUprobeSession, compiler.FamilyKprobe, compiler.FamilyKretprobe:
 	default:
 		return 0
 	}

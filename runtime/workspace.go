@@ -486,6 +486,33 @@ func (w *Workspace) Repair(s *State) ([]string, error) {
 	return removed, nil
 }
 
+// Leftovers lists the probe directories under the workspace's pins that
+// the state does not record: what an interrupted apply left (a process
+// killed between pinning and writing the state), its links attached and
+// its programs running, until the next apply or destroy repairs it. It
+// reads only (no lock); while another command holds the workspace it
+// returns nothing, since an apply in progress makes its directories
+// before it records them.
+func (w *Workspace) Leftovers(s *State) ([]string, error) {
+	if w.pins == nil {
+		return nil, nil
+	}
+	if _, held := w.pins.flockHolder(); held && !w.locked {
+		return nil, nil
+	}
+	dirs, err := probeDirs(w.pins)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range dirs {
+		if !s.recorded(d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
 // bootID identifies this boot of the machine: pins never outlive it.
 func bootID() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")

@@ -67,9 +67,17 @@ func expandPath(p string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{p}, nil
 	}
-	names, err := filepath.Glob(filepath.Join(p, "*.hcl"))
+	// Listed, not globbed: a directory's own name may hold glob
+	// characters ("specs[1]" as a pattern would name "specs1").
+	entries, err := os.ReadDir(p)
 	if err != nil {
 		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".hcl") {
+			names = append(names, filepath.Join(p, e.Name()))
+		}
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%s: no *.hcl files in the directory", p)
@@ -218,7 +226,7 @@ var kindAttrs = map[bpf.Kind]map[string]bool{
 // Attach families a probe may insist on, by kind.
 var attachFamilies = map[bpf.Kind][]string{
 	bpf.KindKernel: {"auto", "kprobe.multi", "kprobe.session", "fentry", "kprobe"},
-	bpf.KindUser:   {"auto", "uprobe.multi", "uprobe"},
+	bpf.KindUser:   {"auto", "uprobe.session", "uprobe.multi", "uprobe"},
 }
 
 type decoder struct {
@@ -569,7 +577,9 @@ func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 			d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\" (or optional(\"name\"), which may be missing).")
 			continue
 		}
-		if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " /\t") {
+		// '/' is allowed: Go's symbols have it ("github.com/x/y.F"), and
+		// path.Match's * stops at it, as a Go package path wants.
+		if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " \t") {
 			d.errorf(e.Range(), "Invalid function pattern",
 				"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
 			continue

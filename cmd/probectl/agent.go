@@ -54,13 +54,19 @@ probes applied unless -destroy-on-exit.
                      at each read)
   -listen ADDR       where to listen (default ` + defaultListen + `)
   -max-series N      the most aggregation series one scrape returns
-  -debounce D        quiet time after the last change before applying (default 1s)
+  -debounce D        quiet time after the last change before applying, at
+                     most 10 times it after the first (default 1s)
   -resync D          how often to re-check DIR and the workspace without an
                      event: a failed apply is retried, drifted probes are
-                     re-applied (default 5m)
+                     re-applied, and so are probes another command
+                     destroyed or replaced (default 5m)
   -lock-timeout D    how long an apply waits for another probectl (default 1m)
   -log-json          log JSON lines (default: text), on stderr
   -destroy-on-exit   destroy the workspace's probes on SIGINT/SIGTERM
+  -insecure-config   read DIR even when someone other than root owns or may
+                     write it, a directory above it, or a spec in it
+                     (default: refused, as a read error: whoever writes
+                     DIR decides what the agent attaches as root)
 ` + eventsOutHelp + `
 
 Exit status: 0 stopped by a signal, 1 errors at start.`,
@@ -98,6 +104,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.DurationVar(&g.lockTimeout, "lock-timeout", time.Minute, "how long an apply waits for another probectl")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
 	f.BoolVar(&o.destroyOnExit, "destroy-on-exit", false, "destroy the probes on SIGINT/SIGTERM")
+	f.BoolVar(&o.insecureConfig, "insecure-config", false, "read specs that users other than root own or may write")
 	o.events = addEventsOutFlags(cmd)
 	return cmd
 }
@@ -108,6 +115,7 @@ type agentOptions struct {
 	debounce, resync time.Duration
 	logJSON          bool
 	destroyOnExit    bool
+	insecureConfig   bool
 	events           *eventsOutFlags // -events-out (eventsout.go)
 }
 
@@ -134,6 +142,9 @@ type appliedSpecs struct {
 	Probes []string  `json:"probes"`
 	Serial uint64    `json:"serial"`
 	Time   time.Time `json:"time"`
+	// lineage is the state's lineage: with Serial, it tells whether
+	// anything else wrote the workspace since.
+	lineage string
 }
 
 type agentAttempt struct {
@@ -249,7 +260,8 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(rw, "ok")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	ln = limitConns(ln, maxConns)
+	srv := newHTTPServer(mux)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if o.events == nil || o.events.out != "-" { // stdout carries the events alone
@@ -266,7 +278,11 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 	a.reconcile("start", true)
 	resync := time.NewTicker(o.resync)
 	defer resync.Stop()
-	var quiet <-chan time.Time // armed by a change, fires after the debounce
+	// quiet is armed by a change and fires after the debounce, or at most
+	// maxDebounces of it after the first change it waits for: a file
+	// written on and on in DIR (a log) must not put changes off for ever.
+	var quiet <-chan time.Time
+	var first time.Time
 	sinkFailed := false
 loop:
 	for {
@@ -287,7 +303,11 @@ loop:
 				break loop
 			}
 			a.log.Debug("change", "path", ev)
-			quiet = time.After(o.debounce)
+			now := time.Now()
+			if quiet == nil {
+				first = now
+			}
+			quiet = time.After(max(0, min(o.debounce, first.Add(maxDebounces*o.debounce).Sub(now))))
 		case err := <-watch.errors:
 			a.log.Warn("watching the specs' directory", "error", err)
 		case <-quiet:
@@ -333,6 +353,9 @@ func (a *agent) serveStatus(rw http.ResponseWriter, r *http.Request) {
 	rw.Write(append(b, '\n'))
 }
 
+// maxDebounces bounds the wait for quiet after a change, in debounces.
+const maxDebounces = 10
+
 // specSet is the directory's specs at one read.
 type specSet struct {
 	files  map[string][]byte
@@ -346,7 +369,8 @@ const maxAgentFiles = 4096
 // readSpecFile reads a regular file, refusing a symlink at its name (a
 // symlinked directory above it, -config itself, is resolved by the caller),
 // up to one byte over spec.MaxFileSize: spec.Parse refuses a larger one.
-func readSpecFile(path string) ([]byte, error) {
+// trust, when not nil, checks the opened file's owner and mode.
+func readSpecFile(path string, trust func(os.FileInfo) error) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -362,17 +386,73 @@ func readSpecFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, errors.New("it is not a regular file")
 	}
+	if trust != nil {
+		if err := trust(st); err != nil {
+			return nil, err
+		}
+	}
 	return io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
 }
 
-// readSpecs reads DIR's *.hcl files. A symlinked DIR (git-sync swaps one)
+// trustedByRoot refuses a file or directory that someone other than root
+// (or the agent's own user) owns or may write: its writer would decide
+// what the agent, as root, attaches. A sticky directory (/tmp) may be
+// writable by all when it is an ancestor: nobody can rename another's
+// entry in it.
+func trustedByRoot(st os.FileInfo, ancestor bool) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return errors.New("its owner is unknown")
+	}
+	if sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("it is owned by uid %d, not root", sys.Uid)
+	}
+	if st.Mode().Perm()&0o022 != 0 && !(ancestor && st.IsDir() && st.Mode()&os.ModeSticky != 0) {
+		return fmt.Errorf("it is writable by its group or by anyone (mode %04o)", st.Mode().Perm())
+	}
+	return nil
+}
+
+// trustedDir checks dir (resolved, without symlinks) and every directory
+// above it with trustedByRoot.
+func trustedDir(dir string) error {
+	for p, ancestor := dir, false; ; p, ancestor = filepath.Dir(p), true {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if err := trustedByRoot(st, ancestor); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// readSpecs reads DIR's *.hcl files, but hidden ones. A symlinked DIR (git-sync swaps one)
 // is resolved once, so the files all come from one revision; they are
 // named DIR/NAME in diagnostics.
-func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
+func readSpecs(dir string, insecure bool) (*specSet, hcl.Diagnostics) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
 			Detail: fmt.Sprintf("%s. -config names a directory of *.hcl files.", err)}}
+	}
+	var trust func(os.FileInfo) error
+	if !insecure {
+		trust = func(st os.FileInfo) error { return trustedByRoot(st, false) }
+		// The directory, and the one holding -config when it is a
+		// symlink (whoever can write there can point it elsewhere).
+		for _, d := range []string{real, filepath.Dir(dir)} {
+			if rd, err := filepath.EvalSymlinks(d); err == nil {
+				d = rd
+			}
+			if err := trustedDir(d); err != nil {
+				return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Untrusted specs' directory",
+					Detail: fmt.Sprintf("%s. Whoever can write the specs' directory, or a directory above it, decides what the agent attaches as root: make them root's, writable by no one else (chown root; chmod go-w), or run with -insecure-config when every writer is trusted (a git-sync sidecar in the same pod).", err)}}
+			}
+		}
 	}
 	paths, err := spec.ExpandPaths([]string{real})
 	if err != nil {
@@ -383,6 +463,19 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
 			Detail: fmt.Sprintf("%s is a file. -config names a directory of *.hcl files.", dir)}}
 	}
+	// Hidden files are not specs: an editor's lock (Emacs's .#a.hcl, a
+	// dangling symlink, there while a buffer is modified), a temporary
+	// file renamed into place later.
+	visible := paths[:0]
+	for _, p := range paths {
+		if !strings.HasPrefix(filepath.Base(p), ".") {
+			visible = append(visible, p)
+		}
+	}
+	if paths = visible; len(paths) == 0 {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
+			Detail: fmt.Sprintf("%s: no *.hcl files in the directory but hidden ones, which the agent skips. -config names a directory of *.hcl files; to remove every probe, run probectl destroy.", dir)}}
+	}
 	if len(paths) > maxAgentFiles {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Too many spec files",
 			Detail: fmt.Sprintf("%s has %d *.hcl files; the agent reads at most %d. Put more probes in each file.", dir, len(paths), maxAgentFiles)}}
@@ -392,10 +485,10 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 	h := sha256.New()
 	for _, p := range paths {
 		name := filepath.Join(dir, filepath.Base(p))
-		b, err := readSpecFile(p)
+		b, err := readSpecFile(p, trust)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read spec file",
-				Detail:  fmt.Sprintf("%s: %v. The agent reads only regular files in -config, never through a symlink: whoever can plant one there would have root read any file into the log and /status.", name, err),
+				Detail:  fmt.Sprintf("%s: %v. The agent reads only regular files in -config that root owns and no one else may write (-insecure-config lifts the owner check), never through a symlink: whoever can plant one there would have root read any file into the log and /status.", name, err),
 				Subject: &hcl.Range{Filename: name, Start: hcl.InitialPos, End: hcl.InitialPos}})
 			continue
 		}
@@ -410,18 +503,25 @@ func readSpecs(dir string) (*specSet, hcl.Diagnostics) {
 
 // reconcile reads the specs and makes the kernel match them. Without
 // force, a read whose specs are the ones applied is skipped unless the
-// workspace drifted or the last attempt failed.
+// workspace drifted, another command changed it since (its state's
+// serial moved: a probectl destroy or apply, another agent), or the last
+// attempt failed.
 func (a *agent) reconcile(reason string, force bool) {
-	set, diags := readSpecs(a.o.config)
+	set, diags := readSpecs(a.o.config, a.o.insecureConfig)
 	if diags.HasErrors() {
 		a.fail(reason, &agentError{Stage: "read", Message: "the specs' directory could not be read"}, diags, nil)
 		return
 	}
 	a.mu.Lock()
-	same := a.status.Applied != nil && a.status.Applied.Digest == set.digest && a.status.LastError == nil
+	live := a.status.Applied
+	same := live != nil && live.Digest == set.digest && a.status.LastError == nil
 	a.mu.Unlock()
-	if same && !force && !drifted(a.g) {
-		return
+	if same && !force {
+		why := changed(a.g, live)
+		if why == "" {
+			return
+		}
+		a.log.Warn("the workspace no longer holds what the agent applied; applying the specs again", "why", why)
 	}
 	res, fail, diags := applySpecs(a.g, set.files, a.log)
 	if fail != nil {
@@ -434,7 +534,7 @@ func (a *agent) reconcile(reason string, force bool) {
 	}
 	att := res.attempt
 	att.Reason, att.Digest = reason, set.digest
-	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time}
+	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time, lineage: res.lineage}
 	a.mu.Lock()
 	a.status.Applied, a.status.LastAttempt, a.status.LastError = applied, &att, nil
 	a.mu.Unlock()
@@ -450,6 +550,7 @@ type applyResult struct {
 	attempt agentAttempt // Time, Result and the counts
 	probes  []string     // the probes now applied, sorted
 	serial  uint64       // the state's serial after it
+	lineage string       // and its lineage
 }
 
 // applySpecs compiles files for the running kernel and applies them to
@@ -478,9 +579,7 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 	if err != nil {
 		return nil, failed("apply", err.Error()), nil
 	}
-	w.Waiting = func(holder string) {
-		log.Info("waiting for the workspace", "holder", holder, "timeout", g.lockTimeout.String())
-	}
+	w.Waiting = logWaiting(log, g)
 	s, removed, err := w.Begin()
 	if err != nil {
 		return nil, failed("apply", err.Error()), nil
@@ -513,7 +612,7 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 		res.attempt.Result = "applied"
 		res.attempt.Created, res.attempt.Replaced, res.attempt.Destroyed, res.attempt.Unchanged = len(r.Created), len(r.Replaced), len(r.Deleted), len(r.Unchanged)
 	}
-	res.serial = next.Serial
+	res.serial, res.lineage = next.Serial, next.Lineage
 	for _, p := range next.Probes {
 		res.probes = append(res.probes, p.Address.String())
 	}
@@ -521,15 +620,30 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 	return res, nil, diags
 }
 
-// drifted reports whether the workspace no longer holds what was applied
-// (a pin removed, a program replaced): a resync re-applies then.
-func drifted(g *globals) bool {
+// changed tells whether the workspace no longer holds what the agent
+// applied: another command wrote its state since (a probectl destroy or
+// apply, another agent on the workspace), or it drifted (a pin removed, a
+// program replaced). A resync re-applies then.
+// It says why, or "" when it holds them.
+func changed(g *globals, applied *appliedSpecs) string {
 	w, s, err := g.inspect()
 	if err != nil {
-		return true
+		return err.Error()
 	}
 	defer w.Close()
-	return len(w.Drift(s)) > 0
+	switch {
+	case s.Lineage != applied.lineage:
+		return "its state was made anew (lineage " + s.Lineage + ")"
+	case s.Serial != applied.Serial:
+		return fmt.Sprintf("another command changed it (serial %d, the agent's %d: probectl apply or destroy, or another agent on the workspace)", s.Serial, applied.Serial)
+	}
+	drift := w.Drift(s)
+	var why []string
+	for addr, d := range drift {
+		why = append(why, fmt.Sprintf("%s drifted: %s", addr, strings.Join(d, "; ")))
+	}
+	sort.Strings(why)
+	return strings.Join(why, "; ")
 }
 
 // fail records a failed attempt: the previous probes stay as they are.
@@ -574,12 +688,22 @@ func diagRecords(diags hcl.Diagnostics) []diagRecord {
 	return out
 }
 
+// logWaiting logs a wait for the workspace's lock, where a command would
+// print it on stderr: the agent's stderr is its log (JSON lines with
+// -log-json).
+func logWaiting(log *slog.Logger, g *globals) func(string) {
+	return func(holder string) {
+		log.Info("waiting for the workspace", "holder", holder, "timeout", g.lockTimeout.String())
+	}
+}
+
 // destroy removes every probe of the workspace.
 func (a *agent) destroy() error {
 	w, err := a.g.open()
 	if err != nil {
 		return err
 	}
+	w.Waiting = logWaiting(a.log, a.g)
 	s, _, err := w.Begin()
 	if err != nil {
 		return err
@@ -612,13 +736,17 @@ func short(digest string) string {
 
 // dirWatch reports changes of the specs' directory: its entries, and,
 // when -config is a symlink (git-sync), the link itself, watched in its
-// parent.
+// parent, and the directory it resolves to, watched in its own parent
+// (that directory renamed away or replaced is a change too).
 type dirWatch struct {
 	path    string
 	w       *fsnotify.Watcher
 	watched map[string]bool
 	events  chan string
 	errors  <-chan error
+
+	mu     sync.Mutex
+	target string // the directory path resolved to at the last rewatch
 }
 
 func newDirWatch(path string) (*dirWatch, error) {
@@ -649,31 +777,56 @@ func (d *dirWatch) add(p string) error {
 
 // rewatch watches the directory -config resolves to now (it moves when a
 // symlink is swapped, or when the directory is made after the agent
-// started), and drops the one it resolved to before.
+// started) and its parent, and drops the ones it resolved to before.
+// While -config resolves to nothing, the last target's parent stays
+// watched, to see the directory come back.
 func (d *dirWatch) rewatch(log *slog.Logger) {
 	parent := filepath.Dir(filepath.Clean(d.path))
 	real, err := filepath.EvalSymlinks(d.path)
+	d.mu.Lock()
+	if err == nil {
+		d.target = real
+	}
+	target := d.target
+	d.mu.Unlock()
+	keep := map[string]bool{parent: true}
+	if target != "" {
+		keep[filepath.Dir(target)] = true
+	}
+	if err == nil {
+		keep[real] = true
+	}
 	for p := range d.watched {
-		if p != parent && p != real {
+		if !keep[p] {
 			d.w.Remove(p)
 			delete(d.watched, p)
 		}
 	}
-	if err != nil {
-		return
+	if err == nil {
+		// Added again each time: the path may name another directory
+		// than the one watched (renamed into place), and fsnotify drops
+		// its watch of a directory renamed away.
+		delete(d.watched, real)
 	}
-	if err := d.add(real); err != nil && log != nil {
-		log.Warn("watching the specs' directory", "path", real, "error", err)
+	for p := range keep {
+		if err := d.add(p); err != nil && log != nil && p != parent {
+			log.Warn("watching the specs' directory", "path", p, "error", err)
+		}
 	}
 }
 
 // forward passes on the events that can change the specs: anything in
-// the directory, and in the parent only the entry -config names.
+// the directory, and in the parents only the entries -config and the
+// directory it resolves to are.
 func (d *dirWatch) forward() {
 	parent := filepath.Dir(filepath.Clean(d.path))
-	base := filepath.Base(filepath.Clean(d.path))
 	for ev := range d.w.Events {
-		if filepath.Dir(ev.Name) == parent && filepath.Base(ev.Name) != base {
+		d.mu.Lock()
+		target := d.target
+		d.mu.Unlock()
+		dir := filepath.Dir(ev.Name)
+		if (dir == parent || target != "" && dir == filepath.Dir(target)) &&
+			ev.Name != filepath.Clean(d.path) && ev.Name != target {
 			continue
 		}
 		select {

@@ -30,7 +30,13 @@ func startAgent(t testing.TB, state, ws, config string, extra ...string) *agentP
 	t.Helper()
 	args := append([]string{"-state-dir", state, "-workspace", ws, "agent", "-config", config,
 		"-listen", "127.0.0.1:0", "-debounce", "200ms", "-log-json"}, extra...)
-	cmd := exec.Command("probectl", args...)
+	return startAgentCmd(t, exec.Command("probectl", args...))
+}
+
+// startAgentCmd starts an agent's command line (through a shell that sets
+// limits, say) and reads the address it prints.
+func startAgentCmd(t testing.TB, cmd *exec.Cmd) *agentProc {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

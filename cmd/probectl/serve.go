@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -69,6 +70,7 @@ event buffer through applies and destroys.
 			if err != nil {
 				return fmt.Errorf("-listen %s: %w", listen, err)
 			}
+			ln = limitConns(ln, maxConns)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			sink, err := startEventSink(ctx, g, events, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -76,7 +78,7 @@ event buffer through applies and destroys.
 				ln.Close()
 				return err
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+			srv := newHTTPServer(mux)
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
 			// With the events on stdout, stdout carries nothing else.
@@ -125,4 +127,68 @@ func metricsHandler(stateDir, workspace string, maxSeries int, extra ...promethe
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 	})
+}
+
+// maxConns bounds the HTTP connections serve and the agent hold open at
+// once: the port is open to every local user, and each connection is a
+// file descriptor of a root process that needs its own to apply (state
+// files, pins, BPF objects). More wait in the kernel's accept queue.
+const maxConns = 64
+
+// newHTTPServer is serve's and the agent's server. Every phase of a
+// connection has a deadline: a keep-alive connection left idle is closed
+// after IdleTimeout (without one, Go's server waits for the next request
+// for ever, and a local user holds as many as it likes).
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // past it a handler's context ends: as long as WriteTimeout
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+	}
+}
+
+// limitConns makes ln accept at most n connections open at once.
+func limitConns(ln net.Listener, n int) net.Listener {
+	return &connLimit{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type connLimit struct {
+	net.Listener
+	slots chan struct{}
+	once  sync.Once
+	done  chan struct{}
+}
+
+func (l *connLimit) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *connLimit) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

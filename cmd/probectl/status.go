@@ -20,9 +20,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 and IDs, functions, hits (program runs), missed hits (the kernel's per-link
 counters, where it has them), dropped keys and events, and drift: a link or
 pin gone, a program replaced, or a user probe's binary replaced, outside
-probectl. It changes nothing: no lock, no repair (apply and destroy repair).
+probectl; and the leftovers of an interrupted apply (probe directories the
+state does not record, their links still attached). It changes nothing: no
+lock, no repair (apply and destroy repair).
 
-Exit status: 0, 1 errors, 2 drift found.`,
+Exit status: 0, 1 errors, 2 drift or leftovers found.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// One write at the end, not one per line: a workspace may
@@ -40,7 +42,11 @@ Exit status: 0, 1 errors, 2 drift found.`,
 			defer w.Close()
 			st := w.Status(s)
 			ev := w.EventsStatus(s)
-			drift := ev != nil && len(ev.Drift) > 0
+			left, err := w.Leftovers(s)
+			if err != nil {
+				return err
+			}
+			drift := ev != nil && len(ev.Drift) > 0 || len(left) > 0
 			for _, p := range st {
 				drift = drift || len(p.Drift) > 0
 			}
@@ -54,11 +60,20 @@ Exit status: 0, 1 errors, 2 drift found.`,
 					Serial    uint64                `json:"serial"`
 					Probes    []runtime.ProbeStatus `json:"probes"`
 					Events    *runtime.EventsStatus `json:"events,omitempty"`
-				}{s.Workspace, s.Lineage, s.Serial, st, ev}, "", "  ")
+					Leftovers []string              `json:"leftovers,omitempty"`
+				}{s.Workspace, s.Lineage, s.Serial, st, ev, left}, "", "  ")
 				cmd.Println(string(b))
 			} else {
 				renderStatus(cmd, s, st)
 				renderEventsStatus(cmd, ev)
+				if len(left) > 0 {
+					n := fmt.Sprintf("%d probe directories", len(left))
+					if len(left) == 1 {
+						n = "1 probe directory"
+					}
+					cmd.Printf("\n  LEFTOVERS  %s that the state does not record, left by an interrupted\n"+
+						"             command, links attached (the next apply or destroy removes them): %s\n", n, abbreviate(left, 6))
+				}
 			}
 			if drift {
 				return exitError{2}

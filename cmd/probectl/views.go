@@ -118,7 +118,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	row("attach", "%s (%s)", compiler.JoinFamilies(c.Attach), links)
 	switch c.EntryData.Storage {
 	case compiler.StorageCookie:
-		row("entry_data", "%d bytes in the kprobe.session cookie", c.EntryData.Size)
+		row("entry_data", "%d bytes in the session cookie", c.EntryData.Size)
 	case compiler.StorageMap:
 		row("entry_data", "%d bytes in a per-call map slot (thread, function)", c.EntryData.Size)
 	default:
