@@ -250,20 +250,26 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		st.SpecDigest = Digest(files)
 		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase != v1alpha1.PhaseFailed &&
 			(ps.Spec.Mode == v1alpha1.ModePlan || a.Applier == nil || rec.Status.AppliedDigest == st.SpecDigest) {
-			// Nothing changed but the counters of applied probes.
-			if ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil {
-				probes, err := a.Applier.Probes(ctx, Workspace(ps))
-				if err != nil {
-					return err
-				}
+			// Nothing changed but the counters of applied probes, unless
+			// the workspace lost probes (destroyed by hand, a reboot):
+			// then it is applied again below.
+			if ps.Spec.Mode != v1alpha1.ModeApply || a.Applier == nil {
+				return a.rollUp(ctx, ps)
+			}
+			probes, err := a.Applier.Probes(ctx, Workspace(ps))
+			if err != nil {
+				return err
+			}
+			if len(probes) == len(rec.Status.Probes) {
 				if !equalProbes(probes, rec.Status.Probes) {
 					rec.Status.Probes = probes
 					if err := a.Client.Status().Update(ctx, &rec); err != nil {
 						return fmt.Errorf("write the record: %w", err)
 					}
 				}
+				return a.rollUp(ctx, ps)
 			}
-			return a.rollUp(ctx, ps)
+			a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(ps), "recorded", len(rec.Status.Probes), "live", len(probes))
 		}
 		np := PlanNode(a.Node, files, a.Facts)
 		st.Probes, st.Errors = np.Probes, np.Errors

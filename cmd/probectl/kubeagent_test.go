@@ -97,11 +97,11 @@ func TestKubeAgentApplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _, err := w.Begin()
+		defer w.Close()
+		s, err := w.Inspect() // no lock: the agent may be applying
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer w.Unlock()
 		return len(s.Probes)
 	}
 
@@ -136,6 +136,18 @@ func TestKubeAgentApplies(t *testing.T) {
 		t.Errorf("hits in the record: %+v", r.Status.Probes)
 	} else if p := r.Status.Probes[0]; p.Missed == nil || p.Drops == nil || *p.Drops != 0 || *p.Links != 1 {
 		t.Errorf("record's probe: links %v missed %v drops %v", p.Links, p.Missed, p.Drops)
+	}
+
+	// Probes destroyed behind the agent's back (by hand, a reboot) are
+	// applied again at the next resync.
+	if err := applier.Destroy(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return probes() == 1, nil
+	})
+	if err != nil {
+		t.Errorf("%d probes in %s after destroying them by hand, want them applied again", probes(), ws)
 	}
 
 	// A spec this kernel cannot run: the record says where, the probes stay.
