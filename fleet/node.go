@@ -65,10 +65,10 @@ type NodeAgent struct {
 
 // Workspace is the workspace a ProbeSet is applied into on a node:
 // "k8s-NAMESPACE-NAME" cut to a workspace name's charset and length, with
-// a hash of the full name so that two ProbeSets never share one.
-func Workspace(ps *v1alpha1.ProbeSet) string {
-	full := ps.Namespace + "/" + ps.Name
-	h := sha256.Sum256([]byte(full))
+// a hash of the node and the full name, so that two ProbeSets never share
+// one, nor two agents on one host (pretend nodes in tests).
+func Workspace(node string, ps *v1alpha1.ProbeSet) string {
+	h := sha256.Sum256([]byte(node + "/" + ps.Namespace + "/" + ps.Name))
 	readable := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
 			return r
@@ -194,8 +194,8 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 		}
 		if a.Applier != nil {
 			ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.ProbeSet}}
-			if err := a.Applier.Destroy(ctx, Workspace(ps)); err != nil {
-				errs = append(errs, fmt.Errorf("destroy %s: %w", Workspace(ps), err))
+			if err := a.Applier.Destroy(ctx, Workspace(a.Node, ps)); err != nil {
+				errs = append(errs, fmt.Errorf("destroy %s: %w", Workspace(a.Node, ps), err))
 				continue
 			}
 		}
@@ -256,7 +256,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			if ps.Spec.Mode != v1alpha1.ModeApply || a.Applier == nil {
 				return a.rollUp(ctx, ps)
 			}
-			probes, err := a.Applier.Probes(ctx, Workspace(ps))
+			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps))
 			if err != nil {
 				return err
 			}
@@ -269,7 +269,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 				}
 				return a.rollUp(ctx, ps)
 			}
-			a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(ps), "recorded", len(rec.Status.Probes), "live", len(probes))
+			a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
 		}
 		np := PlanNode(a.Node, files, a.Facts)
 		st.Probes, st.Errors = np.Probes, np.Errors
@@ -277,7 +277,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		case !np.OK():
 			st.Phase = v1alpha1.PhaseFailed
 		case ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil:
-			res, err := a.Applier.Apply(ctx, Workspace(ps), files)
+			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), files)
 			if res.AppliedDigest != "" {
 				st.AppliedDigest = res.AppliedDigest
 			}

@@ -26,12 +26,14 @@ const kubeAgentSpec = `probe "tracepoint" "opens" {
 }
 `
 
-// TestKubeAgentApplies runs a node agent (fleet.NodeAgent with this
-// node's live facts and the agent's atomic apply) against a real API
-// server with the DaemonSet's pod-bound credentials: a ProbeSet in mode
-// apply is applied into its own workspace; a change this kernel cannot
-// run fails at its spec line and leaves the applied probes live; deleting
-// the ProbeSet destroys them.
+// TestKubeAgentApplies runs the node agents of two pretend nodes on this
+// host (fleet.NodeAgent with the host's live facts and the agent's atomic
+// apply, each with its own pod-bound credentials, state and workspace)
+// against a real API server: a ProbeSet in mode apply is applied on both
+// (digest, probes, hits in the records); probes destroyed behind an
+// agent's back are applied again; a change the kernel cannot run fails
+// at its spec line and leaves the applied probes live; deleting the
+// ProbeSet destroys them on both.
 func TestKubeAgentApplies(t *testing.T) {
 	if err := bpf.CheckPrivileges(); err != nil {
 		t.Skipf("applying probes needs root: %v", err)
@@ -54,45 +56,57 @@ func TestKubeAgentApplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := c.PodToken(ctx, "probectl-system", "probectl-agent", "host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: fleet.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	facts, err := bpf.Detect(bpf.DetectOptions{Functions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	applier := kubeApplier{g: g, log: log}
-	agent := &fleet.NodeAgent{Client: cl, Node: "host", Facts: facts, Applier: applier, Log: log}
-	done := make(chan error, 1)
-	go func() { done <- agent.Run(ctx, time.Second) }()
+	// Two pretend nodes on this host, each with its own credentials,
+	// state directory and workspaces, as two DaemonSet pods would have.
+	done := make(chan error, 2)
+	start := func(node string) (*globals, kubeApplier) {
+		cfg, err := c.PodToken(ctx, "probectl-system", "probectl-agent", node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := client.NewWithWatch(cfg, client.Options{Scheme: fleet.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
+		applier := kubeApplier{g: g, log: log}
+		agent := &fleet.NodeAgent{Client: cl, Node: node, Facts: facts, Applier: applier, Log: log}
+		go func() { done <- agent.Run(ctx, time.Second) }()
+		return g, applier
+	}
+	g, applier := start("host")
+	gB, applierB := start("host-b")
 
 	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "probectl-system", Name: "opens-" + strings.ToLower(t.Name()[4:])},
 		Spec: v1alpha1.ProbeSetSpec{HCL: kubeAgentSpec, Mode: v1alpha1.ModeApply}}
 	if err := admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	ws := fleet.Workspace(ps)
+	ws, wsB := fleet.Workspace("host", ps), fleet.Workspace("host-b", ps)
 	defer applier.Destroy(context.Background(), ws)
-	record := func(gen int64, phase v1alpha1.Phase) *v1alpha1.ProbeSetNode {
+	defer applierB.Destroy(context.Background(), wsB)
+	recordOf := func(node string, gen int64, phase v1alpha1.Phase) *v1alpha1.ProbeSetNode {
 		t.Helper()
 		var r v1alpha1.ProbeSetNode
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-			err := admin.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: ps.Name + ".host"}, &r)
+			err := admin.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: ps.Name + "." + node}, &r)
 			return err == nil && r.Status.ObservedGeneration == gen && r.Status.Phase == phase, nil
 		})
 		if err != nil {
-			t.Fatalf("record of generation %d %s: %+v", gen, phase, r.Status)
+			t.Fatalf("%s's record of generation %d %s: %+v", node, gen, phase, r.Status)
 		}
 		return &r
 	}
-	probes := func() int {
+	record := func(gen int64, phase v1alpha1.Phase) *v1alpha1.ProbeSetNode {
+		t.Helper()
+		return recordOf("host", gen, phase)
+	}
+	probesIn := func(g *globals, ws string) int {
 		w, err := runtime.Open(g.stateDir, ws)
 		if err != nil {
 			t.Fatal(err)
@@ -104,6 +118,7 @@ func TestKubeAgentApplies(t *testing.T) {
 		}
 		return len(s.Probes)
 	}
+	probes := func() int { return probesIn(g, ws) }
 
 	digest := fleet.Digest(map[string][]byte{ps.Name + ".hcl": []byte(kubeAgentSpec)})
 	r := record(1, v1alpha1.PhaseApplied)
@@ -115,6 +130,12 @@ func TestKubeAgentApplies(t *testing.T) {
 	}
 	if n := probes(); n != 1 {
 		t.Errorf("%d probes applied in %s, want 1", n, ws)
+	}
+	if rb := recordOf("host-b", 1, v1alpha1.PhaseApplied); rb.Status.AppliedDigest != digest {
+		t.Errorf("host-b applied %s, want %s", rb.Status.AppliedDigest, digest)
+	}
+	if n := probesIn(gB, wsB); n != 1 {
+		t.Errorf("%d probes applied in host-b's %s, want 1", n, wsB)
 	}
 	// The counters reach the record at the next resync: 100 openat calls
 	// of this process are among the hits.
@@ -168,19 +189,24 @@ func TestKubeAgentApplies(t *testing.T) {
 	if n := probes(); n != 1 {
 		t.Errorf("%d probes in %s after a failed change, want the previous 1", n, ws)
 	}
+	if rb := recordOf("host-b", 2, v1alpha1.PhaseFailed); rb.Status.AppliedDigest != digest || probesIn(gB, wsB) != 1 {
+		t.Errorf("host-b after the failed change: applied %s, %d probes", rb.Status.AppliedDigest, probesIn(gB, wsB))
+	}
 
 	// Deleted: the agent destroys the workspace's probes.
 	if err := admin.Delete(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		return probes() == 0, nil
+		return probes() == 0 && probesIn(gB, wsB) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("%d probes left in %s after the ProbeSet was deleted", probes(), ws)
+		t.Errorf("%d probes left in %s and %d in %s after the ProbeSet was deleted", probes(), ws, probesIn(gB, wsB), wsB)
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Error(err)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }
