@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/probectl/probectl/compiler"
@@ -55,14 +56,29 @@ var (
 	descDrift = prometheus.NewDesc("probectl_probe_drift",
 		"How many things about the probe differ from what was applied (a pin or link gone, a map or program replaced, a user probe's binary replaced): probectl status lists them.", []string{"probe"}, nil)
 	descHits = prometheus.NewDesc(ProbeHits,
-		"Runs of the probe's entry or exit handler.", []string{"probe", "handler"}, nil)
+		"Runs of the probe's entry or exit handler.", []string{"probe", "handler", AppliedLabel}, nil)
 	descMissed = prometheus.NewDesc(ProbeMissedHits,
-		"Hits the kernel did not deliver to the probe (recursion, full rethook pools, another BPF program running on the CPU).", []string{"probe"}, nil)
+		"Hits the kernel did not deliver to the probe (recursion, full rethook pools, another BPF program running on the CPU).", []string{"probe", AppliedLabel}, nil)
 	descDroppedKeys = prometheus.NewDesc(ProbeDroppedKeys,
-		"Observations an aggregation dropped: its map held max_keys keys.", []string{"probe", "aggregation"}, nil)
+		"Observations an aggregation dropped: its map held max_keys keys.", []string{"probe", "aggregation", AppliedLabel}, nil)
 	descDroppedEvents = prometheus.NewDesc(ProbeDroppedEvents,
-		"Events the probe could not write: its ring buffer was full.", []string{"probe"}, nil)
+		"Events the probe could not write: its ring buffer was full.", []string{"probe", AppliedLabel}, nil)
 )
+
+// AppliedLabel is on every counter of a probe, and on its aggregations:
+// the serial of the apply that made the probe. A probe replaced (another
+// spec, a drift repaired) starts its counters again from 0, and a counter
+// that restarts but outgrows its old value between two scrapes would hide
+// the reset from Prometheus (increase() would report too little): with the
+// label, the replaced probe's series are new series.
+const AppliedLabel = "applied"
+
+// appliedSerial is the serial a probe's pin directory ends with
+// ("KIND-NAME-SERIAL").
+func appliedSerial(pinDir string) string {
+	base := filepath.Base(pinDir)
+	return base[strings.LastIndexByte(base, '-')+1:]
+}
 
 // Describe sends nothing: the families depend on what is applied at each
 // scrape, so the collector is unchecked.
@@ -99,10 +115,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			// which Prometheus would take for a counter reset.
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.EntryHits), probe, "entry")
-		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.ExitHits), probe, "exit")
-		ch <- prometheus.MustNewConstMetric(descMissed, prometheus.CounterValue, float64(st.Missed), probe)
-		ch <- prometheus.MustNewConstMetric(descDroppedEvents, prometheus.CounterValue, float64(st.DroppedEvents), probe)
+		applied := appliedSerial(st.PinDir)
+		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.EntryHits), probe, "entry", applied)
+		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.ExitHits), probe, "exit", applied)
+		ch <- prometheus.MustNewConstMetric(descMissed, prometheus.CounterValue, float64(st.Missed), probe, applied)
+		ch <- prometheus.MustNewConstMetric(descDroppedEvents, prometheus.CounterValue, float64(st.DroppedEvents), probe, applied)
 	}
 	budget := c.MaxSeries
 	if budget <= 0 {
@@ -119,7 +136,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descProbeUp, prometheus.GaugeValue, 1, probe)
 		for j, ar := range r.Aggregations {
-			ch <- prometheus.MustNewConstMetric(descDroppedKeys, prometheus.CounterValue, float64(ar.Dropped), probe, labelValue(ar.Name))
+			ch <- prometheus.MustNewConstMetric(descDroppedKeys, prometheus.CounterValue, float64(ar.Dropped), probe, labelValue(ar.Name), appliedSerial(p.PinDir))
 			fam := names.family(p, p.Aggregations[j])
 			budget, cut = emitAggregation(ch, fam, p.Aggregations[j], ar, budget, cut)
 		}

@@ -121,7 +121,7 @@ func TestMaxSeries(t *testing.T) {
 		if got := m.GetCounter().GetValue(); got != float64(10-i) {
 			t.Errorf("series %d = %v, want %d (largest first)", i, got, 10-i)
 		}
-		if v := m.GetLabel()[0].GetValue(); v != "k\uFFFD"+strings.Repeat("x", i) {
+		if v := labelOf(m, "le"); v != "k\uFFFD"+strings.Repeat("x", i) {
 			t.Errorf("label value %q: bytes that are not UTF-8 become U+FFFD", v)
 		}
 	}
@@ -326,4 +326,14 @@ func TestFamilySeriesClash(t *testing.T) {
 	if len(mfs) != len(uses) {
 		t.Errorf("%d families served, want %d", len(mfs), len(uses))
 	}
+}
+
+// labelOf is the value of a metric's label name.
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }

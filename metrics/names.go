@@ -27,7 +27,7 @@ type namer struct {
 }
 
 func newNamer(reserved []string) *namer {
-	n := &namer{used: map[string]bool{}, reserved: map[string]bool{}}
+	n := &namer{used: map[string]bool{}, reserved: map[string]bool{AppliedLabel: true}}
 	for _, r := range reserved {
 		n.reserved[r] = true
 	}
@@ -60,7 +60,7 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 		cols[i] = f.Name
 	}
 	labels := LabelNames(cols, agg.Kind.IsHistogram())
-	if len(n.reserved) > 0 {
+	{
 		taken := map[string]bool{}
 		for _, l := range labels {
 			taken[l] = true
@@ -77,7 +77,8 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 	if agg.Kind.IsHistogram() {
 		help += " (le is the bucket's highest integer; _sum is NaN: the kernel keeps only the buckets)"
 	}
-	return family{name: name, labels: labels, desc: prometheus.NewDesc(name, labelValue(help), labels, nil)}
+	return family{name: name, labels: labels, desc: prometheus.NewDesc(name, labelValue(help), labels,
+		prometheus.Labels{AppliedLabel: appliedSerial(p.PinDir)})}
 }
 
 // series are the names a family of that kind and name (without _total)

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/compiler"
@@ -230,6 +231,13 @@ func newAgent(g *globals, o agentOptions, logw io.Writer) *agent {
 }
 
 func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io.Writer) error {
+	// Signals first: a SIGHUP (systemctl reload) or SIGTERM that comes
+	// while the agent starts must not kill it by the default action.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	abs, err := filepath.Abs(o.config)
 	if err != nil {
 		return fmt.Errorf("-config %s: %w", o.config, err)
@@ -268,12 +276,12 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at http://%s/metrics, status at /status\n", g.workspace, o.config, ln.Addr())
 	}
 	a.log.Info("agent started", "config", o.config, "listen", ln.Addr().String())
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// Under systemd (Type=notify): started, and SIGHUP is handled from now
+	// on, so systemctl reload waits for this. Without NOTIFY_SOCKET,
+	// nothing.
+	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+		a.log.Warn("telling systemd the agent is ready", "error", err)
+	}
 
 	a.reconcile("start", true)
 	resync := time.NewTicker(o.resync)

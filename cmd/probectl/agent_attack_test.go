@@ -422,3 +422,45 @@ func TestAgentDebounceBounded(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Under systemd (Type=notify) the agent says READY=1 on $NOTIFY_SOCKET
+// only once it handles SIGHUP: a reload that systemd sends at once after
+// is a re-read, not the signal's default action, death.
+func TestAgentReadyBeforeReload(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the agent needs root")
+	}
+	dir := t.TempDir()
+	specs := filepath.Join(dir, "specs")
+	if err := os.Mkdir(specs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for try := 0; try < 3; try++ {
+		cmd := exec.Command("probectl", "-state-dir", filepath.Join(dir, "state"), "-workspace", fmt.Sprintf("hup-%d", os.Getpid()),
+			"agent", "-config", specs, "-listen", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		n, err := conn.Read(buf)
+		if err != nil || string(buf[:n]) != "READY=1" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("notify socket: %q %v, want READY=1", buf[:n], err)
+		}
+		cmd.Process.Signal(syscall.SIGHUP) // systemctl reload, at once
+		time.Sleep(300 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("try %d: a SIGHUP right after READY=1 ended the agent: %v (want exit 0 on SIGTERM)", try, err)
+		}
+	}
+}

@@ -56,7 +56,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	for _, broken := range []struct{ from, to string }{
 		{"ProtectSystem=strict", "ProtectSystem=stric"},
-		{"Type=exec", "Typ=exec"},
+		{"Type=notify", "Typ=notify"},
 		{"ExecStart=/usr/local/bin/probectl", "ExecStart=/nonexistent/probectl"},
 		{"@system-service bpf", "@system-servic bpf"},
 		{"AF_INET AF_INET6", "AF_INETX AF_INET6"},

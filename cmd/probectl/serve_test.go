@@ -428,3 +428,72 @@ func keys(m map[string]float64) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A probe replaced starts its counters from 0: its series carry the
+// serial of the apply that made it, so Prometheus sees new series, not a
+// counter that went on (250 calls made, 100 then 150 counted: without the
+// label, increase() would say 50).
+func TestServeReplacedProbeIsNewSeries(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("applying probes needs root")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("the workload is built with gcc")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "rep-work")
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	state := filepath.Join(dir, "state")
+	ws := fmt.Sprintf("srv-rep-%d", os.Getpid())
+	specFile := filepath.Join(dir, "spec.hcl")
+	probectl := func(args ...string) {
+		t.Helper()
+		var out strings.Builder
+		if code := run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &out); code != 0 {
+			t.Fatalf("probectl %v: exit %d\n%s", args, code, out.String())
+		}
+	}
+	apply := func(when string) {
+		t.Helper()
+		spec := fmt.Sprintf("probe \"user\" \"rep\" {\n  binary    = %q\n  functions = [\"target\"]\n  on_entry {\n    count \"calls\" { when = %s }\n  }\n}\n", work, when)
+		if err := os.WriteFile(specFile, []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		probectl("apply", "-auto-approve", specFile)
+	}
+	apply("arg0 >= 0")
+	t.Cleanup(func() { probectl("destroy", "-auto-approve") })
+	h := metricsHandler(state, ws, 1000)
+	series := func() []string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		var out []string
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, "probectl_count_user_rep_calls_total{") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	if out, err := exec.Command(work, "100").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	before := series()
+	apply("arg0 > -1") // another spec: the probe is replaced
+	if out, err := exec.Command(work, "150").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	after := series()
+	if len(before) != 1 || len(after) != 1 || !strings.HasSuffix(before[0], " 100") || !strings.HasSuffix(after[0], " 150") {
+		t.Fatalf("series before %q, after %q", before, after)
+	}
+	label := func(s string) string { return s[strings.Index(s, "{"):strings.Index(s, "}")] }
+	if label(before[0]) == label(after[0]) || !strings.Contains(before[0], `applied="`) {
+		t.Errorf("the replaced probe's series has the labels of the old one: %s → %s", before[0], after[0])
+	}
+}
