@@ -12,7 +12,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench dashboards clean
+.PHONY: all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -48,8 +48,20 @@ test: fmt-check vet lint static unit vmtest
 # -p 1: packages that attach probes to the same tracepoints and count
 # exact numbers run one at a time. (Leak checks look only at the objects a
 # test created, so other BPF users on the machine do not matter.)
-unit:
+unit: kubelab
 	$(GO) test $(TESTFLAGS) -p 1 -count=1 ./...
+
+# The Kubernetes lab: kube-apiserver and etcd built from the Go module
+# proxy into ~/.cache/probectl/kube (cold: minutes; warm: instant). The
+# fleet tests start them on loopback (fleet/kubetest).
+kubelab:
+	@fleet/kubetest/lab.sh >/dev/null
+
+# The Kubernetes API's deepcopy code and CRDs, from the types in
+# fleet/api/v1alpha1 (controller-gen from the Go module proxy).
+CONTROLLER_GEN ?= sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+k8s-generate:
+	$(GO) run $(CONTROLLER_GEN) object paths=./fleet/api/... crd:crdVersions=v1 output:crd:dir=./deploy/kubernetes/crds
 
 # The kernel matrix: Debian's kernels booted in QEMU (TCG) with the runtime
 # test binary as the payload of /init (cmd/vmexec, cmd/vminit). Kernels are

@@ -259,6 +259,17 @@ func ReadFactsFile(path string) (*Facts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read facts: %w", err)
 	}
+	return ParseFacts(b, path)
+}
+
+// ParseFacts reads facts as "probectl target -o" writes them from b (a
+// file's contents, or the facts a node published in the cluster); name
+// says where they came from. The facts' Source becomes "file".
+func ParseFacts(b []byte, name string) (*Facts, error) {
+	path := name
+	if len(b) > MaxFactsFile {
+		return nil, fmt.Errorf("read facts %s: %d bytes; at most %d", path, len(b), MaxFactsFile)
+	}
 	var f Facts
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("read facts %s: %w", path, err)

@@ -27,10 +27,13 @@ func TestLayering(t *testing.T) {
 		"bench/refload":          {},
 		"runtime/internal/uwork": {},
 		"metrics":                {"runtime", "compiler", "bpf"},
-		"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples"},
+		"fleet/api/v1alpha1":     {},
+		"fleet/kubetest":         {},
+		"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
+		"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1"},
 	}
 	// Packages that must not see HCL at all: a saved plan is self-contained.
-	noHCL := map[string]bool{"bpf": true, "runtime": true, "metrics": true}
+	noHCL := map[string]bool{"bpf": true, "runtime": true, "metrics": true, "fleet/api/v1alpha1": true, "fleet/kubetest": true}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

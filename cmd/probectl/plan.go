@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/probectl/probectl/bpf"
@@ -14,6 +15,7 @@ import (
 func newPlanCmd(g *globals) *cobra.Command {
 	var target, outFile string
 	var asJSON, detailed bool
+	var cl clusterPlanOptions
 	cmd := &cobra.Command{
 		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] PATH...",
 		Short: "Show what applying the specs would do on a kernel",
@@ -31,9 +33,33 @@ create +, replace -/+ (with why), delete -, unchanged.
   -out FILE        save the plan for "probectl apply FILE"
   -detailed-exitcode  exit 0 when nothing would change, 2 when something would
 
-Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 errors, 2 changes).`,
-		Args: cobra.MinimumNArgs(1),
+With -cluster it plans for every node of a Kubernetes cluster instead,
+from the facts each node's agent published (NodeFacts): per node, the
+route and link families of each probe and why, and the nodes that cannot
+run the specs, with the errors at their spec lines. The cluster is the
+kubeconfig's (KUBECONFIG, ~/.kube/config, or in a pod its service account).
+
+  -cluster            plan for the cluster's nodes
+  -probeset NS/NAME   the specs and node selector of a ProbeSet (no PATH)
+  -selector K=V,...   the nodes to plan for, by label (default: all)
+  -kubeconfig FILE    the kubeconfig to use; -context NAME its context
+
+Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 errors, 2 changes).
+With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cl.cluster && cl.probeSet != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if cl.cluster {
+				cl.json = asJSON
+				return runClusterPlan(cmd, cl, args)
+			}
+			if cl.probeSet != "" || cl.selector != "" {
+				return errors.New("-probeset and -selector plan for a cluster: add -cluster")
+			}
 			cfg, diags := spec.LoadPaths(args)
 			if diags.HasErrors() {
 				printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
@@ -87,6 +113,11 @@ Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 error
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to FILE")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	cmd.Flags().BoolVar(&cl.cluster, "cluster", false, "plan for the nodes of a Kubernetes cluster, from their published facts")
+	cmd.Flags().StringVar(&cl.probeSet, "probeset", "", "with -cluster: plan the specs and node selector of ProbeSet NS/NAME")
+	cmd.Flags().StringVar(&cl.selector, "selector", "", "with -cluster: the nodes to plan for, by label (K=V,...)")
+	cmd.Flags().StringVar(&cl.kubeconfig, "kubeconfig", "", "with -cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
+	cmd.Flags().StringVar(&cl.context, "context", "", "with -cluster: the kubeconfig context")
 	return cmd
 }
 

@@ -1,0 +1,263 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Mode says whether the nodes only plan a ProbeSet or apply it.
+// +kubebuilder:validation:Enum=plan;apply
+type Mode string
+
+// The modes.
+const (
+	ModePlan  Mode = "plan"
+	ModeApply Mode = "apply"
+)
+
+// ProbeSet is a set of probe specs for the nodes it selects.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ps,categories=probectl
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selected`
+// +kubebuilder:printcolumn:name="Planned",type=integer,JSONPath=`.status.planned`
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.applied`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ProbeSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProbeSetSpec   `json:"spec"`
+	Status ProbeSetStatus `json:"status,omitempty"`
+}
+
+// ProbeSetSpec is what the user declares.
+// +kubebuilder:validation:XValidation:rule="has(self.hcl) != has(self.configMapRef)",message="set exactly one of hcl (the spec inline) and configMapRef (a ConfigMap whose *.hcl keys are the spec files)"
+type ProbeSetSpec struct {
+	// HCL is the spec inline, as one file named "<probeset>.hcl".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=262144
+	HCL string `json:"hcl,omitempty"`
+	// ConfigMapRef names a ConfigMap in the ProbeSet's namespace whose keys
+	// ending in ".hcl" are the spec files (file names in diagnostics).
+	// +optional
+	ConfigMapRef *ConfigMapRef `json:"configMapRef,omitempty"`
+	// NodeSelector selects the nodes by their labels; empty selects all.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Mode is "plan" (each node writes its plan, nothing is applied) or
+	// "apply" (each node applies the spec set atomically).
+	// +optional
+	// +kubebuilder:default=plan
+	Mode Mode `json:"mode,omitempty"`
+}
+
+// ConfigMapRef names a ConfigMap in the ProbeSet's namespace.
+type ConfigMapRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ProbeSetStatus rolls up the ProbeSetNode records of the ProbeSet.
+type ProbeSetStatus struct {
+	// ObservedGeneration is the generation the counts below were computed for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Selected counts the nodes with published facts that the selector selects.
+	Selected int32 `json:"selected"`
+	// Planned, Applied and Failed count the nodes whose record is for
+	// this generation, by outcome (an applied node is planned too).
+	Planned int32 `json:"planned"`
+	Applied int32 `json:"applied"`
+	Failed  int32 `json:"failed"`
+	// Nodes has one short line per selected node; the node's record
+	// (ProbeSetNode "<probeset>.<node>") has the details.
+	// +listType=map
+	// +listMapKey=node
+	// +optional
+	Nodes []NodeSummary `json:"nodes,omitempty"`
+	// Conditions: Planned (every selected node planned this generation),
+	// Applied (every selected node applied it; mode apply), Degraded (some
+	// node failed).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeSummary is one node's line in a ProbeSet's status.
+type NodeSummary struct {
+	Node   string `json:"node"`
+	Kernel string `json:"kernel,omitempty"`
+	Phase  Phase  `json:"phase"`
+	// Digest is the digest of the applied spec set.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Message is the first error, at its spec line, when the node failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Phase is a node's outcome for a ProbeSet.
+// +kubebuilder:validation:Enum=Pending;Planned;Applied;Failed
+type Phase string
+
+// The phases.
+const (
+	PhasePending Phase = "Pending"
+	PhasePlanned Phase = "Planned"
+	PhaseApplied Phase = "Applied"
+	PhaseFailed  Phase = "Failed"
+)
+
+// Condition types of a ProbeSet.
+const (
+	ConditionPlanned  = "Planned"
+	ConditionApplied  = "Applied"
+	ConditionDegraded = "Degraded"
+)
+
+// ProbeSetList is a list of ProbeSets.
+// +kubebuilder:object:root=true
+type ProbeSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProbeSet `json:"items"`
+}
+
+// ProbeSetNode is one node's record of one ProbeSet, named
+// "<probeset>.<node>" in the ProbeSet's namespace. Only the agent of
+// spec.nodeName may create, change or delete it (the admission policy).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=psn,categories=probectl
+// +kubebuilder:printcolumn:name="ProbeSet",type=string,JSONPath=`.spec.probeSet`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Kernel",type=string,JSONPath=`.status.kernel`
+// +kubebuilder:printcolumn:name="Digest",type=string,JSONPath=`.status.appliedDigest`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.probeSet + '.' + self.spec.nodeName",message="a ProbeSetNode is named <probeSet>.<nodeName>"
+type ProbeSetNode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProbeSetNodeSpec   `json:"spec"`
+	Status ProbeSetNodeStatus `json:"status,omitempty"`
+}
+
+// ProbeSetNodeSpec names the ProbeSet and the node; neither changes.
+type ProbeSetNodeSpec struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="probeSet is immutable"
+	ProbeSet string `json:"probeSet"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
+	NodeName string `json:"nodeName"`
+}
+
+// ProbeSetNodeStatus is what a node did with a ProbeSet.
+type ProbeSetNodeStatus struct {
+	// ObservedGeneration is the ProbeSet generation this record is for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// Kernel summarises the facts planned against ("linux 6.12.0 x86_64").
+	// +optional
+	Kernel string `json:"kernel,omitempty"`
+	// Facts names where the facts came from ("live", "file NAME").
+	// +optional
+	Facts string `json:"facts,omitempty"`
+	// Probes is the plan: route and link families per probe, and why.
+	// +optional
+	Probes []ProbePlan `json:"probes,omitempty"`
+	// SpecDigest is the digest of the spec set this record is for;
+	// AppliedDigest the one live on the node (unchanged by a failure).
+	// +optional
+	SpecDigest string `json:"specDigest,omitempty"`
+	// +optional
+	AppliedDigest string `json:"appliedDigest,omitempty"`
+	// Errors are the diagnostics, "file:line:col: summary: detail".
+	// +optional
+	Errors []string `json:"errors,omitempty"`
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// ProbePlan is one probe of a node's plan, and its counters once applied.
+type ProbePlan struct {
+	// Address is the probe's address ("kernel.vfs_latency").
+	Address string `json:"address"`
+	Route   string `json:"route"`
+	// Attach lists the link families.
+	Attach []string `json:"attach"`
+	Reason string   `json:"reason"`
+	// Links is the number of links, when known before apply.
+	// +optional
+	Links *int32 `json:"links,omitempty"`
+	// +optional
+	Hits *int64 `json:"hits,omitempty"`
+	// +optional
+	Missed *int64 `json:"missed,omitempty"`
+	// +optional
+	Drops *int64 `json:"drops,omitempty"`
+}
+
+// ProbeSetNodeList is a list of ProbeSetNodes.
+// +kubebuilder:object:root=true
+type ProbeSetNodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProbeSetNode `json:"items"`
+}
+
+// NodeFacts are a node's kernel facts, named after the node. Only that
+// node's agent may write them (the admission policy).
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=nf,categories=probectl
+// +kubebuilder:printcolumn:name="Arch",type=string,JSONPath=`.spec.arch`
+// +kubebuilder:printcolumn:name="Kernel",type=string,JSONPath=`.spec.kernel`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeFacts struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec NodeFactsSpec `json:"spec"`
+}
+
+// NodeFactsSpec is what a node's agent publishes.
+type NodeFactsSpec struct {
+	// Arch is x86_64 or arm64.
+	// +kubebuilder:validation:Enum=x86_64;arm64
+	Arch string `json:"arch"`
+	// Kernel is the kernel version ("6.12.117").
+	// +kubebuilder:validation:MinLength=1
+	Kernel string `json:"kernel"`
+	// Source says where the facts came from: "live", or "file NAME" for a
+	// plan-only agent that publishes a facts file.
+	// +kubebuilder:validation:MinLength=1
+	Source string `json:"source"`
+	// Facts is bpf.Facts as "probectl target -o" writes them, without
+	// the function list, the tracepoint list and the BTF.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Facts runtime.RawExtension `json:"facts"`
+	// Functions is the node's list of probe-able kernel functions, one a
+	// line, sorted, gzipped: it lets a cluster plan resolve patterns and
+	// name the nodes that lack a function. Empty when not published.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	Functions []byte `json:"functions,omitempty"`
+}
+
+// NodeFactsList is a list of NodeFacts.
+// +kubebuilder:object:root=true
+type NodeFactsList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeFacts `json:"items"`
+}

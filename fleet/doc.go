@@ -1,0 +1,21 @@
+// Package fleet is probectl on Kubernetes: the objects of the API
+// (fleet/api/v1alpha1) turned into plans, and plans into per-node records.
+//
+//   - A node's facts travel as a NodeFacts object ([PublishFacts],
+//     [NodeFactsOf] / [FactsOf]): bpf.Facts without the BTF, with the
+//     function list gzipped.
+//   - [PlanNode] compiles a spec set against one node's facts, exactly as
+//     "probectl plan -target FILE" does, and keeps what a per-node record
+//     shows: route, link families and reason per probe, or the
+//     diagnostics at their spec lines.
+//   - [PlanCluster] does it for every node a selector selects: what
+//     "probectl plan -cluster" prints and what a plan-only ProbeSet's
+//     records hold.
+//   - [NodeAgent] is the Kubernetes side of a node's agent: it publishes
+//     the facts, plans (and through an [Applier], applies) the ProbeSets
+//     that select the node, writes the node's records and rolls them up
+//     into ProbeSet.status ([RollUp]).
+//
+// Imports: spec, compiler, bpf (never runtime: applying belongs to the
+// node agent, which hands its applier in), and the API types.
+package fleet

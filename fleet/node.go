@@ -1,0 +1,403 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// LabelProbeSet is the label of a ProbeSetNode naming its ProbeSet.
+const LabelProbeSet = "probectl.dev/probeset"
+
+// Applier applies spec sets on the node, each atomically into a workspace
+// of its own, keeping the previous probes when an apply fails. The node
+// agent of "probectl agent -kubernetes" provides it; a plan-only agent has
+// none.
+type Applier interface {
+	// Apply compiles files for the live kernel and applies them into
+	// workspace. It returns the digest live afterwards (the previous one
+	// when it fails), the plan per probe with its counters, and the
+	// diagnostics "file:line:col: summary: detail" of a failure.
+	Apply(ctx context.Context, workspace string, files map[string][]byte) (ApplyResult, error)
+	// Destroy removes everything applied into workspace.
+	Destroy(ctx context.Context, workspace string) error
+	// Probes reads the probes applied in workspace with their counters
+	// (hits, missed hits, dropped keys and events) from the kernel.
+	Probes(ctx context.Context, workspace string) ([]v1alpha1.ProbePlan, error)
+}
+
+// ApplyResult is what an Applier reports.
+type ApplyResult struct {
+	AppliedDigest string
+	Probes        []v1alpha1.ProbePlan
+	Errors        []string
+}
+
+// NodeAgent is the Kubernetes side of a node's agent: it publishes the
+// node's facts, plans (and, with an Applier, applies) the ProbeSets that
+// select the node, and writes the node's records. Its client has the
+// node's own credentials.
+type NodeAgent struct {
+	Client client.WithWatch
+	Node   string
+	Facts  *bpf.Facts
+	// Applier is nil for a plan-only agent: ProbeSets in mode apply are
+	// then only planned, and the record says so.
+	Applier Applier
+	Log     *slog.Logger
+}
+
+// Workspace is the workspace a ProbeSet is applied into on a node:
+// "k8s-NAMESPACE-NAME" cut to a workspace name's charset and length, with
+// a hash of the node and the full name, so that two ProbeSets never share
+// one, nor two agents on one host (pretend nodes in tests).
+func Workspace(node string, ps *v1alpha1.ProbeSet) string {
+	h := sha256.Sum256([]byte(node + "/" + ps.Namespace + "/" + ps.Name))
+	readable := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, ps.Namespace+"-"+ps.Name)
+	if len(readable) > 42 {
+		readable = readable[:42]
+	}
+	return "k8s-" + readable + "-" + hex.EncodeToString(h[:])[:12]
+}
+
+// Publish creates or updates the node's NodeFacts.
+func (a *NodeAgent) Publish(ctx context.Context) error {
+	nf, err := NodeFactsOf(a.Node, a.Facts)
+	if err != nil {
+		return err
+	}
+	var old v1alpha1.NodeFacts
+	switch err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &old); {
+	case apierrors.IsNotFound(err):
+		return a.Client.Create(ctx, nf)
+	case err != nil:
+		return err
+	}
+	old.Spec = nf.Spec
+	return a.Client.Update(ctx, &old)
+}
+
+// Run publishes the facts, then syncs at start, at every change of a
+// ProbeSet, and every resync, until ctx ends.
+func (a *NodeAgent) Run(ctx context.Context, resync time.Duration) error {
+	if err := a.Publish(ctx); err != nil {
+		return fmt.Errorf("publish the facts of node %s: %w", a.Node, err)
+	}
+	for {
+		if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
+			a.log().Error("sync", "err", err)
+		}
+		w, err := a.Client.Watch(ctx, &v1alpha1.ProbeSetList{})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.log().Error("watch ProbeSets", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		timer := time.NewTimer(resync)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				timer.Stop()
+				return nil
+			case <-timer.C:
+				break wait
+			case _, ok := <-w.ResultChan():
+				if !ok {
+					break wait
+				}
+				// Let a burst of events settle, then sync once.
+				time.Sleep(100 * time.Millisecond)
+				for len(w.ResultChan()) > 0 {
+					<-w.ResultChan()
+				}
+				if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
+					a.log().Error("sync", "err", err)
+				}
+			}
+		}
+		w.Stop()
+		timer.Stop()
+	}
+}
+
+func (a *NodeAgent) log() *slog.Logger {
+	if a.Log != nil {
+		return a.Log
+	}
+	return slog.Default()
+}
+
+// Sync brings the node's records in line with the ProbeSets: every
+// ProbeSet that selects the node gets a record of this generation; the
+// records of ProbeSets gone or no longer selecting the node are removed
+// (and, with an Applier, their workspaces destroyed).
+func (a *NodeAgent) Sync(ctx context.Context) error {
+	var node corev1.Node
+	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &node); err != nil {
+		return fmt.Errorf("node %s: %w", a.Node, err)
+	}
+	var sets v1alpha1.ProbeSetList
+	if err := a.Client.List(ctx, &sets); err != nil {
+		return fmt.Errorf("list ProbeSets: %w", err)
+	}
+	var errs []error
+	keep := map[types.NamespacedName]bool{}
+	for i := range sets.Items {
+		ps := &sets.Items[i]
+		if ps.DeletionTimestamp != nil || !Selects(ps.Spec.NodeSelector, &node) {
+			continue
+		}
+		keep[types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}] = true
+		if err := a.syncOne(ctx, ps); err != nil {
+			errs = append(errs, fmt.Errorf("ProbeSet %s/%s: %w", ps.Namespace, ps.Name, err))
+		}
+	}
+	// Records of this node that nothing selects any more.
+	var records v1alpha1.ProbeSetNodeList
+	if err := a.Client.List(ctx, &records); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list ProbeSetNodes: %w", err))...)
+	}
+	for i := range records.Items {
+		r := &records.Items[i]
+		if r.Spec.NodeName != a.Node || keep[client.ObjectKeyFromObject(r)] {
+			continue
+		}
+		if a.Applier != nil {
+			ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.ProbeSet}}
+			if err := a.Applier.Destroy(ctx, Workspace(a.Node, ps)); err != nil {
+				errs = append(errs, fmt.Errorf("destroy %s: %w", Workspace(a.Node, ps), err))
+				continue
+			}
+		}
+		if err := a.Client.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+		var ps v1alpha1.ProbeSet
+		if err := a.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.ProbeSet}, &ps); err == nil {
+			errs = append(errs, a.rollUp(ctx, &ps))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func recordName(probeSet, node string) string { return probeSet + "." + node }
+
+func equalProbes(a, b []v1alpha1.ProbePlan) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equality.Semantic.DeepEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// syncOne plans (or applies) one ProbeSet and writes the node's record.
+func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
+	key := types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}
+	var rec v1alpha1.ProbeSetNode
+	err := a.Client.Get(ctx, key, &rec)
+	if apierrors.IsNotFound(err) {
+		rec = v1alpha1.ProbeSetNode{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelProbeSet: ps.Name},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ProbeSet", Name: ps.Name, UID: ps.UID}}},
+			Spec: v1alpha1.ProbeSetNodeSpec{ProbeSet: ps.Name, NodeName: a.Node},
+		}
+		if err := a.Client.Create(ctx, &rec); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	files, err := SpecFiles(ctx, a.Client, ps)
+	st := v1alpha1.ProbeSetNodeStatus{ObservedGeneration: ps.Generation, Kernel: a.Facts.Label(), Facts: a.Facts.Source + " " + a.Facts.Name,
+		AppliedDigest: rec.Status.AppliedDigest}
+	if err != nil {
+		st.Phase, st.Errors = v1alpha1.PhaseFailed, []string{err.Error()}
+	} else {
+		st.SpecDigest = Digest(files)
+		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase != v1alpha1.PhaseFailed &&
+			(ps.Spec.Mode == v1alpha1.ModePlan || a.Applier == nil || rec.Status.AppliedDigest == st.SpecDigest) {
+			// Nothing changed but the counters of applied probes, unless
+			// the workspace lost probes (destroyed by hand, a reboot):
+			// then it is applied again below.
+			if ps.Spec.Mode != v1alpha1.ModeApply || a.Applier == nil {
+				return a.rollUp(ctx, ps)
+			}
+			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps))
+			if err != nil {
+				return err
+			}
+			if len(probes) == len(rec.Status.Probes) {
+				if !equalProbes(probes, rec.Status.Probes) {
+					rec.Status.Probes = probes
+					if err := a.Client.Status().Update(ctx, &rec); err != nil {
+						return fmt.Errorf("write the record: %w", err)
+					}
+				}
+				return a.rollUp(ctx, ps)
+			}
+			a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
+		}
+		np := PlanNode(a.Node, files, a.Facts)
+		st.Probes, st.Errors = np.Probes, np.Errors
+		switch {
+		case !np.OK():
+			st.Phase = v1alpha1.PhaseFailed
+		case ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil:
+			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), files)
+			if res.AppliedDigest != "" {
+				st.AppliedDigest = res.AppliedDigest
+			}
+			if res.Probes != nil {
+				st.Probes = res.Probes
+			}
+			st.Errors = res.Errors
+			if err != nil && len(st.Errors) == 0 {
+				st.Errors = []string{err.Error()}
+			}
+			st.Phase = v1alpha1.PhaseApplied
+			if err != nil {
+				st.Phase = v1alpha1.PhaseFailed
+			}
+		default:
+			st.Phase = v1alpha1.PhasePlanned
+		}
+	}
+	if rec.Status.Phase != st.Phase || rec.Status.LastTransitionTime == nil {
+		now := metav1.Now()
+		st.LastTransitionTime = &now
+	} else {
+		st.LastTransitionTime = rec.Status.LastTransitionTime
+	}
+	rec.Status = st
+	if err := a.Client.Status().Update(ctx, &rec); err != nil {
+		return fmt.Errorf("write the record: %w", err)
+	}
+	return a.rollUp(ctx, ps)
+}
+
+// rollUp recomputes a ProbeSet's status from its records: whichever agent
+// writes it last, it is the same function of the same records.
+func (a *NodeAgent) rollUp(ctx context.Context, ps *v1alpha1.ProbeSet) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			var fresh v1alpha1.ProbeSet
+			if err := a.Client.Get(ctx, client.ObjectKeyFromObject(ps), &fresh); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			ps = &fresh
+		}
+		var st v1alpha1.ProbeSetStatus
+		st, err = RollUp(ctx, a.Client, ps)
+		if err != nil {
+			return err
+		}
+		ps.Status = st
+		err = a.Client.Status().Update(ctx, ps)
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: its records go at the next sync
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// RollUp computes a ProbeSet's status from its ProbeSetNode records and
+// the nodes it selects that published facts.
+func RollUp(ctx context.Context, r client.Reader, ps *v1alpha1.ProbeSet) (v1alpha1.ProbeSetStatus, error) {
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return ps.Status, err
+	}
+	var facts v1alpha1.NodeFactsList
+	if err := r.List(ctx, &facts); err != nil {
+		return ps.Status, err
+	}
+	published := map[string]string{}
+	for _, f := range facts.Items {
+		published[f.Name] = "linux " + f.Spec.Kernel + " " + f.Spec.Arch
+	}
+	var records v1alpha1.ProbeSetNodeList
+	if err := r.List(ctx, &records, client.InNamespace(ps.Namespace), client.MatchingLabels{LabelProbeSet: ps.Name}); err != nil {
+		return ps.Status, err
+	}
+	byNode := map[string]*v1alpha1.ProbeSetNode{}
+	for i := range records.Items {
+		byNode[records.Items[i].Spec.NodeName] = &records.Items[i]
+	}
+	st := v1alpha1.ProbeSetStatus{ObservedGeneration: ps.Generation}
+	for _, n := range nodes.Items {
+		kernel, ok := published[n.Name]
+		if !ok || !Selects(ps.Spec.NodeSelector, &n) {
+			continue
+		}
+		st.Selected++
+		sum := v1alpha1.NodeSummary{Node: n.Name, Kernel: kernel, Phase: v1alpha1.PhasePending}
+		if rec := byNode[n.Name]; rec != nil && rec.Status.ObservedGeneration == ps.Generation {
+			sum.Phase, sum.Digest = rec.Status.Phase, rec.Status.AppliedDigest
+			if len(rec.Status.Errors) > 0 {
+				sum.Message = rec.Status.Errors[0]
+			}
+		}
+		switch sum.Phase {
+		case v1alpha1.PhasePlanned:
+			st.Planned++
+		case v1alpha1.PhaseApplied:
+			st.Planned++
+			st.Applied++
+		case v1alpha1.PhaseFailed:
+			st.Failed++
+		}
+		st.Nodes = append(st.Nodes, sum)
+	}
+	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
+	st.Conditions = append([]metav1.Condition(nil), ps.Status.Conditions...)
+	cond := func(typ string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: s, ObservedGeneration: ps.Generation, Reason: reason, Message: msg})
+	}
+	all := st.Selected > 0
+	cond(v1alpha1.ConditionPlanned, all && st.Planned == st.Selected, "Nodes", fmt.Sprintf("%d of %d selected nodes planned generation %d", st.Planned, st.Selected, ps.Generation))
+	cond(v1alpha1.ConditionApplied, all && ps.Spec.Mode == v1alpha1.ModeApply && st.Applied == st.Selected, "Nodes", fmt.Sprintf("%d of %d selected nodes applied generation %d", st.Applied, st.Selected, ps.Generation))
+	cond(v1alpha1.ConditionDegraded, st.Failed > 0, "Nodes", fmt.Sprintf("%d of %d selected nodes failed", st.Failed, st.Selected))
+	return st, nil
+}

@@ -1,0 +1,115 @@
+package fleet
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	"github.com/probectl/probectl/spec"
+)
+
+// NodePlan is one node's plan of a spec set.
+type NodePlan struct {
+	Node string `json:"node"`
+	// Kernel is the facts' label ("linux 6.12.0 x86_64 (profile ...)").
+	Kernel string `json:"kernel"`
+	// Probes has route, link families and reason per probe; empty when
+	// Errors is not.
+	Probes []v1alpha1.ProbePlan `json:"probes,omitempty"`
+	// Skipped are the optional probes the node will not attach, and why.
+	Skipped []string `json:"skipped,omitempty"`
+	// Errors are the diagnostics that stop the node from running the
+	// spec set: "file:line:col: summary: detail".
+	Errors []string `json:"errors,omitempty"`
+	// Warnings are the other diagnostics, in the same form.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// OK reports whether the node can run the spec set.
+func (p *NodePlan) OK() bool { return len(p.Errors) == 0 }
+
+// Digest identifies a spec set: its file names and contents.
+func Digest(files map[string][]byte) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%d:%s\n%d:", len(n), n, len(files[n]))
+		h.Write(files[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// PlanNode compiles the spec files against a node's facts, as
+// "probectl plan -target FILE" does, and keeps what the node's record
+// shows. Nothing is loaded into a kernel; live facts read the formats of
+// the tracepoints the specs name from tracefs.
+func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan {
+	np := &NodePlan{Node: node, Kernel: facts.Label()}
+	cfg, diags := spec.Parse(files)
+	if !diags.HasErrors() && facts.Source == "live" {
+		// The live kernel's tracepoint formats are read from tracefs for
+		// the events the specs name, as "probectl plan" does.
+		var events []string
+		for _, p := range cfg.Probes {
+			for _, e := range p.Events {
+				events = append(events, e.Text)
+			}
+		}
+		if err := facts.LoadTracepoints(events); err != nil {
+			np.Errors = append(np.Errors, "read the tracepoint formats: "+err.Error())
+			return np
+		}
+	}
+	if !diags.HasErrors() {
+		out, more := compiler.Compile(cfg, facts)
+		diags = append(diags, more...)
+		if !diags.HasErrors() {
+			for _, p := range out.Probes {
+				pp := v1alpha1.ProbePlan{Address: p.Address.String(), Route: string(p.Route), Reason: p.Reason}
+				for _, fam := range p.Attach {
+					pp.Attach = append(pp.Attach, string(fam))
+				}
+				if n := p.LinkCount(); n != nil {
+					links := int32(*n)
+					pp.Links = &links
+				}
+				np.Probes = append(np.Probes, pp)
+			}
+			for _, s := range out.Skipped {
+				np.Skipped = append(np.Skipped, s.Address.String()+": "+s.Why)
+			}
+		}
+	}
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			np.Errors = append(np.Errors, DiagText(d))
+		} else {
+			np.Warnings = append(np.Warnings, DiagText(d))
+		}
+	}
+	return np
+}
+
+// DiagText is a diagnostic on one line: "file:line:col: summary: detail".
+func DiagText(d *hcl.Diagnostic) string {
+	var b strings.Builder
+	if d.Subject != nil {
+		fmt.Fprintf(&b, "%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+	}
+	b.WriteString(d.Summary)
+	if d.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(strings.Join(strings.Fields(d.Detail), " "))
+	}
+	return b.String()
+}
