@@ -31,15 +31,17 @@ const LabelProbeSet = "probectl.dev/probeset"
 // none.
 type Applier interface {
 	// Apply compiles files for the live kernel and applies them into
-	// workspace. It returns the digest live afterwards (the previous one
-	// when it fails), the plan per probe with its counters, and the
-	// diagnostics "file:line:col: summary: detail" of a failure.
-	Apply(ctx context.Context, workspace string, files map[string][]byte) (ApplyResult, error)
+	// workspace, for the ProbeSet set. It returns the digest live
+	// afterwards (the previous one when it fails), the plan per probe
+	// with its counters, and the diagnostics "file:line:col: summary:
+	// detail" of a failure.
+	Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (ApplyResult, error)
 	// Destroy removes everything applied into workspace.
 	Destroy(ctx context.Context, workspace string) error
-	// Probes reads the probes applied in workspace with their counters
-	// (hits, missed hits, dropped keys and events) from the kernel.
-	Probes(ctx context.Context, workspace string) ([]v1alpha1.ProbePlan, error)
+	// Probes reads the probes applied in workspace (for set) with their
+	// counters (hits, missed hits, dropped keys and events) from the
+	// kernel.
+	Probes(ctx context.Context, workspace string, set types.NamespacedName) ([]v1alpha1.ProbePlan, error)
 }
 
 // ApplyResult is what an Applier reports.
@@ -248,6 +250,20 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		st.Phase, st.Errors = v1alpha1.PhaseFailed, []string{err.Error()}
 	} else {
 		st.SpecDigest = Digest(files)
+		// The same spec failed to apply before: not retried (it would fail
+		// again, and count again) until it changes; the record keeps its
+		// errors, with the counters of the previous probes refreshed.
+		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase == v1alpha1.PhaseFailed &&
+			ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil {
+			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps))
+			if err == nil && !equalProbes(probes, rec.Status.Probes) {
+				rec.Status.Probes = probes
+				if err := a.Client.Status().Update(ctx, &rec); err != nil {
+					return fmt.Errorf("write the record: %w", err)
+				}
+			}
+			return a.rollUp(ctx, ps)
+		}
 		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase != v1alpha1.PhaseFailed &&
 			(ps.Spec.Mode == v1alpha1.ModePlan || a.Applier == nil || rec.Status.AppliedDigest == st.SpecDigest) {
 			// Nothing changed but the counters of applied probes, unless
@@ -256,7 +272,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			if ps.Spec.Mode != v1alpha1.ModeApply || a.Applier == nil {
 				return a.rollUp(ctx, ps)
 			}
-			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps))
+			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps))
 			if err != nil {
 				return err
 			}
@@ -271,13 +287,12 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			}
 			a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
 		}
-		np := PlanNode(a.Node, files, a.Facts)
-		st.Probes, st.Errors = np.Probes, np.Errors
 		switch {
-		case !np.OK():
-			st.Phase = v1alpha1.PhaseFailed
 		case ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil:
-			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), files)
+			// The Applier compiles for the live kernel itself (and counts
+			// its failures); a failure leaves the previous probes, whose
+			// counters the record goes on showing.
+			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps), files)
 			if res.AppliedDigest != "" {
 				st.AppliedDigest = res.AppliedDigest
 			}
@@ -291,9 +306,17 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			st.Phase = v1alpha1.PhaseApplied
 			if err != nil {
 				st.Phase = v1alpha1.PhaseFailed
+				if live, perr := a.Applier.Probes(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps)); perr == nil {
+					st.Probes = live
+				}
 			}
 		default:
+			np := PlanNode(a.Node, files, a.Facts)
+			st.Probes, st.Errors = np.Probes, np.Errors
 			st.Phase = v1alpha1.PhasePlanned
+			if !np.OK() {
+				st.Phase = v1alpha1.PhaseFailed
+			}
 		}
 	}
 	if rec.Status.Phase != st.Phase || rec.Status.LastTransitionTime == nil {

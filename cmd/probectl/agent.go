@@ -34,8 +34,10 @@ import (
 
 func newAgentCmd(g *globals) *cobra.Command {
 	var o agentOptions
+	var k kubeOptions
+	var kube bool
 	cmd := &cobra.Command{
-		Use:   "agent -config DIR [-listen ADDR] [-log-json] [-destroy-on-exit]",
+		Use:   "agent (-config DIR | -kubernetes [-node NAME] [-facts FILE|PROFILE]) [-listen ADDR] [-log-json] [-destroy-on-exit]",
 		Short: "Apply the specs of a directory whenever it changes, and serve their metrics",
 		Long: `Agent applies every *.hcl file of DIR at start, and again whenever DIR
 changes: a file written in place or renamed into place, a git checkout or
@@ -70,9 +72,35 @@ probes applied unless -destroy-on-exit.
                      DIR decides what the agent attaches as root)
 ` + eventsOutHelp + `
 
+With -kubernetes it is a cluster's node agent (README, "Kubernetes"):
+it publishes its node's kernel facts (NodeFacts), applies each ProbeSet
+that selects its node into a workspace of its own, writes the node's
+record of each (ProbeSetNode) and rolls them up into the ProbeSet's
+status, destroys what a ProbeSet no longer asks for, and serves every
+ProbeSet's metrics labelled probeset="NAMESPACE/NAME".
+
+  -kubernetes          be a node agent (kubeconfig from -kubeconfig,
+                       KUBECONFIG, ~/.kube/config, or the pod's service account)
+  -node NAME           the node (default: $NODE_NAME)
+  -facts FILE|PROFILE  plan only, for the facts of a file or a built-in
+                       profile instead of the live kernel: never applies
+  -status-interval D   how often the records' counters are refreshed (15s)
+
 Exit status: 0 stopped by a signal, 1 errors at start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kube {
+				if o.config != "" {
+					return errors.New("-config and -kubernetes exclude each other: a node agent takes its specs from ProbeSets")
+				}
+				if k.resync <= 0 {
+					return errors.New("-status-interval must be a positive duration")
+				}
+				return runKubeAgent(cmd.Context(), g, o, k, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			if k.facts != "" || k.kubeconfig != "" {
+				return errors.New("-facts and -kubeconfig are for -kubernetes")
+			}
 			if o.config == "" {
 				return errors.New("agent needs -config DIR: the directory of specs to apply")
 			}
@@ -105,6 +133,11 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.DurationVar(&g.lockTimeout, "lock-timeout", time.Minute, "how long an apply waits for another probectl")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
 	f.BoolVar(&o.destroyOnExit, "destroy-on-exit", false, "destroy the probes on SIGINT/SIGTERM")
+	f.BoolVar(&kube, "kubernetes", false, "be the node agent of a Kubernetes cluster")
+	f.StringVar(&k.node, "node", os.Getenv("NODE_NAME"), "the node's name (node agent)")
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "the kubeconfig file (node agent)")
+	f.StringVar(&k.facts, "facts", "", "plan only, for these facts (node agent)")
+	f.DurationVar(&k.resync, "status-interval", 15*time.Second, "how often the node agent refreshes its records' counters")
 	f.BoolVar(&o.insecureConfig, "insecure-config", false, "read specs that users other than root own or may write")
 	o.events = addEventsOutFlags(cmd)
 	return cmd

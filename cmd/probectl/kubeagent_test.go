@@ -64,7 +64,7 @@ func TestKubeAgentApplies(t *testing.T) {
 	// Two pretend nodes on this host, each with its own credentials,
 	// state directory and workspaces, as two DaemonSet pods would have.
 	done := make(chan error, 2)
-	start := func(node string) (*globals, kubeApplier) {
+	start := func(node string) (*globals, *kubeApplier) {
 		cfg, err := c.PodToken(ctx, "probectl-system", "probectl-agent", node)
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func TestKubeAgentApplies(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
-		applier := kubeApplier{g: g, log: log}
+		applier := newKubeApplier(g, log, 1000)
 		agent := &fleet.NodeAgent{Client: cl, Node: node, Facts: facts, Applier: applier, Log: log}
 		go func() { done <- agent.Run(ctx, time.Second) }()
 		return g, applier

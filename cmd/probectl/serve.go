@@ -116,13 +116,18 @@ event buffer through applies and destroys.
 // metricsHandler serves the workspace's metrics, probectl's own process
 // and Go runtime metrics, and extra (the agent's).
 func metricsHandler(stateDir, workspace string, maxSeries int, extra ...prometheus.Collector) http.Handler {
+	return registryHandler(append(extra, &metrics.Collector{StateDir: stateDir, Workspace: workspace, MaxSeries: maxSeries})...)
+}
+
+// registryHandler serves cs and probectl's own process and Go runtime
+// metrics (the node agent's collectors are its ProbeSets').
+func registryHandler(cs ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		&metrics.Collector{StateDir: stateDir, Workspace: workspace, MaxSeries: maxSeries},
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
 	)
-	reg.MustRegister(extra...)
+	reg.MustRegister(cs...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
