@@ -19,11 +19,12 @@ const uworkTarget = "github.com/probectl/probectl/runtime/internal/uwork.Target.
 
 // TestKernelUserSessionRoute probes a user function with entry and exit on
 // each kernel of the matrix (and the host): uprobe.session where the
-// kernel has it (6.13), uprobe.multi + uretprobe.multi before, as the
-// route table says, and every route counts the calls exactly: entry data
+// kernel has it (6.13), uprobe.multi + uretprobe.multi before (6.6), a
+// uprobe and a uretprobe before that, as the route table says, and every
+// route counts the calls exactly: entry data
 // through the session cookie or the slot map, the entry's when skipping
-// the exit. attach = "uprobe.session" on a kernel without it is refused
-// in the plan, with the reason.
+// the exit. A family insisted on that the kernel lacks is refused in the
+// plan, with the version it needs.
 func TestKernelUserSessionRoute(t *testing.T) {
 	requireRoot(t)
 	f, err := bpf.Detect(bpf.DetectOptions{})
@@ -67,19 +68,27 @@ func TestKernelUserSessionRoute(t *testing.T) {
   }
 }`
 			cfg := kcompileUser(t, f, src)
-			if attach == "uprobe.session" && !f.Links.UprobeSession {
-				if cfg.err == "" || !strings.Contains(cfg.err, "needs Linux 6.13") {
-					t.Fatalf("attach = uprobe.session on %s: %q, want a refusal naming 6.13", f.Label(), cfg.err)
+			for _, c := range []struct {
+				family, needs string
+				have          bool
+			}{{"uprobe.session", "needs Linux 6.13", f.Links.UprobeSession}, {"uprobe.multi", "needs Linux 6.6", f.Links.UprobeMulti}} {
+				if attach == c.family && !c.have {
+					if cfg.err == "" || !strings.Contains(cfg.err, c.needs) {
+						t.Fatalf("attach = %s on %s: %q, want a refusal: %s", attach, f.Label(), cfg.err, c.needs)
+					}
+					return
 				}
-				return
 			}
 			if cfg.err != "" {
 				t.Fatal(cfg.err)
 			}
 			p := cfg.out.Probes[0]
 			want := "uprobe.multi + uretprobe.multi"
-			if attach == "uprobe.session" || attach == "auto" && f.Links.UprobeSession {
+			switch {
+			case attach == "uprobe.session" || attach == "auto" && f.Links.UprobeSession:
 				want = "uprobe.session"
+			case attach == "auto" && !f.Links.UprobeMulti:
+				want = "uprobe + uretprobe" // before 6.6: a perf link per function
 			}
 			if got := compiler.JoinFamilies(p.Attach); got != want {
 				t.Fatalf("%s on %s: families %s, want %s", attach, f.Label(), got, want)

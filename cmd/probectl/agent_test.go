@@ -180,13 +180,7 @@ func TestAgent(t *testing.T) {
 		t.Skip("the workload is built with gcc")
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(dir, "agt-work")
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	work := buildC(t, dir, "agt-work", serveWork)
 	runWork := func(n int) {
 		t.Helper()
 		if out, err := exec.Command(work, strconv.Itoa(n)).CombinedOutput(); err != nil {
@@ -373,13 +367,7 @@ func BenchmarkAgentIdle(b *testing.B) {
 		b.Skip("the workload is built with gcc")
 	}
 	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	work := filepath.Join(dir, "idle-work")
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		b.Fatalf("gcc: %v\n%s", err, out)
-	}
+	work := buildC(b, dir, "idle-work", serveWork)
 	specs := filepath.Join(dir, "specs")
 	os.Mkdir(specs, 0o755)
 	spec := fmt.Sprintf("probe \"user\" \"idle\" {\n  binary    = %q\n  functions = [\"target\"]\n  on_entry {\n    count \"calls\" { by = [comm] }\n    hist \"args\" { value = arg0 }\n  }\n}\n", work)

@@ -15,7 +15,6 @@ import (
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/metrics"
 	"github.com/probectl/probectl/runtime"
-	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 )
 
@@ -43,20 +42,9 @@ only these specs (names that meet get _2 in that order).
 Exit status: 0, 1 errors.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, diags := spec.LoadPaths(args)
-			if diags.HasErrors() {
-				printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
-				return exitError{1}
-			}
-			facts, err := loadTarget(target, cfg)
+			_, _, out, err := compileTarget(cmd, target, args)
 			if err != nil {
 				return err
-			}
-			out, more := compiler.Compile(cfg, facts)
-			diags = append(diags, more...)
-			printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
-			if diags.HasErrors() {
-				return exitError{1}
 			}
 			if title == "" {
 				title = dashboardTitle(args)

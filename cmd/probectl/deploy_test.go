@@ -160,13 +160,7 @@ func TestSystemdUnitCapabilities(t *testing.T) {
 	bound := "--bounding-set=-all," + strings.Join(caps, ",")
 
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(dir, "cap-work")
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	work := buildC(t, dir, "cap-work", serveWork)
 	specs := filepath.Join(dir, "specs")
 	os.Mkdir(specs, 0o700)
 	spec := fmt.Sprintf(`probe "user" "capped" {

@@ -184,11 +184,7 @@ func TestAgentEventsOut(t *testing.T) {
 	}
 	dir := t.TempDir()
 	comm := fmt.Sprintf("agev%d", os.Getpid()%1000000)
-	work := filepath.Join(dir, comm)
-	os.WriteFile(filepath.Join(dir, "work.c"), []byte(prioWork), 0o644)
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	work := buildC(t, dir, comm, prioWork)
 	specs := filepath.Join(dir, "specs")
 	os.Mkdir(specs, 0o700)
 	spec := fmt.Sprintf(`probe "tracepoint" "prio" {

@@ -96,20 +96,6 @@ func (a *kubeAgent) metric(series string) float64 {
 	return -1
 }
 
-// kubeWorkload is a static binary calling target N times (argv[1]).
-func kubeWorkload(t *testing.T, dir, name, src string) string {
-	t.Helper()
-	c := filepath.Join(dir, name+".c")
-	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, name)
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", bin, c).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestKubeAgents: node agents, one process per pretend node, each with its
 // own credentials (a token bound to a pod on its node) and workspace,
 // apply a ProbeSet against a real kube-apiserver; the workload's exact
@@ -137,11 +123,11 @@ func TestKubeAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	work := kubeWorkload(t, dir, "kwork", serveWork)
+	work := buildC(t, dir, "kwork", serveWork)
 	// extra: a function node-a's binary has and node-b's lacks (node-b's
 	// agent sees another file at the same path, in its mount namespace).
-	withExtra := kubeWorkload(t, dir, "kextra", "__attribute__((noinline)) long extra(long x) { return x + 1; }\nint main(void) { return extra(0) != 1; }\n")
-	withoutExtra := kubeWorkload(t, dir, "knoextra", "int main(void) { return 0; }\n")
+	withExtra := buildC(t, dir, "kextra", "__attribute__((noinline)) long extra(long x) { return x + 1; }\nint main(void) { return extra(0) != 1; }\n")
+	withoutExtra := buildC(t, dir, "knoextra", "int main(void) { return 0; }\n")
 	runWork := func(n int) {
 		t.Helper()
 		if out, err := exec.Command(work, strconv.Itoa(n)).CombinedOutput(); err != nil {

@@ -60,20 +60,9 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 			if cl.probeSet != "" || cl.selector != "" {
 				return errors.New("-probeset and -selector plan for a cluster: add -cluster")
 			}
-			cfg, diags := spec.LoadPaths(args)
-			if diags.HasErrors() {
-				printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
-				return exitError{1}
-			}
-			facts, err := loadTarget(target, cfg)
+			cfg, facts, out, err := compileTarget(cmd, target, args)
 			if err != nil {
 				return err
-			}
-			out, more := compiler.Compile(cfg, facts)
-			diags = append(diags, more...)
-			printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
-			if diags.HasErrors() {
-				return exitError{1}
 			}
 			plan := compiler.NewPlan(out)
 			var state *runtime.State
@@ -119,6 +108,27 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 	cmd.Flags().StringVar(&cl.kubeconfig, "kubeconfig", "", "with -cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&cl.context, "context", "", "with -cluster: the kubeconfig context")
 	return cmd
+}
+
+// compileTarget loads the specs at paths and compiles them for -target,
+// printing the diagnostics.
+func compileTarget(cmd *cobra.Command, target string, paths []string) (*spec.Config, *bpf.Facts, *compiler.Output, error) {
+	cfg, diags := spec.LoadPaths(paths)
+	if diags.HasErrors() {
+		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
+		return nil, nil, nil, exitError{1}
+	}
+	facts, err := loadTarget(target, cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, more := compiler.Compile(cfg, facts)
+	diags = append(diags, more...)
+	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
+	if diags.HasErrors() {
+		return nil, nil, nil, exitError{1}
+	}
+	return cfg, facts, out, nil
 }
 
 func sourcesOf(cfg *spec.Config) map[string][]byte {

@@ -97,6 +97,21 @@ const serveSpec = `probe "user" "srv" {
 }
 `
 
+// buildC builds src (C) into a static binary dir/name with gcc, for a
+// user probe's workload.
+func buildC(tb testing.TB, dir, name, src string) string {
+	tb.Helper()
+	c := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("gcc", "-O0", "-static", "-o", bin, c).CombinedOutput(); err != nil {
+		tb.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // TestServePrometheus: a real Prometheus scrapes probectl serve after a
 // workload of known counts; PromQL returns exactly those counts.
 func TestServePrometheus(t *testing.T) {
@@ -108,12 +123,7 @@ func TestServePrometheus(t *testing.T) {
 	}
 	prom := prometheusBinary(t, "prometheus")
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", filepath.Join(dir, "srv-work"), filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	buildC(t, dir, "srv-work", serveWork)
 	specFile := filepath.Join(dir, "spec.hcl")
 	if err := os.WriteFile(specFile, []byte(strings.ReplaceAll(serveSpec, "@WORK@", dir)), 0o644); err != nil {
 		t.Fatal(err)
@@ -359,12 +369,7 @@ func BenchmarkServeScrape(b *testing.B) {
 		b.Skip("the workload is built with gcc")
 	}
 	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", filepath.Join(dir, "srv-work"), filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		b.Fatalf("gcc: %v\n%s", err, out)
-	}
+	buildC(b, dir, "srv-work", serveWork)
 	specFile := filepath.Join(dir, "spec.hcl")
 	spec := fmt.Sprintf(`probe "user" "srvbench" {
   binary    = %q
@@ -441,13 +446,7 @@ func TestServeReplacedProbeIsNewSeries(t *testing.T) {
 		t.Skip("the workload is built with gcc")
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "work.c"), []byte(serveWork), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(dir, "rep-work")
-	if out, err := exec.Command("gcc", "-O0", "-static", "-o", work, filepath.Join(dir, "work.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	work := buildC(t, dir, "rep-work", serveWork)
 	state := filepath.Join(dir, "state")
 	ws := fmt.Sprintf("srv-rep-%d", os.Getpid())
 	specFile := filepath.Join(dir, "spec.hcl")
