@@ -55,6 +55,10 @@ func startAgentCmd(t testing.TB, cmd *exec.Cmd) *agentProc {
 	}
 	go func() { a.done <- cmd.Wait() }()
 	i := strings.Index(line, "http://")
+	if i < 0 {
+		cmd.Process.Kill()
+		t.Fatalf("agent said %q\n%s", line, log)
+	}
 	a.base = strings.TrimSuffix(strings.Fields(line[i:])[0], "/metrics,")
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -193,34 +192,7 @@ probe "profile" "capcpu" {
 		}
 	})
 
-	cmd := capped("agent", "-config", specs, "-listen", "127.0.0.1:0", "-debounce", "200ms", "-log-json")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &syncWriter{w: &strings.Builder{}}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a := &agentProc{t: t, cmd: cmd, log: log, done: make(chan error, 1)}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatalf("agent: %v\n%s", err, log)
-	}
-	go func() { a.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-a.done
-		}
-	})
-	i := strings.Index(line, "http://")
-	if i < 0 {
-		t.Fatalf("agent said %q", line)
-	}
-	a.base = strings.TrimSuffix(strings.Fields(line[i:])[0], "/metrics,")
+	a := startAgentCmd(t, capped("agent", "-config", specs, "-listen", "127.0.0.1:0", "-debounce", "200ms", "-log-json"))
 	a.waitStatus("the spec applied", func(s agentStatus) bool {
 		return strings.Contains(probesOf(s), "user.capped") && strings.Contains(probesOf(s), "profile.capcpu")
 	})
@@ -240,7 +212,7 @@ probe "profile" "capcpu" {
 		{`probectl_probe_drift{probe="user.capped"}`, 0},
 	} {
 		if got := a.metric(c.series); got != c.want {
-			t.Errorf("%s = %v, want %v\n%s", c.series, got, c.want, log)
+			t.Errorf("%s = %v, want %v\n%s", c.series, got, c.want, a.log)
 		}
 	}
 	// Kernel stacks are symbolized (CAP_SYSLOG: kallsyms's addresses):
@@ -293,6 +265,6 @@ probe "profile" "capcpu" {
 		}
 	}
 	if err := a.signal(syscall.SIGTERM); err != nil {
-		t.Errorf("agent on SIGTERM: %v\n%s", err, log)
+		t.Errorf("agent on SIGTERM: %v\n%s", err, a.log)
 	}
 }
