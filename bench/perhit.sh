@@ -13,12 +13,14 @@
 # the ratios against issue 12's goals (probectl <= 1.10x the reference,
 # <= bpftrace). Needs root; installs bpftrace, clang, gcc and jq when missing.
 #
-#   bench/perhit.sh            # N=1000000 NU=100000 ROUNDS=5
+#   bench/perhit.sh            # N=1000000 NU=100000 ROUNDS=5 SETTLE=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
 NU=${NU:-100000}
 ROUNDS=${ROUNDS:-5}
+SETTLE=${SETTLE:-1} # seconds after each attach before the workload: apply's
+                    # and the loaders' after-effects (RCU, writes) settle
 export PATH="$PATH:/usr/local/go/bin"
 
 [ "$(id -u)" = 0 ] || { echo "needs root: it attaches probes" >&2; exit 1; }
@@ -63,6 +65,7 @@ check() { # what got want
 # pc SPEC WORK N OUT: probectl applied around one workload run.
 pc() {
 	"$tmp/probectl" apply -auto-approve "$1" >/dev/null
+	sleep "$SETTLE"
 	"$2" "$3" >> "$4"
 	"$tmp/probectl" show -json > "$tmp/show.json"
 	"$tmp/probectl" destroy -auto-approve >/dev/null
@@ -72,6 +75,7 @@ ref() {
 	"$tmp/refload" -obj "$1" $2 > "$tmp/ref.out" &
 	local p=$!
 	for _ in $(seq 100); do grep -q attached "$tmp/ref.out" && break; sleep 0.05; done
+	sleep "$SETTLE"
 	"$3" "$4" >> "$5"
 	kill -INT $p; wait $p
 }
@@ -80,7 +84,7 @@ bt() {
 	bpftrace -e "$1" > "$tmp/bt.out" 2>&1 &
 	local p=$!
 	for _ in $(seq 200); do grep -q Attaching "$tmp/bt.out" && break; sleep 0.1; done
-	sleep 0.3
+	sleep "$SETTLE"
 	"$2" "$3" >> "$4"
 	kill -INT $p; wait $p || true
 }
