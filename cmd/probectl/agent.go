@@ -227,15 +227,17 @@ type agent struct {
 	lastOK      prometheus.Gauge
 }
 
-func newAgent(g *globals, o agentOptions, logw io.Writer) *agent {
-	var h slog.Handler
-	if o.logJSON {
-		h = slog.NewJSONHandler(logw, nil)
-	} else {
-		h = slog.NewTextHandler(logw, nil)
+// newLogger is both agents' log: text, or JSON lines with -log-json.
+func newLogger(asJSON bool, w io.Writer) *slog.Logger {
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, nil))
 	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+func newAgent(g *globals, o agentOptions, logw io.Writer) *agent {
 	a := &agent{
-		g: g, o: o, log: slog.New(h).With("workspace", g.workspace),
+		g: g, o: o, log: newLogger(o.logJSON, logw).With("workspace", g.workspace),
 		status: agentStatus{Config: o.config, Workspace: g.workspace},
 		applyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probectl_apply_errors_total",

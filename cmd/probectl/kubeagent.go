@@ -42,13 +42,7 @@ type kubeOptions struct {
 func runKubeAgent(ctx context.Context, g *globals, o agentOptions, k kubeOptions, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var h slog.Handler
-	if o.logJSON {
-		h = slog.NewJSONHandler(stderr, nil)
-	} else {
-		h = slog.NewTextHandler(stderr, nil)
-	}
-	log := slog.New(h).With("node", k.node)
+	log := newLogger(o.logJSON, stderr).With("node", k.node)
 	if k.node == "" {
 		return errors.New("agent -kubernetes needs its node's name: -node NAME, or NODE_NAME in the environment (the DaemonSet sets it from spec.nodeName)")
 	}

@@ -114,14 +114,7 @@ func TestKubeAgents(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	c := kubetest.Start(t)
-	if _, err := kubetest.Apply(ctx, c.Admin, false, kubeManifests...); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, admin := kubeLab(t)
 	dir := t.TempDir()
 	work := buildC(t, dir, "kwork", serveWork)
 	// extra: a function node-a's binary has and node-b's lacks (node-b's
@@ -372,6 +365,21 @@ var kubeManifests = []string{"../../deploy/kubernetes/namespace.yaml", "../../de
 	"../../deploy/kubernetes/crds/probectl.dev_probesetnodes.yaml", "../../deploy/kubernetes/crds/probectl.dev_nodefacts.yaml",
 	"../../deploy/kubernetes/rbac.yaml", "../../deploy/kubernetes/admission.yaml"}
 
+// kubeLab starts the lab's API server with what the node agents need of
+// deploy/kubernetes, and returns it with an admin client.
+func kubeLab(t *testing.T) (*kubetest.Cluster, client.Client) {
+	t.Helper()
+	c := kubetest.Start(t)
+	if _, err := kubetest.Apply(context.Background(), c.Admin, false, kubeManifests...); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, admin
+}
+
 // workspacesOf lists the node agent's workspaces in a state dir.
 func workspacesOf(state string) []string {
 	entries, _ := os.ReadDir(state)
@@ -390,14 +398,7 @@ func workspacesOf(state string) []string {
 // counts five nodes planned.
 func TestKubePlanOnlyProfiles(t *testing.T) {
 	ctx := context.Background()
-	c := kubetest.Start(t)
-	if _, err := kubetest.Apply(ctx, c.Admin, false, kubeManifests...); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, admin := kubeLab(t)
 	dir := t.TempDir()
 	want := map[string]string{ // node → profile, route and link families
 		"p61":     "linux-6.1-amd64 trampoline fentry,fexit",
