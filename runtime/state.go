@@ -172,7 +172,6 @@ func parseState(b []byte, path, workspace string) (*State, error) {
 	return &s, nil
 }
 
-
 // validate checks everything in a state file that names a file: each must
 // be one path element of probectl's own vocabulary, inside the workspace's
 // pin directory. Nothing the file says can make probectl reach elsewhere.

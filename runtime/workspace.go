@@ -24,7 +24,6 @@ const (
 // ErrLocked is returned when another probectl holds the workspace.
 var ErrLocked = errors.New("workspace is locked")
 
-
 // Workspace is one independent set of applied probes: a state file under
 // StateDir/NAME/ and pins under PinRoot/NAME/.
 //
