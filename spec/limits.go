@@ -53,7 +53,10 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(name)}
 	}
-	if plainWithinLimits(src) {
+	if ok, cuts := plainWithinLimits(src); ok {
+		if f := parseApart(name, src, cuts); f != nil {
+			return f, nil
+		}
 		return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	}
 	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)

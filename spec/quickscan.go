@@ -1,5 +1,7 @@
 package spec
 
+import "bytes"
+
 // plainWithinLimits reports, from one pass over the bytes, that src is
 // certainly within the input limits and free of what checkNumbers and
 // checkSyntax look for, so that ParseFile may skip lexing the file a
@@ -16,7 +18,10 @@ package spec
 // Far below MaxOperators, because the count is the whole file's.
 const plainMaxOperators = 8192
 
-func plainWithinLimits(src []byte) bool {
+//
+// cuts are where top-level items may be parsed apart: the starts of the
+// lines after top-level closing braces.
+func plainWithinLimits(src []byte) (ok bool, cuts []int) {
 	const (
 		code   = 0 // the file's top level
 		brack  = 1 // inside { [ ( in code
@@ -44,18 +49,18 @@ func plainWithinLimits(src []byte) bool {
 				stack = stack[:len(stack)-1]
 			case '\\':
 				if i+1 >= len(src) || src[i+1] == '\n' || src[i+1] == '\r' {
-					return false
+					return false, nil
 				}
 				i++
 			case '\n', '\r':
-				return false
+				return false, nil
 			case '$', '%':
 				if i+1 < len(src) && src[i+1] == c {
-					return false // $${ and %%{: escapes HCL reads its own way
+					return false, nil // $${ and %%{: escapes HCL reads its own way
 				}
 				if i+1 < len(src) && src[i+1] == '{' {
 					if c == '%' {
-						return false // a template directive
+						return false, nil // a template directive
 					}
 					push(interp)
 					i++
@@ -83,9 +88,14 @@ func plainWithinLimits(src []byte) bool {
 			}
 		case '}', ']', ')':
 			if top != brack && !(c == '}' && top == interp) {
-				return false
+				return false, nil
 			}
 			stack = stack[:len(stack)-1]
+			if len(stack) == 1 && c == '}' {
+				if nl := bytes.IndexByte(src[i:], '\n'); nl >= 0 && i+nl+1 < len(src) {
+					cuts = append(cuts, i+nl+1)
+				}
+			}
 		case '#':
 			for i < len(src) && src[i] != '\n' {
 				i++
@@ -105,7 +115,7 @@ func plainWithinLimits(src []byte) bool {
 					}
 				}
 				if end < 0 {
-					return false
+					return false, nil
 				}
 				i = end
 			default:
@@ -116,31 +126,31 @@ func plainWithinLimits(src []byte) bool {
 			ops++
 		case '-':
 			if i+1 < len(src) && src[i+1] == '>' {
-				return false
+				return false, nil
 			}
 			ops++
 		case '<':
 			if i+1 < len(src) && src[i+1] == '<' {
-				return false // a heredoc
+				return false, nil // a heredoc
 			}
 			ops++
 		case '+', '*', '%', '=', '!', '>', '&', '|', '.':
 			ops++
 		case ':', ',', '~':
 		case '@', '$', '`', '\\', '\'', ';', '^':
-			return false
+			return false, nil
 		case '0':
 			if (i == 0 || !identByte(src[i-1]) || src[i-1] == '-') && i+1 < len(src) {
 				switch src[i+1] {
 				case 'x', 'X', 'o', 'O', 'b', 'B':
-					return false
+					return false, nil
 				}
 			}
 		default:
 			if !identByte(c) {
-				return false // outside ASCII, or a control character
+				return false, nil // outside ASCII, or a control character
 			}
 		}
 	}
-	return len(stack) == 1 && maxDepth+questions+maxRun <= MaxNesting/2 && ops <= plainMaxOperators
+	return len(stack) == 1 && maxDepth+questions+maxRun <= MaxNesting/2 && ops <= plainMaxOperators, cuts
 }

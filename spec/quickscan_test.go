@@ -1,7 +1,10 @@
 package spec
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +82,7 @@ func quickScanCases(t *testing.T) [][]byte {
 func TestPlainWithinLimitsIsSafe(t *testing.T) {
 	plain := 0
 	for _, src := range quickScanCases(t) {
-		if !plainWithinLimits(src) {
+		if ok, _ := plainWithinLimits(src); !ok {
 			continue
 		}
 		plain++
@@ -94,7 +97,7 @@ func TestPlainWithinLimitsIsSafe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !plainWithinLimits(b) {
+		if ok, _ := plainWithinLimits(b); !ok {
 			t.Errorf("%s does not take the quick path", f)
 		}
 	}
@@ -111,8 +114,55 @@ func FuzzPlainWithinLimits(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		if plainWithinLimits(src) && !exactChecksPass(src) {
+		if ok, _ := plainWithinLimits(src); ok && !exactChecksPass(src) {
 			t.Errorf("the scan lets through what the exact checks refuse:\n%q", src)
 		}
 	})
+}
+
+// TestParseApartIsTheWholeParse: a large file parsed in runs yields the
+// very blocks (ranges included) that parsing it whole yields, on every
+// example file repeated past the size where runs start, with tabs,
+// comments and non-ASCII text in strings and comments shifting columns.
+func TestParseApartIsTheWholeParse(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.hcl")
+	more, _ := filepath.Glob("../examples/bpftrace/*.hcl")
+	files = append(files, more...)
+	tried := 0
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var big []byte
+		for i := 0; len(big) < 3*parseApartMin; i++ {
+			// Each copy renamed, so that the spec stays valid.
+			big = append(big, bytes.ReplaceAll(b, []byte(`probe "`), []byte(fmt.Sprintf("# copy %d: été\n\tprobe \"", i)))...)
+		}
+		ok, cuts := plainWithinLimits(big)
+		if !ok {
+			continue
+		}
+		apart := parseApart(name, big, cuts)
+		if apart == nil {
+			t.Errorf("%s: not parsed apart", name)
+			continue
+		}
+		tried++
+		whole, diags := hclsyntax.ParseConfig(big, name, hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		wb, ab := whole.Body.(*hclsyntax.Body), apart.Body.(*hclsyntax.Body)
+		if !reflect.DeepEqual(wb.Blocks, ab.Blocks) {
+			t.Errorf("%s: the blocks differ", name)
+		}
+		if wb.SrcRange != ab.SrcRange || wb.EndRange != ab.EndRange {
+			t.Errorf("%s: body ranges %v %v, whole %v %v", name, ab.SrcRange, ab.EndRange, wb.SrcRange, wb.EndRange)
+		}
+	}
+	t.Logf("%d files parsed apart", tried)
+	if tried < 5 {
+		t.Errorf("only %d files were parsed apart", tried)
+	}
 }
