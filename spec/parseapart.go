@@ -4,51 +4,56 @@ import (
 	"bytes"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// parseApartMin is the smallest file worth parsing in pieces.
-const parseApartMin = 32 << 10
+// parseApartMin is the smallest file worth parsing in pieces, and
+// parseApartRun the size of a piece.
+const (
+	parseApartMin = 32 << 10
+	parseApartRun = 8 << 10
+)
 
 // parseApart parses a large plain file (one plainWithinLimits passed) as
-// a few runs of whole top-level items at once, one per CPU, each from its
-// own position in the file, and joins their blocks: lexing and parsing
-// are most of planning a large spec, and a file is a sequence of
-// independent items. It returns nil — parse the file whole — for a small
+// runs of whole top-level items, on every CPU, each from its own position
+// in the file, and joins their blocks: lexing and parsing are most of
+// planning a large spec, and a file is a sequence of independent items. It returns nil — parse the file whole — for a small
 // file, or when any run has diagnostics or top-level attributes (so that
 // errors, and attributes redefined across runs, are reported exactly as
 // HCL reports them for the whole file).
 func parseApart(name string, src []byte, cuts []int) *hcl.File {
-	runs := min(goruntime.GOMAXPROCS(0), 8)
-	if len(src) < parseApartMin || runs < 2 || len(cuts) < runs {
+	workers := min(goruntime.GOMAXPROCS(0), 8)
+	if len(src) < parseApartMin || len(cuts) < 2 {
 		return nil
 	}
-	// Cut at the item boundaries nearest to equal shares of the bytes.
+	// Runs of whole items of about parseApartRun bytes: HCL's lexer grows
+	// one token slice per parse, so small runs allocate far less than
+	// the whole file (and stay in cache), and the CPUs share them.
 	starts := []int{0}
-	for k := 1; k < runs; k++ {
-		want := len(src) * k / runs
-		for _, c := range cuts {
-			if c >= want && c > starts[len(starts)-1] {
-				starts = append(starts, c)
-				break
-			}
+	for _, c := range cuts {
+		if c-starts[len(starts)-1] >= parseApartRun {
+			starts = append(starts, c)
 		}
 	}
 	files := make([]*hcl.File, len(starts))
 	bad := make([]bool, len(starts))
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for k, start := range starts {
-		end := len(src)
-		if k+1 < len(starts) {
-			end = starts[k+1]
-		}
-		pos := hcl.Pos{Line: 1 + bytes.Count(src[:start], []byte{'\n'}), Column: 1, Byte: start}
+	for range min(workers, len(starts)) {
 		wg.Go(func() {
-			f, diags := hclsyntax.ParseConfig(src[start:end:end], name, pos)
-			body, ok := f.Body.(*hclsyntax.Body)
-			files[k], bad[k] = f, diags.HasErrors() || len(diags) > 0 || !ok || len(body.Attributes) > 0
+			for k := int(next.Add(1) - 1); k < len(starts); k = int(next.Add(1) - 1) {
+				start, end := starts[k], len(src)
+				if k+1 < len(starts) {
+					end = starts[k+1]
+				}
+				pos := hcl.Pos{Line: 1 + bytes.Count(src[:start], []byte{'\n'}), Column: 1, Byte: start}
+				f, diags := hclsyntax.ParseConfig(src[start:end:end], name, pos)
+				body, ok := f.Body.(*hclsyntax.Body)
+				files[k], bad[k] = f, len(diags) > 0 || !ok || len(body.Attributes) > 0
+			}
 		})
 	}
 	wg.Wait()

@@ -18,7 +18,6 @@ import "bytes"
 // Far below MaxOperators, because the count is the whole file's.
 const plainMaxOperators = 8192
 
-//
 // cuts are where top-level items may be parsed apart: the starts of the
 // lines after top-level closing braces.
 func plainWithinLimits(src []byte) (ok bool, cuts []int) {
