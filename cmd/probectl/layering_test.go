@@ -25,6 +25,7 @@ func TestLayering(t *testing.T) {
 		"cmd/vminit":             {},
 		"cmd/mksyscalls":         {},
 		"bench/refload":          {},
+		"bench/kperhit":          {}, // its test imports compiler, runtime, spec, bpf
 		"runtime/internal/uwork": {},
 		"metrics":                {"runtime", "compiler", "bpf"},
 		"fleet/api/v1alpha1":     {},
