@@ -112,15 +112,11 @@ fuzz:
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
 	cd cmd/probectl && $(GO) test -run='^$$' -fuzz=FuzzFlameGraph -fuzztime=$(FUZZTIME) .
 
-<<<<<<< HEAD
-# Compiler benchmarks, then (root) per-hit overhead against bpftrace, then
-# the per-hit overhead of kernel-function probes on each route against
-# hand-written C, in the VMs (KPERHIT_KERNELS, a few minutes a kernel).
-KPERHIT_KERNELS ?= linux-7.2-amd64 linux-6.12-amd64
-=======
 # Compiler benchmarks, then (root) start-up and per-hit overhead against
-# bpftrace, and the scale of specs.
->>>>>>> lang
+# bpftrace, the scale of specs, and the per-hit overhead of kernel-function
+# probes on each route against hand-written C, in the VMs (KPERHIT_KERNELS,
+# a few minutes a kernel).
+KPERHIT_KERNELS ?= linux-7.2-amd64 linux-6.12-amd64
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
 	bench/startup.sh
