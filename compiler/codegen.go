@@ -470,6 +470,10 @@ func (g *gen) slotKey() {
 	off := g.e.Alloc(8)
 	g.slotKeyOff = off
 	g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.LSh.Imm(asm.R0, 32))
+	if g.oneFunction() { // the cookie is 0
+		g.e.Emit(asm.StoreMem(asm.RFP, off, asm.R0, asm.DWord))
+		return
+	}
 	spill := g.e.Alloc(8)
 	g.e.Emit(asm.StoreMem(asm.RFP, spill, asm.R0, asm.DWord))
 	g.funcCookie()
@@ -493,7 +497,21 @@ func (g *gen) copyFrom(src asm.Register, dst int16, size int) {
 
 // funcCookie puts the attach cookie, the index of the probed function, in R0.
 func (g *gen) funcCookie() {
+	if g.oneFunction() {
+		g.e.Emit(asm.Mov.Imm(asm.R0, 0))
+		return
+	}
 	g.e.Emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetAttachCookie.Call())
+}
+
+// oneFunction reports whether the probe attaches exactly one function,
+// known now: the runtime attaches the compiled list (runtime/attach.go), so
+// that function's cookie, its index, is 0, and the programs need not ask
+// the kernel for it (bpf_get_attach_cookie: a helper call per use, a
+// binary search of the link's cookies on kprobe.multi). A list resolved
+// only at apply keeps the call.
+func (g *gen) oneFunction() bool {
+	return len(g.out.Functions) == 1 && len(g.out.Tracepoints) == 0 && g.out.Event == ""
 }
 
 // when emits a handler's when: a jump to label when it is false.

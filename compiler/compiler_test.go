@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cilium/ebpf/asm"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,6 +330,45 @@ func TestDeterministic(t *testing.T) {
 	for i := range a.Probes {
 		if a.Probes[i].Digest != b.Probes[i].Digest {
 			t.Errorf("%s: two compilations differ", a.Probes[i].Address)
+		}
+	}
+}
+
+// A probe of one function known at compile time never asks the kernel for
+// its attach cookie: the runtime attaches the compiled list, so the
+// function's index is 0 (the entry slot's key, func). With two functions,
+// every route's programs read the cookie.
+func TestOneFunctionNoCookieCall(t *testing.T) {
+	facts := mustProfile(t, "linux-7.2-amd64")
+	facts.Functions = []string{"vfs_read", "vfs_write"}
+	for _, attach := range []string{"kprobe.multi", "fentry", "kprobe"} {
+		for _, fns := range []string{`"vfs_read"`, `"vfs_*"`} {
+			out := compileText(t, facts, `probe "kernel" "p" {
+  functions = [`+fns+`]
+  attach    = "`+attach+`"
+  on_entry {
+    save = { t = ktime }
+  }
+  on_exit {
+    count "c" { by = [func] }
+  }
+}`)
+			p := out.Probes[0]
+			for _, prog := range p.Programs {
+				calls := 0
+				for _, ins := range prog.Instructions {
+					if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetAttachCookie) {
+						calls++
+					}
+				}
+				if want := map[bool]int{true: 0, false: 1}[len(p.Functions) == 1]; prog.Role == compiler.RoleExit {
+					if calls != 2*want { // the slot's key and func
+						t.Errorf("%s over %v: the exit program calls bpf_get_attach_cookie %d times, want %d", attach, p.Functions, calls, 2*want)
+					}
+				} else if calls != want {
+					t.Errorf("%s over %v: the entry program calls bpf_get_attach_cookie %d times, want %d", attach, p.Functions, calls, want)
+				}
+			}
 		}
 	}
 }
