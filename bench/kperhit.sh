@@ -20,7 +20,7 @@
 # medians (min-max over the rounds) of ns per call and of the overhead over
 # each round's baseline, and the ratio probectl / reference.
 #
-#   bench/kperhit.sh      # KERNELS="linux-7.2-amd64 linux-6.12-amd64" CALLS=20000 ROUNDS=11
+#   bench/kperhit.sh      # KERNELS="linux-7.2-amd64 linux-6.12-amd64" CALLS=20000 ROUNDS=15
 #
 # Needs root (QEMU, and the kernels' download on first use); installs clang
 # when missing. About 2-4 minutes a kernel (amd64; arm64 is slower).
@@ -28,7 +28,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KERNELS=${KERNELS:-linux-7.2-amd64 linux-6.12-amd64}
 export PROBECTL_TEST_KPERHIT_CALLS=${CALLS:-20000}
-export PROBECTL_TEST_KPERHIT_ROUNDS=${ROUNDS:-11}
+export PROBECTL_TEST_KPERHIT_ROUNDS=${ROUNDS:-15}
+LOGS=${LOGS:-bin/kperhit-logs} # each kernel's whole console log
 export PATH="$PATH:/usr/local/go/bin"
 
 command -v clang >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
@@ -43,6 +44,7 @@ done
 cc -DKLAT_SESSION_CTX -c bench/reference/klat_session.bpf.c -o "$obj/klat_session_ctx.o"
 
 CGO_ENABLED=0 go build -o bin/vmexec ./cmd/vmexec
+mkdir -p "$LOGS"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=""
@@ -51,14 +53,14 @@ for k in $KERNELS; do
 	echo "== $k"
 	start=$(date +%s)
 	if ! PROBECTL_VM_KERNEL=$k CGO_ENABLED=0 GOARCH=$arch go test -exec "$PWD/bin/vmexec" -count=1 -v -timeout 15m \
-		-run '^TestKPerHit$' ./bench/kperhit > "$tmp/$k.log" 2>&1; then
+		-run '^TestKPerHit$' ./bench/kperhit > "$LOGS/$k.log" 2>&1; then
 		fail="$fail $k"
 	fi
 	# The test's own report, without the console's boot noise.
-	sed -n '/^=== RUN/,/^--- /p' "$tmp/$k.log" | grep -v '^PROBECTL-KPERHIT' || true
-	grep -q '^--- ' "$tmp/$k.log" || tail -30 "$tmp/$k.log"
-	grep '^PROBECTL-KPERHIT-ROW ' "$tmp/$k.log" | cut -d' ' -f2- >> "$tmp/rows" || true
-	echo "== $k: $(( $(date +%s) - start ))s"
+	sed -n '/^=== RUN/,/^--- /p' "$LOGS/$k.log" | grep -v '^PROBECTL-KPERHIT' || true
+	grep -q '^--- ' "$LOGS/$k.log" || tail -30 "$LOGS/$k.log"
+	grep '^PROBECTL-KPERHIT-ROW ' "$LOGS/$k.log" | cut -d' ' -f2- >> "$tmp/rows" || true
+	echo "== $k: $(( $(date +%s) - start ))s (log: $LOGS/$k.log)"
 done
 
 if [ -s "$tmp/rows" ]; then

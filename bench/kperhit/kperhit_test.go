@@ -496,8 +496,13 @@ func TestKPerHit(t *testing.T) {
 			fmt.Printf("  %-34s %8.0f (%.0f-%.0f)   overhead %6.0f (%.0f-%.0f)   %s\n", side.who+" "+r.want,
 				side.fig.NS, side.fig.Low, side.fig.High, side.fig.Over, side.fig.OverLow, side.fig.OverHigh, progText(side.ps))
 		}
-		fmt.Printf("  %-34s %.2f (rounds %.2f-%.2f)   goal <= 1.10%s\n", "probectl / reference", res.Ratio, lo, hi,
-			map[bool]string{true: "", false: "   NOT MET"}[res.Ratio <= 1.10])
+		fmt.Printf("  %-34s %.2f (rounds %.2f-%.2f, their median %.2f)   goal <= 1.10%s\n", "probectl / reference", res.Ratio, lo, hi,
+			median(ratios), map[bool]string{true: "", false: "   NOT MET"}[res.Ratio <= 1.10])
+		var each []string
+		for i := range pc.over {
+			each = append(each, fmt.Sprintf("%.0f/%.0f", pc.over[i], ref.over[i]))
+		}
+		fmt.Printf("  %-34s %s\n", "each round's overheads", strings.Join(each, " "))
 		b, err := json.Marshal(res)
 		if err != nil {
 			t.Fatal(err)
