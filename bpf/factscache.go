@@ -29,7 +29,7 @@ func FactsCachePath() string {
 }
 
 // factsCacheVersion changes whenever what Detect caches changes meaning.
-const factsCacheVersion = 1
+const factsCacheVersion = 2
 
 type cachedFacts struct {
 	Version int    `json:"version"`
