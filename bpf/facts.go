@@ -94,9 +94,9 @@ type Links struct {
 	// Fsession: fsession (7.0, x86_64), one trampoline program for a
 	// function's entry and exit, with the session kfuncs; detected by
 	// loading one.
-	Fsession bool `json:"fsession"`
-	Uprobe        bool `json:"uprobe"`         // uprobe/uretprobe (perf event)
-	UprobeMulti   bool `json:"uprobe_multi"`   // uprobe.multi, 6.6
+	Fsession    bool `json:"fsession"`
+	Uprobe      bool `json:"uprobe"`       // uprobe/uretprobe (perf event)
+	UprobeMulti bool `json:"uprobe_multi"` // uprobe.multi, 6.6
 	// UprobeSession: uprobe.session (6.13), one program for a user
 	// function's entry and exit; derived from UprobeMulti and the version.
 	UprobeSession bool `json:"uprobe_session"`

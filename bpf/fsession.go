@@ -31,21 +31,21 @@ const (
 // progLoadAttr is the head of union bpf_attr for BPF_PROG_LOAD, up to
 // log_true_size (6.4); the kernel zero-fills what follows.
 type progLoadAttr struct {
-	progType, insnCnt                uint32
-	insns, license                   uint64
-	logLevel, logSize                uint32
-	logBuf                           uint64
-	kernVersion, progFlags           uint32
-	progName                         [16]byte
-	progIfindex, expectedAttachType  uint32
-	progBTFFD, funcInfoRecSize       uint32
-	funcInfo                         uint64
-	funcInfoCnt, lineInfoRecSize     uint32
-	lineInfo                         uint64
-	lineInfoCnt, attachBTFID         uint32
-	attachBTFObjFD, coreReloCnt      uint32
-	fdArray, coreRelos               uint64
-	coreReloRecSize, logTrueSize     uint32
+	progType, insnCnt               uint32
+	insns, license                  uint64
+	logLevel, logSize               uint32
+	logBuf                          uint64
+	kernVersion, progFlags          uint32
+	progName                        [16]byte
+	progIfindex, expectedAttachType uint32
+	progBTFFD, funcInfoRecSize      uint32
+	funcInfo                        uint64
+	funcInfoCnt, lineInfoRecSize    uint32
+	lineInfo                        uint64
+	lineInfoCnt, attachBTFID        uint32
+	attachBTFObjFD, coreReloCnt     uint32
+	fdArray, coreRelos              uint64
+	coreReloRecSize, logTrueSize    uint32
 }
 
 // fsessionLogSize is the verifier log kept when a load fails.
