@@ -83,7 +83,7 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 		}
 	}
 	var buf bytes.Buffer
-	if err := insns.Marshal(&buf, binary.NativeEndian); err != nil {
+	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil { // amd64 and arm64; cilium/ebpf takes no NativeEndian
 		return nil, fmt.Errorf("fsession %s: %w", fn, err)
 	}
 	code := buf.Bytes()
@@ -116,8 +116,7 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 		if err != nil {
 			text := strings.TrimRight(unix.ByteSliceToString(log), "\n")
 			if text != "" {
-				return nil, fmt.Errorf("load fsession program on %s: %w", fn,
-					&ebpf.VerifierError{Cause: err, Log: strings.Split(text, "\n")})
+				return nil, &fsessionVerifierError{fn, &ebpf.VerifierError{Cause: err, Log: strings.Split(text, "\n")}}
 			}
 		}
 	}
@@ -131,6 +130,21 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 	}
 	return prog, nil
 }
+
+// fsessionVerifierError is a verifier rejection of an fsession program:
+// an [ebpf.VerifierError] (which cannot be given a source from outside
+// cilium/ebpf) that says which function.
+type fsessionVerifierError struct {
+	fn string
+	ve *ebpf.VerifierError
+}
+
+// Error reads as cilium/ebpf's: the cause, then the log's last lines.
+func (e *fsessionVerifierError) Error() string {
+	return "load fsession program on " + e.fn + e.ve.Error() // ve's starts ": CAUSE"
+}
+
+func (e *fsessionVerifierError) Unwrap() error { return e.ve }
 
 // FsessionLink attaches an fsession program (loaded by [LoadFsession]) to
 // its function, with cookie for bpf_get_attach_cookie, by BPF_LINK_CREATE.
