@@ -15,7 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// AttachTraceFsession is BPF_TRACE_FSESSION (Linux 7.0, x86_64): one
+// AttachTraceFsession is BPF_TRACE_FSESSION (Linux 7.0 on x86_64, later
+// on arm64): one
 // tracing program run by the function's BPF trampoline at its entry and at
 // its exit, with a session cookie. cilium/ebpf v0.22 cannot load it (it
 // does not resolve the target of attach type 58), so [LoadFsession] and

@@ -35,7 +35,7 @@ const (
 	FamilyKprobeSession  Family = "kprobe.session"
 	FamilyFentry         Family = "fentry"
 	FamilyFexit          Family = "fexit"
-	FamilyFsession       Family = "fsession" // one trampoline program for entry and exit (7.0, x86_64)
+	FamilyFsession       Family = "fsession" // one trampoline program for entry and exit (7.0 on x86_64, later on arm64)
 	FamilyKprobe         Family = "kprobe"
 	FamilyKretprobe      Family = "kretprobe"
 	FamilyUprobeMulti    Family = "uprobe.multi"

@@ -112,7 +112,7 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 				data = "; on_entry's when and entry data: a per-call slot in a hash map, since the exit runs whatever the entry returns"
 			}
 		}
-		d.reason = why + "entry and exit in one fsession program per function (7.0 BPF trampoline)" + data
+		d.reason = why + "entry and exit in one fsession program per function, on its BPF trampoline" + data
 		return d
 	}
 	legacy := func(why string) decision {
@@ -154,7 +154,7 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 		return trampoline("attach = \"fentry\": "), nil
 	case FamilyFsession:
 		if !haveFsession {
-			return missing(p.Attach, "fsession (Linux 7.0 on x86_64, with BTF), allowed by the kernel's policy")
+			return missing(p.Attach, "fsession (Linux 7.0 on x86_64, or a later kernel on arm64, with BTF), allowed by the kernel's policy")
 		}
 		if !exit {
 			return decision{}, diagf(p.AttachRange, "A session needs an exit",
