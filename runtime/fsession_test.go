@@ -36,12 +36,16 @@ func TestKernelFsession(t *testing.T) {
 		name, entry, exitWhen string
 		storage               compiler.Storage
 		latency               bool
+		auto                  bool // attach = "auto" on the facts without fprobe
 	}{
 		// No when at entry: every call's start goes through the cookie,
 		// and the exit filters.
-		{"cookie", "save = { start = ktime }", "tid == TID", compiler.StorageCookie, true},
-		{"flag", "when = tid == TID", "", compiler.StorageCookie, false},
-		{"slot", "when = tid == TID\n    save = { start = ktime }", "", compiler.StorageMap, true},
+		{"cookie", "save = { start = ktime }", "tid == TID", compiler.StorageCookie, true, false},
+		{"flag", "when = tid == TID", "", compiler.StorageCookie, false, false},
+		{"slot", "when = tid == TID\n    save = { start = ktime }", "", compiler.StorageMap, true, false},
+		// What auto picks for this kernel if it had no fprobe (CONFIG_FPROBE
+		// off), run on this kernel.
+		{"auto-without-fprobe", "save = { start = ktime }", "tid == TID", compiler.StorageCookie, true, true},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -81,12 +85,29 @@ func TestKernelFsession(t *testing.T) {
     }` + latency + `
   }
 }`
+			target := f
+			if v.auto {
+				src = strings.Replace(src, `attach    = "fsession"`, "", 1)
+				noFprobe := *f
+				noFprobe.Links.KprobeMulti, noFprobe.Links.KprobeSession = false, false
+				noFprobe.Derive()
+				target = &noFprobe
+			}
 			src = strings.NewReplacer("TID", fmt.Sprint(wk.tid)).Replace(src)
 			cfg, diags := spec.Parse(map[string][]byte{"kernel.hcl": []byte(src)})
 			if diags.HasErrors() {
 				t.Fatal(diags)
 			}
-			out, diags := compiler.Compile(cfg, f)
+			out, diags := compiler.Compile(cfg, target)
+			if v.auto && !f.Links.Fsession {
+				if diags.HasErrors() {
+					t.Fatal(diags)
+				}
+				if fams := compiler.JoinFamilies(out.Probes[0].Attach); fams == "fsession" {
+					t.Fatalf("auto without fprobe nor fsession: %s", fams)
+				}
+				return
+			}
 			if !f.Links.Fsession {
 				if !diags.HasErrors() || diags[0].Summary != "Attach family not available" || !strings.Contains(diags[0].Detail, "Linux 7.0 on x86_64, or a later kernel on arm64") ||
 					diags[0].Subject == nil || diags[0].Subject.Start.Line != 3 {
