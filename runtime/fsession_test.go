@@ -163,6 +163,7 @@ func TestKernelFsession(t *testing.T) {
 	if !f.Links.Fsession {
 		return
 	}
+	t.Run("cookie-limit", func(t *testing.T) { fsessionCookieLimit(t, f, wfn) })
 	// A program the verifier refuses: the error names the function and
 	// carries the kernel's reason and log.
 	kernel, err := bpf.KernelBTF()
@@ -179,4 +180,55 @@ func TestKernelFsession(t *testing.T) {
 	if _, err := bpf.LoadFsession(bad, "no_such_function_xyz", func(string) *ebpf.Map { return nil }, kernel); err == nil || !strings.Contains(err.Error(), "no_such_function_xyz") {
 		t.Errorf("fsession on a missing function: %v", err)
 	}
+}
+
+// fsessionCookieLimit: the series' v4 limited a trampoline to four
+// fsession programs using the cookie (BPF_TRAMP_MAX_COOKIES); 7.2 takes
+// eight on one function, each with its own cookie, all counting exactly.
+func fsessionCookieLimit(t *testing.T, f *bpf.Facts, wfn string) {
+	wk := newWorker(t)
+	probes := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `probe "kernel" "c%d" {
+  functions = ["%s"]
+  attach    = "fsession"
+  on_entry {
+    save = { start = ktime }
+  }
+  on_exit {
+    count "n" { when = tid == %d && entry.start > 0 }
+  }
+}
+`, i, wfn, wk.tid)
+		}
+		return b.String()
+	}
+	compile := func(src string) *compiler.Output {
+		cfg, diags := spec.Parse(map[string][]byte{"kernel.hcl": []byte(src)})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		out, diags := compiler.Compile(cfg, f)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		return out
+	}
+	w := workspace(t)
+	const n = 8
+	s, err := kapply(t, w, compile(probes(n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk.syscalls(t, 5, 8, 0)
+	for i := 0; i < n; i++ {
+		if n := values(aggregation(t, w, s, fmt.Sprintf("kernel.c%d", i), "n"))[""]; n != 13 {
+			t.Errorf("c%d: n = %d, want 13", i, n)
+		}
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	leakFree(t, w, nil)
 }
