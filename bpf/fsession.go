@@ -62,7 +62,7 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 	}
 	var target *btf.Func
 	if err := kernel.TypeByName(fn, &target); err != nil {
-		return nil, fmt.Errorf("fsession %s: not a function of vmlinux's BTF (probectl attaches fsession to vmlinux functions only; for a module's, use attach = \"fentry\"): %w", fn, err)
+		return nil, fmt.Errorf("fsession %s: no such function in vmlinux's BTF (a kernel module's functions need attach = \"fentry\"): %w", fn, err)
 	}
 	id, err := kernel.TypeID(target)
 	if err != nil {

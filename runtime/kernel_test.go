@@ -498,8 +498,15 @@ func TestKernelAtomicApply(t *testing.T) {
 	if f.Links.Kprobe {
 		attaches = append(attaches, "kprobe")
 	}
+	if f.Links.Fsession { // loaded per function: the second load fails
+		attaches = append(attaches, "fsession")
+	}
 	for _, attach := range attaches {
 		pins := listPins(t, w)
+		exit := ""
+		if attach == "fsession" {
+			exit = "\n  on_exit {\n    count \"r\" {}\n  }"
+		}
 		next := base + `
 
 probe "kernel" "broken" {
@@ -507,7 +514,7 @@ probe "kernel" "broken" {
   attach    = "` + attach + `"
   on_entry {
     count "n" {}
-  }
+  }` + exit + `
 }`
 		_, err := kapply(t, w, kcompile(t, f, next, tid))
 		if err == nil {
