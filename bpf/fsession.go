@@ -88,6 +88,9 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 		return nil, fmt.Errorf("fsession %s: %w", fn, err)
 	}
 	code := buf.Bytes()
+	if len(code) == 0 {
+		return nil, fmt.Errorf("fsession %s: no instructions", fn)
+	}
 	license := []byte(spec.License + "\x00")
 	attr := progLoadAttr{
 		progType: progTypeTracing, insnCnt: uint32(len(code) / asm.InstructionSize),

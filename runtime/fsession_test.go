@@ -16,12 +16,11 @@ import (
 // TestKernelFsession probes a write and a read function with attach =
 // "fsession" on each kernel of the matrix. Where the kernel has fsession
 // (7.0 on x86_64, 7.1 on arm64: detected by loading one, which must
-// agree), one
-// trampoline program per function counts exactly in each way the entry
-// data can travel: the session cookie (8 bytes of entry data), the
-// cookie as a mark that on_entry's when held (no entry data), and the
-// per-call slot (when and data). Elsewhere plan refuses it, naming what
-// it needs.
+// agree), one trampoline program per function counts exactly in each way
+// the entry data can travel: the session cookie (8 bytes of entry data),
+// the cookie as a mark that on_entry's when held (no entry data), and the
+// per-call slot (when and data); and so does what auto picks without
+// fprobe. Elsewhere plan refuses it, naming what it needs.
 func TestKernelFsession(t *testing.T) {
 	f := kernelFacts(t)
 	// x86_64 from 7.0; arm64's JIT followed (7.1 [unchecked]; the
