@@ -13,6 +13,7 @@ type decision struct {
 	route    Route
 	families []Family
 	session  bool
+	fsession bool // one fsession program per function: the exit always runs
 	reason   string
 }
 
@@ -98,6 +99,22 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 		return decision{route: RouteTrampoline, families: fams,
 			reason: why + "one BPF trampoline per function (fentry/fexit)"}
 	}
+	fsession := func(why string) decision {
+		d := decision{route: RouteTrampoline, families: []Family{FamilyFsession}, session: true, fsession: true}
+		var data string
+		switch size := p.EntryData(); entryStorage(p, d) {
+		case StorageCookie:
+			data = "; entry data in the session cookie"
+		case StorageMap:
+			if size > 8 {
+				data = fmt.Sprintf("; entry data of %d bytes, more than the 8-byte cookie: a per-call slot in a hash map", size)
+			} else {
+				data = "; on_entry's when and entry data: a per-call slot in a hash map, since the exit runs whatever the entry returns"
+			}
+		}
+		d.reason = why + "entry and exit in one fsession program per function, on its BPF trampoline" + data
+		return d
+	}
 	legacy := func(why string) decision {
 		var fams []Family
 		if entry {
@@ -112,6 +129,7 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 	haveMulti := f.Links.KprobeMulti
 	haveSession := f.Links.KprobeSession && f.Helpers.SessionKfuncs
 	haveTrampoline := f.Links.Fentry && f.BTF && f.Helpers.FuncArg
+	haveFsession := haveTrampoline && f.Links.Fsession && f.Helpers.SessionKfuncs
 
 	missing := func(family, needs string) (decision, *hcl.Diagnostic) {
 		return decision{}, diagf(p.AttachRange, "Attach family not available",
@@ -134,6 +152,15 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 			return missing(p.Attach, "fentry/fexit trampolines (BTF and Linux 5.17), allowed by the kernel's policy")
 		}
 		return trampoline("attach = \"fentry\": "), nil
+	case FamilyFsession:
+		if !haveFsession {
+			return missing(p.Attach, "fsession (Linux 7.0 on x86_64, or a later kernel on arm64, with BTF), allowed by the kernel's policy")
+		}
+		if !exit {
+			return decision{}, diagf(p.AttachRange, "A session needs an exit",
+				"attach = \"fsession\" runs one program at entry and exit; this probe has no on_exit. Use attach = \"fentry\" or \"auto\".")
+		}
+		return fsession("attach = \"fsession\": "), nil
 	case FamilyKprobe:
 		if !f.Links.Kprobe {
 			return missing(p.Attach, "legacy kprobes (CONFIG_KPROBES)")
@@ -147,6 +174,8 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 		return session(""), nil
 	case haveMulti:
 		return multi("no kprobe.session (6.10): "), nil
+	case haveTrampoline && exit && haveFsession:
+		return fsession("no fprobe (CONFIG_FPROBE off): "), nil
 	case haveTrampoline:
 		return trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
 	case f.Links.Kprobe:
