@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Per-hit overhead of probectl's entry+exit latency histogram of a kernel
 # function, on each route the kernel offers (kprobe.multi + kretprobe.multi,
-# kprobe.session, fentry + fexit, kprobe + kretprobe), against the same
-# histogram written by hand in C (bench/reference/klat_*.bpf.c, clang -O2,
-# loaded with cilium/ebpf), in the VM matrix: the host kernel cannot attach
+# kprobe.session, fentry + fexit, kprobe + kretprobe, fsession), against
+# the same histogram written by hand in C (bench/reference/klat_*.bpf.c,
+# clang -O2, loaded with cilium/ebpf; fsession, which cilium/ebpf cannot
+# load, with probectl's raw loader), in the VM matrix: the host kernel cannot attach
 # to kernel functions. Issue 12's goal: probectl <= 1.10x the reference's
 # overhead, as ratios within one VM run.
 #
@@ -37,7 +38,7 @@ obj=bench/kperhit/obj
 rm -f "$obj"/*.o
 inc="/usr/include/$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)"
 cc() { clang -O2 -g -target bpf -I"$inc" -Wall -Werror "$@"; }
-for r in multi kprobe fentry session; do
+for r in multi kprobe fentry session fsession; do
 	cc -c "bench/reference/klat_$r.bpf.c" -o "$obj/klat_$r.o"
 done
 # The session kfuncs take the context since Linux 7.0.

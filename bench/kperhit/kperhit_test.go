@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -59,6 +60,7 @@ func routes(f *bpf.Facts) []route {
 		{"kprobe.session", "kprobe.session", session, func(f *bpf.Facts) bool { return f.Links.KprobeSession && f.Helpers.SessionKfuncs }},
 		{"fentry", "fentry + fexit", "klat_fentry.o", func(f *bpf.Facts) bool { return f.Links.Fentry }},
 		{"kprobe", "kprobe + kretprobe", "klat_kprobe.o", func(f *bpf.Facts) bool { return f.Links.Kprobe }},
+		{"fsession", "fsession", "klat_fsession.o", func(f *bpf.Facts) bool { return f.Links.Fsession }},
 	}
 }
 
@@ -142,11 +144,19 @@ type reference struct {
 	spec  *ebpf.CollectionSpec
 	coll  *ebpf.Collection
 	links []link.Link
+	// fsession, which cilium/ebpf v0.22 cannot load: its maps, program
+	// and link, made as probectl makes its own (bpf.LoadFsession).
+	maps  map[string]*ebpf.Map
+	progs []*ebpf.Program
+	fds   []int
 }
 
 func (x *reference) name() string { return "reference " + x.r.attach }
 
 func (x *reference) attach() (err error) {
+	if x.r.attach == "fsession" {
+		return x.attachFsession()
+	}
 	spec := x.spec.Copy()
 	for _, p := range spec.Programs {
 		if p.Type == ebpf.Tracing {
@@ -195,15 +205,79 @@ func (x *reference) attach() (err error) {
 	return nil
 }
 
+// attachFsession loads the fsession reference with probectl's raw loader
+// (its kfunc calls resolved against the kernel's BTF, its maps created from
+// the object) and links it to the function with cookie 0.
+func (x *reference) attachFsession() (err error) {
+	defer func() {
+		if err != nil {
+			x.close()
+		}
+	}()
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		return err
+	}
+	x.maps = map[string]*ebpf.Map{}
+	for name, ms := range x.spec.Maps {
+		m, err := ebpf.NewMap(ms)
+		if err != nil {
+			return fmt.Errorf("%s: map %s: %w", x.r.obj, name, err)
+		}
+		x.maps[name] = m
+	}
+	for name, ps := range x.spec.Programs {
+		ps = ps.Copy()
+		for i := range ps.Instructions {
+			ins := &ps.Instructions[i]
+			if !ins.IsKfuncCall() {
+				continue
+			}
+			var fn *btf.Func
+			if err := kernel.TypeByName(ins.Reference(), &fn); err != nil {
+				return fmt.Errorf("%s: kfunc %s: %w", x.r.obj, ins.Reference(), err)
+			}
+			id, err := kernel.TypeID(fn)
+			if err != nil {
+				return err
+			}
+			ins.Constant = int64(id)
+		}
+		p, err := bpf.LoadFsession(ps, x.fn, func(ref string) *ebpf.Map { return x.maps[ref] }, kernel)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", x.r.obj, name, err)
+		}
+		x.progs = append(x.progs, p)
+		fd, err := bpf.FsessionLink(p.FD(), 0)
+		if err != nil {
+			return fmt.Errorf("%s: link %s: %w", x.r.obj, name, err)
+		}
+		x.fds = append(x.fds, fd)
+	}
+	return nil
+}
+
 func (x *reference) close() {
 	for _, l := range x.links {
 		l.Close()
 	}
 	x.links = nil
+	for _, fd := range x.fds {
+		unix.Close(fd)
+	}
+	x.fds = nil
+	for _, p := range x.progs {
+		p.Close()
+	}
+	x.progs = nil
 	if x.coll != nil {
 		x.coll.Close()
 		x.coll = nil
 	}
+	for _, m := range x.maps {
+		m.Close()
+	}
+	x.maps = nil
 }
 
 func (x *reference) count() (uint64, error) {
@@ -212,10 +286,18 @@ func (x *reference) count() (uint64, error) {
 		l.Close()
 	}
 	x.links = nil
+	for _, fd := range x.fds {
+		unix.Close(fd)
+	}
+	x.fds = nil
+	calls := x.maps["calls"]
+	if x.coll != nil {
+		calls = x.coll.Maps["calls"]
+	}
 	var key uint64
 	var per []uint64
 	var n uint64
-	it := x.coll.Maps["calls"].Iterate()
+	it := calls.Iterate()
 	for it.Next(&key, &per) {
 		for _, v := range per {
 			n += v
