@@ -19,7 +19,10 @@
 # host thread on a shared machine, and a burst during which anything else
 # ran says nothing about the probe. At the end: per kernel and route, the
 # medians (min-max over the rounds) of ns per call and of the overhead over
-# each round's baseline, and the ratio probectl / reference.
+# each round's baseline, and the ratio probectl / reference; then body
+# rounds: the programs' own run time per call as the kernel counts it
+# (BPF_ENABLE_STATS, entry and exit summed, the same quantile of bursts),
+# probectl's against the reference's, without the attach machinery's cost.
 #
 #   bench/kperhit.sh      # KERNELS="linux-7.2-amd64 linux-6.12-amd64" CALLS=20000 ROUNDS=15
 #
