@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -14,6 +15,7 @@ type decision struct {
 	families []Family
 	session  bool
 	reason   string
+	cost     *Estimate
 }
 
 // needsEntryProgram: an entry program runs when on_entry exists.
@@ -24,7 +26,7 @@ func handlers(p *spec.Probe) (entry, exit bool) { return p.Entry != nil, p.Exit 
 // itself would: fprobe first, trampolines where fprobe is missing, legacy
 // kprobes below that. A family the user insists on that the target lacks is
 // an error, never a silent fallback.
-func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+func chooseRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *hcl.Diagnostic) {
 	switch p.Addr.Kind {
 	case bpf.KindTracepoint:
 		if !f.Links.Tracepoint {
@@ -42,10 +44,33 @@ func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 		}
 		return d, nil
 	}
-	return chooseKernelRoute(p, f)
+	d, diag := chooseKernelRoute(p, f, km)
+	if diag == nil && d.cost == nil {
+		n, unresolved := km.count()
+		d.cost = estimateRoute(f, d.families, n, unresolved)
+	}
+	return d, diag
 }
 
-func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+// estimateRoute prices fams for n functions by the cost table of f's
+// kernel (or the nearest measured one of its arch); nil without one.
+func estimateRoute(f *bpf.Facts, fams []Family, n int, unresolved bool) *Estimate {
+	k, nearest := costsFor(f)
+	if k == nil {
+		return nil
+	}
+	e, ok := k.estimate(fams, max(n, 1))
+	if !ok {
+		return nil
+	}
+	e.Functions, e.Unresolved, e.Nearest = n, unresolved, nearest
+	if n == 0 {
+		e.AttachMS = 0
+	}
+	return &e
+}
+
+func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *hcl.Diagnostic) {
 	entry, exit := handlers(p)
 	fprobe := func() string {
 		switch f.Fprobe {
@@ -140,6 +165,39 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 		}
 		return legacy("attach = \"kprobe\": "), nil
 	}
+	var options []decision
+	if haveMulti && exit && haveSession {
+		options = append(options, session(""))
+	}
+	if haveMulti {
+		options = append(options, multi(""))
+	}
+	// FamilyFsession (7.0, x86_64: entry and exit in one trampoline
+	// program) is an option here for probes with an exit, once the
+	// compiler has it and the table measures it.
+	if haveTrampoline && km.copies() == 0 {
+		options = append(options, trampoline(""))
+	}
+	if f.Links.Kprobe {
+		options = append(options, legacy(""))
+	}
+	var prefWhy string
+	if p.Prefer != "" {
+		d, why := preferRoute(p.Prefer, f, km, options)
+		if why == "" {
+			return d, nil
+		}
+		prefWhy = why
+	}
+	d, diag := autoRoute(f, exit, haveMulti, haveSession, haveTrampoline, multi, session, trampoline, legacy, p)
+	d.reason = prefWhy + d.reason
+	return d, diag
+}
+
+// autoRoute is the rule attach = "auto" follows: fprobe first, trampolines
+// where fprobe is missing, legacy kprobes below that.
+func autoRoute(f *bpf.Facts, exit, haveMulti, haveSession, haveTrampoline bool,
+	multi, session, trampoline, legacy func(string) decision, p *spec.Probe) (decision, *hcl.Diagnostic) {
 	switch {
 	case haveMulti && !exit:
 		return multi(""), nil
@@ -154,6 +212,82 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 	}
 	return decision{}, diagf(p.DeclRange, "No route to kernel functions",
 		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
+}
+
+// preferRoute chooses among options by the cost table for f's kernel:
+// prefer = "hits" the lowest cost per hit, "attach" the lowest attach +
+// detach time for the probe's functions, the other figure breaking ties
+// within 10%. why is non-empty when the table cannot decide (no table for
+// the arch, no option measured): the caller then follows the auto rule and
+// says why.
+func preferRoute(prefer string, f *bpf.Facts, km kernelMatch, options []decision) (decision, string) {
+	k, nearest := costsFor(f)
+	if k == nil {
+		return decision{}, sprintf("prefer = %q: no measured cost table for %s, so the usual rule: ", prefer, f.Arch)
+	}
+	n, unresolved := km.count()
+	forChoice := max(n, 1)
+	if unresolved {
+		forChoice = max(n, 1000) // the table's largest size
+	}
+	type priced struct {
+		d decision
+		e Estimate
+	}
+	var ps []priced
+	for _, o := range options {
+		if e, ok := k.estimate(o.families, forChoice); ok {
+			ps = append(ps, priced{o, e})
+		}
+	}
+	if len(ps) == 0 {
+		return decision{}, sprintf("prefer = %q: the table of %s measures none of the routes the target has, so the usual rule: ", prefer, k.Kernel)
+	}
+	key := func(e Estimate) (float64, float64) {
+		if prefer == "hits" {
+			return e.HitNS, e.AttachMS
+		}
+		return e.AttachMS, e.HitNS
+	}
+	better := func(a, b Estimate) bool {
+		a1, a2 := key(a)
+		b1, b2 := key(b)
+		if a1 < b1*0.9 || b1 < a1*0.9 {
+			return a1 < b1
+		}
+		return a2 < b2
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return better(ps[i].e, ps[j].e) })
+	best := ps[0]
+	what := sprintf("%d functions", forChoice)
+	switch {
+	case forChoice == 1:
+		what = "1 function"
+	case unresolved:
+		what = sprintf("%d functions (globs unresolved: counted as %d)", forChoice, forChoice)
+	}
+	table := k.Kernel
+	if nearest {
+		table += " (the nearest measured kernel)"
+	}
+	show := func(p priced) string {
+		if prefer == "hits" {
+			return sprintf("%s ≈ %.0f ns a hit", JoinFamilies(p.d.families), p.e.HitNS)
+		}
+		return sprintf("%s ≈ %s", JoinFamilies(p.d.families), fmtMS(p.e.AttachMS))
+	}
+	goal := "the cheapest per hit"
+	if prefer == "attach" {
+		goal = "the fastest to attach and detach " + what
+	}
+	why := sprintf("prefer = %q: %s by the cost table of %s (%s", prefer, goal, table, show(best))
+	if len(ps) > 1 {
+		why += "; next " + show(ps[1])
+	}
+	d := best.d
+	d.reason = why + "): " + d.reason
+	d.cost = estimateRoute(f, d.families, n, unresolved)
+	return d, ""
 }
 
 func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {

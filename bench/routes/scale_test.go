@@ -1,0 +1,144 @@
+package routes
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/runtime"
+	"github.com/probectl/probectl/spec"
+)
+
+// scaleGlobs are tried in order; the first that matches 5,000 to 20,000
+// of the kernel's functions is measured.
+var scaleGlobs = []string{"s*", "d*", "p*", "*_*_*_*"}
+
+// TestScaleKprobeMulti: probectl's apply of a probe over a glob of
+// thousands of functions, one kprobe.multi link, against the bare
+// link-create of a trivial program for the same list (cilium/ebpf's
+// link.KprobeMulti), in interleaved rounds. Prints the medians, spreads
+// and the ratio (goal: apply ≤ 1.2× the bare link-create).
+func TestScaleKprobeMulti(t *testing.T) {
+	f := kernelFacts(t)
+	if !f.Links.KprobeMulti {
+		t.Skipf("%s has no kprobe.multi", f.Label())
+	}
+	glob := ""
+	var fns []string
+	for _, g := range scaleGlobs {
+		fns = fns[:0]
+		for _, fn := range f.Functions {
+			if ok, _ := path.Match(g, fn); ok {
+				fns = append(fns, fn)
+			}
+		}
+		if len(fns) >= 5000 && len(fns) <= 20000 {
+			glob = g
+			break
+		}
+	}
+	if glob == "" {
+		t.Fatalf("none of %v matches 5,000 to 20,000 functions", scaleGlobs)
+	}
+	src := fmt.Sprintf(`probe "kernel" "scale" {
+  functions = [%q]
+  attach    = "kprobe.multi"
+  on_entry {
+    count "calls" {}
+  }
+}`, glob)
+	cfg, diags := spec.Parse(map[string][]byte{"scale.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	start := time.Now()
+	out, diags := compiler.Compile(cfg, f)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	compileTime := time.Since(start)
+	resolved := out.Probes[0].Functions
+	t.Logf("glob %q: %d functions (%d resolved by the compiler), compiled in %v", glob, len(fns), len(resolved), compileTime)
+
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeMulti, Instructions: trivial, License: "GPL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+
+	w, err := runtime.Open(t.TempDir(), fmt.Sprintf("routes-scale-%d", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		w.Unlock()
+		os.RemoveAll(w.PinDir())
+		os.Remove(filepath.Dir(w.PinDir())) // the pin root, if empty
+	}()
+
+	rounds := envInt("PROBECTL_TEST_ROUTES_SCALE_ROUNDS", 5)
+	var bareCreate, bareClose, apply, destroy []float64
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	bare := func() {
+		start := time.Now()
+		lk, err := link.KprobeMulti(prog, link.KprobeMultiOptions{Symbols: resolved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mid := time.Now()
+		lk.Close()
+		bareCreate = append(bareCreate, ms(mid.Sub(start)))
+		bareClose = append(bareClose, ms(time.Since(mid)))
+	}
+	probectl := func() {
+		s, err := w.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		next, _, err := w.Apply(s, out, runtime.Diff(s, out, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mid := time.Now()
+		if _, _, err := w.Destroy(next, nil); err != nil {
+			t.Fatal(err)
+		}
+		apply = append(apply, ms(mid.Sub(start)))
+		destroy = append(destroy, ms(time.Since(mid)))
+	}
+	for r := range rounds {
+		if r%2 == 0 {
+			bare()
+			probectl()
+		} else {
+			probectl()
+			bare()
+		}
+	}
+	spread := func(xs []float64) string {
+		lo, hi := minMax(xs)
+		return fmt.Sprintf("median %.0f ms (%.0f..%.0f)", median(xs), lo, hi)
+	}
+	var ratios, ratiosAll []float64
+	for i := range apply {
+		ratios = append(ratios, apply[i]/bareCreate[i])
+		ratiosAll = append(ratiosAll, (apply[i]+destroy[i])/(bareCreate[i]+bareClose[i]))
+	}
+	lo, hi := minMax(ratios)
+	loAll, hiAll := minMax(ratiosAll)
+	t.Logf("bare link-create: %s; close: %s", spread(bareCreate), spread(bareClose))
+	t.Logf("probectl apply:   %s; destroy: %s", spread(apply), spread(destroy))
+	t.Logf("ratio apply / bare link-create: median %.2f× (%.2f..%.2f) over %d rounds (goal ≤ 1.2×)", median(ratios), lo, hi, rounds)
+	t.Logf("ratio apply+destroy / bare create+close: median %.2f× (%.2f..%.2f)", median(ratiosAll), loAll, hiAll)
+	fmt.Printf("\nPROBECTL-SCALE glob=%q functions=%d ratio=%.2f min=%.2f max=%.2f\n", glob, len(resolved), median(ratios), lo, hi)
+}
