@@ -59,14 +59,12 @@ func estimateRoute(f *bpf.Facts, fams []Family, n int, unresolved bool) *Estimat
 	if k == nil {
 		return nil
 	}
-	e, ok := k.estimate(fams, max(n, 1))
+	n = forChoice(n, unresolved)
+	e, ok := k.estimate(fams, n)
 	if !ok {
 		return nil
 	}
-	e.Functions, e.Unresolved, e.Nearest = n, unresolved, nearest
-	if n == 0 {
-		e.AttachMS = 0
-	}
+	e.Unresolved, e.Nearest = unresolved, nearest
 	return &e
 }
 
@@ -214,6 +212,16 @@ func autoRoute(f *bpf.Facts, exit, haveMulti, haveSession, haveTrampoline bool,
 		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
 }
 
+// forChoice is the number of functions a route is priced for: n, or with
+// globs the target cannot resolve, 1,000 (the table's largest size) or n
+// if more.
+func forChoice(n int, unresolved bool) int {
+	if unresolved {
+		return max(n, 1000)
+	}
+	return max(n, 1)
+}
+
 // preferRoute chooses among options by the cost table for f's kernel:
 // prefer = "hits" the lowest cost per hit, "attach" the lowest attach +
 // detach time for the probe's functions, the other figure breaking ties
@@ -226,10 +234,7 @@ func preferRoute(prefer string, f *bpf.Facts, km kernelMatch, options []decision
 		return decision{}, sprintf("prefer = %q: no measured cost table for %s, so the usual rule: ", prefer, f.Arch)
 	}
 	n, unresolved := km.count()
-	forChoice := max(n, 1)
-	if unresolved {
-		forChoice = max(n, 1000) // the table's largest size
-	}
+	forChoice := forChoice(n, unresolved)
 	type priced struct {
 		d decision
 		e Estimate
@@ -264,7 +269,7 @@ func preferRoute(prefer string, f *bpf.Facts, km kernelMatch, options []decision
 	case forChoice == 1:
 		what = "1 function"
 	case unresolved:
-		what = sprintf("%d functions (globs unresolved: counted as %d)", forChoice, forChoice)
+		what = sprintf("%d functions (assumed: the globs resolve at apply)", forChoice)
 	}
 	table := k.Kernel
 	if nearest {

@@ -87,7 +87,7 @@ func costsFor(f *bpf.Facts) (k *KernelCost, nearest bool) {
 		if c.Arch != f.Arch {
 			continue
 		}
-		d := abs(c.Version.Major*1000+c.Version.Minor - (f.Kernel.Major*1000 + f.Kernel.Minor))
+		d := abs(c.Version.Major*1000 + c.Version.Minor - (f.Kernel.Major*1000 + f.Kernel.Minor))
 		if d < bestD {
 			best, bestD = i, d
 		}
@@ -146,9 +146,9 @@ type Estimate struct {
 	// that it is not the target's own version.
 	Kernel  string `json:"kernel"`
 	Nearest bool   `json:"nearest,omitempty"`
-	// Functions is the number of functions the estimate is for (the
-	// resolved list, or the exact names when globs are unresolved);
-	// Unresolved says globs were left out.
+	// Functions is the number of functions the estimate is for: the
+	// resolved list, or the exact names; with globs the target cannot
+	// resolve (Unresolved), an assumed 1,000 (or the exact names, if more).
 	Functions  int  `json:"functions"`
 	Unresolved bool `json:"unresolved,omitempty"`
 	// AttachMS is the estimated attach + detach time of all the probe's
@@ -157,7 +157,7 @@ type Estimate struct {
 	AttachMS float64 `json:"attach_ms"`
 	HitNS    float64 `json:"hit_ns"`
 	// HitClass is HitNS against the kernel's cheapest family (or a tenth
-	// of the unprobed call, if more): "low" (≤ 2.5×), "medium" (≤ 6×),
+	// of the unprobed call, if more): "low" (≤ 3×), "medium" (≤ 7×),
 	// "high".
 	HitClass string `json:"hit_class"`
 }
@@ -169,7 +169,10 @@ func (e *Estimate) String() string {
 		n = "1 function"
 	}
 	if e.Unresolved {
-		n += " named (globs unresolved)"
+		n = "1,000 functions if the globs match that many (they resolve at apply)"
+		if e.Functions != 1000 {
+			n = fmt.Sprintf("%d functions and what the globs match (they resolve at apply)", e.Functions)
+		}
 	}
 	s := fmt.Sprintf("attach ≈ %s for %s, per hit: %s", fmtMS(e.AttachMS), n, e.HitClass)
 	if e.Nearest {
@@ -203,10 +206,12 @@ func (k *KernelCost) estimate(fams []Family, n int) (Estimate, bool) {
 		e.AttachMS += a
 		e.HitNS += h
 	}
+	e.AttachMS = math.Round(e.AttachMS*10) / 10
+	e.HitNS = math.Round(e.HitNS)
 	switch r := e.HitNS / k.hitUnit(); {
-	case r <= 2.5:
+	case r <= 3:
 		e.HitClass = "low"
-	case r <= 6:
+	case r <= 7:
 		e.HitClass = "medium"
 	default:
 		e.HitClass = "high"

@@ -25,6 +25,8 @@ func TestLayering(t *testing.T) {
 		"cmd/vminit":             {},
 		"cmd/mksyscalls":         {},
 		"bench/refload":          {},
+		"bench/routes":           {}, // its tests import compiler, runtime, spec, bpf
+		"bench/routes/mktable":   {"compiler"},
 		"runtime/internal/uwork": {},
 		"metrics":                {"runtime", "compiler", "bpf"},
 		"fleet/api/v1alpha1":     {},
