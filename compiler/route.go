@@ -285,12 +285,12 @@ func preferRoute(prefer string, f *bpf.Facts, km kernelMatch, options []decision
 	if prefer == "attach" {
 		goal = "the fastest to attach and detach " + what
 	}
-	why := sprintf("prefer = %q: %s by the cost table of %s (%s", prefer, goal, table, show(best))
+	why := sprintf("prefer = %q: %s by the cost table of %s: %s", prefer, goal, table, show(best))
 	if len(ps) > 1 {
-		why += "; next " + show(ps[1])
+		why += ", next " + show(ps[1])
 	}
 	d := best.d
-	d.reason = why + "): " + d.reason
+	d.reason = why + "; " + d.reason
 	d.cost = estimateRoute(f, d.families, n, unresolved)
 	return d, ""
 }

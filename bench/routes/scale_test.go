@@ -86,7 +86,7 @@ func TestScaleKprobeMulti(t *testing.T) {
 	}()
 
 	rounds := envInt("PROBECTL_TEST_ROUTES_SCALE_ROUNDS", 5)
-	var bareCreate, bareClose, apply, destroy []float64
+	var bareCreate, bareClose, apply, destroy, cookies, load []float64
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	bare := func() {
 		start := time.Now()
@@ -98,6 +98,32 @@ func TestScaleKprobeMulti(t *testing.T) {
 		lk.Close()
 		bareCreate = append(bareCreate, ms(mid.Sub(start)))
 		bareClose = append(bareClose, ms(time.Since(mid)))
+	}
+	// Where apply's time goes: the same link with probectl's cookies (the
+	// index of each function), and the load of its programs and maps.
+	cookieList := make([]uint64, len(resolved))
+	for i := range cookieList {
+		cookieList[i] = uint64(i)
+	}
+	parts := func() {
+		start := time.Now()
+		lk, err := link.KprobeMulti(prog, link.KprobeMultiOptions{Symbols: resolved, Cookies: cookieList})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cookies = append(cookies, ms(time.Since(start)))
+		lk.Close()
+		cs, err := out.Probes[0].CollectionSpec(nil, resolved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		coll, err := ebpf.NewCollection(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		load = append(load, ms(time.Since(start)))
+		coll.Close()
 	}
 	probectl := func() {
 		s, err := w.State()
@@ -124,6 +150,7 @@ func TestScaleKprobeMulti(t *testing.T) {
 			probectl()
 			bare()
 		}
+		parts()
 	}
 	spread := func(xs []float64) string {
 		lo, hi := minMax(xs)
@@ -138,6 +165,7 @@ func TestScaleKprobeMulti(t *testing.T) {
 	loAll, hiAll := minMax(ratiosAll)
 	t.Logf("bare link-create: %s; close: %s", spread(bareCreate), spread(bareClose))
 	t.Logf("probectl apply:   %s; destroy: %s", spread(apply), spread(destroy))
+	t.Logf("parts: the link with probectl's cookies %s; loading probectl's programs and maps %s", spread(cookies), spread(load))
 	t.Logf("ratio apply / bare link-create: median %.2f× (%.2f..%.2f) over %d rounds (goal ≤ 1.2×)", median(ratios), lo, hi, rounds)
 	t.Logf("ratio apply+destroy / bare create+close: median %.2f× (%.2f..%.2f)", median(ratiosAll), loAll, hiAll)
 	fmt.Printf("\nPROBECTL-SCALE glob=%q functions=%d ratio=%.2f min=%.2f max=%.2f\n", glob, len(resolved), median(ratios), lo, hi)
