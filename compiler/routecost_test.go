@@ -38,7 +38,7 @@ func TestPreferByTable(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"linux-6.1-amd64", "linux-6.12-amd64", "linux-7.2-amd64"} {
+	for _, name := range []string{"linux-6.1-amd64", "linux-6.12-amd64", "linux-7.2-amd64", "linux-7.2-arm64"} {
 		if !measured[name] {
 			t.Errorf("the table lacks %s", name)
 		}
@@ -67,8 +67,11 @@ func TestPreferByTable(t *testing.T) {
 		// Many functions: one fprobe link attaches them fastest.
 		{"linux-7.2-amd64", many(5000), "attach", `"fn_*"`, false, "kprobe.multi", 5000},
 		{"linux-7.2-amd64", nil, "attach", `"vfs_*"`, false, "kprobe.multi", 1000},
-		// Without fprobe, per-function trampolines attach faster than kprobes.
-		{"linux-6.1-amd64", nil, "attach", `"vfs_*"`, true, "fentry + fexit", 1000},
+		// Without fprobe (Debian's 6.1), one kprobe a function attaches
+		// faster than one trampoline a function.
+		{"linux-6.1-amd64", nil, "attach", `"vfs_*"`, true, "kprobe + kretprobe", 1000},
+		// arm64 7.2 has fprobe: one link for many functions.
+		{"linux-7.2-arm64", nil, "attach", `"vfs_*"`, true, "kprobe.session", 1000},
 	} {
 		t.Run(fmt.Sprintf("%s-%s-%s-%v", c.profile, c.prefer, c.functions, c.exit), func(t *testing.T) {
 			f := c.facts
