@@ -133,11 +133,13 @@ fuzz:
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
 	cd cmd/probectl && $(GO) test -run='^$$' -fuzz=FuzzFlameGraph -fuzztime=$(FUZZTIME) .
 
-# Compiler benchmarks, then (root) per-hit overhead against bpftrace.
+# Compiler benchmarks, then (root) start-up and per-hit overhead against
+# bpftrace, and the scale of specs.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
 	bench/startup.sh
 	bench/perhit.sh
+	bench/scale.sh
 
 clean:
 	rm -rf bin dist

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,4 +55,137 @@ func ReadPinnedObject(path string) (PinnedObject, error) {
 		return PinnedObject{}, fmt.Errorf("%s: %w", path, errno)
 	}
 	return PinnedObject{Type: info[0], ID: info[1], ProgramID: info[2]}, nil
+}
+
+const (
+	bpfMapLookupElem = 1
+	bpfFRdonly       = 1 << 3
+	mapTypePerCPUArr = 6
+)
+
+// objGet opens a pinned object; flags is 0 (read-write, the only way
+// programs and links open) or bpfFRdonly (maps).
+func objGet(path string, flags uint32) (int, error) {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return -1, err
+	}
+	get := struct {
+		pathname  uint64
+		bpfFD     uint32
+		fileFlags uint32
+		pathFD    int32
+		_         uint32
+	}{pathname: uint64(uintptr(unsafe.Pointer(p))), fileFlags: flags}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfObjGet, uintptr(unsafe.Pointer(&get)), unsafe.Sizeof(get))
+	runtime.KeepAlive(p)
+	if errno != 0 {
+		return -1, fmt.Errorf("%s: %w", path, errno)
+	}
+	return int(fd), nil
+}
+
+// objInfo fills the first size bytes of info (zeroed: no pointers) with
+// the object's info; a kernel older than the layout leaves the rest 0.
+func objInfo(fd int, info unsafe.Pointer, size uintptr) error {
+	attr := struct {
+		fd, infoLen uint32
+		info        uint64
+	}{fd: uint32(fd), infoLen: uint32(size), info: uint64(uintptr(info))}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, bpfObjGetInfoByFD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// progInfo is struct bpf_prog_info up to recursion_misses (5.12), the
+// kernel's layout (TestProgInfoLayout).
+type progInfo struct {
+	Type, ID                               uint32
+	Tag                                    [8]byte
+	JitedLen, XlatedLen                    uint32
+	JitedInsns, XlatedInsns, LoadTime      uint64
+	CreatedByUID, NrMapIDs                 uint32
+	MapIDs                                 uint64
+	Name                                   [16]byte
+	Ifindex, GPL                           uint32
+	NetnsDev, NetnsIno                     uint64
+	NrJitedKsyms, NrJitedFuncLens          uint32
+	JitedKsyms, JitedFuncLens              uint64
+	BTFID, FuncInfoRecSize                 uint32
+	FuncInfo                               uint64
+	NrFuncInfo, NrLineInfo                 uint32
+	LineInfo, JitedLineInfo                uint64
+	NrJitedLineInfo, LineInfoRecSize       uint32
+	JitedLineInfoRecSize, NrProgTags       uint32
+	ProgTags, RunTimeNs, RunCnt, RecMisses uint64
+}
+
+// PinnedProgram is what status reads of a pinned program.
+type PinnedProgram struct {
+	ID uint32
+	// RecursionMisses counts the runs the kernel skipped because another
+	// BPF program was running on the CPU (0 before 5.12).
+	RecursionMisses uint64
+}
+
+// ReadPinnedProgram reads a pinned program's id and recursion misses in
+// two system calls and a close, where opening it through cilium/ebpf
+// takes a dozen: status does it for every probe.
+func ReadPinnedProgram(path string) (PinnedProgram, error) {
+	fd, err := objGet(path, 0)
+	if err != nil {
+		return PinnedProgram{}, err
+	}
+	defer unix.Close(fd)
+	var info progInfo
+	if err := objInfo(fd, unsafe.Pointer(&info), unsafe.Sizeof(info)); err != nil {
+		return PinnedProgram{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return PinnedProgram{ID: info.ID, RecursionMisses: info.RecMisses}, nil
+}
+
+// SumPinnedCounters opens a pinned per-CPU array of u64 counters
+// read-only and returns its id and its first n elements, each summed over
+// the possible CPUs: every probe's stats map, read by status.
+func SumPinnedCounters(path string, n int) (id uint32, sums []uint64, err error) {
+	fd, err := objGet(path, bpfFRdonly)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer unix.Close(fd)
+	var info [5]uint32 // type, id, key_size, value_size, max_entries
+	if err := objInfo(fd, unsafe.Pointer(&info), unsafe.Sizeof(info)); err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if info[0] != mapTypePerCPUArr || info[2] != 4 || info[3] != 8 || int(info[4]) < n {
+		return info[1], nil, fmt.Errorf("%s: not a per-CPU array of %d u64 counters", path, n)
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return info[1], nil, err
+	}
+	per := make([]uint64, cpus)
+	sums = make([]uint64, n)
+	for i := range sums {
+		key := uint32(i)
+		attr := struct {
+			mapFD uint32
+			_     uint32
+			key   uint64
+			value uint64
+			flags uint64
+		}{mapFD: uint32(fd), key: uint64(uintptr(unsafe.Pointer(&key))), value: uint64(uintptr(unsafe.Pointer(&per[0])))}
+		_, _, errno := unix.Syscall(unix.SYS_BPF, bpfMapLookupElem, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		runtime.KeepAlive(&key)
+		runtime.KeepAlive(per)
+		if errno != 0 {
+			return info[1], nil, fmt.Errorf("%s: lookup %d: %w", path, i, errno)
+		}
+		for _, v := range per {
+			sums[i] += v
+		}
+	}
+	return info[1], sums, nil
 }

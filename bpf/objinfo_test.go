@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -64,5 +65,85 @@ func TestReadPinnedObject(t *testing.T) {
 	}
 	if _, err := ReadPinnedObject(filepath.Join(dir, "nothing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing pin: %v, want ENOENT", err)
+	}
+}
+
+// progInfo mirrors struct bpf_prog_info as cilium/ebpf's generated types
+// lay it out.
+func TestProgInfoLayout(t *testing.T) {
+	var i progInfo
+	if off := unsafe.Offsetof(i.RecMisses); off != 208 {
+		t.Errorf("recursion_misses at %d, the kernel has it at 208", off)
+	}
+}
+
+// ReadPinnedProgram and SumPinnedCounters read what cilium/ebpf reads: a
+// program's id and recursion misses, and per-CPU counters summed.
+func TestReadPinnedProgramAndCounters(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pinning needs root")
+	}
+	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("probectl-objinfo2-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Skipf("no bpffs: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.TracePoint, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	if err := prog.Pin(filepath.Join(dir, "prog")); err != nil {
+		t.Fatal(err)
+	}
+	info, err := prog.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantID, _ := info.ID()
+	stats, err := prog.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadPinnedProgram(filepath.Join(dir, "prog"))
+	if err != nil || ebpf.ProgramID(got.ID) != wantID || got.RecursionMisses != stats.RecursionMisses {
+		t.Errorf("program: %+v %v, want id %d, %d misses", got, err, wantID, stats.RecursionMisses)
+	}
+
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want := make([]uint64, 4)
+	for k := range want {
+		per := make([]uint64, cpus)
+		for c := range per {
+			per[c] = uint64(1000*k + c + 1)
+			want[k] += per[c]
+		}
+		if err := m.Put(uint32(k), per); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Pin(filepath.Join(dir, "counters")); err != nil {
+		t.Fatal(err)
+	}
+	mi, _ := m.Info()
+	mid, _ := mi.ID()
+	id, sums, err := SumPinnedCounters(filepath.Join(dir, "counters"), 3)
+	if err != nil || ebpf.MapID(id) != mid || fmt.Sprint(sums) != fmt.Sprint(want[:3]) {
+		t.Errorf("counters: id %d %v %v, want id %d %v", id, sums, err, mid, want[:3])
+	}
+	if _, _, err := SumPinnedCounters(filepath.Join(dir, "counters"), 5); err == nil {
+		t.Error("5 counters read from an array of 4")
+	}
+	if _, _, err := SumPinnedCounters(filepath.Join(dir, "prog"), 1); err == nil {
+		t.Error("a program read as counters")
 	}
 }

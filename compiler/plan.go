@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
 )
 
@@ -339,6 +341,19 @@ func (p *Probe) Display() [][]KeyField {
 // digest is a hash of everything that makes the probe's kernel objects:
 // programs, maps, functions and attach families. Two compilations with the
 // same digest need no change in the kernel.
+// opNames caches asm.OpCode.String, which builds its text anew each time
+// (a fifth of the bytes planning a large spec allocated).
+var opNames sync.Map
+
+func opName(op asm.OpCode) string {
+	if s, ok := opNames.Load(op); ok {
+		return s.(string)
+	}
+	s := op.String()
+	opNames.Store(op, s)
+	return s
+}
+
 func (p *Probe) digest() string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
@@ -372,7 +387,7 @@ func (p *Probe) digest() string {
 			// The text of fmt's "%v %d %d %d %d %s %s %s\n", built without
 			// fmt: this loop is most of planning a large spec.
 			name, _ := bpf.KfuncName(&ins)
-			line = append(line[:0], ins.OpCode.String()...)
+			line = append(line[:0], opName(ins.OpCode)...)
 			line = append(strconv.AppendUint(append(line, ' '), uint64(ins.Dst), 10), ' ')
 			line = append(strconv.AppendUint(line, uint64(ins.Src), 10), ' ')
 			line = append(strconv.AppendInt(line, int64(ins.Offset), 10), ' ')

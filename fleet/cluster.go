@@ -7,34 +7,18 @@ import (
 	"strings"
 
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// Scheme knows Kubernetes' own types and probectl.dev/v1alpha1.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
 
 // SpecFiles returns a ProbeSet's spec files: the inline spec as
 // "<probeset>.hcl", or the keys of its ConfigMap that end in ".hcl".
-func SpecFiles(ctx context.Context, r client.Reader, ps *v1alpha1.ProbeSet) (map[string][]byte, error) {
+func SpecFiles(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (map[string][]byte, error) {
 	if ps.Spec.ConfigMapRef == nil {
 		return map[string][]byte{ps.Name + ".hcl": []byte(ps.Spec.HCL)}, nil
 	}
-	var cm corev1.ConfigMap
+	var cm ConfigMap
 	key := types.NamespacedName{Namespace: ps.Namespace, Name: ps.Spec.ConfigMapRef.Name}
 	if err := r.Get(ctx, key, &cm); err != nil {
 		return nil, fmt.Errorf("ProbeSet %s/%s: ConfigMap %s: %w", ps.Namespace, ps.Name, key.Name, err)
@@ -51,10 +35,10 @@ func SpecFiles(ctx context.Context, r client.Reader, ps *v1alpha1.ProbeSet) (map
 	return files, nil
 }
 
-// Selects reports whether a node selector selects a node (an empty one
+// Selects reports whether a node selector selects a node with these labels (an empty one
 // selects every node).
-func Selects(selector map[string]string, node *corev1.Node) bool {
-	return labels.SelectorFromSet(selector).Matches(labels.Set(node.Labels))
+func Selects(selector, nodeLabels map[string]string) bool {
+	return labels.SelectorFromSet(selector).Matches(labels.Set(nodeLabels))
 }
 
 // ClusterPlan is a spec set planned for every selected node.
@@ -71,16 +55,16 @@ type ClusterPlan struct {
 
 // PlanCluster plans files for every node the selector selects, from the
 // facts each node published. It reads Nodes and NodeFacts; it writes nothing.
-func PlanCluster(ctx context.Context, r client.Reader, files map[string][]byte, selector map[string]string) (*ClusterPlan, error) {
-	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+func PlanCluster(ctx context.Context, r *Client, files map[string][]byte, selector map[string]string) (*ClusterPlan, error) {
+	var nodes NodeList
+	if err := r.List(ctx, &nodes, ListOptions{}); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
 	cp := &ClusterPlan{Digest: Digest(files)}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if !Selects(selector, n) {
+		if !Selects(selector, n.Labels) {
 			continue
 		}
 		var nf v1alpha1.NodeFacts

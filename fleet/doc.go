@@ -15,6 +15,9 @@
 //     the facts, plans (and through an [Applier], applies) the ProbeSets
 //     that select the node, writes the node's records and rolls them up
 //     into ProbeSet.status ([RollUp]).
+//   - [Client] is how it talks to the API server: client-go's dynamic
+//     client and the few types it reads, so that the probectl binary
+//     links neither controller-runtime nor client-go's scheme.
 //
 // Imports: spec, compiler, bpf (never runtime: applying belongs to the
 // node agent, which hands its applier in), and the API types.

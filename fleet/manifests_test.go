@@ -42,7 +42,7 @@ func setup(t *testing.T) (*kubetest.Cluster, client.Client) {
 	if _, err := kubetest.Apply(context.Background(), c.Admin, false, manifests(t)...); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
+	admin, err := client.New(c.Admin, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func agentClient(t *testing.T, c *kubetest.Cluster, node string) client.Client {
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	cl, err := client.New(cfg, client.Options{Scheme: fleet.Scheme()})
+	cl, err := client.New(cfg, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,11 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // LabelProbeSet is the label of a ProbeSetNode naming its ProbeSet.
@@ -56,7 +54,7 @@ type ApplyResult struct {
 // select the node, and writes the node's records. Its client has the
 // node's own credentials.
 type NodeAgent struct {
-	Client client.WithWatch
+	Client *Client
 	Node   string
 	Facts  *bpf.Facts
 	// Applier is nil for a plan-only agent: ProbeSets in mode apply are
@@ -164,19 +162,19 @@ func (a *NodeAgent) log() *slog.Logger {
 // records of ProbeSets gone or no longer selecting the node are removed
 // (and, with an Applier, their workspaces destroyed).
 func (a *NodeAgent) Sync(ctx context.Context) error {
-	var node corev1.Node
+	var node Node
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &node); err != nil {
 		return fmt.Errorf("node %s: %w", a.Node, err)
 	}
 	var sets v1alpha1.ProbeSetList
-	if err := a.Client.List(ctx, &sets); err != nil {
+	if err := a.Client.List(ctx, &sets, ListOptions{}); err != nil {
 		return fmt.Errorf("list ProbeSets: %w", err)
 	}
 	var errs []error
 	keep := map[types.NamespacedName]bool{}
 	for i := range sets.Items {
 		ps := &sets.Items[i]
-		if ps.DeletionTimestamp != nil || !Selects(ps.Spec.NodeSelector, &node) {
+		if ps.DeletionTimestamp != nil || !Selects(ps.Spec.NodeSelector, node.Labels) {
 			continue
 		}
 		keep[types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}] = true
@@ -186,12 +184,12 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 	}
 	// Records of this node that nothing selects any more.
 	var records v1alpha1.ProbeSetNodeList
-	if err := a.Client.List(ctx, &records); err != nil {
+	if err := a.Client.List(ctx, &records, ListOptions{}); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("list ProbeSetNodes: %w", err))...)
 	}
 	for i := range records.Items {
 		r := &records.Items[i]
-		if r.Spec.NodeName != a.Node || keep[client.ObjectKeyFromObject(r)] {
+		if r.Spec.NodeName != a.Node || keep[keyOf(r)] {
 			continue
 		}
 		if a.Applier != nil {
@@ -255,10 +253,10 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		// errors, with the counters of the previous probes refreshed.
 		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase == v1alpha1.PhaseFailed &&
 			ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil {
-			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps))
+			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
 			if err == nil && !equalProbes(probes, rec.Status.Probes) {
 				rec.Status.Probes = probes
-				if err := a.Client.Status().Update(ctx, &rec); err != nil {
+				if err := a.Client.UpdateStatus(ctx, &rec); err != nil {
 					return fmt.Errorf("write the record: %w", err)
 				}
 			}
@@ -272,14 +270,14 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			if ps.Spec.Mode != v1alpha1.ModeApply || a.Applier == nil {
 				return a.rollUp(ctx, ps)
 			}
-			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps))
+			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
 			if err != nil {
 				return err
 			}
 			if len(probes) == len(rec.Status.Probes) {
 				if !equalProbes(probes, rec.Status.Probes) {
 					rec.Status.Probes = probes
-					if err := a.Client.Status().Update(ctx, &rec); err != nil {
+					if err := a.Client.UpdateStatus(ctx, &rec); err != nil {
 						return fmt.Errorf("write the record: %w", err)
 					}
 				}
@@ -292,7 +290,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			// The Applier compiles for the live kernel itself (and counts
 			// its failures); a failure leaves the previous probes, whose
 			// counters the record goes on showing.
-			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps), files)
+			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), keyOf(ps), files)
 			if res.AppliedDigest != "" {
 				st.AppliedDigest = res.AppliedDigest
 			}
@@ -306,7 +304,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			st.Phase = v1alpha1.PhaseApplied
 			if err != nil {
 				st.Phase = v1alpha1.PhaseFailed
-				if live, perr := a.Applier.Probes(ctx, Workspace(a.Node, ps), client.ObjectKeyFromObject(ps)); perr == nil {
+				if live, perr := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps)); perr == nil {
 					st.Probes = live
 				}
 			}
@@ -326,7 +324,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		st.LastTransitionTime = rec.Status.LastTransitionTime
 	}
 	rec.Status = st
-	if err := a.Client.Status().Update(ctx, &rec); err != nil {
+	if err := a.Client.UpdateStatus(ctx, &rec); err != nil {
 		return fmt.Errorf("write the record: %w", err)
 	}
 	return a.rollUp(ctx, ps)
@@ -339,8 +337,11 @@ func (a *NodeAgent) rollUp(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
 			var fresh v1alpha1.ProbeSet
-			if err := a.Client.Get(ctx, client.ObjectKeyFromObject(ps), &fresh); err != nil {
-				return client.IgnoreNotFound(err)
+			if err := a.Client.Get(ctx, keyOf(ps), &fresh); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
 			}
 			ps = &fresh
 		}
@@ -350,7 +351,7 @@ func (a *NodeAgent) rollUp(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			return err
 		}
 		ps.Status = st
-		err = a.Client.Status().Update(ctx, ps)
+		err = a.Client.UpdateStatus(ctx, ps)
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile: its records go at the next sync
 		}
@@ -363,13 +364,13 @@ func (a *NodeAgent) rollUp(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 
 // RollUp computes a ProbeSet's status from its ProbeSetNode records and
 // the nodes it selects that published facts.
-func RollUp(ctx context.Context, r client.Reader, ps *v1alpha1.ProbeSet) (v1alpha1.ProbeSetStatus, error) {
-	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+func RollUp(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (v1alpha1.ProbeSetStatus, error) {
+	var nodes NodeList
+	if err := r.List(ctx, &nodes, ListOptions{}); err != nil {
 		return ps.Status, err
 	}
 	var facts v1alpha1.NodeFactsList
-	if err := r.List(ctx, &facts); err != nil {
+	if err := r.List(ctx, &facts, ListOptions{}); err != nil {
 		return ps.Status, err
 	}
 	published := map[string]string{}
@@ -377,7 +378,7 @@ func RollUp(ctx context.Context, r client.Reader, ps *v1alpha1.ProbeSet) (v1alph
 		published[f.Name] = "linux " + f.Spec.Kernel + " " + f.Spec.Arch
 	}
 	var records v1alpha1.ProbeSetNodeList
-	if err := r.List(ctx, &records, client.InNamespace(ps.Namespace), client.MatchingLabels{LabelProbeSet: ps.Name}); err != nil {
+	if err := r.List(ctx, &records, ListOptions{Namespace: ps.Namespace, Labels: map[string]string{LabelProbeSet: ps.Name}}); err != nil {
 		return ps.Status, err
 	}
 	byNode := map[string]*v1alpha1.ProbeSetNode{}
@@ -387,7 +388,7 @@ func RollUp(ctx context.Context, r client.Reader, ps *v1alpha1.ProbeSet) (v1alph
 	st := v1alpha1.ProbeSetStatus{ObservedGeneration: ps.Generation}
 	for _, n := range nodes.Items {
 		kernel, ok := published[n.Name]
-		if !ok || !Selects(ps.Spec.NodeSelector, &n) {
+		if !ok || !Selects(ps.Spec.NodeSelector, n.Labels) {
 			continue
 		}
 		st.Selected++

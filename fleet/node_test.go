@@ -34,7 +34,7 @@ func startPlanAgents(t *testing.T, c *kubetest.Cluster, facts map[string]*bpf.Fa
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := client.NewWithWatch(cfg, client.Options{Scheme: fleet.Scheme()})
+		cl, err := client.NewWithWatch(cfg, client.Options{Scheme: kubetest.Scheme()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,11 @@ func startPlanAgents(t *testing.T, c *kubetest.Cluster, facts map[string]*bpf.Fa
 		if _, err := c.Clientset().CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		a := &fleet.NodeAgent{Client: cl, Node: node, Facts: f}
+		fc, err := fleet.NewClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &fleet.NodeAgent{Client: fc, Node: node, Facts: f}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -95,14 +95,18 @@ func routes(n *fleet.NodePlan) string {
 // route table says, a node that cannot run the spec (its error at the
 // spec line), a node with no facts, and a node the selector leaves out.
 func TestPlanCluster(t *testing.T) {
-	c, admin := setup(t)
+	c, _ := setup(t)
 	publishPlanNodes(t, c)
 	src, err := os.ReadFile("testdata/fleet.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{"fleet.hcl": src}
-	cp, err := fleet.PlanCluster(context.Background(), admin, files, map[string]string{"probectl.dev/pool": "tracing"})
+	fc, err := fleet.NewClient(c.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := fleet.PlanCluster(context.Background(), fc, files, map[string]string{"probectl.dev/pool": "tracing"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,10 @@ const maxBlob = 1 << 20
 // nothing, not even root through bpf(2), can change it afterwards.
 func pinBlob(d *dir, name, mapName string, data []byte) (ebpf.MapID, error) {
 	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
+	// BestSpeed: blobs are small, and the default level's compressor
+	// state (hundreds of KiB, cleared on every new writer) cost more than
+	// its better ratio saves, at every apply.
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
 	_, _ = zw.Write(data)
 	_ = zw.Close()
 	if z.Len()+4 > maxBlob {

@@ -336,9 +336,25 @@ func (d *dir) readFile(name string, limit int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+	// Sized from the stat (a state file of thousands of probes is
+	// megabytes: growing from io.ReadAll's 512 bytes costs more than the
+	// read), bounded by the limit whatever the stat says.
+	b := make([]byte, 0, min(max(st.Size(), 0), limit)+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if int64(len(b)) > limit {
+			break
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // the file grew since the stat
+		}
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)

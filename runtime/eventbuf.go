@@ -348,14 +348,14 @@ func (es *EventsState) validate() error {
 	if es.Address != compiler.EventBufferAddress {
 		return fmt.Errorf("event buffer %q is not the event buffer's address", es.Address)
 	}
-	if !probeDirPattern.MatchString(es.PinDir) || len(es.PinDir) <= len(eventsPinDir) || es.PinDir[:len(eventsPinDir)] != eventsPinDir {
+	if !isProbeDir(es.PinDir) || len(es.PinDir) <= len(eventsPinDir) || es.PinDir[:len(eventsPinDir)] != eventsPinDir {
 		return fmt.Errorf("%s: pin_dir %q is not a pin directory of the event buffer", es.Address, es.PinDir)
 	}
-	if len(es.Maps) != 1 || es.Maps[0] == nil || !mapRefPattern.MatchString(es.Maps[0].Ref) {
+	if len(es.Maps) != 1 || es.Maps[0] == nil || !isMapRef(es.Maps[0].Ref) {
 		return fmt.Errorf("%s: the buffer is not one map", es.Address)
 	}
 	for _, m := range es.Pins {
-		if !mapRefPattern.MatchString(m.Ref) || m.Pin != "map_"+m.Ref {
+		if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
 			return fmt.Errorf("%s: map pin %q is not a map pin", es.Address, m.Pin)
 		}
 	}

@@ -104,23 +104,24 @@ type mapSource func(ref string) (m *ebpf.Map, release func(), err error)
 // Read returns what the probes measured. A probe that cannot be read
 // (a pin gone, a map replaced) has its Error set; the others are read.
 func (w *Workspace) Read(probes []*ProbeState) []ProbeResult {
-	out := make([]ProbeResult, 0, len(probes))
-	syms := w.symbols()
-	for _, p := range probes {
-		out = append(out, readProbe(p, w.pinnedMaps(p), syms, true))
-	}
-	_ = syms.Save() // the build-id index is a cache: losing it loses nothing now
-	return out
+	return w.read(probes, true)
 }
 
 // ReadUnsorted is Read with each aggregation's entries in the kernel's
 // map order, for a reader that sorts only when it must (SortEntries).
 func (w *Workspace) ReadUnsorted(probes []*ProbeState) []ProbeResult {
-	out := make([]ProbeResult, 0, len(probes))
+	return w.read(probes, false)
+}
+
+// read reads the probes in parallel: a probe is a few system calls per
+// map, and a workspace may hold thousands (the symbol caches lock).
+func (w *Workspace) read(probes []*ProbeState, sorted bool) []ProbeResult {
+	out := make([]ProbeResult, len(probes))
 	syms := w.symbols()
-	for _, p := range probes {
-		out = append(out, readProbe(p, w.pinnedMaps(p), syms, false))
-	}
+	parallel(len(probes), func(i int) {
+		p := probes[i]
+		out[i] = readProbe(p, w.pinnedMaps(p), func() ([]uint64, error) { return w.pinnedStats(p) }, syms, sorted)
+	})
 	_ = syms.Save() // the build-id index is a cache: losing it loses nothing now
 	return out
 }
@@ -183,12 +184,47 @@ func stats(p *ProbeState, open mapSource) ([]uint64, error) {
 	return out, nil
 }
 
+// pinnedStats reads a probe's stats from its pinned stats map with raw
+// bpf(2) calls (stats through cilium/ebpf costs a dozen more per probe).
+func (w *Workspace) pinnedStats(p *ProbeState) ([]uint64, error) {
+	for _, m := range p.Maps {
+		if m.Ref != refStats {
+			continue
+		}
+		d, err := w.probeDir(p)
+		if err != nil {
+			return nil, err
+		}
+		defer d.close()
+		path, err := d.procPath(m.Pin)
+		if err != nil {
+			return nil, err
+		}
+		id, sums, err := bpf.SumPinnedCounters(path, p.Stats.Size)
+		switch {
+		case err != nil && id == 0:
+			return nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
+		case ebpf.MapID(id) != m.ID:
+			return nil, fmt.Errorf("%s: map %s replaced (id %d, was %d)", p.Address, m.Name, id, m.ID)
+		case err != nil:
+			return nil, fmt.Errorf("%s: read stats: %w", p.Address, err)
+		}
+		return sums, nil
+	}
+	return nil, fmt.Errorf("%s: no map %s in the state", p.Address, refStats)
+}
+
 // refStats is the ref of every probe's stats map.
 const refStats = "stats"
 
-func readProbe(p *ProbeState, open mapSource, syms *bpf.UserSymbols, sorted bool) ProbeResult {
+// readProbe reads a probe's aggregations from its maps; counters reads its
+// stats (nil: from its stats map through open).
+func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error), syms *bpf.UserSymbols, sorted bool) ProbeResult {
 	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
-	st, err := stats(p, open)
+	if counters == nil {
+		counters = func() ([]uint64, error) { return stats(p, open) }
+	}
+	st, err := counters()
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -567,14 +603,13 @@ func (w *Workspace) Status(s *State) []ProbeStatus {
 	parallel(len(s.Probes), func(i int) {
 		p := s.Probes[i]
 		st := ProbeStatus{Description: p.Description, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
-		st.Drift, st.Missed = w.checkProbe(p)
+		var counts []uint64
+		st.Drift, st.Missed, counts = w.checkProbe(p, true)
 		for _, l := range p.Links {
 			st.Links = append(st.Links, LinkStatus{Family: l.Family, Function: l.Function, ID: l.ID, ProgramID: l.ProgramID})
 		}
-		if len(st.Drift) == 0 {
-			if counts, err := stats(p, w.pinnedMaps(p)); err == nil {
-				st.fill(p, counts)
-			}
+		if len(st.Drift) == 0 && counts != nil {
+			st.fill(p, counts)
 		}
 		out[i] = st
 	})
@@ -618,7 +653,7 @@ func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
 func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
 	out := map[bpf.Address][]string{}
 	drift := make([][]string, len(s.Probes))
-	parallel(len(s.Probes), func(i int) { drift[i], _ = w.checkProbe(s.Probes[i]) })
+	parallel(len(s.Probes), func(i int) { drift[i], _, _ = w.checkProbe(s.Probes[i], false) })
 	for i, p := range s.Probes {
 		if len(drift[i]) > 0 {
 			out[p.Address] = drift[i]
@@ -685,8 +720,11 @@ func recursionMisses(id ebpf.ProgramID) uint64 {
 
 // checkProbe compares a probe's pins with the kernel: every pin must be
 // there, every link must still run the program probectl attached, and a
-// user probe's binary must still be the file it is attached to.
-func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
+// user probe's binary must still be the file it is attached to. With
+// counters, it also reads the probe's stats map (summed over the CPUs)
+// while it checks that map's pin. It opens every pin with raw bpf(2)
+// calls, two or three each: status does it for every probe.
+func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, missed uint64, counts []uint64) {
 	if p.BinaryFile != nil {
 		now, err := fileID(p.Binary)
 		switch {
@@ -702,28 +740,36 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		if p.BootID != "" && p.BootID != bootID() {
 			why = "pins gone: the machine rebooted since it was applied"
 		}
-		return append(drift, why), 0
+		return append(drift, why), 0, nil
 	}
 	defer d.close()
 	for _, m := range p.Maps {
-		drift = append(drift, checkMapPin(d, m)...)
+		if !counters || m.Ref != refStats {
+			drift = append(drift, checkMapPin(d, m)...)
+			continue
+		}
+		path, _ := d.procPath(m.Pin)
+		id, sums, err := bpf.SumPinnedCounters(path, p.Stats.Size)
+		switch {
+		case err != nil && id == 0: // not opened
+			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
+		case ebpf.MapID(id) != m.ID:
+			drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
+		case err == nil:
+			counts = sums
+		}
 	}
 	for _, pr := range p.Programs {
 		path, _ := d.procPath(pr.Pin)
-		prog, err := ebpf.LoadPinnedProgram(path, nil) // programs open read-write only
+		info, err := bpf.ReadPinnedProgram(path) // programs open read-write only
 		if err != nil {
 			drift = append(drift, fmt.Sprintf("program %s: pin gone", pr.Name))
 			continue
 		}
-		if info, err := prog.Info(); err == nil {
-			if id, _ := info.ID(); id != pr.ID {
-				drift = append(drift, fmt.Sprintf("program %s: replaced (id %d, was %d)", pr.Name, id, pr.ID))
-			}
+		if ebpf.ProgramID(info.ID) != pr.ID {
+			drift = append(drift, fmt.Sprintf("program %s: replaced (id %d, was %d)", pr.Name, info.ID, pr.ID))
 		}
-		if stats, err := prog.Stats(); err == nil {
-			missed += stats.RecursionMisses
-		}
-		prog.Close()
+		missed += info.RecursionMisses
 	}
 	programs := map[ebpf.ProgramID]bool{}
 	for _, l := range p.Links {
@@ -754,7 +800,7 @@ func (w *Workspace) checkProbe(p *ProbeState) (drift []string, missed uint64) {
 		}
 		missed += linkMissed(l.Family, path)
 	}
-	return drift, missed
+	return drift, missed, counts
 }
 
 // linkMissed is the count of hits the kernel reports it could not deliver

@@ -96,7 +96,7 @@ func (s *Session) Read() []ProbeResult {
 		if s.syms == nil {
 			s.syms = bpf.NewUserSymbols(buildIDIndexFile(), s.Symbols.Dirs)
 		}
-		out[i] = readProbe(p, s.maps(i), s.syms, true)
+		out[i] = readProbe(p, s.maps(i), nil, s.syms, true)
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -173,11 +172,6 @@ func parseState(b []byte, path, workspace string) (*State, error) {
 	return &s, nil
 }
 
-var (
-	mapRefPattern  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,200}$`)
-	linkPinPattern = regexp.MustCompile(`^link_[0-9]{1,7}$`)
-)
-
 // validate checks everything in a state file that names a file: each must
 // be one path element of probectl's own vocabulary, inside the workspace's
 // pin directory. Nothing the file says can make probectl reach elsewhere.
@@ -201,16 +195,16 @@ func (s *State) validate(workspace string) error {
 		}
 		seen[p.Address] = true
 		prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
-		if !probeDirPattern.MatchString(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
+		if !isProbeDir(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
 			return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
 		}
 		for _, m := range p.Maps {
-			if !mapRefPattern.MatchString(m.Ref) || m.Pin != "map_"+m.Ref {
+			if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
 				return fmt.Errorf("%s: map pin %q is not a map pin", p.Address, m.Pin)
 			}
 		}
 		for _, l := range p.Links {
-			if !linkPinPattern.MatchString(l.Pin) {
+			if !isLinkPin(l.Pin) {
 				return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
 			}
 		}
@@ -241,11 +235,11 @@ func (s *State) validate(workspace string) error {
 		if t.Address.Kind != bpf.KindTable || !bpf.ValidName(t.Address.Name) {
 			return fmt.Errorf("table %q is not a table address", t.Address)
 		}
-		if !probeDirPattern.MatchString(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
+		if !isProbeDir(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
 			return fmt.Errorf("%s: pin_dir %q is not a pin directory of this table", t.Address, t.PinDir)
 		}
 		for _, m := range t.Pins {
-			if !mapRefPattern.MatchString(m.Ref) || m.Pin != "map_"+m.Ref {
+			if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
 				return fmt.Errorf("%s: map pin %q is not a map pin", t.Address, m.Pin)
 			}
 		}

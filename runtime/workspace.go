@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -24,10 +23,6 @@ const (
 
 // ErrLocked is returned when another probectl holds the workspace.
 var ErrLocked = errors.New("workspace is locked")
-
-// workspaceName is the documented charset of workspace names: it becomes a
-// directory name in the state directory and in bpffs.
-var workspaceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // Workspace is one independent set of applied probes: a state file under
 // StateDir/NAME/ and pins under PinRoot/NAME/.
@@ -60,7 +55,7 @@ type Workspace struct {
 
 // Open returns a workspace. It checks the name and changes nothing.
 func Open(stateDir, name string) (*Workspace, error) {
-	if !workspaceName.MatchString(name) {
+	if !isWorkspaceName(name) {
 		return nil, fmt.Errorf("workspace %q: a workspace name is 1 to 64 letters, digits, '-' and '_', starting with a letter or digit", name)
 	}
 	if stateDir == "" {
@@ -259,9 +254,6 @@ func readIdentity(d *dir) (*identity, error) {
 	return &id, nil
 }
 
-// probeDirPattern matches the directories Apply pins probes under.
-var probeDirPattern = regexp.MustCompile(`^(kernel|user|tracepoint|profile|table|events)-[A-Za-z0-9_]{1,128}-[0-9]{1,19}$`)
-
 // probeDirs lists the probe directories under d.
 func probeDirs(d *dir) ([]string, error) {
 	if d == nil {
@@ -273,7 +265,7 @@ func probeDirs(d *dir) ([]string, error) {
 	}
 	var out []string
 	for _, n := range names {
-		if probeDirPattern.MatchString(n) {
+		if isProbeDir(n) {
 			out = append(out, n)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -33,8 +34,10 @@ const (
 
 var eventsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "buffer_size"}}}
 
-// sizePattern is a size with its unit: "512KiB", "4MiB", "1GiB".
-var sizePattern = regexp.MustCompile(`^([0-9]{1,10})\s*(KiB|MiB|GiB)$`)
+// sizePattern is a size with its unit: "512KiB", "4MiB", "1GiB"
+// (compiled when first used: its {1,10} compiles into ten copies, which
+// every command would pay at start).
+var sizePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,10})\s*(KiB|MiB|GiB)$`) })
 
 // eventsBlock decodes an events block; first is the one already seen, if any.
 func (d *decoder) eventsBlock(b *hcl.Block, first *Events) *Events {
@@ -73,7 +76,7 @@ func (d *decoder) bufferSize(attr *hcl.Attribute) (int, bool) {
 		}
 		n, _ = bf.Int(nil)
 	} else {
-		m := sizePattern.FindStringSubmatch(v.AsString())
+		m := sizePattern().FindStringSubmatch(v.AsString())
 		if m == nil {
 			d.errorf(rng, "Invalid buffer size",
 				"%s is not a size: write a whole number with KiB, MiB or GiB (powers of 1024), such as \"4MiB\". MB and K are not accepted: they would leave the power of two in doubt.", strconv.Quote(v.AsString()))

@@ -53,6 +53,12 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(name)}
 	}
+	if ok, cuts := plainWithinLimits(src); ok {
+		if f := parseApart(name, src, cuts); f != nil {
+			return f, nil
+		}
+		return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	}
 	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
 	if d := checkDepth(tokens); d != nil {
 		return nil, hcl.Diagnostics{d}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // clusterPlanOptions are plan's flags for -cluster.
@@ -27,7 +26,7 @@ type clusterPlanOptions struct {
 
 // kubeClient connects as kubectl would: -kubeconfig, else KUBECONFIG,
 // else ~/.kube/config, else the pod's service account.
-func kubeClient(kubeconfig, kubecontext string) (client.Client, string, error) {
+func kubeClient(kubeconfig, kubecontext string) (*fleet.Client, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
@@ -41,7 +40,7 @@ func kubeClient(kubeconfig, kubecontext string) (client.Client, string, error) {
 	if err != nil {
 		ns = "default"
 	}
-	c, err := client.New(cfg, client.Options{Scheme: fleet.Scheme()})
+	c, err := fleet.NewClient(cfg)
 	return c, ns, err
 }
 

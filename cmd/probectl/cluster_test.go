@@ -28,7 +28,7 @@ func TestPlanCluster(t *testing.T) {
 		"../../deploy/kubernetes/crds/probectl.dev_probesets.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
+	admin, err := client.New(c.Admin, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,11 +55,11 @@ const eventsOutHelp = `  -events-out PATH|-     write the workspace's events as 
   -events-keep N         rotated files kept: PATH.1 (the newest) to PATH.N
                          (default 5; 0 keeps none)`
 
-var byteSize = regexp.MustCompile(`^([0-9]{1,15})(KiB|MiB|GiB)?$`)
+var byteSize = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,15})(KiB|MiB|GiB)?$`) }) // compiled when used
 
 // parseByteSize reads a size: bytes, or a whole number of KiB, MiB or GiB.
 func parseByteSize(s string) (int64, error) {
-	m := byteSize.FindStringSubmatch(s)
+	m := byteSize().FindStringSubmatch(s)
 	if m == nil {
 		return 0, fmt.Errorf("%q is not a size: write a whole number of bytes, or of KiB, MiB or GiB (powers of 1024), such as 100MiB", s)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // kubeOptions are agent -kubernetes's flags.
@@ -54,7 +53,7 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, k kubeOptions
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: fleet.Scheme()})
+	c, err := fleet.NewClient(cfg)
 	if err != nil {
 		return err
 	}

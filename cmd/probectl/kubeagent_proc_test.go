@@ -297,7 +297,7 @@ func TestKubeAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asA, err := client.New(cfgA, client.Options{Scheme: fleet.Scheme()})
+	asA, err := client.New(cfgA, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func kubeLab(t *testing.T) (*kubetest.Cluster, client.Client) {
 	if _, err := kubetest.Apply(context.Background(), c.Admin, false, kubeManifests...); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
+	admin, err := client.New(c.Admin, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestKubeAgentApplies(t *testing.T) {
 	if _, err := kubetest.Apply(ctx, c.Admin, false, paths...); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := client.New(c.Admin, client.Options{Scheme: fleet.Scheme()})
+	admin, err := client.New(c.Admin, client.Options{Scheme: kubetest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +69,13 @@ func TestKubeAgentApplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := client.NewWithWatch(cfg, client.Options{Scheme: fleet.Scheme()})
+		g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
+		applier := newKubeApplier(g, log, 1000)
+		fc, err := fleet.NewClient(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
-		applier := newKubeApplier(g, log, 1000)
-		agent := &fleet.NodeAgent{Client: cl, Node: node, Facts: facts, Applier: applier, Log: log}
+		agent := &fleet.NodeAgent{Client: fc, Node: node, Facts: facts, Applier: applier, Log: log}
 		go func() { done <- agent.Run(ctx, time.Second) }()
 		return g, applier
 	}

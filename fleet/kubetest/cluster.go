@@ -37,6 +37,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // Assets returns the directory holding the etcd and kube-apiserver
@@ -475,3 +479,17 @@ func (c *Cluster) WriteKubeconfig(path string, cfg *rest.Config) error {
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// Scheme knows Kubernetes' own types and probectl.dev/v1alpha1, for the
+// controller-runtime clients tests use as the cluster's admin and as
+// other users (the agents use fleet.Client).
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
