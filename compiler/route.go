@@ -254,15 +254,25 @@ func preferRoute(prefer string, f *bpf.Facts, km kernelMatch, options []decision
 		}
 		return e.AttachMS, e.HitNS
 	}
-	better := func(a, b Estimate) bool {
-		a1, a2 := key(a)
-		b1, b2 := key(b)
-		if a1 < b1*0.9 || b1 < a1*0.9 {
+	// By the preferred figure; among those within 10% of the lowest, the
+	// other figure decides.
+	sort.SliceStable(ps, func(i, j int) bool {
+		a1, a2 := key(ps[i].e)
+		b1, b2 := key(ps[j].e)
+		if a1 != b1 {
 			return a1 < b1
 		}
 		return a2 < b2
+	})
+	low, _ := key(ps[0].e)
+	pick := 0
+	for i := 1; i < len(ps); i++ {
+		k1, k2 := key(ps[i].e)
+		if _, p2 := key(ps[pick].e); k1 <= low*1.1 && k2 < p2 {
+			pick = i
+		}
 	}
-	sort.SliceStable(ps, func(i, j int) bool { return better(ps[i].e, ps[j].e) })
+	ps[0], ps[pick] = ps[pick], ps[0]
 	best := ps[0]
 	what := sprintf("%d functions", forChoice)
 	switch {

@@ -89,7 +89,7 @@ func TestScaleKprobeMulti(t *testing.T) {
 		os.Remove(filepath.Dir(w.PinDir())) // the pin root, if empty
 	}()
 
-	rounds := envInt("PROBECTL_TEST_ROUTES_SCALE_ROUNDS", 9)
+	rounds := envInt("PROBECTL_TEST_ROUTES_SCALE_ROUNDS", 15)
 	var bareCreate, bareClose, apply, destroy, cookies, load []float64
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	bare := func() {
