@@ -183,6 +183,9 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 	if p.Prefer != "" {
 		d, why := preferRoute(p.Prefer, f, km, options)
 		if why == "" {
+			if n := km.copies(); haveTrampoline && n > 0 {
+				d.reason = sprintf("%s (fentry/fexit left out: %d of the functions are compiler copies, without BTF)", d.reason, n)
+			}
 			return d, nil
 		}
 		prefWhy = why

@@ -100,8 +100,12 @@ func TestPreferSkipsTrampolinesForCopies(t *testing.T) {
 	f := mustProfile(t, "linux-7.2-amd64")
 	f.Functions = []string{"vfs_read", "vfs_statfs.part.0.isra.0"}
 	out := compileText(t, f, preferSpec("hits", `"vfs_*"`, false))
-	if p := out.Probes[0]; p.Route == compiler.RouteTrampoline {
+	p := out.Probes[0]
+	if p.Route == compiler.RouteTrampoline {
 		t.Errorf("prefer = \"hits\" over a compiler copy chose %v", p.Attach)
+	}
+	if !strings.Contains(p.Reason, "fentry/fexit left out: 1 of the functions are compiler copies") {
+		t.Errorf("reason %q does not say why the trampolines were left out", p.Reason)
 	}
 }
 
