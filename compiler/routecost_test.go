@@ -38,7 +38,7 @@ func TestPreferByTable(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"linux-6.1-amd64", "linux-6.12-amd64", "linux-7.2-amd64", "linux-7.2-arm64"} {
+	for _, name := range []string{"linux-6.1-amd64", "linux-6.12-amd64", "linux-7.2-amd64", "linux-6.12-arm64", "linux-7.2-arm64"} {
 		if !measured[name] {
 			t.Errorf("the table lacks %s", name)
 		}
