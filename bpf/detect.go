@@ -126,6 +126,7 @@ func detectKernel(fresh bool) (*Facts, error) {
 	f.Links.KprobeSession = supported(features.HaveBPFLinkKprobeSession())
 	f.Links.UprobeMulti = supported(features.HaveBPFLinkUprobeMulti())
 	f.Links.Fentry = haveFentry(kernelBTF)
+	f.Links.Fsession = f.Links.Fentry && haveFsession(kernelBTF)
 
 	cfg := kernelConfig(release)
 	f.FtraceWithRegs, f.FtraceWithArgs = cfg["CONFIG_DYNAMIC_FTRACE_WITH_REGS"], cfg["CONFIG_DYNAMIC_FTRACE_WITH_ARGS"]

@@ -13,6 +13,9 @@
 //     and made a gotol (BPF ISA v4) where it is too long;
 //   - kfunc calls that are resolved against kernel BTF at load time ([KfuncCall],
 //     [ResolveKfuncs]);
+//   - the system calls cilium/ebpf has no API for: uprobe.session links
+//     ([UprobeSessionLink]), fsession programs and links ([LoadFsession],
+//     [FsessionLink]);
 //   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),
 //     every field classified ([FieldClass]), and a kernel's capture of them
 //     all ([CaptureTracepoints]): profiles embed their kernels'.

@@ -91,8 +91,13 @@ type Links struct {
 	KprobeMulti   bool `json:"kprobe_multi"`   // kprobe.multi/kretprobe.multi, 5.18
 	KprobeSession bool `json:"kprobe_session"` // kprobe.session, 6.10
 	Fentry        bool `json:"fentry"`         // fentry/fexit trampolines
-	Uprobe        bool `json:"uprobe"`         // uprobe/uretprobe (perf event)
-	UprobeMulti   bool `json:"uprobe_multi"`   // uprobe.multi, 6.6
+	// Fsession: fsession (7.0 on x86_64; arm64's JIT followed in
+	// bpf-next early 2026, so 7.1 there [unchecked]), one trampoline
+	// program for a function's entry and exit, with the session kfuncs;
+	// detected by loading one.
+	Fsession    bool `json:"fsession"`
+	Uprobe      bool `json:"uprobe"`       // uprobe/uretprobe (perf event)
+	UprobeMulti bool `json:"uprobe_multi"` // uprobe.multi, 6.6
 	// UprobeSession: uprobe.session (6.13), one program for a user
 	// function's entry and exit; derived from UprobeMulti and the version.
 	UprobeSession bool `json:"uprobe_session"`

@@ -14,9 +14,12 @@ import (
 
 // FactsCachePath is where [Detect] keeps what it detected of the running
 // kernel, for the next process of the same boot: /run is emptied at each
-// boot, and the cache is used only when the boot id and the kernel release
+// boot, and an entry is used only when the boot id and the kernel release
 // it was written for are the running ones, and this very executable wrote
-// it. PROBECTL_FACTS_CACHE names another path; "off" turns the cache off.
+// it. The file holds one entry per executable, the newest first, at most
+// [maxCachedFacts] (an agent and a CLI of another build, or the test
+// binaries of a build, would otherwise evict each other's at every start).
+// PROBECTL_FACTS_CACHE names another path; "off" turns the cache off.
 func FactsCachePath() string {
 	switch p := os.Getenv("PROBECTL_FACTS_CACHE"); p {
 	case "":
@@ -29,7 +32,10 @@ func FactsCachePath() string {
 }
 
 // factsCacheVersion changes whenever what Detect caches changes meaning.
-const factsCacheVersion = 1
+const factsCacheVersion = 2
+
+// maxCachedFacts bounds the entries of the cache file.
+const maxCachedFacts = 8
 
 type cachedFacts struct {
 	Version int    `json:"version"`
@@ -62,16 +68,12 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// readCachedFacts returns the cached facts of this boot and release, or
-// nil. The file is trusted only as root's: a regular file (never through
-// a symlink) owned by root and writable by no one else, in a directory
-// likewise, since facts decide the programs root loads.
-func readCachedFacts(release string) *Facts {
-	path := FactsCachePath()
-	boot, exe := bootID(), executableID()
-	if path == "" || boot == "" || exe == "" {
-		return nil
-	}
+// readCacheFile returns the entries of the cache file at path, nil when
+// there is none to trust. The file is trusted only as root's: a regular
+// file (never through a symlink) owned by root and writable by no one
+// else, in a directory likewise, since facts decide the programs root
+// loads.
+func readCacheFile(path string) []cachedFacts {
 	if !rootOnly(filepath.Dir(path), true) {
 		return nil
 	}
@@ -87,21 +89,40 @@ func readCachedFacts(release string) *Facts {
 	if err != nil {
 		return nil
 	}
-	var c cachedFacts
+	var entries []cachedFacts
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if dec.Decode(&c) != nil || c.Version != factsCacheVersion || c.BootID != boot || c.Release != release || c.Binary != exe || c.Facts == nil {
+	if dec.Decode(&entries) != nil || len(entries) > maxCachedFacts {
 		return nil
 	}
-	f := c.Facts
-	if f.Source != "live" || f.Release != release || f.Arch != ArchX86_64 && f.Arch != ArchArm64 {
-		return nil
-	}
-	return f.shareTypes()
+	return entries
 }
 
-// writeCachedFacts keeps f for the next process of this boot. Failing to
-// is not an error: the next process detects again.
+// readCachedFacts returns the cached facts of this boot, release and
+// executable, or nil.
+func readCachedFacts(release string) *Facts {
+	path := FactsCachePath()
+	boot, exe := bootID(), executableID()
+	if path == "" || boot == "" || exe == "" {
+		return nil
+	}
+	for _, c := range readCacheFile(path) {
+		if c.Version != factsCacheVersion || c.BootID != boot || c.Release != release || c.Binary != exe || c.Facts == nil {
+			continue
+		}
+		f := c.Facts
+		if f.Source != "live" || f.Release != release || f.Arch != ArchX86_64 && f.Arch != ArchArm64 {
+			return nil
+		}
+		return f.shareTypes()
+	}
+	return nil
+}
+
+// writeCachedFacts keeps f for the next process of this boot, in front of
+// the other executables' entries of this boot. Failing to is not an
+// error: the next process detects again. Two processes writing at once
+// may lose one's entry: it is a cache.
 func writeCachedFacts(f *Facts) {
 	path := FactsCachePath()
 	boot, exe := bootID(), executableID()
@@ -118,7 +139,13 @@ func writeCachedFacts(f *Facts) {
 	c := *f
 	c.Functions, c.Events, c.Tracepoints, c.TracepointFormats, c.KernelBTF = nil, nil, nil, nil, nil
 	c.CPUs = 0
-	b, err := json.Marshal(cachedFacts{Version: factsCacheVersion, BootID: boot, Release: f.Release, Binary: exe, Facts: &c})
+	entries := []cachedFacts{{Version: factsCacheVersion, BootID: boot, Release: f.Release, Binary: exe, Facts: &c}}
+	for _, old := range readCacheFile(path) {
+		if old.Version == factsCacheVersion && old.BootID == boot && old.Binary != exe && len(entries) < maxCachedFacts {
+			entries = append(entries, old)
+		}
+	}
+	b, err := json.Marshal(entries)
 	if err != nil {
 		return
 	}

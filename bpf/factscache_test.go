@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,10 +29,14 @@ func TestFactsCache(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the cache was not written: %v", err)
 		}
-		c = cachedFacts{}
-		if err := json.Unmarshal(b, &c); err != nil {
+		var entries []cachedFacts
+		if err := json.Unmarshal(b, &entries); err != nil {
 			t.Fatal(err)
 		}
+		if len(entries) == 0 {
+			t.Fatal("the cache has no entry")
+		}
+		c = entries[0]
 	}
 	read()
 	if c.BootID != bootID() || c.Release != fresh.Release || c.Binary != executableID() || c.Binary == "" || c.Facts.Functions != nil || c.Facts.CPUs != 0 {
@@ -51,12 +56,12 @@ func TestFactsCache(t *testing.T) {
 	}
 
 	// A cache that says otherwise, to see whether it is used: ISAv4 flipped.
-	poison := func(mutate func(*cachedFacts)) {
+	poison := func(mutate func(*cachedFacts), others ...cachedFacts) {
 		t.Helper()
 		read()
 		c.Facts.ISAv4 = !fresh.ISAv4
 		mutate(&c)
-		b, _ := json.Marshal(c)
+		b, _ := json.Marshal(append(others, c))
 		os.Remove(path)
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -110,6 +115,51 @@ func TestFactsCache(t *testing.T) {
 		}
 	}
 	os.Chmod(dir, 0o755)
+
+	// Other executables' entries (another build's agent, test binaries)
+	// stay next to this one's, the newest first, at most maxCachedFacts.
+	os.Remove(path)
+	if _, err := Detect(DetectOptions{Fresh: true}); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	var others []cachedFacts
+	for i := 0; i < maxCachedFacts+3; i++ {
+		o := c
+		o.Binary = fmt.Sprintf("2049:%d:5678:1700000000.000000000", i)
+		others = append(others, o)
+	}
+	poison(func(*cachedFacts) {}, others[:3]...)
+	if !used() {
+		t.Error("this executable's entry behind three others' was not used")
+	}
+	poison(func(c *cachedFacts) { c.Binary = "2049:99:5678:1700000000.000000000" }, others[:3]...)
+	if used() {
+		t.Error("another executable's entry was used")
+	}
+	read() // the detection that missed wrote its entry in front, and kept the others
+	b, _ := os.ReadFile(path)
+	var entries []cachedFacts
+	if err := json.Unmarshal(b, &entries); err != nil || len(entries) != 5 || entries[0].Binary != executableID() {
+		t.Errorf("after a miss: %d entries, the first of %q (%v)", len(entries), entries[0].Binary, err)
+	}
+	poison(func(*cachedFacts) {}, others[:maxCachedFacts]...)
+	if used() {
+		t.Error("a file of more than maxCachedFacts entries was used")
+	}
+	os.Remove(path)
+	b, _ = json.Marshal(others[:maxCachedFacts])
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Detect(DetectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	entries = nil
+	if err := json.Unmarshal(b, &entries); err != nil || len(entries) != maxCachedFacts || entries[0].Binary != executableID() {
+		t.Errorf("a full cache: %d entries after a write, the first of %q (%v)", len(entries), entries[0].Binary, err)
+	}
 
 	// Garbage is ignored, and replaced.
 	os.Remove(path)

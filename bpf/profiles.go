@@ -60,7 +60,7 @@ var profiles = map[string]func() Facts{
 	"linux-7.2-amd64": func() Facts {
 		return Facts{
 			Arch: ArchX86_64, Kernel: Version{7, 2, 0}, BTF: true, ISAv4: true,
-			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
+			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true, Fsession: true,
 				Uprobe: true, UprobeMulti: true, Tracepoint: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
@@ -81,7 +81,9 @@ var profiles = map[string]func() Facts{
 	"linux-7.2-arm64": func() Facts {
 		return Facts{
 			Arch: ArchArm64, Kernel: Version{7, 2, 0}, BTF: true, ISAv4: true,
-			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
+			// fsession: "bpf, arm64: Add fsession support" came after
+			// x86_64's 7.0; the VM matrix found it in Debian's 7.2.
+			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true, Fsession: true,
 				Uprobe: true, UprobeMulti: true, Tracepoint: true},
 			FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,

@@ -19,7 +19,7 @@ type ctxKind int
 
 const (
 	ctxRegs       ctxKind = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
-	ctxTracing                   // u64 array built by a BPF trampoline: fentry, fexit
+	ctxTracing                   // u64 array built by a BPF trampoline: fentry, fexit, fsession
 	ctxTracepoint                // the tracepoint's record
 )
 
@@ -100,6 +100,18 @@ func entryStorage(p *spec.Probe, d decision) Storage {
 	switch {
 	case !entry || !exit:
 		return StorageNone
+	case d.fsession:
+		// The trampoline runs an fsession's exit half whatever its entry
+		// half returned, so the exit must learn whether on_entry's when
+		// held: from a cookie of 1 when there is no data, from the slot
+		// (present or not) when there is.
+		switch {
+		case p.Entry.When == nil && size == 0:
+			return StorageNone
+		case size == 0, p.Entry.When == nil && size <= 8:
+			return StorageCookie
+		}
+		return StorageMap
 	case d.session && size == 0:
 		return StorageNone
 	case d.session && size <= 8:
@@ -143,6 +155,8 @@ func (g *gen) build(d decision) {
 			g.program(RoleEntry, fam, ebpf.Tracing, ebpf.AttachTraceFEntry, ctxTracing, g.entryBody)
 		case FamilyFexit:
 			g.program(RoleExit, fam, ebpf.Tracing, ebpf.AttachTraceFExit, ctxTracing, g.exitBody)
+		case FamilyFsession:
+			g.program(RoleSession, fam, ebpf.Tracing, bpf.AttachTraceFsession, ctxTracing, g.fsessionBody)
 		case FamilyKprobe, FamilyUprobe:
 			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.entryBody)
 		case FamilyKretprobe, FamilyUretprobe:
@@ -188,7 +202,7 @@ func (g *gen) program(role Role, family Family, typ ebpf.ProgramType, at ebpf.At
 	}
 	prog := &Program{
 		Name: programName(g.p.Addr.Name, role), Role: role, Family: family,
-		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit,
+		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit || family == FamilyFsession,
 		Instructions: insns, StackBytes: g.e.StackUsed(),
 	}
 	if g.checkLimits(prog) {
@@ -397,6 +411,75 @@ func (g *gen) sessionBody() {
 	g.exitHandler()
 	g.ret(0)
 	if g.storage == StorageMap {
+		g.e.Mark("no_entry")
+		g.ret(0)
+	}
+}
+
+// fsessionBody is one fsession program: the function's trampoline runs it
+// at entry and again at exit, and bpf_session_is_return picks the half.
+// Unlike kprobe.session, the entry's return value does not skip the exit
+// (the series dropped that in v4; both halves must return 0), so when
+// on_entry has a when, the exit runs only if the entry left a mark: a
+// cookie of 1 (no entry data) or its slot (entryStorage).
+func (g *gen) fsessionBody() {
+	g.e.Emit(
+		asm.Mov.Reg(asm.R1, regCtx),
+		bpf.KfuncCall("bpf_session_is_return"),
+		asm.And.Imm(asm.R0, 0xff), // bool
+		asm.JNE.Imm(asm.R0, 0, "exit_half"),
+	)
+	g.countStat(g.out.Stats.EntryHits)
+	if h := g.p.Entry; h != nil {
+		g.when(h, "filtered")
+		g.actions(h)
+		switch {
+		case g.storage == StorageCookie && g.out.EntryData.Size == 0:
+			g.e.Emit(
+				asm.Mov.Reg(asm.R1, regCtx),
+				bpf.KfuncCall("bpf_session_cookie"),
+				asm.JEq.Imm(asm.R0, 0, "filtered"),
+				bpf.StoreImm64(asm.R0, 0, 1),
+			)
+		case g.storage == StorageCookie:
+			area := g.saveArea()
+			g.e.Emit(
+				asm.Mov.Reg(asm.R1, regCtx),
+				bpf.KfuncCall("bpf_session_cookie"),
+				asm.JEq.Imm(asm.R0, 0, "filtered"),
+				asm.LoadMem(asm.R1, asm.RFP, area, asm.DWord),
+				asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			)
+		case g.storage == StorageMap:
+			g.storeSlot()
+		}
+		g.e.Mark("filtered")
+	}
+	g.ret(0)
+
+	g.e.Mark("exit_half")
+	g.countStat(g.out.Stats.ExitHits)
+	switch {
+	case g.storage == StorageCookie:
+		g.e.Origin(g.p.Exit.DeclRange)
+		g.entryArea = g.e.Alloc(8)
+		g.e.At("entry data: the session cookie", g.p.Exit.DeclRange)
+		g.e.Emit(
+			asm.Mov.Reg(asm.R1, regCtx),
+			bpf.KfuncCall("bpf_session_cookie"),
+			asm.JEq.Imm(asm.R0, 0, "no_entry"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		)
+		if g.out.EntryData.Size == 0 {
+			g.e.Emit(asm.JEq.Imm(asm.R1, 0, "no_entry")) // on_entry's when was false
+		}
+		g.e.Emit(asm.StoreMem(asm.RFP, g.entryArea, asm.R1, asm.DWord))
+	case g.storage == StorageMap:
+		g.fetchSlot()
+	}
+	g.exitHandler()
+	g.ret(0)
+	if g.storage != StorageNone {
 		g.e.Mark("no_entry")
 		g.ret(0)
 	}

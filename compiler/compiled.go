@@ -18,7 +18,7 @@ const (
 	RouteFtrace     Route = "ftrace"     // fprobe on a plain ftrace_ops (entry only)
 	RouteFgraph     Route = "fgraph"     // fprobe on the function-graph tracer (6.14+)
 	RouteRethook    Route = "rethook"    // fprobe exits through rethook (5.18 to 6.13)
-	RouteTrampoline Route = "trampoline" // fentry/fexit BPF trampolines
+	RouteTrampoline Route = "trampoline" // BPF trampolines: fentry/fexit, fsession
 	RouteKprobe     Route = "kprobe"     // legacy kprobes and kretprobes
 	RouteUprobe     Route = "uprobe"     // uprobes, uretprobes, uprobe.multi
 	RouteTracepoint Route = "tracepoint"
@@ -35,6 +35,7 @@ const (
 	FamilyKprobeSession  Family = "kprobe.session"
 	FamilyFentry         Family = "fentry"
 	FamilyFexit          Family = "fexit"
+	FamilyFsession       Family = "fsession" // one trampoline program for entry and exit (7.0 on x86_64, later on arm64)
 	FamilyKprobe         Family = "kprobe"
 	FamilyKretprobe      Family = "kretprobe"
 	FamilyUprobeMulti    Family = "uprobe.multi"
@@ -70,7 +71,7 @@ type Storage string
 // Entry-data storage.
 const (
 	StorageNone   Storage = "none"   // nothing passes from entry to exit
-	StorageCookie Storage = "cookie" // the kprobe.session or uprobe.session cookie (8 bytes)
+	StorageCookie Storage = "cookie" // the kprobe.session, uprobe.session or fsession cookie (8 bytes)
 	StorageMap    Storage = "map"    // a per-call slot in an LRU hash keyed by (thread, function)
 )
 
@@ -81,7 +82,7 @@ type Role string
 const (
 	RoleEntry   Role = "entry"   // runs at function entry
 	RoleExit    Role = "exit"    // runs at function return
-	RoleSession Role = "session" // both, one kprobe.session program
+	RoleSession Role = "session" // both, one session program (kprobe, uprobe or fsession)
 	RoleEvent   Role = "event"   // a tracepoint's program
 	RoleSample  Role = "sample"  // a profile probe's program, run on each sample
 )

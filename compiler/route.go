@@ -14,6 +14,7 @@ type decision struct {
 	route    Route
 	families []Family
 	session  bool
+	fsession bool // one fsession program per function: the exit always runs
 	reason   string
 	cost     *Estimate
 }
@@ -121,6 +122,22 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 		return decision{route: RouteTrampoline, families: fams,
 			reason: why + "one BPF trampoline per function (fentry/fexit)"}
 	}
+	fsession := func(why string) decision {
+		d := decision{route: RouteTrampoline, families: []Family{FamilyFsession}, session: true, fsession: true}
+		var data string
+		switch size := p.EntryData(); entryStorage(p, d) {
+		case StorageCookie:
+			data = "; entry data in the session cookie"
+		case StorageMap:
+			if size > 8 {
+				data = fmt.Sprintf("; entry data of %d bytes, more than the 8-byte cookie: a per-call slot in a hash map", size)
+			} else {
+				data = "; on_entry's when and entry data: a per-call slot in a hash map, since the exit runs whatever the entry returns"
+			}
+		}
+		d.reason = why + "entry and exit in one fsession program per function, on its BPF trampoline" + data
+		return d
+	}
 	legacy := func(why string) decision {
 		var fams []Family
 		if entry {
@@ -135,6 +152,7 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 	haveMulti := f.Links.KprobeMulti
 	haveSession := f.Links.KprobeSession && f.Helpers.SessionKfuncs
 	haveTrampoline := f.Links.Fentry && f.BTF && f.Helpers.FuncArg
+	haveFsession := haveTrampoline && f.Links.Fsession && f.Helpers.SessionKfuncs
 
 	missing := func(family, needs string) (decision, *hcl.Diagnostic) {
 		return decision{}, diagf(p.AttachRange, "Attach family not available",
@@ -157,6 +175,15 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 			return missing(p.Attach, "fentry/fexit trampolines (BTF and Linux 5.17), allowed by the kernel's policy")
 		}
 		return trampoline("attach = \"fentry\": "), nil
+	case FamilyFsession:
+		if !haveFsession {
+			return missing(p.Attach, "fsession (Linux 7.0 on x86_64, or a later kernel on arm64, with BTF), allowed by the kernel's policy")
+		}
+		if !exit {
+			return decision{}, diagf(p.AttachRange, "A session needs an exit",
+				"attach = \"fsession\" runs one program at entry and exit; this probe has no on_exit. Use attach = \"fentry\" or \"auto\".")
+		}
+		return fsession("attach = \"fsession\": "), nil
 	case FamilyKprobe:
 		if !f.Links.Kprobe {
 			return missing(p.Attach, "legacy kprobes (CONFIG_KPROBES)")
@@ -170,11 +197,13 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 	if haveMulti {
 		options = append(options, multi(""))
 	}
-	// FamilyFsession (7.0, x86_64: entry and exit in one trampoline
-	// program) is an option here for probes with an exit, once the
-	// compiler has it and the table measures it.
 	if haveTrampoline && km.copies() == 0 {
 		options = append(options, trampoline(""))
+	}
+	// fsession is priced once the table measures it (bench/routes has no
+	// fsession yet): until then preferRoute leaves it out.
+	if haveFsession && exit && km.copies() == 0 {
+		options = append(options, fsession(""))
 	}
 	if f.Links.Kprobe {
 		options = append(options, legacy(""))
@@ -190,29 +219,28 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 		}
 		prefWhy = why
 	}
-	d, diag := autoRoute(f, exit, haveMulti, haveSession, haveTrampoline, multi, session, trampoline, legacy, p)
+	d, diag := func() (decision, *hcl.Diagnostic) {
+		// The rule attach = "auto" follows: fprobe first, trampolines
+		// where fprobe is missing, legacy kprobes below that.
+		switch {
+		case haveMulti && !exit:
+			return multi(""), nil
+		case haveMulti && haveSession:
+			return session(""), nil
+		case haveMulti:
+			return multi("no kprobe.session (6.10): "), nil
+		case haveTrampoline && exit && haveFsession:
+			return fsession("no fprobe (CONFIG_FPROBE off): "), nil
+		case haveTrampoline:
+			return trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
+		case f.Links.Kprobe:
+			return legacy("no fprobe and no trampolines: "), nil
+		}
+		return decision{}, diagf(p.DeclRange, "No route to kernel functions",
+			"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
+	}()
 	d.reason = prefWhy + d.reason
 	return d, diag
-}
-
-// autoRoute is the rule attach = "auto" follows: fprobe first, trampolines
-// where fprobe is missing, legacy kprobes below that.
-func autoRoute(f *bpf.Facts, exit, haveMulti, haveSession, haveTrampoline bool,
-	multi, session, trampoline, legacy func(string) decision, p *spec.Probe) (decision, *hcl.Diagnostic) {
-	switch {
-	case haveMulti && !exit:
-		return multi(""), nil
-	case haveMulti && haveSession:
-		return session(""), nil
-	case haveMulti:
-		return multi("no kprobe.session (6.10): "), nil
-	case haveTrampoline:
-		return trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
-	case f.Links.Kprobe:
-		return legacy("no fprobe and no trampolines: "), nil
-	}
-	return decision{}, diagf(p.DeclRange, "No route to kernel functions",
-		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
 }
 
 // forChoice is the number of functions a route is priced for: n, or with

@@ -342,6 +342,15 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
+	// cilium/ebpf cannot load fsession programs: they are loaded after
+	// the collection, with its maps.
+	fsessions := map[string]*ebpf.ProgramSpec{}
+	for key, ps := range cs.Programs {
+		if ps.AttachType == bpf.AttachTraceFsession {
+			fsessions[key] = ps
+			delete(cs.Programs, key)
+		}
+	}
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
 		Cache: bpf.KernelBTFCache(),
@@ -360,6 +369,9 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	}
 	t.onUndo(coll.Close)
 	l.coll = coll
+	if err := loadFsessions(p, coll, l.shared, fsessions, *kernelBTF); err != nil {
+		return err
+	}
 	for _, m := range coll.Maps {
 		if info, err := m.Info(); err == nil {
 			id, _ := info.ID()
@@ -371,6 +383,36 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 			id, _ := info.ID()
 			w.created("prog", uint32(id))
 		}
+	}
+	return nil
+}
+
+// loadFsessions loads a probe's fsession programs, one per function, into
+// coll (whose Close closes them), with its maps or the shared ones.
+func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*ebpf.Map, specs map[string]*ebpf.ProgramSpec, kernel *btf.Spec) error {
+	keys := make([]string, 0, len(specs))
+	for key := range specs {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	maps := func(ref string) *ebpf.Map {
+		if m := shared[ref]; m != nil {
+			return m
+		}
+		return coll.Maps[ref]
+	}
+	for _, key := range keys {
+		ps := specs[key]
+		prog, err := bpf.LoadFsession(ps, ps.AttachTo, maps, kernel)
+		if err != nil {
+			for _, cp := range p.Programs {
+				if cp.Family == compiler.FamilyFsession {
+					return &LoadError{Probe: p, Program: cp, Err: err}
+				}
+			}
+			return &LoadError{Probe: p, Err: err}
+		}
+		coll.Programs[key] = prog
 	}
 	return nil
 }

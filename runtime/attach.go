@@ -74,6 +74,7 @@ var attachers = map[compiler.Family]func(*linker) error{
 	compiler.FamilyKprobeSession:  (*linker).kprobeMulti,
 	compiler.FamilyFentry:         (*linker).tracing,
 	compiler.FamilyFexit:          (*linker).tracing,
+	compiler.FamilyFsession:       (*linker).fsession,
 	compiler.FamilyKprobe:         (*linker).kprobe,
 	compiler.FamilyKretprobe:      (*linker).kprobe,
 	compiler.FamilyUprobeMulti:    (*linker).uprobeMulti,
@@ -153,6 +154,24 @@ func (l *linker) tracing() error {
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
 			return link.AttachTracing(link.TracingOptions{Program: pr, AttachType: at, Cookie: uint64(i)})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fsession attaches an fsession program to each function by the raw
+// system call (cilium/ebpf has no API for it), the function's index as
+// the cookie.
+func (l *linker) fsession() error {
+	for i, fn := range l.p.Functions {
+		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
+			fd, err := bpf.FsessionLink(pr.FD(), uint64(i))
+			if err != nil {
+				return nil, err
+			}
+			return link.NewFromFD(fd)
 		}); err != nil {
 			return err
 		}

@@ -224,6 +224,7 @@ func families(f *bpf.Facts) []family {
 	multi := func(f *bpf.Facts) bool { return f.Links.KprobeMulti }
 	session := func(f *bpf.Facts) bool { return f.Links.KprobeSession && f.Helpers.SessionKfuncs }
 	fentry := func(f *bpf.Facts) bool { return f.Links.Fentry }
+	fsession := func(f *bpf.Facts) bool { return f.Links.Fsession }
 	kprobe := func(f *bpf.Facts) bool { return f.Links.Kprobe }
 	return []family{
 		{"kprobe.session", true, "{ start = ktime }", "kprobe.session", compiler.StorageCookie, session},
@@ -231,6 +232,7 @@ func families(f *bpf.Facts) []family {
 		{"kprobe.multi", true, "{ start = ktime }", "kprobe.multi + kretprobe.multi", compiler.StorageMap, multi},
 		{"fentry", true, "{ start = ktime }", "fentry + fexit", compiler.StorageMap, fentry},
 		{"fentry", false, "", "fexit", compiler.StorageNone, fentry},
+		{"fsession", true, "{ start = ktime }", "fsession", compiler.StorageMap, fsession}, // when and data: the slot
 		{"kprobe", true, "{ start = ktime }", "kprobe + kretprobe", compiler.StorageMap, kprobe},
 	}
 }
@@ -496,8 +498,15 @@ func TestKernelAtomicApply(t *testing.T) {
 	if f.Links.Kprobe {
 		attaches = append(attaches, "kprobe")
 	}
+	if f.Links.Fsession { // loaded per function: the second load fails
+		attaches = append(attaches, "fsession")
+	}
 	for _, attach := range attaches {
 		pins := listPins(t, w)
+		exit := ""
+		if attach == "fsession" {
+			exit = "\n  on_exit {\n    count \"r\" {}\n  }"
+		}
 		next := base + `
 
 probe "kernel" "broken" {
@@ -505,7 +514,7 @@ probe "kernel" "broken" {
   attach    = "` + attach + `"
   on_entry {
     count "n" {}
-  }
+  }` + exit + `
 }`
 		_, err := kapply(t, w, kcompile(t, f, next, tid))
 		if err == nil {

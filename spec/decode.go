@@ -225,7 +225,7 @@ var kindAttrs = map[bpf.Kind]map[string]bool{
 
 // Attach families a probe may insist on, by kind.
 var attachFamilies = map[bpf.Kind][]string{
-	bpf.KindKernel: {"auto", "kprobe.multi", "kprobe.session", "fentry", "kprobe"},
+	bpf.KindKernel: {"auto", "kprobe.multi", "kprobe.session", "fentry", "fsession", "kprobe"},
 	bpf.KindUser:   {"auto", "uprobe.session", "uprobe.multi", "uprobe"},
 }
 

@@ -59,9 +59,7 @@ func quickScanCases(t *testing.T) [][]byte {
 	r := rand.New(rand.NewPCG(seed, 1))
 	var pieces []string
 	for _, c := range cases {
-		for _, f := range strings.FieldsFunc(string(c), func(r rune) bool { return r == ' ' }) {
-			pieces = append(pieces, f)
-		}
+		pieces = append(pieces, strings.FieldsFunc(string(c), func(r rune) bool { return r == ' ' })...)
 	}
 	pieces = append(pieces, "(", ")", "[", "]", "{", "}", `"`, "${", "}", "?", ":", "!", "-", "0x1", "->", "#", "//", "/*", "*/", "\n", "\\", "é", "<<", "%{", "$$")
 	for i := 0; i < 3000; i++ {

@@ -1,11 +1,13 @@
 // Command refload loads a hand-written reference BPF object (bench/reference,
 // compiled by clang), attaches its program, says "attached", and on SIGINT
 // or SIGTERM prints what its map "calls" holds: one line per key, the key's
-// text and the value summed over CPUs. bench/perhit.sh compares probectl's
+// text and the value summed over CPUs, then "runtime NS COUNT", its
+// programs' run time and run count. bench/perhit.sh compares probectl's
 // generated programs with these.
 //
 //	refload -obj tp_count.o -tracepoint syscalls:sys_enter_getppid
 //	refload -obj up_lat.o -uprobe /path/bin:func
+//	refload -runtime PIN...     (probectl's pinned programs: "runtime NS COUNT")
 package main
 
 import (
@@ -26,7 +28,15 @@ func main() {
 	obj := flag.String("obj", "", "the reference object")
 	tp := flag.String("tracepoint", "", "GROUP:EVENT to attach the tracepoint program to")
 	up := flag.String("uprobe", "", "BINARY:FUNCTION to attach the uprobe (and uretprobe) programs to")
+	runtimes := flag.Bool("runtime", false, "print the run time and run count of the pinned programs given as arguments, summed, and exit")
 	flag.Parse()
+	if *runtimes {
+		if err := printRuntime(flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "refload:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*obj, *tp, *up); err != nil {
 		fmt.Fprintln(os.Stderr, "refload:", err)
 		os.Exit(1)
@@ -87,6 +97,13 @@ func run(obj, tp, up string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
+	var progs []*ebpf.Program
+	for _, p := range coll.Programs {
+		progs = append(progs, p)
+	}
+	if err := printStats(progs); err != nil {
+		return err
+	}
 	calls := coll.Maps["calls"]
 	if calls == nil {
 		return errors.New("the object has no map named calls")
@@ -110,4 +127,35 @@ func run(obj, tp, up string) error {
 		fmt.Printf("%s %d\n", k, sum)
 	}
 	return it.Err()
+}
+
+// printStats prints "runtime NS COUNT": the kernel's run time and run count
+// of the programs, summed (counted only while kernel.bpf_stats_enabled is
+// 1; bench/perhit.sh turns it on for its body rounds).
+func printStats(progs []*ebpf.Program) error {
+	var ns, cnt uint64
+	for _, p := range progs {
+		st, err := p.Stats()
+		if err != nil {
+			return err
+		}
+		ns += uint64(st.Runtime.Nanoseconds())
+		cnt += st.RunCount
+	}
+	fmt.Printf("runtime %d %d\n", ns, cnt)
+	return nil
+}
+
+// printRuntime is printStats for pinned programs (probectl's).
+func printRuntime(pins []string) error {
+	var progs []*ebpf.Program
+	for _, pin := range pins {
+		p, err := ebpf.LoadPinnedProgram(pin, nil)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		progs = append(progs, p)
+	}
+	return printStats(progs)
 }

@@ -78,7 +78,7 @@ func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
 		ok   bool
 	}{
 		{"kprobe.multi", f.Links.KprobeMulti}, {"kprobe.session", f.Links.KprobeSession},
-		{"fentry/fexit", f.Links.Fentry}, {"kprobe", f.Links.Kprobe},
+		{"fentry/fexit", f.Links.Fentry}, {"fsession", f.Links.Fsession}, {"kprobe", f.Links.Kprobe},
 		{"uprobe.multi", f.Links.UprobeMulti}, {"uprobe", f.Links.Uprobe}, {"tracepoint", f.Links.Tracepoint},
 	}
 	var have, lack []string

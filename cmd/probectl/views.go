@@ -50,7 +50,7 @@ func linkList(plan *compiler.Plan) string {
 	for _, x := range []struct {
 		n  string
 		ok bool
-	}{{"kprobe.multi", l.KprobeMulti}, {"kprobe.session", l.KprobeSession}, {"fentry/fexit", l.Fentry}, {"kprobe", l.Kprobe},
+	}{{"kprobe.multi", l.KprobeMulti}, {"kprobe.session", l.KprobeSession}, {"fentry/fexit", l.Fentry}, {"fsession", l.Fsession}, {"kprobe", l.Kprobe},
 		{"uprobe.multi", l.UprobeMulti}, {"uprobe", l.Uprobe}, {"tracepoint", l.Tracepoint}} {
 		if x.ok {
 			have = append(have, x.n)
