@@ -12,7 +12,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints vet lint fmt-check demo fuzz bench dashboards clean
+.PHONY: all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -88,6 +88,27 @@ vmfetch:
 tracepoints:
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
 	./bin/vmexec -tracepoints bpf/tracepoints $(KERNELS)
+
+# The measured cost model (compiler/routecost.json, reviewed like a golden
+# file): bench/routes measures each link family's per-hit and attach cost
+# in each kernel of the matrix (QEMU TCG, a few minutes a kernel); mktable
+# merges what each kernel printed, keeping the entries of kernels not run.
+ROUTES_LOG ?= bin/routes-logs
+routes-table:
+	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
+	@mkdir -p $(ROUTES_LOG); logs=""; for k in $(KERNELS); do \
+		arch=$${k##*-}; echo "== $$k"; \
+		PROBECTL_VM_KERNEL=$$k CGO_ENABLED=0 GOARCH=$$arch $(GO) test -exec $(CURDIR)/bin/vmexec \
+			-count=1 -v -timeout 30m -run '^TestRouteCost$$' ./bench/routes | tee $(ROUTES_LOG)/$$k.log || exit 1; \
+		logs="$$logs $(ROUTES_LOG)/$$k.log"; \
+	done; $(GO) run ./bench/routes/mktable -o compiler/routecost.json $$logs
+
+# probectl's apply of a glob over >= 5,000 functions (one kprobe.multi
+# link) against the bare link-create for the same list, as a ratio.
+routes-scale:
+	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
+	PROBECTL_VM_KERNEL=linux-7.2-amd64 CGO_ENABLED=0 GOARCH=amd64 $(GO) test -exec $(CURDIR)/bin/vmexec \
+		-count=1 -v -run '^TestScaleKprobeMulti$$' ./bench/routes
 
 # The main job: the built-in example, run for real on this machine (root),
 # after a plan of the quickstart example for a kernel of the matrix.

@@ -147,12 +147,16 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 		q.Binary, library = path, p.Binary
 		p = &q
 	}
-	d, diag := chooseRoute(p, u.facts)
+	var km kernelMatch
+	if p.Addr.Kind == bpf.KindKernel {
+		km = matchKernelFunctions(p, u.facts)
+	}
+	d, diag := chooseRoute(p, u.facts, km)
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
 	cp := &Probe{Spec: p, Description: Description{
-		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason,
+		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
 		Binary: p.Binary, Library: library, PID: p.PID,
 	}}
 	for _, pat := range p.Functions {
@@ -165,7 +169,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
-		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, d)
+		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, km, d)
 	case bpf.KindUser:
 		cp.Functions, cp.Missing, diags = resolveUserFunctions(p, u.facts)
 	case bpf.KindTracepoint:

@@ -138,6 +138,10 @@ type Description struct {
 	Route   Route       `json:"route"`
 	Attach  []Family    `json:"attach"`
 	Reason  string      `json:"reason"`
+	// Cost is what the measured cost table (routecost.json) says the
+	// route costs on the target, for kernel probes; nil without a table
+	// for the target's arch.
+	Cost *Estimate `json:"cost,omitempty"`
 	// Functions is what the patterns resolved to on the target (sorted, the
 	// index is the attach cookie), or nil when the target's function list
 	// is unknown; Patterns and Exclude are as written.

@@ -14,17 +14,69 @@ import (
 	"github.com/probectl/probectl/spec"
 )
 
-// resolveKernelFunctions matches the patterns against the target's function
-// list. With no list (a profile), the patterns stay unresolved: nil, no error.
-func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts, d decision) ([]string, []string, hcl.Diagnostics) {
+// kernelMatch is a kernel probe's patterns matched against the target's
+// function list, before the route is chosen (the route may depend on how
+// many functions there are).
+type kernelMatch struct {
+	names, missing []string
+	from           map[string]hcl.Range
+	diags          hcl.Diagnostics
+	// resolved: the target has a function list; without one (a profile)
+	// names is nil and named counts the exact names among the patterns.
+	resolved bool
+	named    int
+	globs    bool
+}
+
+func matchKernelFunctions(p *spec.Probe, f *bpf.Facts) kernelMatch {
+	var m kernelMatch
+	for _, pat := range p.Functions {
+		if isGlob(pat.Text) {
+			m.globs = true
+		} else {
+			m.named++
+		}
+	}
 	if len(f.Functions) == 0 {
+		return m
+	}
+	m.resolved = true
+	m.names, m.from, m.missing, m.diags = matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	return m
+}
+
+// count is the number of functions the route is for, and whether globs
+// were left unresolved.
+func (m kernelMatch) count() (int, bool) {
+	if m.resolved {
+		return len(m.names), false
+	}
+	return m.named, m.globs
+}
+
+// copies counts the resolved functions that are compiler copies
+// (name.isra.0), which have no BTF and so no trampoline.
+func (m kernelMatch) copies() int {
+	n := 0
+	for _, name := range m.names {
+		if strings.Contains(name, ".") {
+			n++
+		}
+	}
+	return n
+}
+
+// resolveKernelFunctions finishes the match for route d: with no list (a
+// profile), the patterns stay unresolved: nil, no error.
+func resolveKernelFunctions(p *spec.Probe, f *bpf.Facts, m kernelMatch, d decision) ([]string, []string, hcl.Diagnostics) {
+	if !m.resolved {
 		return nil, nil, nil
 	}
-	names, from, missing, diags := matchPatterns(p, f.Functions, "the target kernel ("+f.Label()+")")
+	diags := m.diags
 	if d.route == RouteTrampoline {
-		diags = append(diags, withoutBTF(p, f, names, from)...)
+		diags = append(diags, withoutBTF(p, f, m.names, m.from)...)
 	}
-	return names, missing, diags
+	return m.names, m.missing, diags
 }
 
 // withoutBTF refuses, on the trampoline route, the functions fentry and

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -15,6 +16,7 @@ type decision struct {
 	session  bool
 	fsession bool // one fsession program per function: the exit always runs
 	reason   string
+	cost     *Estimate
 }
 
 // needsEntryProgram: an entry program runs when on_entry exists.
@@ -25,7 +27,7 @@ func handlers(p *spec.Probe) (entry, exit bool) { return p.Entry != nil, p.Exit 
 // itself would: fprobe first, trampolines where fprobe is missing, legacy
 // kprobes below that. A family the user insists on that the target lacks is
 // an error, never a silent fallback.
-func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+func chooseRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *hcl.Diagnostic) {
 	switch p.Addr.Kind {
 	case bpf.KindTracepoint:
 		if !f.Links.Tracepoint {
@@ -43,10 +45,31 @@ func chooseRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 		}
 		return d, nil
 	}
-	return chooseKernelRoute(p, f)
+	d, diag := chooseKernelRoute(p, f, km)
+	if diag == nil && d.cost == nil {
+		n, unresolved := km.count()
+		d.cost = estimateRoute(f, d.families, n, unresolved)
+	}
+	return d, diag
 }
 
-func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
+// estimateRoute prices fams for n functions by the cost table of f's
+// kernel (or the nearest measured one of its arch); nil without one.
+func estimateRoute(f *bpf.Facts, fams []Family, n int, unresolved bool) *Estimate {
+	k, nearest := costsFor(f)
+	if k == nil {
+		return nil
+	}
+	n = forChoice(n, unresolved)
+	e, ok := k.estimate(fams, n)
+	if !ok {
+		return nil
+	}
+	e.Unresolved, e.Nearest = unresolved, nearest
+	return &e
+}
+
+func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *hcl.Diagnostic) {
 	entry, exit := handlers(p)
 	fprobe := func() string {
 		switch f.Fprobe {
@@ -167,22 +190,150 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) 
 		}
 		return legacy("attach = \"kprobe\": "), nil
 	}
-	switch {
-	case haveMulti && !exit:
-		return multi(""), nil
-	case haveMulti && haveSession:
-		return session(""), nil
-	case haveMulti:
-		return multi("no kprobe.session (6.10): "), nil
-	case haveTrampoline && exit && haveFsession:
-		return fsession("no fprobe (CONFIG_FPROBE off): "), nil
-	case haveTrampoline:
-		return trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
-	case f.Links.Kprobe:
-		return legacy("no fprobe and no trampolines: "), nil
+	var options []decision
+	if haveMulti && exit && haveSession {
+		options = append(options, session(""))
 	}
-	return decision{}, diagf(p.DeclRange, "No route to kernel functions",
-		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
+	if haveMulti {
+		options = append(options, multi(""))
+	}
+	if haveTrampoline && km.copies() == 0 {
+		options = append(options, trampoline(""))
+	}
+	// fsession is priced once the table measures it (bench/routes has no
+	// fsession yet): until then preferRoute leaves it out.
+	if haveFsession && exit && km.copies() == 0 {
+		options = append(options, fsession(""))
+	}
+	if f.Links.Kprobe {
+		options = append(options, legacy(""))
+	}
+	var prefWhy string
+	if p.Prefer != "" {
+		d, why := preferRoute(p.Prefer, f, km, options)
+		if why == "" {
+			if n := km.copies(); haveTrampoline && n > 0 {
+				d.reason = sprintf("%s (fentry/fexit left out: %d of the functions are compiler copies, without BTF)", d.reason, n)
+			}
+			return d, nil
+		}
+		prefWhy = why
+	}
+	d, diag := func() (decision, *hcl.Diagnostic) {
+		// The rule attach = "auto" follows: fprobe first, trampolines
+		// where fprobe is missing, legacy kprobes below that.
+		switch {
+		case haveMulti && !exit:
+			return multi(""), nil
+		case haveMulti && haveSession:
+			return session(""), nil
+		case haveMulti:
+			return multi("no kprobe.session (6.10): "), nil
+		case haveTrampoline && exit && haveFsession:
+			return fsession("no fprobe (CONFIG_FPROBE off): "), nil
+		case haveTrampoline:
+			return trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
+		case f.Links.Kprobe:
+			return legacy("no fprobe and no trampolines: "), nil
+		}
+		return decision{}, diagf(p.DeclRange, "No route to kernel functions",
+			"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", f.Label())
+	}()
+	d.reason = prefWhy + d.reason
+	return d, diag
+}
+
+// forChoice is the number of functions a route is priced for: n, or with
+// globs the target cannot resolve, 1,000 (the table's largest size) or n
+// if more.
+func forChoice(n int, unresolved bool) int {
+	if unresolved {
+		return max(n, 1000)
+	}
+	return max(n, 1)
+}
+
+// preferRoute chooses among options by the cost table for f's kernel:
+// prefer = "hits" the lowest cost per hit, "attach" the lowest attach +
+// detach time for the probe's functions, the other figure breaking ties
+// within 10%. why is non-empty when the table cannot decide (no table for
+// the arch, no option measured): the caller then follows the auto rule and
+// says why.
+func preferRoute(prefer string, f *bpf.Facts, km kernelMatch, options []decision) (decision, string) {
+	k, nearest := costsFor(f)
+	if k == nil {
+		return decision{}, sprintf("prefer = %q: no measured cost table for %s, so the usual rule: ", prefer, f.Arch)
+	}
+	n, unresolved := km.count()
+	forChoice := forChoice(n, unresolved)
+	type priced struct {
+		d decision
+		e Estimate
+	}
+	var ps []priced
+	for _, o := range options {
+		if e, ok := k.estimate(o.families, forChoice); ok {
+			ps = append(ps, priced{o, e})
+		}
+	}
+	if len(ps) == 0 {
+		return decision{}, sprintf("prefer = %q: the table of %s measures none of the routes the target has, so the usual rule: ", prefer, k.Kernel)
+	}
+	key := func(e Estimate) (float64, float64) {
+		if prefer == "hits" {
+			return e.HitNS, e.AttachMS
+		}
+		return e.AttachMS, e.HitNS
+	}
+	// By the preferred figure; among those within 10% of the lowest, the
+	// other figure decides.
+	sort.SliceStable(ps, func(i, j int) bool {
+		a1, a2 := key(ps[i].e)
+		b1, b2 := key(ps[j].e)
+		if a1 != b1 {
+			return a1 < b1
+		}
+		return a2 < b2
+	})
+	low, _ := key(ps[0].e)
+	pick := 0
+	for i := 1; i < len(ps); i++ {
+		k1, k2 := key(ps[i].e)
+		if _, p2 := key(ps[pick].e); k1 <= low*1.1 && k2 < p2 {
+			pick = i
+		}
+	}
+	ps[0], ps[pick] = ps[pick], ps[0]
+	best := ps[0]
+	what := sprintf("%d functions", forChoice)
+	switch {
+	case forChoice == 1:
+		what = "1 function"
+	case unresolved:
+		what = sprintf("%d functions (assumed: the globs resolve at apply)", forChoice)
+	}
+	table := k.Kernel
+	if nearest {
+		table += " (the nearest measured kernel)"
+	}
+	show := func(p priced) string {
+		if prefer == "hits" {
+			return sprintf("%s ≈ %.0f ns a hit", JoinFamilies(p.d.families), p.e.HitNS)
+		}
+		return sprintf("%s ≈ %s", JoinFamilies(p.d.families), fmtMS(p.e.AttachMS))
+	}
+	goal := "the cheapest per hit"
+	if prefer == "attach" {
+		goal = "the fastest to attach and detach " + what
+	}
+	why := sprintf("prefer = %q: %s by the cost table of %s: %s", prefer, goal, table, show(best))
+	if len(ps) > 1 {
+		why += ", next " + show(ps[1])
+	}
+	d := best.d
+	d.reason = why + "; " + d.reason
+	d.cost = estimateRoute(f, d.families, n, unresolved)
+	return d, ""
 }
 
 func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -138,12 +139,28 @@ func (l *linker) cookies() []uint64 {
 func (l *linker) kprobeMulti() error {
 	fam := l.prog.Family
 	return l.one("", nil, func(pr *ebpf.Program) (link.Link, error) {
-		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Cookies: l.cookies(), Session: fam == compiler.FamilyKprobeSession}
+		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Session: fam == compiler.FamilyKprobeSession}
+		if readsCookie(l.prog) {
+			// The kernel sorts the cookies with the functions: a
+			// program that never reads them is attached without.
+			opts.Cookies = l.cookies()
+		}
 		if fam == compiler.FamilyKretprobeMulti {
 			return link.KretprobeMulti(pr, opts)
 		}
 		return link.KprobeMulti(pr, opts)
 	})
+}
+
+// readsCookie says whether prog calls bpf_get_attach_cookie, which says
+// which function fired.
+func readsCookie(prog *compiler.Program) bool {
+	for _, ins := range prog.Instructions {
+		if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetAttachCookie) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *linker) tracing() error {

@@ -541,3 +541,82 @@ probe "kernel" "broken" {
 		}
 	}
 }
+
+// Every prefer the spec language has, on this kernel: the route the cost
+// table chooses is the one the profile's plan promised, and it counts
+// exactly (n calls, count n), an entry-only probe and one with an exit.
+func TestKernelPrefer(t *testing.T) {
+	f := kernelFacts(t)
+	wfn := writeFunction(t, f)
+	for _, prefer := range []string{spec.PreferHits, spec.PreferAttach} {
+		t.Run(prefer, func(t *testing.T) {
+			wk := newWorker(t)
+			src := `probe "kernel" "entry" {
+  functions = ["` + wfn + `"]
+  prefer    = "` + prefer + `"
+  on_entry {
+    count "n" { when = tid == TID }
+  }
+}
+
+probe "kernel" "both" {
+  functions = ["` + wfn + `"]
+  prefer    = "` + prefer + `"
+  on_entry {
+    when = tid == TID
+    save = { t = ktime }
+  }
+  on_exit {
+    count "rets" { by = [ret] }
+    hist "ns" { value = ktime - entry.t }
+  }
+}`
+			out := kcompile(t, f, src, wk.tid)
+			if name := os.Getenv("PROBECTL_VM_PROFILE"); name != "" {
+				profile, err := bpf.Profile(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				planned := kcompile(t, profile, src, wk.tid)
+				for i, p := range out.Probes {
+					q := planned.Probes[i]
+					if p.Route != q.Route || compiler.JoinFamilies(p.Attach) != compiler.JoinFamilies(q.Attach) {
+						t.Errorf("%s: live route %s via %v, the %s plan promised %s via %v", p.Address, p.Route, p.Attach, name, q.Route, q.Attach)
+					}
+				}
+			}
+			for _, p := range out.Probes {
+				if !strings.HasPrefix(p.Reason, `prefer = "`+prefer+`"`) {
+					t.Errorf("%s: reason %q does not say prefer chose", p.Address, p.Reason)
+				}
+				t.Logf("%s: %s via %s (%s; %s)", p.Address, p.Route, compiler.JoinFamilies(p.Attach), p.Reason, p.Cost)
+			}
+			w := workspace(t)
+			s, err := kapply(t, w, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const fails, oks = 13, 8
+			wk.syscalls(t, fails, oks, 0)
+			if v := values(aggregation(t, w, s, "kernel.entry", "n"))[""]; v != fails+oks {
+				t.Errorf("entry via %s: n = %d, want %d", compiler.JoinFamilies(out.Probes[1].Attach), v, fails+oks)
+			}
+			if got := values(aggregation(t, w, s, "kernel.both", "rets")); got["-9"] != fails || got["5"] != oks || len(got) != 2 {
+				t.Errorf("both via %s: rets = %v, want -9: %d, 5: %d", compiler.JoinFamilies(out.Probes[0].Attach), got, fails, oks)
+			}
+			var total uint64
+			for _, e := range aggregation(t, w, s, "kernel.both", "ns").Entries {
+				for _, b := range e.Buckets {
+					total += b.Count
+				}
+			}
+			if total != fails+oks {
+				t.Errorf("both: the latency histogram holds %d calls, want %d", total, fails+oks)
+			}
+			if _, _, err := w.Destroy(s, nil); err != nil {
+				t.Fatal(err)
+			}
+			leakFree(t, w, nil)
+		})
+	}
+}

@@ -266,7 +266,9 @@ func (w *Workspace) writeState(s *State) error {
 	if !w.locked {
 		return errors.New("write state: the workspace is not locked")
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
+	// Compact: a state of thousands of probes is megabytes, written at
+	// every apply and read by every command (jq shows it indented).
+	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,10 @@ type Probe struct {
 	Attach         string // "auto" or a link family
 	// AttachRange is where attach was set, or the block header.
 	AttachRange hcl.Range
+	// Prefer is "" (the usual rule), PreferHits or PreferAttach: with
+	// attach = "auto", the route is chosen by the measured cost table.
+	Prefer      string
+	PreferRange hcl.Range
 	// EntryDataSize is what the user set, 0 when unset.
 	EntryDataSize      int
 	EntryDataSizeRange hcl.Range
@@ -138,6 +142,12 @@ var ActionKinds = []ActionKind{Count, Sum, Min, Max, Hist, LHist, Event, Store, 
 
 // DefaultMaxKeys is an aggregation's key limit when max_keys is not set.
 const DefaultMaxKeys = 10240
+
+// The values of a kernel probe's prefer.
+const (
+	PreferHits   = "hits"   // the family cheapest per hit
+	PreferAttach = "attach" // the family fastest to attach and detach
+)
 
 // Action is one action block in a handler.
 type Action struct {

@@ -194,7 +194,7 @@ var fileSchema = &hcl.BodySchema{
 // "unsupported argument".
 var probeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
-		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "entry_data_size"},
+		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "prefer"}, {Name: "entry_data_size"},
 		{Name: "binary"}, {Name: "pid"}, {Name: "event"}, {Name: "optional"}, {Name: "frequency"}, {Name: "period_ns"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
@@ -217,7 +217,7 @@ var actionSchema = &hcl.BodySchema{
 
 // kindAttrs says which probe attributes each kind takes, and which are required.
 var kindAttrs = map[bpf.Kind]map[string]bool{
-	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "entry_data_size": false, "optional": false},
+	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "prefer": false, "entry_data_size": false, "optional": false},
 	bpf.KindUser:       {"binary": true, "functions": true, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
 	bpf.KindTracepoint: {"event": true, "optional": false},
 	bpf.KindProfile:    {"frequency": false, "period_ns": false, "event": false},
@@ -294,6 +294,16 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 						"%q is not an attach family for %s probes. Use one of: %s.", s, kind, quoteList(attachFamilies[kind]))
 				}
 			}
+		case "prefer":
+			p.PreferRange = attr.Expr.Range()
+			if s, ok := d.stringAttr(attr); ok {
+				if s != PreferHits && s != PreferAttach {
+					d.errorf(attr.Expr.Range(), "Unknown preference",
+						"%q is not a preference. Use \"hits\" (the family cheapest per hit, for few hot functions: trampolines where the kernel has them) or \"attach\" (the family fastest to attach and detach, for many functions: kprobe.multi), chosen by the measured cost table for the target's kernel; or remove prefer for the usual rule.", s)
+					continue
+				}
+				p.Prefer = s
+			}
 		case "entry_data_size":
 			p.EntryDataSizeRange = attr.Expr.Range()
 			if n, ok := d.intAttr(attr, 1, MaxEntryData); ok {
@@ -330,6 +340,10 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			p.EventRange = attr.Expr.Range()
 			p.Events = d.events(attr)
 		}
+	}
+	if p.Prefer != "" && p.Attach != "auto" && contains(attachFamilies[kind], p.Attach) {
+		d.errorf(p.PreferRange, "Conflicting route settings",
+			"prefer = %q asks probectl to choose the link family by its measured cost, and attach = %q names the family itself. Keep one: remove prefer, or set attach = \"auto\".", p.Prefer, p.Attach)
 	}
 	for attrName, required := range allowed {
 		if _, ok := content.Attributes[attrName]; required && !ok && bodyOK {

@@ -26,6 +26,8 @@ func TestLayering(t *testing.T) {
 		"cmd/mksyscalls":         {},
 		"bench/refload":          {},
 		"bench/kperhit":          {}, // its test imports compiler, runtime, spec, bpf
+		"bench/routes":           {}, // its tests import compiler, runtime, spec, bpf
+		"bench/routes/mktable":   {"compiler"},
 		"runtime/internal/uwork": {},
 		"metrics":                {"runtime", "compiler", "bpf"},
 		"fleet/api/v1alpha1":     {},

@@ -116,6 +116,9 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		links = plural(*c.Links, "link")
 	}
 	row("attach", "%s (%s)", compiler.JoinFamilies(c.Attach), links)
+	if c.Cost != nil {
+		row("cost", "%s", c.Cost)
+	}
 	switch c.EntryData.Storage {
 	case compiler.StorageCookie:
 		row("entry_data", "%d bytes in the session cookie", c.EntryData.Size)

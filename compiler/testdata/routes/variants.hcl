@@ -113,3 +113,22 @@ probe "tracepoint" "stacks_table" {
     }
   }
 }
+
+probe "kernel" "prefer_hits" {
+  functions = ["vfs_read"]
+  prefer    = "hits"
+  on_entry {
+    save = { start = ktime }
+  }
+  on_exit {
+    hist "ns" { value = ktime - entry.start }
+  }
+}
+
+probe "kernel" "prefer_attach" {
+  functions = ["vfs_read", "vfs_write"]
+  prefer    = "attach"
+  on_entry {
+    count "calls" { by = [func] }
+  }
+}

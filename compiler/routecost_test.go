@@ -1,0 +1,125 @@
+package compiler_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+)
+
+func preferSpec(prefer, functions string, exit bool) string {
+	src := `probe "kernel" "p" {
+  functions = [` + functions + `]
+  prefer    = "` + prefer + `"
+  on_entry {
+    count "calls" {}
+  }`
+	if exit {
+		src += `
+  on_exit {
+    count "rets" { by = [ret] }
+  }`
+	}
+	return src + "\n}\n"
+}
+
+// The table the compiler embeds measured these kernels; the choices below
+// are what its figures say (make routes-table rewrites it: a choice that
+// changes is reviewed here).
+func TestPreferByTable(t *testing.T) {
+	measured := map[string]bool{}
+	for _, k := range compiler.RouteCostTable().Kernels {
+		measured[k.Kernel] = true
+		for _, fam := range []compiler.Family{compiler.FamilyFentry, compiler.FamilyKprobe} {
+			if _, ok := k.Families[fam]; !ok {
+				t.Errorf("%s: no %s in the table", k.Kernel, fam)
+			}
+		}
+	}
+	for _, name := range []string{"linux-6.1-amd64", "linux-6.12-amd64", "linux-7.2-amd64", "linux-6.12-arm64", "linux-7.2-arm64"} {
+		if !measured[name] {
+			t.Errorf("the table lacks %s", name)
+		}
+	}
+	many := func(n int) *bpf.Facts {
+		f := mustProfile(t, "linux-7.2-amd64")
+		f.Functions = make([]string, n)
+		for i := range f.Functions {
+			f.Functions[i] = fmt.Sprintf("fn_%05d", i)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		profile   string
+		facts     *bpf.Facts
+		prefer    string
+		functions string
+		exit      bool
+		want      string
+		n         int
+	}{
+		// Few hot functions: trampolines are the cheapest per hit.
+		{"linux-7.2-amd64", nil, "hits", `"vfs_read"`, false, "fentry", 1},
+		{"linux-7.2-amd64", nil, "hits", `"vfs_read"`, true, "fentry + fexit", 1},
+		{"linux-6.1-amd64", nil, "hits", `"vfs_read"`, true, "fentry + fexit", 1},
+		// Many functions: one fprobe link attaches them fastest.
+		{"linux-7.2-amd64", many(5000), "attach", `"fn_*"`, false, "kprobe.multi", 5000},
+		{"linux-7.2-amd64", nil, "attach", `"vfs_*"`, false, "kprobe.multi", 1000},
+		// Without fprobe (Debian's 6.1), one kprobe a function attaches
+		// faster than one trampoline a function.
+		{"linux-6.1-amd64", nil, "attach", `"vfs_*"`, true, "kprobe + kretprobe", 1000},
+		// arm64 7.2 has fprobe: one link for many functions.
+		{"linux-7.2-arm64", nil, "attach", `"vfs_*"`, true, "kprobe.session", 1000},
+	} {
+		t.Run(fmt.Sprintf("%s-%s-%s-%v", c.profile, c.prefer, c.functions, c.exit), func(t *testing.T) {
+			f := c.facts
+			if f == nil {
+				f = mustProfile(t, c.profile)
+			}
+			out := compileText(t, f, preferSpec(c.prefer, c.functions, c.exit))
+			p := out.Probes[0]
+			if got := compiler.JoinFamilies(p.Attach); got != c.want {
+				t.Errorf("prefer %s: %s, want %s (%s)", c.prefer, got, c.want, p.Reason)
+			}
+			if !strings.HasPrefix(p.Reason, `prefer = "`+c.prefer+`": `) {
+				t.Errorf("reason %q", p.Reason)
+			}
+			if p.Cost == nil || p.Cost.Kernel != c.profile || p.Cost.Nearest || p.Cost.Functions != c.n {
+				t.Fatalf("cost %+v, want the %s table's estimate for %d functions", p.Cost, c.profile, c.n)
+			}
+			t.Logf("%s: %s", p.Reason, p.Cost)
+		})
+	}
+}
+
+// Compiler copies have no BTF: prefer = "hits" leaves the trampolines out
+// rather than failing at the pattern.
+func TestPreferSkipsTrampolinesForCopies(t *testing.T) {
+	f := mustProfile(t, "linux-7.2-amd64")
+	f.Functions = []string{"vfs_read", "vfs_statfs.part.0.isra.0"}
+	out := compileText(t, f, preferSpec("hits", `"vfs_*"`, false))
+	p := out.Probes[0]
+	if p.Route == compiler.RouteTrampoline {
+		t.Errorf("prefer = \"hits\" over a compiler copy chose %v", p.Attach)
+	}
+	if !strings.Contains(p.Reason, "fentry/fexit left out: 1 of the functions are compiler copies") {
+		t.Errorf("reason %q does not say why the trampolines were left out", p.Reason)
+	}
+}
+
+// A kernel the table lacks uses the nearest measured kernel of its arch,
+// and says so.
+func TestCostNearestKernel(t *testing.T) {
+	f := mustProfile(t, "linux-7.2-amd64")
+	f.Kernel = bpf.Version{Major: 6, Minor: 19}
+	out := compileText(t, f, preferSpec("hits", `"vfs_read"`, false))
+	c := out.Probes[0].Cost
+	if c == nil || !c.Nearest || c.Kernel == "" {
+		t.Fatalf("cost %+v, want the nearest kernel's", c)
+	}
+	if s := c.String(); !strings.Contains(s, "nearest measured kernel") {
+		t.Errorf("plan text %q does not say the table is another kernel's", s)
+	}
+}
