@@ -200,8 +200,8 @@ func chooseKernelRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *
 	if haveTrampoline && km.copies() == 0 {
 		options = append(options, trampoline(""))
 	}
-	// fsession is priced once the table measures it (bench/routes has no
-	// fsession yet): until then preferRoute leaves it out.
+	// fsession is priced where the table measures it (bench/routes does
+	// on kernels that have it); a table without it leaves it out.
 	if haveFsession && exit && km.copies() == 0 {
 		options = append(options, fsession(""))
 	}

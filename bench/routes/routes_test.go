@@ -68,11 +68,21 @@ var allFamilies = []family{
 	{compiler.FamilyKprobeSession, func(f *bpf.Facts) bool { return f.Links.KprobeSession }},
 	{compiler.FamilyKprobe, func(f *bpf.Facts) bool { return f.Links.Kprobe }},
 	{compiler.FamilyKretprobe, func(f *bpf.Facts) bool { return f.Links.Kprobe }},
-	// fsession (7.0, x86_64 trampolines with a session cookie) goes here
-	// once the compiler has the family.
+	// fsession (7.0 on x86_64, later on arm64): one trampoline program per
+	// function, run at entry and exit.
+	{compiler.FamilyFsession, func(f *bpf.Facts) bool { return f.Links.Fsession }},
 }
 
 var trivial = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+
+// sessionHalf is the least an fsession program of an entry+exit probe
+// does: ask which half it is (the trampoline runs it at both), then return
+// 0. Its kfunc call is resolved against the kernel's BTF by newLoader.
+var sessionHalf = asm.Instructions{
+	bpf.KfuncCall("bpf_session_is_return"), // R1 = ctx on entry
+	asm.And.Imm(asm.R0, 0xff),
+	asm.Mov.Imm(asm.R0, 0), asm.Return(),
+}
 
 // loader loads the trivial programs, one per family (one per function for
 // the trampolines, which are loaded against their function's BTF).
@@ -81,6 +91,8 @@ type loader struct {
 	multi  *ebpf.Program
 	sess   *ebpf.Program
 	kprobe *ebpf.Program
+	// fsess is sessionHalf with its kfunc resolved.
+	fsess asm.Instructions
 }
 
 func newLoader(t *testing.T, f *bpf.Facts) *loader {
@@ -99,6 +111,11 @@ func newLoader(t *testing.T, f *bpf.Facts) *loader {
 		t.Cleanup(func() { p.Close() })
 		return p
 	}
+	if f.Links.Fsession {
+		if l.fsess, err = bpf.ResolveKfuncs(sessionHalf, l.kspec); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if f.Links.KprobeMulti {
 		l.multi = load(ebpf.AttachTraceKprobeMulti)
 	}
@@ -112,6 +129,11 @@ func newLoader(t *testing.T, f *bpf.Facts) *loader {
 }
 
 func (l *loader) tracing(fam compiler.Family, fn string) (*ebpf.Program, error) {
+	if fam == compiler.FamilyFsession {
+		// cilium/ebpf cannot load attach type 58: the raw system call.
+		return bpf.LoadFsession(&ebpf.ProgramSpec{Name: "route_fsession", Instructions: l.fsess, License: "GPL"},
+			fn, func(string) *ebpf.Map { return nil }, l.kspec)
+	}
 	at := ebpf.AttachTraceFEntry
 	if fam == compiler.FamilyFexit {
 		at = ebpf.AttachTraceFExit
@@ -139,7 +161,7 @@ func (a *attached) close() {
 // prepare loads what attaching fam to fns needs (untimed).
 func (l *loader) prepare(fam compiler.Family, fns []string) (*attached, error) {
 	a := &attached{}
-	if fam == compiler.FamilyFentry || fam == compiler.FamilyFexit {
+	if fam == compiler.FamilyFentry || fam == compiler.FamilyFexit || fam == compiler.FamilyFsession {
 		for _, fn := range fns {
 			p, err := l.tracing(fam, fn)
 			if err != nil {
@@ -171,6 +193,21 @@ func (l *loader) attach(a *attached, fam compiler.Family, fns []string) error {
 		for i, fn := range fns {
 			lk, err := link.AttachTracing(link.TracingOptions{Program: a.progs[i], AttachType: at})
 			if err != nil {
+				return fmt.Errorf("%s %s: %w", fam, fn, err)
+			}
+			a.links = append(a.links, lk)
+		}
+		return nil
+	case compiler.FamilyFsession:
+		// As runtime attaches it: BPF_LINK_CREATE by hand, one a function.
+		for i, fn := range fns {
+			fd, err := bpf.FsessionLink(a.progs[i].FD(), 0)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", fam, fn, err)
+			}
+			lk, err := link.NewFromFD(fd)
+			if err != nil {
+				unix.Close(fd)
 				return fmt.Errorf("%s %s: %w", fam, fn, err)
 			}
 			a.links = append(a.links, lk)
