@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +11,11 @@ import (
 )
 
 // renderPlan writes a plan in the manner of terraform plan.
-func renderPlan(w io.Writer, plan *compiler.Plan) {
+func renderPlan(out io.Writer, plan *compiler.Plan) {
+	// Buffered: a plan of thousands of probes is tens of thousands of
+	// small writes otherwise.
+	w := bufio.NewWriter(out)
+	defer w.Flush()
 	f := plan.Target.Facts
 	fmt.Fprintf(w, "Target: linux %s %s (%s %s)\n", f.Kernel, f.Arch, f.Source, f.Name)
 	fmt.Fprintf(w, "  fprobe %s%s; links: %s\n\n", f.Fprobe, fastPath(f.FprobeEntryFastPath), linkList(plan))
