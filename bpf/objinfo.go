@@ -27,32 +27,14 @@ type PinnedObject struct {
 // ReadPinnedObject reads the object pinned at path (opened read-write, as
 // the kernel wants for a link; nothing is written).
 func ReadPinnedObject(path string) (PinnedObject, error) {
-	p, err := unix.BytePtrFromString(path)
+	fd, err := objGet(path, 0)
 	if err != nil {
 		return PinnedObject{}, err
 	}
-	get := struct {
-		pathname  uint64
-		bpfFD     uint32
-		fileFlags uint32
-		pathFD    int32
-		_         uint32
-	}{pathname: uint64(uintptr(unsafe.Pointer(p)))}
-	fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfObjGet, uintptr(unsafe.Pointer(&get)), unsafe.Sizeof(get))
-	runtime.KeepAlive(p)
-	if errno != 0 {
-		return PinnedObject{}, fmt.Errorf("%s: %w", path, errno)
-	}
-	defer unix.Close(int(fd))
+	defer unix.Close(fd)
 	var info [3]uint32
-	attr := struct {
-		fd, infoLen uint32
-		info        uint64
-	}{fd: uint32(fd), infoLen: uint32(unsafe.Sizeof(info)), info: uint64(uintptr(unsafe.Pointer(&info)))}
-	_, _, errno = unix.Syscall(unix.SYS_BPF, bpfObjGetInfoByFD, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	runtime.KeepAlive(&info)
-	if errno != 0 {
-		return PinnedObject{}, fmt.Errorf("%s: %w", path, errno)
+	if err := objInfo(fd, unsafe.Pointer(&info), unsafe.Sizeof(info)); err != nil {
+		return PinnedObject{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return PinnedObject{Type: info[0], ID: info[1], ProgramID: info[2]}, nil
 }

@@ -347,13 +347,19 @@ const AttachTraceUprobeSession = ebpf.AttachType(57)
 // the half. The entry half returns 1 to skip the exit (when false, or no
 // on_exit), 0 to run it. Both kfuncs get R1 = ctx (the 7.0 prototype; older
 // ones ignore it).
-func (g *gen) sessionBody() {
+// branchToExitHalf jumps to "exit_half" when the session program runs at
+// the function's exit.
+func (g *gen) branchToExitHalf() {
 	g.e.Emit(
 		asm.Mov.Reg(asm.R1, regCtx),
 		bpf.KfuncCall("bpf_session_is_return"),
 		asm.And.Imm(asm.R0, 0xff), // bool
 		asm.JNE.Imm(asm.R0, 0, "exit_half"),
 	)
+}
+
+func (g *gen) sessionBody() {
+	g.branchToExitHalf()
 	g.countStat(g.out.Stats.EntryHits)
 	skipExit := int32(0)
 	if g.p.Exit == nil {
@@ -423,12 +429,7 @@ func (g *gen) sessionBody() {
 // on_entry has a when, the exit runs only if the entry left a mark: a
 // cookie of 1 (no entry data) or its slot (entryStorage).
 func (g *gen) fsessionBody() {
-	g.e.Emit(
-		asm.Mov.Reg(asm.R1, regCtx),
-		bpf.KfuncCall("bpf_session_is_return"),
-		asm.And.Imm(asm.R0, 0xff), // bool
-		asm.JNE.Imm(asm.R0, 0, "exit_half"),
-	)
+	g.branchToExitHalf()
 	g.countStat(g.out.Stats.EntryHits)
 	if h := g.p.Entry; h != nil {
 		g.when(h, "filtered")

@@ -257,7 +257,9 @@ func (x *reference) attachFsession() (err error) {
 	return nil
 }
 
-func (x *reference) close() {
+// detach closes the links (and the raw link fds): the programs stop
+// running, their maps stay readable.
+func (x *reference) detach() {
 	for _, l := range x.links {
 		l.Close()
 	}
@@ -266,6 +268,10 @@ func (x *reference) close() {
 		unix.Close(fd)
 	}
 	x.fds = nil
+}
+
+func (x *reference) close() {
+	x.detach()
 	for _, p := range x.progs {
 		p.Close()
 	}
@@ -282,14 +288,7 @@ func (x *reference) close() {
 
 func (x *reference) count() (uint64, error) {
 	defer x.close()
-	for _, l := range x.links {
-		l.Close()
-	}
-	x.links = nil
-	for _, fd := range x.fds {
-		unix.Close(fd)
-	}
-	x.fds = nil
+	x.detach()
 	calls := x.maps["calls"]
 	if x.coll != nil {
 		calls = x.coll.Maps["calls"]
