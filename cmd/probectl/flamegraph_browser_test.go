@@ -41,10 +41,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed, and CI must run the browser test (.ci/run installs it: apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (/usr/bin/chromium, or set PROBECTL_CHROMIUM): apt-get install chromium")
+	missingTool(t, "chromium is not installed (/usr/bin/chromium, or set PROBECTL_CHROMIUM): apt-get install chromium")
 	return ""
 }
 

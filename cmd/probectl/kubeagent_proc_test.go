@@ -110,7 +110,7 @@ func TestKubeAgents(t *testing.T) {
 	}
 	for _, p := range []string{"gcc", "unshare"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is missing", p)
+			missingTool(t, "%s is missing", p)
 		}
 	}
 	ctx := context.Background()

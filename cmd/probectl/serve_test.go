@@ -33,10 +33,7 @@ func prometheusBinary(t *testing.T, name string) string {
 	if p, lerr := exec.LookPath(name); lerr == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing and the prometheus package cannot be installed: %v\n%s", name, err, out)
-	}
-	t.Skipf("%s is missing and the prometheus package cannot be installed: %v", name, err)
+	missingTool(t, "%s is missing and the prometheus package cannot be installed: %v\n%s", name, err, out)
 	return ""
 }
 
