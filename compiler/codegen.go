@@ -347,6 +347,19 @@ const AttachTraceUprobeSession = ebpf.AttachType(57)
 // the half. The entry half returns 1 to skip the exit (when false, or no
 // on_exit), 0 to run it. Both kfuncs get R1 = ctx (the 7.0 prototype; older
 // ones ignore it).
+// saveToCookie stores the entry's save area (8 bytes at most) in the
+// session cookie; a missing cookie jumps to skip.
+func (g *gen) saveToCookie(skip string) {
+	area := g.saveArea()
+	g.e.Emit(
+		asm.Mov.Reg(asm.R1, regCtx),
+		bpf.KfuncCall("bpf_session_cookie"),
+		asm.JEq.Imm(asm.R0, 0, skip),
+		asm.LoadMem(asm.R1, asm.RFP, area, asm.DWord),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+}
+
 // branchToExitHalf jumps to "exit_half" when the session program runs at
 // the function's exit.
 func (g *gen) branchToExitHalf() {
@@ -370,14 +383,7 @@ func (g *gen) sessionBody() {
 		g.actions(h)
 		switch g.storage {
 		case StorageCookie:
-			area := g.saveArea()
-			g.e.Emit(
-				asm.Mov.Reg(asm.R1, regCtx),
-				bpf.KfuncCall("bpf_session_cookie"),
-				asm.JEq.Imm(asm.R0, 0, "entry_done"),
-				asm.LoadMem(asm.R1, asm.RFP, area, asm.DWord),
-				asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-			)
+			g.saveToCookie("entry_done")
 			g.e.Mark("entry_done")
 		case StorageMap:
 			g.storeSlot()
@@ -443,14 +449,7 @@ func (g *gen) fsessionBody() {
 				bpf.StoreImm64(asm.R0, 0, 1),
 			)
 		case g.storage == StorageCookie:
-			area := g.saveArea()
-			g.e.Emit(
-				asm.Mov.Reg(asm.R1, regCtx),
-				bpf.KfuncCall("bpf_session_cookie"),
-				asm.JEq.Imm(asm.R0, 0, "filtered"),
-				asm.LoadMem(asm.R1, asm.RFP, area, asm.DWord),
-				asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-			)
+			g.saveToCookie("filtered")
 		case g.storage == StorageMap:
 			g.storeSlot()
 		}

@@ -196,27 +196,16 @@ func fsessionCookieLimit(t *testing.T, f *bpf.Facts, wfn string) {
     save = { start = ktime }
   }
   on_exit {
-    count "n" { when = tid == %d && entry.start > 0 }
+    count "n" { when = tid == TID && entry.start > 0 }
   }
 }
-`, i, wfn, wk.tid)
+`, i, wfn)
 		}
 		return b.String()
 	}
-	compile := func(src string) *compiler.Output {
-		cfg, diags := spec.Parse(map[string][]byte{"kernel.hcl": []byte(src)})
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		out, diags := compiler.Compile(cfg, f)
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		return out
-	}
 	w := workspace(t)
 	const n = 8
-	s, err := kapply(t, w, compile(probes(n)))
+	s, err := kapply(t, w, kcompile(t, f, probes(n), wk.tid))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,22 +196,37 @@ func (w *Workspace) pinnedStats(p *ProbeState) ([]uint64, error) {
 			return nil, err
 		}
 		defer d.close()
-		path, err := d.procPath(m.Pin)
-		if err != nil {
-			return nil, err
-		}
-		id, sums, err := bpf.SumPinnedCounters(path, p.Stats.Size)
+		sums, drift, err := readStatsPin(d, p, m)
 		switch {
-		case err != nil && id == 0:
-			return nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
-		case ebpf.MapID(id) != m.ID:
-			return nil, fmt.Errorf("%s: map %s replaced (id %d, was %d)", p.Address, m.Name, id, m.ID)
+		case drift != "" && err != nil:
+			return nil, fmt.Errorf("%s: %s: %w", p.Address, drift, err)
+		case drift != "":
+			return nil, fmt.Errorf("%s: %s", p.Address, drift)
 		case err != nil:
 			return nil, fmt.Errorf("%s: read stats: %w", p.Address, err)
 		}
 		return sums, nil
 	}
 	return nil, fmt.Errorf("%s: no map %s in the state", p.Address, refStats)
+}
+
+// readStatsPin reads p's stats map m, pinned in d, summed over the CPUs
+// (bpf.SumPinnedCounters), checking that the pin still names the map
+// recorded: drift says what is wrong with the pin (with err, why it did
+// not open), err alone why the counters could not be read.
+func readStatsPin(d *dir, p *ProbeState, m MapState) (sums []uint64, drift string, err error) {
+	path, err := d.procPath(m.Pin)
+	if err != nil {
+		return nil, fmt.Sprintf("map %s: pin gone", m.Name), err
+	}
+	id, sums, err := bpf.SumPinnedCounters(path, p.Stats.Size)
+	switch {
+	case err != nil && id == 0: // not opened
+		return nil, fmt.Sprintf("map %s: pin gone", m.Name), err
+	case ebpf.MapID(id) != m.ID:
+		return nil, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID), nil
+	}
+	return sums, "", err
 }
 
 // refStats is the ref of every probe's stats map.
@@ -748,14 +763,10 @@ func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, mi
 			drift = append(drift, checkMapPin(d, m)...)
 			continue
 		}
-		path, _ := d.procPath(m.Pin)
-		id, sums, err := bpf.SumPinnedCounters(path, p.Stats.Size)
-		switch {
-		case err != nil && id == 0: // not opened
-			drift = append(drift, fmt.Sprintf("map %s: pin gone", m.Name))
-		case ebpf.MapID(id) != m.ID:
-			drift = append(drift, fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, id, m.ID))
-		case err == nil:
+		sums, why, err := readStatsPin(d, p, m)
+		if why != "" {
+			drift = append(drift, why)
+		} else if err == nil {
 			counts = sums
 		}
 	}
