@@ -198,8 +198,8 @@ func (w *Workspace) pinnedStats(p *ProbeState) ([]uint64, error) {
 		defer d.close()
 		sums, drift, err := readStatsPin(d, p, m)
 		switch {
-		case drift != "" && err != nil:
-			return nil, fmt.Errorf("%s: %s: %w", p.Address, drift, err)
+		case drift != "" && err != nil: // not opened
+			return nil, fmt.Errorf("%s: open map %s: %w", p.Address, m.Name, err)
 		case drift != "":
 			return nil, fmt.Errorf("%s: %s", p.Address, drift)
 		case err != nil:
