@@ -42,8 +42,15 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
 	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples examples/bpftrace
 
-# The test command: everything on the host, then the kernel matrix.
-test: fmt-check vet lint static unit vmtest
+# The test command: everything on the host, then the kernel matrix. Each
+# phase announces itself and says how long it took.
+TEST_PHASES := fmt-check vet lint static unit vmtest
+test:
+	@for t in $(TEST_PHASES); do \
+		start=$$(date +%s); echo "== make $$t"; \
+		$(MAKE) --no-print-directory $$t || { echo "== make $$t failed after $$(( $$(date +%s) - start ))s" >&2; exit 1; }; \
+		echo "== make $$t: $$(( $$(date +%s) - start ))s"; \
+	done
 
 # -p 1: packages that attach probes to the same tracepoints and count
 # exact numbers run one at a time. (Leak checks look only at the objects a
