@@ -106,7 +106,7 @@ func TestFrameByBuildID(t *testing.T) {
 		}
 	}
 	u := NewUserSymbols("", []string{"/nonexistent"})
-	f := u.FrameByBuildID(id, off+2)
+	f := u.FrameByBuildID(Process{}, id, off+2)
 	found := false
 	for _, n := range names[addr] {
 		found = found || n == f.Symbol
@@ -114,7 +114,7 @@ func TestFrameByBuildID(t *testing.T) {
 	if !found || f.Offset != 2 || f.Module != lib && !strings.HasSuffix(f.Module, "libc.so.6") {
 		t.Errorf("frame %+v, want one of %v +2 in %s", f, names[addr], lib)
 	}
-	if f := u.FrameByBuildID(strings.Repeat("0", 40), 0x10); f.Symbol != "" || !strings.HasPrefix(f.Module, "build-id ") {
+	if f := u.FrameByBuildID(Process{}, strings.Repeat("0", 40), 0x10); f.Symbol != "" || !strings.HasPrefix(f.Module, "build-id ") {
 		t.Errorf("an unknown build id: %+v", f)
 	}
 }
@@ -163,7 +163,7 @@ func TestUserSymbolsNeverBlock(t *testing.T) {
 	ip := uint64(uintptr(unsafe.Pointer(&mem[0]))) + 0x10
 	u := NewUserSymbols("", nil)
 	withTimeout(t, 10*time.Second, "FrameAt", func() {
-		fr := u.FrameAt(os.Getpid(), ip)
+		fr := u.FrameAt(Process{PID: os.Getpid()}, ip)
 		if fr.Module != mapped {
 			t.Errorf("the frame's file is %q, want %q (the mapped one)", fr.Module, mapped)
 		}
@@ -186,7 +186,7 @@ func TestUserSymbolsNeverBlock(t *testing.T) {
 	u = NewUserSymbols(index, []string{sdir})
 	u.procsScanned = time.Now() // not every process's files: this test's
 	withTimeout(t, 10*time.Second, "FrameByBuildID", func() {
-		if fr := u.FrameByBuildID(id, 0x10); fr.Symbol != "" {
+		if fr := u.FrameByBuildID(Process{}, id, 0x10); fr.Symbol != "" {
 			t.Errorf("a FIFO gave a symbol: %+v", fr)
 		}
 	})
@@ -277,15 +277,16 @@ func TestBuildIDIndexPrefersTrustedFiles(t *testing.T) {
 	}
 	u = NewUserSymbols(index, nil)
 	u.procsScanned = time.Now()
-	if f := u.FrameByBuildID(id, 0x10); f.Module != real {
+	if f := u.FrameByBuildID(Process{}, id, 0x10); f.Module != real || f.Note != "" {
 		t.Errorf("frame from %q, want %q", f.Module, real)
 	}
 
-	// Another user's file is indexed when it is the only one.
+	// Another user's file is never indexed, even when it is the only one
+	// (see TestBuildIDSpoofing).
 	u = NewUserSymbols("", nil)
 	u.file(forged)
-	if got := u.index[id]; got != forged {
-		t.Errorf("the index names %q, want %q", got, forged)
+	if got, ok := u.index[id]; ok {
+		t.Errorf("the index names %q for another user's file", got)
 	}
 }
 
@@ -370,7 +371,7 @@ time.sleep(60)
 		t.Fatal("fake.so: no atk_fake_func")
 	}
 	u := NewUserSymbols("", nil)
-	if f := u.FrameAt(cmd.Process.Pid, start+off+1); f.Symbol != "atk_fake_func" || f.Offset != 1 {
+	if f := u.FrameAt(Process{PID: cmd.Process.Pid}, start+off+1); f.Symbol != "atk_fake_func" || f.Offset != 1 {
 		t.Errorf("frame %+v, want atk_fake_func+0x1 (the file mapped)", f)
 	}
 	for id, path := range u.index {
@@ -398,10 +399,10 @@ func TestUserSymbolsCacheBounded(t *testing.T) {
 		if err := os.WriteFile(p, data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		u.FrameAt(os.Getpid(), 0x10) // as a frame of this process
+		u.FrameAt(Process{PID: os.Getpid()}, 0x10) // as a frame of this process
 		u.file(p)
 	}
-	if len(u.files) > 8+len(u.maps[os.Getpid()]) {
+	if len(u.files) > 8+len(u.maps[Process{PID: os.Getpid()}].maps) {
 		t.Errorf("%d files cached, bound 8", len(u.files))
 	}
 
@@ -410,9 +411,10 @@ func TestUserSymbolsCacheBounded(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	u.maps[cmd.Process.Pid] = []mapping{{start: 1, end: 2, path: "/bin/true", open: "/bin/true"}}
-	u.FrameByBuildID(strings.Repeat("00", 20), 0x10)
-	if _, ok := u.maps[cmd.Process.Pid]; ok {
+	gone := Process{PID: cmd.Process.Pid}
+	u.maps[gone] = &procMaps{maps: []mapping{{start: 1, end: 2, path: "/bin/true", open: "/bin/true"}}, ok: true}
+	u.FrameByBuildID(Process{}, strings.Repeat("00", 20), 0x10)
+	if _, ok := u.maps[gone]; ok {
 		t.Errorf("the maps of process %d, gone, are kept", cmd.Process.Pid)
 	}
 }
