@@ -572,9 +572,13 @@ func parseMaps(text string) []mapping {
 }
 
 // FrameAt symbolizes address ip of process p through its maps, while it
-// runs; an address of a process that has exited (or whose pid is
-// another's now) keeps its address and says so ([Process.Exited]).
+// runs (checked at each call); an address of a process that has exited
+// (or whose pid is another's now) keeps its address and says so
+// ([Process.Exited]).
 func (u *UserSymbols) FrameAt(p Process, ip uint64) Frame {
+	if _, ok := p.Running(); !ok {
+		return Frame{Addr: ip, Note: p.Exited()}
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	pm := u.processMaps(p)
@@ -667,7 +671,7 @@ func (u *UserSymbols) byBuildID(id string, uid int) *elfFile {
 	}
 	dirs := append([]string(nil), u.dirs...)
 	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
-	dirs = append(dirs, "/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu")
+	dirs = append(dirs, libDirs...)
 	for _, dir := range dirs {
 		if dir == "" || u.scanned[dir] {
 			continue
@@ -704,6 +708,9 @@ func (u *UserSymbols) byBuildID(id string, uid int) *elfFile {
 	}
 	return nil
 }
+
+// libDirs are searched for a file by build id after $PATH.
+var libDirs = []string{"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu"}
 
 // buildIDOf reads only the build id of a file (cheaply: no symbols).
 func buildIDOf(path string) string {
