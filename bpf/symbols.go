@@ -613,24 +613,29 @@ func (u *UserSymbols) frameIn(pm *procMaps, ip uint64) (Frame, bool) {
 // (hex), of process p. Addr is the offset. While p runs, a file it maps
 // with that build id is its; else a file root, this user or p's user owns
 // (and no other may write); else the first other file found claiming it
-// names the frame with a note saying whose it is.
+// names the frame with a note saying whose it is. A process known by its
+// pid alone (no start time recorded) may be another now: neither its
+// maps nor its user vouch for a file.
 func (u *UserSymbols) FrameByBuildID(p Process, id string, off uint64) Frame {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	pm := u.processMaps(p)
+	pm, uid := u.processMaps(p), -1
+	if p.Start&ProcessStarted != 0 {
+		uid = pm.uid
+	}
 	for _, m := range pm.maps {
-		if e := u.file(m.open); e != nil && e.buildID == id {
+		if e := u.file(m.open); e != nil && e.buildID == id && (uid >= 0 || e.distrust(-1) == "") {
 			f := e.frameAtOffset(off)
 			f.Module = m.path
 			return f
 		}
 	}
-	e := u.byBuildID(id, pm.uid)
+	e := u.byBuildID(id, uid)
 	if e == nil {
 		return Frame{Addr: off, Module: "build-id " + id}
 	}
 	f := e.frameAtOffset(off)
-	f.Note = e.distrust(pm.uid)
+	f.Note = e.distrust(uid)
 	return f
 }
 
