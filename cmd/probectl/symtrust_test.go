@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/bpf"
 )
@@ -100,7 +101,22 @@ func startReady(t *testing.T, cmd *exec.Cmd) func() {
 // untrusted, and the index (root's cache) never names it. root's own
 // file, once found, wins and is indexed.
 func TestBuildIDSpoofing(t *testing.T) {
-	path, comm := buildStackWork(t, "spf")
+	// A build id of its own: the workload built elsewhere on the machine
+	// (other tests, running) has the same code, and rightly names it.
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF and to make files of another user")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		missingTool(t, "gcc is missing")
+	}
+	comm := fmt.Sprintf("spf-w%d", os.Getpid()%1000000)
+	path := filepath.Join(t.TempDir(), comm)
+	// 20 bytes, as the kernel records a build id (a shorter one padded).
+	unique := fmt.Sprintf("%016x%08x%016x", time.Now().UnixNano(), os.Getpid(), time.Now().UnixNano())
+	t.Logf("build id %s", unique)
+	if out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-Wl,--build-id=0x"+unique, "-o", path, "testdata/stacks/work.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	index := filepath.Join(cache, "probectl", "buildids.json")
@@ -120,7 +136,7 @@ probe "tracepoint" "getppid" {
 	runWork(t, path, "getppid", fmt.Sprint(n))
 	forged := forgeCopy(t, path)
 	id := bpf.FileBuildID(path)
-	if id == "" || bpf.FileBuildID(forged) != id {
+	if id != unique || bpf.FileBuildID(forged) != id {
 		t.Fatalf("the forged file claims build id %q, the workload's is %q", bpf.FileBuildID(forged), id)
 	}
 	_, stopAttacker := startNobody(t, forged, "getppid", "1")
@@ -344,8 +360,13 @@ probe "user" "call" {
 	forged := forgeCopy(t, path)
 	var atk *exec.Cmd
 	for try := 0; ; try++ {
-		if try == 500 {
+		if try == 2000 {
 			t.Fatalf("pid %d not got back in %d tries (the machine forks too fast)", pid, try)
+		}
+		// Another's fork between our write and ours took the pid: wait
+		// for it to go.
+		for i := 0; i < 500 && fileExists(fmt.Sprintf("/proc/%d", pid)); i++ {
+			time.Sleep(10 * time.Millisecond)
 		}
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
 			t.Fatal(err)
@@ -398,4 +419,9 @@ probe "user" "call" {
 	if strings.Contains(folded, "atk_") || !strings.Contains(folded, exited) {
 		t.Errorf("show -folded names nobody's functions, or not %q:\n%s", exited, folded)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
