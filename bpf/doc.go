@@ -18,7 +18,10 @@
 //     [FsessionLink]);
 //   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),
 //     every field classified ([FieldClass]), and a kernel's capture of them
-//     all ([CaptureTracepoints]): profiles embed their kernels'.
+//     all ([CaptureTracepoints]): profiles embed their kernels';
+//   - symbols ([KernelSymbols], [UserSymbols]): which process a user
+//     address is of ([Process]: its pid and start time), and which file
+//     names its frames (a build id is believed by the file's owner).
 //
 // Package bpf knows nothing of HCL, specs or plans, and it must not import
 // any other probectl package.

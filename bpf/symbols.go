@@ -28,12 +28,18 @@ import (
 // frame the kernel recorded by build id, the offset in the file. Symbol is
 // empty when unknown;
 // Module is the kernel module ("" for the kernel image) or the path of the
-// user file.
+// user file. Note, when set, says why the frame is not to be believed as
+// named, and stands for its module wherever it is shown: "process 1234
+// exited" (an address of a process whose pid is now another's, or no
+// one's), "untrusted: /tmp/x owned by uid 1000" (the only file found with
+// the frame's build id is one nobody vouches for: its symbols are only
+// what the file claims).
 type Frame struct {
 	Addr   uint64
 	Symbol string
 	Offset uint64
 	Module string
+	Note   string
 }
 
 // MarshalJSON writes the frame with its address in hex ("0xffffffff81234567"):
@@ -44,18 +50,24 @@ func (f Frame) MarshalJSON() ([]byte, error) {
 		Symbol string `json:"symbol"`
 		Offset uint64 `json:"offset"`
 		Module string `json:"module"`
+		Note   string `json:"note,omitempty"`
 	}
-	return json.Marshal(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module})
+	return json.Marshal(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module, f.Note})
 }
 
 // String is the frame as show prints it: func+0x12 [module], or the
-// address when the symbol is unknown.
+// address when the symbol is unknown; the note in the module's place
+// (func+0x12 [untrusted: /tmp/x owned by uid 1000], 0x7f12 [process 1234
+// exited]).
 func (f Frame) String() string {
 	s := f.Name()
 	if f.Symbol != "" && f.Offset != 0 {
 		s += fmt.Sprintf("+0x%x", f.Offset)
 	}
-	if f.Module != "" {
+	switch {
+	case f.Note != "":
+		s += " [" + f.Note + "]"
+	case f.Module != "":
 		s += " [" + filepath.Base(f.Module) + "]"
 	}
 	return s
@@ -168,13 +180,28 @@ type elfFile struct {
 	buildID string
 	syms    symtab
 	loads   []elf.ProgHeader
-	// trusted: no other user owns or may write the file (see
-	// [CheckOwned]); the index prefers such a file for a build id.
-	trusted bool
+	// owner and perm, of the file opened: whose its contents are.
+	owner uint32
+	perm  os.FileMode
 	// debugOnly: a separate debug file (/usr/lib/debug), whose segments
 	// have no contents: file offsets are taken as the first segment's
 	// (offset 0 at its page-aligned address), as linkers lay code out.
 	debugOnly bool
+}
+
+// distrust says why the file's contents are not to be believed as the
+// code of a process of uid (-1: none known, the process has exited), or ""
+// when they are: a build id, like the symbols, is only what a file says,
+// and another user's file may claim any. A file is believed when root,
+// this user or the process's own user owns it and no other may write it.
+func (e *elfFile) distrust(uid int) string {
+	switch {
+	case e.perm&0o022 != 0:
+		return fmt.Sprintf("untrusted: %s writable by others (mode %04o)", e.path, e.perm)
+	case e.owner == 0 || e.owner == ownID || uid >= 0 && e.owner == uint32(uid):
+		return ""
+	}
+	return fmt.Sprintf("untrusted: %s owned by uid %d", e.path, e.owner)
 }
 
 // debugPath is where Debian's -dbgsym packages keep the symbols of the
@@ -229,7 +256,12 @@ func openELF(path string) (*elfFile, error) {
 		return nil, err
 	}
 	defer c.Close()
-	e := &elfFile{path: path, buildID: elfBuildID(ef), trusted: CheckOwned(c) == nil}
+	e := &elfFile{path: path, buildID: elfBuildID(ef), owner: ^uint32(0)}
+	if st, err := c.Stat(); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			e.owner, e.perm = sys.Uid, st.Mode().Perm()
+		}
+	}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			e.loads = append(e.loads, p.ProgHeader)
@@ -349,12 +381,17 @@ type mapping struct {
 // UserSymbols resolves user addresses and build-id frames. It caches the
 // files it opens; where each build id lives is remembered in an index
 // file, so a process seen running once is symbolized after it exits.
+// Only files no other user controls are indexed (see elfFile.distrust):
+// another's claiming a build id names frames only as untrusted, and never
+// enters the index.
 type UserSymbols struct {
 	mu    sync.Mutex
 	files map[string]*elfFile // by path; nil: not an ELF file
-	maps  map[int][]mapping   // by pid; nil: gone
-	// index maps a build id to the path of a file that has it.
+	maps  map[Process]*procMaps
+	// index maps a build id to the path of a file that has it, and that
+	// no other user controls; claims to the first other file seen with it.
 	index     map[string]string
+	claims    map[string]string
 	indexFile string
 	dirty     bool
 	dirs      []string
@@ -370,8 +407,8 @@ type UserSymbols struct {
 // id, besides /usr/lib/debug/.build-id, the files running processes map,
 // the directories of $PATH and the usual library directories.
 func NewUserSymbols(indexFile string, dirs []string) *UserSymbols {
-	u := &UserSymbols{files: map[string]*elfFile{}, maps: map[int][]mapping{}, index: map[string]string{},
-		indexFile: indexFile, dirs: dirs, scanned: map[string]bool{}}
+	u := &UserSymbols{files: map[string]*elfFile{}, maps: map[Process]*procMaps{}, index: map[string]string{},
+		claims: map[string]string{}, indexFile: indexFile, dirs: dirs, scanned: map[string]bool{}}
 	if indexFile != "" {
 		if f, err := os.OpenFile(indexFile, os.O_RDONLY|syscall.O_NOFOLLOW, 0); err == nil {
 			if b, err := io.ReadAll(io.LimitReader(f, 16<<20)); err == nil {
@@ -414,7 +451,8 @@ func (u *UserSymbols) Save() error {
 	return err
 }
 
-// file opens (once) the ELF file at path, and indexes its build id.
+// file opens (once) the ELF file at path, and indexes its build id: in
+// the index when no other user controls the file, else as a claim.
 func (u *UserSymbols) file(path string) *elfFile {
 	if e, ok := u.files[path]; ok {
 		return e
@@ -427,47 +465,61 @@ func (u *UserSymbols) file(path string) *elfFile {
 		u.files = map[string]*elfFile{}
 	}
 	u.files[path] = e
-	if e != nil && e.buildID != "" && u.index[e.buildID] != path && !strings.HasPrefix(path, "/usr/lib/debug/") && !strings.HasPrefix(path, "/proc/") {
-		// A build id is only what a file says: another user's file may
-		// claim a system library's, and name its functions anything. It
-		// never displaces a file no other user controls.
-		if old, ok := u.index[e.buildID]; !ok || e.trusted || !u.trustedFile(old, e.buildID) {
-			u.index[e.buildID] = path
-			u.dirty = true
+	if e == nil || e.buildID == "" || strings.HasPrefix(path, "/usr/lib/debug/") || strings.HasPrefix(path, "/proc/") {
+		return e
+	}
+	switch {
+	case e.distrust(-1) != "":
+		if _, ok := u.claims[e.buildID]; !ok && len(u.claims) < maxCachedFiles {
+			u.claims[e.buildID] = path
 		}
+	case u.index[e.buildID] != path:
+		u.index[e.buildID] = path
+		u.dirty = true
 	}
 	return e
 }
 
-// trustedFile reports whether path is a file no other user controls with
-// build id id.
-func (u *UserSymbols) trustedFile(path, id string) bool {
-	e := u.file(path)
-	return e != nil && e.trusted && e.buildID == id
+// procMaps is what a process maps, read while it was the process
+// recorded, and the uid it runs as.
+type procMaps struct {
+	maps []mapping
+	uid  int
+	ok   bool // it ran when read (else maps is empty)
 }
 
-// processMaps reads the executable file mappings of a process, and
+// processMaps reads the executable file mappings of a process, while it
+// runs (checked before and after: its pid may be another's by then), and
 // indexes the build ids of its files.
-func (u *UserSymbols) processMaps(pid int) []mapping {
-	if m, ok := u.maps[pid]; ok {
+func (u *UserSymbols) processMaps(p Process) *procMaps {
+	if m, ok := u.maps[p]; ok {
 		return m
 	}
-	var out []mapping
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
-		out = parseMaps(string(b))
-		for i := range out {
-			out[i].open = mappedFile(pid, &out[i])
-			if out[i].open != out[i].path {
-				delete(u.files, out[i].open) // another process's, with this pid before
+	pm := &procMaps{uid: -1}
+	if uid, ok := p.Running(); ok {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.PID)); err == nil {
+			pm.maps = parseMaps(string(b))
+			for i := range pm.maps {
+				pm.maps[i].open = mappedFile(p.PID, &pm.maps[i])
+				if pm.maps[i].open != pm.maps[i].path {
+					delete(u.files, pm.maps[i].open) // another process's, with this pid before
+				}
 			}
-			u.file(out[i].open)
+			if _, still := p.Running(); still {
+				pm.uid, pm.ok = uid, true
+				for _, m := range pm.maps {
+					u.file(m.open)
+				}
+			} else {
+				pm.maps = nil
+			}
 		}
 	}
 	if len(u.maps) >= maxCachedFiles {
-		u.maps = map[int][]mapping{}
+		u.maps = map[Process]*procMaps{}
 	}
-	u.maps[pid] = out
-	return out
+	u.maps[p] = pm
+	return pm
 }
 
 // mappedFile is where to open the file of mapping m of process pid: its
@@ -519,22 +571,32 @@ func parseMaps(text string) []mapping {
 	return out
 }
 
-// FrameAt symbolizes address ip of running process pid.
-func (u *UserSymbols) FrameAt(pid int, ip uint64) Frame {
+// FrameAt symbolizes address ip of process p through its maps, while it
+// runs (checked at each call); an address of a process that has exited
+// (or whose pid is another's now) keeps its address and says so
+// ([Process.Exited]).
+func (u *UserSymbols) FrameAt(p Process, ip uint64) Frame {
+	if _, ok := p.Running(); !ok {
+		return Frame{Addr: ip, Note: p.Exited()}
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	f, ok := u.frameAt(pid, ip)
-	if !ok {
-		// The process may have mapped more since (dlopen), or be another
-		// with the same pid.
-		delete(u.maps, pid)
-		f, _ = u.frameAt(pid, ip)
+	pm := u.processMaps(p)
+	f, ok := u.frameIn(pm, ip)
+	if !ok && pm.ok {
+		// The process may have mapped more since (dlopen).
+		delete(u.maps, p)
+		pm = u.processMaps(p)
+		f, ok = u.frameIn(pm, ip)
+	}
+	if !ok && !pm.ok {
+		f.Note = p.Exited()
 	}
 	return f
 }
 
-func (u *UserSymbols) frameAt(pid int, ip uint64) (Frame, bool) {
-	for _, m := range u.processMaps(pid) {
+func (u *UserSymbols) frameIn(pm *procMaps, ip uint64) (Frame, bool) {
+	for _, m := range pm.maps {
 		if ip >= m.start && ip < m.end {
 			if e := u.file(m.open); e != nil {
 				f := e.frameAtOffset(ip - m.start + m.off)
@@ -548,29 +610,49 @@ func (u *UserSymbols) frameAt(pid int, ip uint64) (Frame, bool) {
 }
 
 // FrameByBuildID symbolizes offset off in the file whose build id is id
-// (hex). Addr is the offset.
-func (u *UserSymbols) FrameByBuildID(id string, off uint64) Frame {
+// (hex), of process p. Addr is the offset. While p runs, a file it maps
+// with that build id is its; else a file root, this user or p's user owns
+// (and no other may write); else the first other file found claiming it
+// names the frame with a note saying whose it is. A process known by its
+// pid alone (no start time recorded) may be another now: neither its
+// maps nor its user vouch for a file.
+func (u *UserSymbols) FrameByBuildID(p Process, id string, off uint64) Frame {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	e := u.byBuildID(id)
+	pm, uid := u.processMaps(p), -1
+	if p.Start&ProcessStarted != 0 {
+		uid = pm.uid
+	}
+	for _, m := range pm.maps {
+		if e := u.file(m.open); e != nil && e.buildID == id && (uid >= 0 || e.distrust(-1) == "") {
+			f := e.frameAtOffset(off)
+			f.Module = m.path
+			return f
+		}
+	}
+	e := u.byBuildID(id, uid)
 	if e == nil {
 		return Frame{Addr: off, Module: "build-id " + id}
 	}
-	return e.frameAtOffset(off)
+	f := e.frameAtOffset(off)
+	f.Note = e.distrust(uid)
+	return f
 }
 
-// byBuildID finds the file with build id id: from the index (checked
-// again: the file may have been replaced), the debug directory, the files
-// running processes map, then the search directories.
-func (u *UserSymbols) byBuildID(id string) *elfFile {
-	check := func(path string) *elfFile {
-		if e := u.file(path); e != nil && e.buildID == id {
+// byBuildID finds the file with build id id that a process of uid (-1:
+// none known) may have run: from the index (checked again: the file may
+// have been replaced), the files running processes map, the search
+// directories, then the debug directory; none believed, the first file
+// seen claiming it (see [elfFile.distrust]), or nil.
+func (u *UserSymbols) byBuildID(id string, uid int) *elfFile {
+	believed := func(path string) *elfFile {
+		if e := u.file(path); e != nil && e.buildID == id && e.distrust(uid) == "" {
 			return e
 		}
 		return nil
 	}
 	if path, ok := u.index[id]; ok {
-		if e := check(path); e != nil {
+		if e := believed(path); e != nil {
 			return e
 		}
 		delete(u.index, id)
@@ -579,22 +661,22 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 	if time.Since(u.procsScanned) > time.Second {
 		u.procsScanned = time.Now()
 		if ents, err := os.ReadDir("/proc"); err == nil {
-			u.maps = map[int][]mapping{} // the processes gone with them
+			u.maps = map[Process]*procMaps{} // the processes gone with them
 			for _, d := range ents {
 				if pid, err := strconv.Atoi(d.Name()); err == nil {
-					u.processMaps(pid)
+					u.processMaps(Process{PID: pid})
 				}
 			}
 		}
 		if path, ok := u.index[id]; ok {
-			if e := check(path); e != nil {
+			if e := believed(path); e != nil {
 				return e
 			}
 		}
 	}
 	dirs := append([]string(nil), u.dirs...)
 	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
-	dirs = append(dirs, "/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu")
+	dirs = append(dirs, libDirs...)
 	for _, dir := range dirs {
 		if dir == "" || u.scanned[dir] {
 			continue
@@ -613,17 +695,27 @@ func (u *UserSymbols) byBuildID(id string) *elfFile {
 				continue
 			}
 			if buildIDOf(path) == id {
-				return check(path)
+				if e := believed(path); e != nil {
+					return e
+				}
 			}
 		}
 	}
 	// Only the debug file: its symbols, and offsets as laid out usually.
-	if e := check(debugPath(id)); e != nil && len(e.loads) > 0 {
+	if e := believed(debugPath(id)); e != nil && len(e.loads) > 0 {
 		e.debugOnly = true
 		return e
 	}
+	if path, ok := u.claims[id]; ok {
+		if e := u.file(path); e != nil && e.buildID == id {
+			return e
+		}
+	}
 	return nil
 }
+
+// libDirs are searched for a file by build id after $PATH.
+var libDirs = []string{"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu"}
 
 // buildIDOf reads only the build id of a file (cheaply: no symbols).
 func buildIDOf(path string) string {

@@ -106,7 +106,7 @@ func TestFrameByBuildID(t *testing.T) {
 		}
 	}
 	u := NewUserSymbols("", []string{"/nonexistent"})
-	f := u.FrameByBuildID(id, off+2)
+	f := u.FrameByBuildID(Process{}, id, off+2)
 	found := false
 	for _, n := range names[addr] {
 		found = found || n == f.Symbol
@@ -114,7 +114,7 @@ func TestFrameByBuildID(t *testing.T) {
 	if !found || f.Offset != 2 || f.Module != lib && !strings.HasSuffix(f.Module, "libc.so.6") {
 		t.Errorf("frame %+v, want one of %v +2 in %s", f, names[addr], lib)
 	}
-	if f := u.FrameByBuildID(strings.Repeat("0", 40), 0x10); f.Symbol != "" || !strings.HasPrefix(f.Module, "build-id ") {
+	if f := u.FrameByBuildID(Process{}, strings.Repeat("0", 40), 0x10); f.Symbol != "" || !strings.HasPrefix(f.Module, "build-id ") {
 		t.Errorf("an unknown build id: %+v", f)
 	}
 }
@@ -163,7 +163,7 @@ func TestUserSymbolsNeverBlock(t *testing.T) {
 	ip := uint64(uintptr(unsafe.Pointer(&mem[0]))) + 0x10
 	u := NewUserSymbols("", nil)
 	withTimeout(t, 10*time.Second, "FrameAt", func() {
-		fr := u.FrameAt(os.Getpid(), ip)
+		fr := u.FrameAt(Process{PID: os.Getpid()}, ip)
 		if fr.Module != mapped {
 			t.Errorf("the frame's file is %q, want %q (the mapped one)", fr.Module, mapped)
 		}
@@ -186,7 +186,7 @@ func TestUserSymbolsNeverBlock(t *testing.T) {
 	u = NewUserSymbols(index, []string{sdir})
 	u.procsScanned = time.Now() // not every process's files: this test's
 	withTimeout(t, 10*time.Second, "FrameByBuildID", func() {
-		if fr := u.FrameByBuildID(id, 0x10); fr.Symbol != "" {
+		if fr := u.FrameByBuildID(Process{}, id, 0x10); fr.Symbol != "" {
 			t.Errorf("a FIFO gave a symbol: %+v", fr)
 		}
 	})
@@ -277,15 +277,16 @@ func TestBuildIDIndexPrefersTrustedFiles(t *testing.T) {
 	}
 	u = NewUserSymbols(index, nil)
 	u.procsScanned = time.Now()
-	if f := u.FrameByBuildID(id, 0x10); f.Module != real {
+	if f := u.FrameByBuildID(Process{}, id, 0x10); f.Module != real || f.Note != "" {
 		t.Errorf("frame from %q, want %q", f.Module, real)
 	}
 
-	// Another user's file is indexed when it is the only one.
+	// Another user's file is never indexed, even when it is the only one
+	// (see TestBuildIDSpoofing).
 	u = NewUserSymbols("", nil)
 	u.file(forged)
-	if got := u.index[id]; got != forged {
-		t.Errorf("the index names %q, want %q", got, forged)
+	if got, ok := u.index[id]; ok {
+		t.Errorf("the index names %q for another user's file", got)
 	}
 }
 
@@ -370,7 +371,7 @@ time.sleep(60)
 		t.Fatal("fake.so: no atk_fake_func")
 	}
 	u := NewUserSymbols("", nil)
-	if f := u.FrameAt(cmd.Process.Pid, start+off+1); f.Symbol != "atk_fake_func" || f.Offset != 1 {
+	if f := u.FrameAt(Process{PID: cmd.Process.Pid}, start+off+1); f.Symbol != "atk_fake_func" || f.Offset != 1 {
 		t.Errorf("frame %+v, want atk_fake_func+0x1 (the file mapped)", f)
 	}
 	for id, path := range u.index {
@@ -398,10 +399,10 @@ func TestUserSymbolsCacheBounded(t *testing.T) {
 		if err := os.WriteFile(p, data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		u.FrameAt(os.Getpid(), 0x10) // as a frame of this process
+		u.FrameAt(Process{PID: os.Getpid()}, 0x10) // as a frame of this process
 		u.file(p)
 	}
-	if len(u.files) > 8+len(u.maps[os.Getpid()]) {
+	if len(u.files) > 8+len(u.maps[Process{PID: os.Getpid()}].maps) {
 		t.Errorf("%d files cached, bound 8", len(u.files))
 	}
 
@@ -410,9 +411,131 @@ func TestUserSymbolsCacheBounded(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	u.maps[cmd.Process.Pid] = []mapping{{start: 1, end: 2, path: "/bin/true", open: "/bin/true"}}
-	u.FrameByBuildID(strings.Repeat("00", 20), 0x10)
-	if _, ok := u.maps[cmd.Process.Pid]; ok {
+	gone := Process{PID: cmd.Process.Pid}
+	u.maps[gone] = &procMaps{maps: []mapping{{start: 1, end: 2, path: "/bin/true", open: "/bin/true"}}, ok: true}
+	u.FrameByBuildID(Process{}, strings.Repeat("00", 20), 0x10)
+	if _, ok := u.maps[gone]; ok {
 		t.Errorf("the maps of process %d, gone, are kept", cmd.Process.Pid)
+	}
+}
+
+// Which file is believed for a build id: root's (or this user's), not
+// writable by others; another user's only for a process of that user; a
+// file anyone may write, never. Others name frames with a note saying
+// whose they are, and never enter the index.
+func TestBuildIDTrust(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: files of another user are made with chown")
+	}
+	data, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs, open := filepath.Join(dir, "mine"), filepath.Join(dir, "theirs"), filepath.Join(dir, "open")
+	for _, p := range []string{mine, theirs, open} {
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	id := FileBuildID(mine)
+	if id == "" {
+		t.Skip("/bin/true has no build id")
+	}
+	index := filepath.Join(dir, "buildids.json")
+	u := NewUserSymbols(index, nil)
+	u.procsScanned = time.Now() // this test's files only
+	for _, d := range append(filepath.SplitList(os.Getenv("PATH")), libDirs...) {
+		u.scanned[d] = true
+	}
+	u.file(open)
+	u.file(theirs)
+	if len(u.index) != 0 {
+		t.Errorf("the index holds files another user controls: %v", u.index)
+	}
+	f := u.FrameByBuildID(Process{}, id, 0x10)
+	if want := "untrusted: " + open + " writable by others (mode 0666)"; f.Note != want || f.Module != open {
+		t.Errorf("an exited process's frame: %+v, want note %q", f, want)
+	}
+	if !strings.HasSuffix(f.String(), " ["+f.Note+"]") {
+		t.Errorf("String %q: want the note in the module's place", f.String())
+	}
+
+	// A running process of uid 65534: its user's file is believed for it.
+	sleep := exec.Command("sleep", "60")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	u.claims[id] = theirs
+	start, err := StartTime(sleep.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Process{PID: sleep.Process.Pid, Start: ProcessStarted | uint32(start)&(ProcessStarted-1)}
+	if uid, ok := p.Running(); !ok || uid != 65534 {
+		t.Fatalf("%+v: running %v as uid %d, want uid 65534", p, ok, uid)
+	}
+	if f := u.FrameByBuildID(p, id, 0x10); f.Note != "" || f.Module != theirs {
+		t.Errorf("a frame of uid 65534's process from their file: %+v, want no note", f)
+	}
+	if f := u.FrameByBuildID(Process{}, id, 0x10); f.Note != "untrusted: "+theirs+" owned by uid 65534" {
+		t.Errorf("an exited process's frame from uid 65534's file: %+v", f)
+	}
+	// Another process now has the pid: not the one recorded.
+	if _, ok := (Process{PID: p.PID, Start: ProcessStarted | (p.Start+1)&(ProcessStarted-1)}).Running(); ok {
+		t.Errorf("pid %d with another start time reads as running", p.PID)
+	}
+
+	// root's file: indexed, believed for anyone, and it wins.
+	u.file(mine)
+	if f := u.FrameByBuildID(Process{}, id, 0x10); f.Note != "" || f.Module != mine {
+		t.Errorf("a frame with root's file known: %+v", f)
+	}
+	if err := u.Save(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(index)
+	if err != nil || !strings.Contains(string(b), mine) || strings.Contains(string(b), theirs) || strings.Contains(string(b), open) {
+		t.Errorf("the saved index: %v\n%s", err, b)
+	}
+}
+
+// A process's start time is read past its name, whatever the name holds.
+func TestStartTimeOddName(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	odd := filepath.Join(t.TempDir(), "x) 1 2 (y")
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(odd, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	mine, err1 := StartTime(os.Getpid())
+	its, err2 := StartTime(cmd.Process.Pid)
+	if err1 != nil || err2 != nil || its < mine {
+		t.Errorf("start times: this process %d (%v), its child %d (%v)", mine, err1, its, err2)
+	}
+	if _, ok := (Process{PID: cmd.Process.Pid, Start: ProcessStarted | uint32(its)&(ProcessStarted-1)}).Running(); !ok {
+		t.Errorf("the child, with its start time, is not running")
 	}
 }

@@ -103,8 +103,9 @@ const (
 	// KeyKStack is a kernel stack: the id (8 bytes, negative: no stack, the
 	// errno) of a stack in the probe's stack trace map KeyField.StackMap.
 	KeyKStack KeyKind = "kstack"
-	// KeyUStack is a user stack: its id, then the process id (8 bytes
-	// each). Its stack trace map holds build ids and file offsets.
+	// KeyUStack is a user stack: its id, then the process (8 bytes
+	// each: the tgid, and above it the start time, see bpf.ProcessStarted).
+	// Its stack trace map holds build ids and file offsets.
 	KeyUStack KeyKind = "ustack"
 )
 

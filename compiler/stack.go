@@ -5,6 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/spec"
 )
@@ -15,7 +16,7 @@ import (
 // (BPF_MAP_TYPE_STACK_TRACE), one map per kind and depth: the kernel
 // hashes the frames and keeps each distinct stack once. A key or record
 // holds the id (negative: the errno of bpf_get_stackid, no stack); a user
-// stack also holds the process id. User stacks are kept as build ids and
+// stack also holds the process (storeProcess). User stacks are kept as build ids and
 // file offsets (BPF_F_STACK_BUILD_ID), so show symbolizes them after the
 // process has exited; a frame whose file the kernel could not identify
 // keeps its address, symbolized through the process's maps while it runs.
@@ -109,10 +110,7 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 			asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
 		)
 		if x.User {
-			g.e.Emit(
-				asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32),
-				asm.StoreMem(p.base, p.off+8, asm.R0, asm.DWord),
-			)
+			g.storeProcess(place{p.base, p.off + 8})
 		}
 	case *spec.EntryRef:
 		g.copy(p, stack(g.entryArea+int16(g.entryFields[x.Name])), slotSize(t))
@@ -203,4 +201,64 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 	}
 	return decision{route: RouteProfile, families: []Family{FamilyPerfEvent},
 		reason: fmt.Sprintf("perf_event: %s %s on every CPU (%s)", s.Event, rate, why)}, s, nil
+}
+
+// storeProcess stores at p the process an address of user memory belongs
+// to: its tgid, and above it its start time (task.group_leader's
+// start_boottime, as /proc/PID/stat shows it) marked with
+// bpf.ProcessStarted, where the target's BTF says where that is. A pid alone
+// names whichever process has it when show reads: the start time tells
+// the process that recorded the address from one that got its pid since.
+func (g *gen) storeProcess(p place) {
+	mark := g.e.StackMark()
+	defer g.e.Release(mark)
+	leader, start, ok := g.startTimeField()
+	if !ok {
+		g.e.Emit(
+			asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32),
+			asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
+		)
+		return
+	}
+	g.e.Emit(asm.FnGetCurrentTask.Call())
+	g.readKernel(leader, 8)
+	g.readKernel(start, 8)
+	g.e.Emit(
+		asm.Div.Imm(asm.R0, bpf.ClockTickNS),
+		asm.And.Imm32(asm.R0, bpf.ProcessStarted-1),
+		asm.Or.Imm32(asm.R0, -bpf.ProcessStarted),
+		asm.LSh.Imm(asm.R0, 32),
+		asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
+		asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32),
+		asm.LoadMem(asm.R1, p.base, p.off, asm.DWord),
+		asm.Or.Reg(asm.R0, asm.R1),
+		asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
+	)
+}
+
+// startTimeField finds in the target's BTF the offsets of
+// task_struct.group_leader and of the leader's start time since boot
+// (start_boottime; real_start_time before Linux 5.5). A target without
+// BTF (a profile) has none: the slot then holds the pid alone.
+func (g *gen) startTimeField() (leader, start int32, ok bool) {
+	types, err := g.facts.Types()
+	if err != nil {
+		return 0, 0, false
+	}
+	r := &resolver{g: g, types: types}
+	task, found := r.lookupComposite("task_struct", false)
+	if !found {
+		return 0, 0, false
+	}
+	lm, loff, found := member(task, "group_leader")
+	if _, ptr := btf.UnderlyingType(lm.Type).(*btf.Pointer); !found || !ptr || loff%8 != 0 {
+		return 0, 0, false
+	}
+	for _, name := range []string{"start_boottime", "real_start_time"} {
+		m, off, found := member(task, name)
+		if sz, err := btf.Sizeof(m.Type); found && err == nil && sz == 8 && off%8 == 0 && m.BitfieldSize == 0 {
+			return int32(loff / 8), int32(off / 8), true
+		}
+	}
+	return 0, 0, false
 }

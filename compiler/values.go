@@ -48,15 +48,10 @@ func (g *gen) store(x spec.Expr, p place, size int) {
 		return
 	}
 	if d, ok := x.(*spec.Display); ok && d.Decoder == spec.DecodeUsym {
-		// usym(addr): the address, then the process (its tgid), as a
-		// ustack key keeps it; show finds the address in its maps.
+		// usym(addr): the address, then the process, as a ustack key
+		// keeps it; show finds the address in its maps.
 		g.store(d.X, p, 8)
-		mark := g.e.StackMark()
-		g.e.Emit(
-			asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32),
-			asm.StoreMem(p.base, p.off+8, asm.R0, asm.DWord),
-		)
-		g.e.Release(mark)
+		g.storeProcess(place{p.base, p.off + 8})
 		return
 	}
 	t := g.typeOf(x)

@@ -21,9 +21,10 @@ import (
 // record (Err: a kernel stack sampled in user mode, a user stack of a
 // kernel thread, a full stack map) has no frames.
 type Stack struct {
-	User   bool        `json:"-"`
-	ID     int64       `json:"-"`
-	PID    int64       `json:"-"`
+	User bool  `json:"-"`
+	ID   int64 `json:"-"`
+	// Proc is the process of a user stack: its pid and start time.
+	Proc   bpf.Process `json:"-"`
 	Frames []bpf.Frame `json:"-"`
 	Err    string      `json:"-"`
 
@@ -59,7 +60,7 @@ func decodeStack(f compiler.KeyField, raw []byte) *Stack {
 	s := &Stack{User: f.Kind == compiler.KeyUStack, ref: f.StackMap}
 	s.ID = int64(binary.LittleEndian.Uint64(raw[:8]))
 	if s.User && len(raw) >= 16 {
-		s.PID = int64(binary.LittleEndian.Uint64(raw[8:16]))
+		s.Proc = bpf.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
 	}
 	if s.ID < 0 {
 		s.Err = stackErr(s.ID, s.User)
@@ -131,7 +132,7 @@ func (r *stackResolver) resolve(s *Stack) error {
 	if s.Err != "" || s.Frames != nil {
 		return nil
 	}
-	ck := fmt.Sprintf("%s/%d/%d", s.ref, s.ID, s.PID)
+	ck := fmt.Sprintf("%s/%d/%d/%d", s.ref, s.ID, s.Proc.PID, s.Proc.Start)
 	if fr, ok := r.cache[ck]; ok {
 		s.Frames = fr
 		return nil
@@ -152,7 +153,7 @@ func (r *stackResolver) resolve(s *Stack) error {
 		return nil
 	}
 	if s.User {
-		s.Frames = r.userFrames(raw, int(s.PID))
+		s.Frames = r.userFrames(raw, s.Proc)
 	} else {
 		s.Frames = r.kernelFrames(raw)
 	}
@@ -186,7 +187,7 @@ const (
 	buildIDIP    = 2
 )
 
-func (r *stackResolver) userFrames(raw []byte, pid int) []bpf.Frame {
+func (r *stackResolver) userFrames(raw []byte, p bpf.Process) []bpf.Frame {
 	var out []bpf.Frame
 	size := compiler.StackFrameSize(true)
 	for off := 0; off+size <= len(raw); off += size {
@@ -195,12 +196,12 @@ func (r *stackResolver) userFrames(raw []byte, pid int) []bpf.Frame {
 		val := binary.LittleEndian.Uint64(e[24:])
 		switch status {
 		case buildIDValid:
-			out = append(out, r.user.FrameByBuildID(hex.EncodeToString(e[4:24]), val))
+			out = append(out, r.user.FrameByBuildID(p, hex.EncodeToString(e[4:24]), val))
 		case buildIDIP:
 			if val == 0 {
 				return out
 			}
-			out = append(out, r.user.FrameAt(pid, val))
+			out = append(out, r.user.FrameAt(p, val))
 		default:
 			return out
 		}

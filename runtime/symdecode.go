@@ -3,8 +3,6 @@ package runtime
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -53,23 +51,21 @@ var userSyms struct {
 }
 
 // decodeUsym shows a user address (the slot's first 8 bytes) of the
-// process that recorded it (the next 8) as func+0xoff [file], while that
-// process runs. After it has exited the address shows in hex, with the
-// process named: a single address keeps no build id (only stacks do).
+// process that recorded it (the next 8: its pid and start time) as
+// func+0xoff [file], while that process runs. After it has exited (its
+// pid another's or no one's) the address shows with that said: a single
+// address keeps no build id (only stacks do).
 func decodeUsym(_ compiler.KeyField, raw []byte) any {
 	if len(raw) < 16 {
 		return fmt.Sprintf("usym %x", raw)
 	}
 	addr := binary.LittleEndian.Uint64(raw[:8])
-	pid := int64(binary.LittleEndian.Uint64(raw[8:16]))
+	p := bpf.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
 	switch {
 	case addr == 0:
 		return "0x0"
-	case pid <= 0 || pid > 1<<22:
+	case p.PID <= 0 || p.PID > 1<<22:
 		return fmt.Sprintf("0x%x (no process)", addr)
-	}
-	if _, err := os.Stat("/proc/" + strconv.FormatInt(pid, 10)); err != nil {
-		return fmt.Sprintf("0x%x (process %d exited)", addr, pid)
 	}
 	userSyms.mu.Lock()
 	if userSyms.u == nil || time.Since(userSyms.created) > time.Second {
@@ -77,5 +73,5 @@ func decodeUsym(_ compiler.KeyField, raw []byte) any {
 	}
 	u := userSyms.u
 	userSyms.mu.Unlock()
-	return u.FrameAt(int(pid), addr).String()
+	return u.FrameAt(p, addr).String()
 }

@@ -5,12 +5,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 )
+
+// here is an address in this test binary's code.
+var here = uint64(reflect.ValueOf(TestDecodeKsym).Pointer())
 
 // usym of a process gone, of no process, and of 0. (An address of a
 // live process is named in cmd/probectl's TestUsymFunctionPointer: the
@@ -25,8 +31,31 @@ func TestDecodeUsym(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := cmd.ProcessState.Pid()
-	if got, want := decodeUsym(compiler.KeyField{}, slot(addr, gone)), fmt.Sprintf("0x%x (process %d exited)", addr, gone); got != want {
+	if got, want := decodeUsym(compiler.KeyField{}, slot(addr, gone)), fmt.Sprintf("0x%x [process %d exited]", addr, gone); got != want {
 		t.Errorf("usym of an exited process: %q, want %q", got, want)
+	}
+
+	// An address of this process, recorded with its start time: named
+	// from its maps (its file). With another start time, as when the pid
+	// is another process's now: its address, and that the process that
+	// recorded it has exited.
+	start, err := bpf.StartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := func(start uint64) []byte {
+		proc := uint64(os.Getpid()) | uint64(bpf.ProcessStarted|uint32(start)&(bpf.ProcessStarted-1))<<32
+		return append(le(int64(here)), le(int64(proc))...)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := decodeUsym(compiler.KeyField{}, tagged(start)), "["+filepath.Base(self)+"]"; !strings.HasSuffix(got.(string), want) {
+		t.Errorf("usym of this process: %q, want it in %s", got, want)
+	}
+	if got, want := decodeUsym(compiler.KeyField{}, tagged(start+1)), fmt.Sprintf("0x%x [process %d exited]", here, os.Getpid()); got != want {
+		t.Errorf("usym of this pid with another start time: %q, want %q", got, want)
 	}
 	if got, want := decodeUsym(compiler.KeyField{}, slot(addr, 0)), fmt.Sprintf("0x%x (no process)", addr); got != want {
 		t.Errorf("usym of pid 0: %q, want %q", got, want)

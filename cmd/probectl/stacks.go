@@ -63,10 +63,15 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult) {
 // flameFrame names a frame in folded stacks and flame graphs: the function
 // without its offset (so that samples in one function merge), kernel
 // frames marked "_[k]" as stackcollapse-perf.pl --kernel marks them, the
-// file for an unknown user function.
+// file for an unknown user function; a frame's note as show prints it
+// ("func [untrusted: /tmp/x owned by uid 1000]", "[process 1234 exited]").
 func flameFrame(f bpf.Frame, user bool) string {
 	name := f.Symbol
 	switch {
+	case f.Note != "" && name != "":
+		name += " [" + f.Note + "]"
+	case f.Note != "":
+		name = "[" + f.Note + "]"
 	case name == "" && user && f.Module != "":
 		name = "[" + filepath.Base(f.Module) + "]"
 	case name == "":

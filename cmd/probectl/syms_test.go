@@ -80,8 +80,8 @@ probe "user" "call" {
 	// After it has exited: the address, and that its process is gone.
 	exit()
 	fn, v := read()
-	if !regexp.MustCompile(`^0x[0-9a-f]+ \(process [0-9]+ exited\)$`).MatchString(fn) || v != n {
-		t.Errorf("after exit: fn=%q count %d, want the address and \"(process PID exited)\", count %d", fn, v, n)
+	if !regexp.MustCompile(`^0x[0-9a-f]+ \[process [0-9]+ exited\]$`).MatchString(fn) || v != n {
+		t.Errorf("after exit: fn=%q count %d, want the address and \"[process PID exited]\", count %d", fn, v, n)
 	}
 }
 
