@@ -33,16 +33,18 @@ var (
 	// file, and what is read of the string table its names are in.
 	maxTableBytes int64 = 256 << 20
 	// maxFileSymBytes bounds the memory of the symbols kept of one file
-	// (its tables and its debug file's).
-	maxFileSymBytes int64 = 64 << 20
+	// (its tables and its debug file's): some 400,000 functions.
+	maxFileSymBytes int64 = 32 << 20
 	// budgetRead bounds the symbol and string table bytes one symbolizer
 	// reads.
 	budgetRead int64 = 1 << 30
 	// budgetHeld bounds the memory of the symbols one symbolizer holds.
-	budgetHeld int64 = 256 << 20
+	budgetHeld int64 = 64 << 20
 	// sharedSymBytes bounds the symbols the symbolizers of a process
-	// share, least recently used dropped first.
-	sharedSymBytes int64 = 128 << 20
+	// share, least recently used dropped first. With the agent's four
+	// scrapes at once, what symbols hold stays under the GOMEMLIMIT of
+	// deploy/ (384 MiB).
+	sharedSymBytes int64 = 96 << 20
 )
 
 const (

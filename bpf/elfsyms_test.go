@@ -361,7 +361,7 @@ func TestSymbolBudgets(t *testing.T) {
 	if e := u.file(paths[0]); e.note != "" {
 		t.Errorf("a file held again: note %q", e.note)
 	}
-	budgetHeld = 256 << 20
+	budgetHeld = 64 << 20
 
 	// One file's symbols: 100 of them.
 	resetShared(t)

@@ -63,12 +63,15 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult) {
 // flameFrame names a frame in folded stacks and flame graphs: the function
 // without its offset (so that samples in one function merge), kernel
 // frames marked "_[k]" as stackcollapse-perf.pl --kernel marks them, the
-// file for an unknown user function.
+// file for an unknown user function (and why, when a bound said so).
 func flameFrame(f bpf.Frame, user bool) string {
 	name := f.Symbol
 	switch {
 	case name == "" && user && f.Module != "":
 		name = "[" + filepath.Base(f.Module) + "]"
+		if f.Reason != "" {
+			name += " (" + f.Reason + ")"
+		}
 	case name == "":
 		name = "[unknown]"
 	}
