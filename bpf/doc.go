@@ -18,7 +18,10 @@
 //     [FsessionLink]);
 //   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),
 //     every field classified ([FieldClass]), and a kernel's capture of them
-//     all ([CaptureTracepoints]): profiles embed their kernels'.
+//     all ([CaptureTracepoints]): profiles embed their kernels';
+//   - stack frames to names ([KernelSymbols], [UserSymbols]): other users'
+//     ELF files read within bounds and budgets, their symbols shared by a
+//     process's readers in a bounded cache (elfsyms.go).
 //
 // Package bpf knows nothing of HCL, specs or plans, and it must not import
 // any other probectl package.

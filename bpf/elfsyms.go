@@ -52,6 +52,9 @@ const (
 	maxSymName = 4096
 	// symCost is what a kept symbol costs besides its name's bytes.
 	symCost = 48
+	// entryCost is what a cached file costs besides its symbols (even
+	// one with none: a user may make millions of files).
+	entryCost = 256
 	// chunk is what is read of a table at a time.
 	chunk = 64 << 10
 )

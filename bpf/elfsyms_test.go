@@ -379,18 +379,50 @@ func TestSharedSymbolsBounded(t *testing.T) {
 	resetShared(t)
 	dir := t.TempDir()
 	f := &testELF{funcs: 100}
-	defer func(old int64) { sharedSymBytes = old }(sharedSymBytes)
-	sharedSymBytes = 5 * 100 * (symCost + 4)
+	var paths []string
 	for i := 0; i < 20; i++ {
 		p := filepath.Join(dir, fmt.Sprint(i))
 		f.write(t, p, false)
+		paths = append(paths, p)
+	}
+	probe := newSymBudget()
+	openELF(paths[0], probe)
+	cost := budgetHeld - probe.held
+	resetShared(t)
+	defer func(old int64) { sharedSymBytes = old }(sharedSymBytes)
+	sharedSymBytes = 5 * cost
+	for i, p := range paths {
 		NewUserSymbols("", nil).file(p)
 		shared.Lock()
 		b, n, l := shared.bytes, len(shared.m), shared.lru.Len()
 		shared.Unlock()
-		if b > sharedSymBytes || n != l || n > 5 {
+		if b > sharedSymBytes || n != l || n != min(i+1, 5) {
 			t.Fatalf("after %d files: %d bytes (bound %d), %d entries, %d in order", i+1, b, sharedSymBytes, n, l)
 		}
+	}
+	// The five last read are those kept: read again, they cost nothing.
+	u := NewUserSymbols("", nil)
+	for _, p := range paths[15:] {
+		u.file(p)
+	}
+	if u.budget.read != budgetRead {
+		t.Errorf("the files cached were read again: %d bytes", budgetRead-u.budget.read)
+	}
+
+	// Files without symbols cost their entries: a user's million files
+	// are no more than the bound.
+	resetShared(t)
+	empty := &testELF{}
+	for i := 0; i < 200; i++ {
+		p := filepath.Join(dir, fmt.Sprint("empty", i))
+		empty.write(t, p, false)
+		NewUserSymbols("", nil).file(p)
+	}
+	shared.Lock()
+	n := len(shared.m)
+	shared.Unlock()
+	if int64(n) > sharedSymBytes/entryCost {
+		t.Errorf("%d files without symbols cached, bound %d", n, sharedSymBytes/entryCost)
 	}
 }
 

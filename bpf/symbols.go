@@ -268,7 +268,8 @@ func openELF(path string, b *symBudget) (*elfFile, error) {
 		syms.sort()
 		// A file written while it was read is not what its key names.
 		now, err := statID(c)
-		return &symEntry{syms: syms, note: note, cost: r.kept, cut: r.cut || err != nil || now != id}
+		cost := entryCost + int64(len(note)) + r.kept
+		return &symEntry{syms: syms, note: note, cost: cost, cut: r.cut || err != nil || now != id}
 	})
 	if why := b.hold(ent); why != "" {
 		e.note = why
