@@ -3,6 +3,7 @@ package bpf
 import (
 	"container/list"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -27,8 +28,12 @@ import (
 // The bounds. Variables so that tests may lower them.
 var (
 	// maxELFHeaderRead bounds what is read of one file to parse its
-	// headers, section names and notes (debug/elf).
-	maxELFHeaderRead int64 = 16 << 20
+	// headers, section names and notes (debug/elf): 65,535 section
+	// headers are 4 MiB.
+	maxELFHeaderRead int64 = 8 << 20
+	// maxSectionNames bounds a file's table of section names (a real
+	// one is a few hundred bytes).
+	maxSectionNames uint64 = 1 << 20
 	// maxTableBytes bounds one symbol table (.symtab or .dynsym) of a
 	// file, and what is read of the string table its names are in.
 	maxTableBytes int64 = 256 << 20
@@ -393,11 +398,13 @@ func indexZero(b []byte) int {
 }
 
 // headerReaderAt is what debug/elf reads a file through: reads past the
-// file's end fail, and reads fail once left bytes have been read.
+// file's end fail, and reads fail once left bytes have been read. What
+// is read is taken from *charge too (a budget), when not nil.
 type headerReaderAt struct {
-	r    io.ReaderAt
-	size int64
-	left int64
+	r      io.ReaderAt
+	size   int64
+	left   int64
+	charge *int64
 }
 
 func (b *headerReaderAt) ReadAt(p []byte, off int64) (int, error) {
@@ -412,9 +419,69 @@ func (b *headerReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		p = p[:b.size-off]
 	}
 	b.left -= int64(len(p))
+	if b.charge != nil {
+		*b.charge -= int64(len(p))
+	}
 	n, err := b.r.ReadAt(p, off)
 	if err == nil && n < want {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// checkSectionNames refuses a file whose section-name table claims more
+// than maxSectionNames or lies past the file's end: debug/elf allocates
+// what it claims (up to 10 MiB at a time) before reading it.
+func checkSectionNames(r *headerReaderAt) error {
+	var h [64]byte
+	if _, err := r.ReadAt(h[:], 0); err != nil && err != io.EOF {
+		return err
+	}
+	if string(h[:4]) != elf.ELFMAG {
+		return nil // debug/elf says what it is not
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if elf.Data(h[elf.EI_DATA]) == elf.ELFDATA2MSB {
+		bo = binary.BigEndian
+	}
+	var shoff, entsize, idx, off, size uint64
+	var hdr []byte
+	switch elf.Class(h[elf.EI_CLASS]) {
+	case elf.ELFCLASS64:
+		shoff, entsize, idx = bo.Uint64(h[0x28:]), uint64(bo.Uint16(h[0x3a:])), uint64(bo.Uint16(h[0x3e:]))
+		hdr = make([]byte, 64)
+	case elf.ELFCLASS32:
+		shoff, entsize, idx = uint64(bo.Uint32(h[0x20:])), uint64(bo.Uint16(h[0x2e:])), uint64(bo.Uint16(h[0x32:]))
+		hdr = make([]byte, 40)
+	default:
+		return nil
+	}
+	if shoff == 0 || idx == uint64(elf.SHN_UNDEF) || entsize < uint64(len(hdr)) {
+		return nil
+	}
+	if idx == uint64(elf.SHN_XINDEX) { // the index is section 0's link
+		if _, err := r.ReadAt(hdr, int64(shoff)); err != nil {
+			return nil
+		}
+		link := 24 // sh_link
+		if len(hdr) == 64 {
+			link = 40
+		}
+		idx = uint64(bo.Uint32(hdr[link:]))
+	}
+	if _, err := r.ReadAt(hdr, int64(shoff+idx*entsize)); err != nil {
+		return nil // debug/elf says what is wrong
+	}
+	if len(hdr) == 64 {
+		off, size = bo.Uint64(hdr[24:]), bo.Uint64(hdr[32:])
+	} else {
+		off, size = uint64(bo.Uint32(hdr[16:])), uint64(bo.Uint32(hdr[20:]))
+	}
+	switch {
+	case size > maxSectionNames:
+		return fmt.Errorf("its section names claim %s, over the %s bound", sizeText(size), sizeText(maxSectionNames))
+	case off > uint64(r.size) || size > uint64(r.size)-off:
+		return fmt.Errorf("its section names claim %s at offset %#x, past the end of the %s file", sizeText(size), off, sizeText(uint64(r.size)))
+	}
+	return nil
 }

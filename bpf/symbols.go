@@ -194,17 +194,18 @@ func debugPath(id string) string {
 	return filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
 }
 
-// openELFFile opens the ELF file at path and parses its headers, reading
-// at most maxELFHeaderRead bytes and nothing past its end. Paths come
-// from other users (the files their processes map, the build-id index,
-// -symbols directories): a named pipe or a device is refused without
-// blocking. Its symbol tables are read by [tableReader], within bounds.
-func openELFFile(path string) (*elf.File, *os.File, error) {
+// openELFFile opens the ELF file at path and parses its headers (see
+// [newELFFile]), the bytes read (then and for its notes) taken from
+// *charge when not nil. Paths come from other users (the files their
+// processes map, the build-id index, -symbols directories): a named pipe
+// or a device is refused without blocking. Its symbol tables are read by
+// [tableReader], within bounds.
+func openELFFile(path string, charge *int64) (*elf.File, *os.File, error) {
 	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	ef, err := newELFFile(f)
+	ef, err := newELFFile(f, charge)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -212,12 +213,20 @@ func openELFFile(path string) (*elf.File, *os.File, error) {
 	return ef, f, nil
 }
 
-func newELFFile(f *os.File) (*elf.File, error) {
+// newELFFile parses the headers of the ELF file f, reading at most
+// maxELFHeaderRead bytes of it and nothing past its end; a table of
+// section names over maxSectionNames is refused before debug/elf
+// allocates for it.
+func newELFFile(f *os.File, charge *int64) (*elf.File, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	return elf.NewFile(&headerReaderAt{r: f, size: st.Size(), left: maxELFHeaderRead})
+	r := &headerReaderAt{r: f, size: st.Size(), left: maxELFHeaderRead, charge: charge}
+	if err := checkSectionNames(r); err != nil {
+		return nil, err
+	}
+	return elf.NewFile(r)
 }
 
 // openELF reads the symbols, segments and build id of the ELF file at
@@ -225,7 +234,10 @@ func newELFFile(f *os.File) (*elf.File, error) {
 // share when another has read them; a bound that stops them leaves the
 // file with fewer symbols or none, and a note that says why.
 func openELF(path string, b *symBudget) (*elfFile, error) {
-	ef, c, err := openELFFile(path)
+	if b.read <= 0 {
+		return &elfFile{path: path, note: "symbols not read: " + errSpent().Error()}, nil
+	}
+	ef, c, err := openELFFile(path, &b.read)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +258,7 @@ func openELF(path string, b *symBudget) (*elfFile, error) {
 	var def *elf.File
 	var dc *os.File
 	if sectionOfType(ef, elf.SHT_SYMTAB) == nil && e.buildID != "" {
-		if df, c, err := openELFFile(debugPath(e.buildID)); err == nil {
+		if df, c, err := openELFFile(debugPath(e.buildID), &b.read); err == nil {
 			defer c.Close()
 			if did, err := statID(c); err == nil && elfBuildID(df) == e.buildID {
 				def, dc, key.debug = df, c, did
@@ -339,7 +351,7 @@ func elfBuildID(ef *elf.File) string {
 
 // FileBuildID returns the GNU build id of the ELF file at path, or "".
 func FileBuildID(path string) string {
-	ef, c, err := openELFFile(path)
+	ef, c, err := openELFFile(path, nil)
 	if err != nil {
 		return ""
 	}
@@ -650,7 +662,7 @@ func buildIDOf(path string) string {
 	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != elf.ELFMAG {
 		return ""
 	}
-	ef, err := newELFFile(f)
+	ef, err := newELFFile(f, nil)
 	if err != nil {
 		return ""
 	}
