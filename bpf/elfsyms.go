@@ -40,8 +40,8 @@ var (
 	// maxFileSymBytes bounds the memory of the symbols kept of one file
 	// (its tables and its debug file's): some 400,000 functions.
 	maxFileSymBytes int64 = 32 << 20
-	// budgetRead bounds the symbol and string table bytes one symbolizer
-	// reads.
+	// budgetRead bounds the bytes one symbolizer reads of ELF files
+	// (headers, notes, symbol and string tables).
 	budgetRead int64 = 1 << 30
 	// budgetHeld bounds the memory of the symbols one symbolizer holds.
 	budgetHeld int64 = 64 << 20
@@ -75,9 +75,10 @@ func newSymBudget() *symBudget {
 	return &symBudget{read: budgetRead, held: budgetHeld, holding: map[*symEntry]bool{}}
 }
 
-// release forgets what is held (the symbolizer dropped its files).
+// release starts the budget again: the symbolizer dropped its files (a
+// long-lived one, as events -follow's, after maxCachedFiles of them).
 func (b *symBudget) release() {
-	b.held, b.holding = budgetHeld, map[*symEntry]bool{}
+	b.read, b.held, b.holding = budgetRead, budgetHeld, map[*symEntry]bool{}
 }
 
 // hold charges entry e to the budget, or says why it cannot be held.
