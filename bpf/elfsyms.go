@@ -87,7 +87,7 @@ func (b *symBudget) hold(e *symEntry) string {
 		return ""
 	}
 	if e.cost > b.held {
-		return fmt.Sprintf("symbols not read: the %s of symbols one command or scrape may hold are spent", sizeText(uint64(budgetHeld)))
+		return "symbols not read: " + errHeld().Error()
 	}
 	b.held -= e.cost
 	b.holding[e] = true
@@ -261,6 +261,22 @@ func sizeText(n uint64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// overKept says which bound the symbols kept of table name are over: the
+// file's, or what the symbolizer may still hold (then the read is cut:
+// another symbolizer may hold them).
+func (r *tableReader) overKept(name string) error {
+	if r.kept > maxFileSymBytes {
+		return errBound{fmt.Sprintf("%s holds over %s of function symbols, the bound of one file", name, sizeText(uint64(maxFileSymBytes)))}
+	}
+	r.cut = true
+	return errHeld()
+}
+
+// errHeld says that the budget of symbols held is spent.
+func errHeld() error {
+	return errBound{fmt.Sprintf("the %s of symbols one command or scrape may hold are spent", sizeText(uint64(budgetHeld)))}
+}
+
 // pendingSym is a function symbol whose name is still to be read.
 type pendingSym struct {
 	nameOff    uint32
@@ -322,8 +338,8 @@ func (r *tableReader) entries(sec, str *elf.Section, entSize uint64) (symtab, er
 				p.nameOff == 0 || uint64(p.nameOff) >= str.Size {
 				continue
 			}
-			if r.kept += symCost; r.kept > maxFileSymBytes {
-				return nil, errBound{fmt.Sprintf("%s holds over %s of function symbols, the bound of one file", sec.Name, sizeText(uint64(maxFileSymBytes)))}
+			if r.kept += symCost; r.kept > maxFileSymBytes || r.kept > r.budget.held {
+				return nil, r.overKept(sec.Name)
 			}
 			pend = append(pend, p)
 		}
@@ -374,8 +390,8 @@ func (r *tableReader) names(str *elf.Section, pend []pendingSym) (symtab, error)
 		} else if len(name) > maxSymName {
 			name = name[:maxSymName]
 		}
-		if r.kept += int64(len(name)); r.kept > maxFileSymBytes {
-			return nil, errBound{fmt.Sprintf("%s holds over %s of function symbols, the bound of one file", str.Name, sizeText(uint64(maxFileSymBytes)))}
+		if r.kept += int64(len(name)); r.kept > maxFileSymBytes || r.kept > r.budget.held {
+			return nil, r.overKept(str.Name)
 		}
 		last, lastOff = string(name), p.nameOff
 		names[i] = last

@@ -234,8 +234,11 @@ func newELFFile(f *os.File, charge *int64) (*elf.File, error) {
 // share when another has read them; a bound that stops them leaves the
 // file with fewer symbols or none, and a note that says why.
 func openELF(path string, b *symBudget) (*elfFile, error) {
-	if b.read <= 0 {
+	switch {
+	case b.read <= 0:
 		return &elfFile{path: path, note: "symbols not read: " + errSpent().Error()}, nil
+	case b.held <= 0:
+		return &elfFile{path: path, note: "symbols not read: " + errHeld().Error()}, nil
 	}
 	ef, c, err := openELFFile(path, &b.read)
 	if err != nil {
