@@ -22,6 +22,9 @@
 //   - symbols ([KernelSymbols], [UserSymbols]): which process a user
 //     address is of ([Process]: its pid and start time), and which file
 //     names its frames (a build id is believed by the file's owner).
+//   - stack frames to names ([KernelSymbols], [UserSymbols]): other users'
+//     ELF files read within bounds and budgets, their symbols shared by a
+//     process's readers in a bounded cache (elfsyms.go).
 //
 // Package bpf knows nothing of HCL, specs or plans, and it must not import
 // any other probectl package.

@@ -34,12 +34,15 @@ import (
 // one's), "untrusted: /tmp/x owned by uid 1000" (the only file found with
 // the frame's build id is one nobody vouches for: its symbols are only
 // what the file claims).
+// Reason says why Symbol is empty when the file's symbols were not read (a
+// bound on reading them, see elfsyms.go), else "".
 type Frame struct {
 	Addr   uint64
 	Symbol string
 	Offset uint64
 	Module string
 	Note   string
+	Reason string
 }
 
 // MarshalJSON writes the frame with its address in hex ("0xffffffff81234567"):
@@ -51,14 +54,15 @@ func (f Frame) MarshalJSON() ([]byte, error) {
 		Offset uint64 `json:"offset"`
 		Module string `json:"module"`
 		Note   string `json:"note,omitempty"`
+		Reason string `json:"reason,omitempty"`
 	}
-	return json.Marshal(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module, f.Note})
+	return json.Marshal(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module, f.Note, f.Reason})
 }
 
 // String is the frame as show prints it: func+0x12 [module], or the
-// address when the symbol is unknown; the note in the module's place
-// (func+0x12 [untrusted: /tmp/x owned by uid 1000], 0x7f12 [process 1234
-// exited]).
+// address when the symbol is unknown (and why, when a bound said so); the
+// note in the module's place (func+0x12 [untrusted: /tmp/x owned by uid
+// 1000], 0x7f12 [process 1234 exited]).
 func (f Frame) String() string {
 	s := f.Name()
 	if f.Symbol != "" && f.Offset != 0 {
@@ -69,6 +73,9 @@ func (f Frame) String() string {
 		s += " [" + f.Note + "]"
 	case f.Module != "":
 		s += " [" + filepath.Base(f.Module) + "]"
+	}
+	if f.Symbol == "" && f.Reason != "" {
+		s += " (" + f.Reason + ")"
 	}
 	return s
 }
@@ -179,7 +186,9 @@ type elfFile struct {
 	path    string
 	buildID string
 	syms    symtab
-	loads   []elf.ProgHeader
+	// note says why syms misses some or all of the file's symbols.
+	note  string
+	loads []elf.ProgHeader
 	// owner and perm, of the file opened: whose its contents are.
 	owner uint32
 	perm  os.FileMode
@@ -213,21 +222,18 @@ func debugPath(id string) string {
 	return filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
 }
 
-// maxELFRead bounds what is read from one ELF file to symbolize it
-// (section headers, the symbol and string tables, the notes).
-var maxELFRead int64 = 512 << 20
-
-// openELFFile opens the ELF file at path for reading at most maxELFRead
-// bytes of it. Paths come from other users (the files their processes
-// map, the build-id index, -symbols directories): a named pipe or a
-// device is refused without blocking, and a corrupt file claiming huge
-// tables (a sparse file) costs no more than the bound.
-func openELFFile(path string) (*elf.File, *os.File, error) {
+// openELFFile opens the ELF file at path and parses its headers (see
+// [newELFFile]), the bytes read (then and for its notes) taken from
+// *charge when not nil. Paths come from other users (the files their
+// processes map, the build-id index, -symbols directories): a named pipe
+// or a device is refused without blocking. Its symbol tables are read by
+// [tableReader], within bounds.
+func openELFFile(path string, charge *int64) (*elf.File, *os.File, error) {
 	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	ef, err := elf.NewFile(&boundedReaderAt{r: f, left: maxELFRead})
+	ef, err := newELFFile(f, charge)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -235,23 +241,34 @@ func openELFFile(path string) (*elf.File, *os.File, error) {
 	return ef, f, nil
 }
 
-// boundedReaderAt fails reads once left bytes have been read.
-type boundedReaderAt struct {
-	r    io.ReaderAt
-	left int64
-}
-
-func (b *boundedReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if int64(len(p)) > b.left {
-		return 0, fmt.Errorf("more than %d MiB read from one ELF file", maxELFRead>>20)
+// newELFFile parses the headers of the ELF file f, reading at most
+// maxELFHeaderRead bytes of it and nothing past its end; a table of
+// section names over maxSectionNames is refused before debug/elf
+// allocates for it.
+func newELFFile(f *os.File, charge *int64) (*elf.File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	b.left -= int64(len(p))
-	return b.r.ReadAt(p, off)
+	r := &headerReaderAt{r: f, size: st.Size(), left: maxELFHeaderRead, charge: charge}
+	if err := checkSectionNames(r); err != nil {
+		return nil, err
+	}
+	return elf.NewFile(r)
 }
 
-// openELF reads the symbols, segments and build id of the ELF file at path.
-func openELF(path string) (*elfFile, error) {
-	ef, c, err := openELFFile(path)
+// openELF reads the symbols, segments and build id of the ELF file at
+// path, on budget b. The symbols come from the cache the symbolizers
+// share when another has read them; a bound that stops them leaves the
+// file with fewer symbols or none, and a note that says why.
+func openELF(path string, b *symBudget) (*elfFile, error) {
+	switch {
+	case b.read <= 0:
+		return &elfFile{path: path, note: "symbols not read: " + errSpent().Error()}, nil
+	case b.held <= 0:
+		return &elfFile{path: path, note: "symbols not read: " + errHeld().Error()}, nil
+	}
+	ef, c, err := openELFFile(path, &b.read)
 	if err != nil {
 		return nil, err
 	}
@@ -267,47 +284,57 @@ func openELF(path string) (*elfFile, error) {
 			e.loads = append(e.loads, p.ProgHeader)
 		}
 	}
-	e.syms = funcSymbols(ef)
+	id, err := statID(c)
+	if err != nil {
+		return nil, err
+	}
+	key := symKey{file: id}
 	// A stripped file (libc) has only its dynamic symbols: its debug
 	// file, when installed, has them all.
-	if ef.Section(".symtab") == nil && e.buildID != "" {
-		if df, c, err := openELFFile(debugPath(e.buildID)); err == nil {
-			if elfBuildID(df) == e.buildID {
-				e.syms = append(e.syms, funcSymbols(df)...)
+	var def *elf.File
+	var dc *os.File
+	if sectionOfType(ef, elf.SHT_SYMTAB) == nil && e.buildID != "" {
+		if df, c, err := openELFFile(debugPath(e.buildID), &b.read); err == nil {
+			defer c.Close()
+			if did, err := statID(c); err == nil && elfBuildID(df) == e.buildID {
+				def, dc, key.debug = df, c, did
 			}
-			c.Close()
 		}
 	}
-	e.syms.sort()
+	ent := sharedSymbols(key, func() *symEntry {
+		r := &tableReader{f: c, size: id.size, ef: ef, budget: b}
+		syms, note := r.readTables()
+		if def != nil {
+			d := &tableReader{f: dc, size: key.debug.size, ef: def, budget: b, kept: r.kept}
+			dsyms, dnote := d.readTables()
+			syms = append(syms, dsyms...)
+			if note == "" {
+				note = dnote
+			}
+			r.kept, r.cut = d.kept, r.cut || d.cut
+		}
+		syms.sort()
+		// A file written while it was read is not what its key names.
+		now, err := statID(c)
+		cost := entryCost + int64(len(note)) + r.kept
+		return &symEntry{syms: syms, note: note, cost: cost, cut: r.cut || err != nil || now != id}
+	})
+	if why := b.hold(ent); why != "" {
+		e.note = why
+		return e, nil
+	}
+	e.syms, e.note = ent.syms, ent.note
 	return e, nil
-}
-
-// funcSymbols lists the function symbols of an ELF file.
-func funcSymbols(ef *elf.File) symtab {
-	var out symtab
-	for _, get := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
-		list, err := get()
-		if err != nil {
-			continue
-		}
-		for _, s := range list {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
-				continue
-			}
-			out = append(out, sym{addr: s.Value, size: s.Size, name: s.Name})
-		}
-	}
-	return out
 }
 
 // frameAtOffset symbolizes a file offset (of an instruction in a mapped
 // executable segment).
 func (e *elfFile) frameAtOffset(off uint64) Frame {
-	f := Frame{Addr: off, Module: e.path}
+	f := Frame{Addr: off, Module: e.path, Reason: e.note}
 	if e.debugOnly && len(e.loads) > 0 {
 		vaddr := off + e.loads[0].Vaddr&^0xfff
 		if s, ok := e.syms.lookup(vaddr); ok {
-			f.Symbol, f.Offset = s.name, vaddr-s.addr
+			f.Symbol, f.Offset, f.Reason = s.name, vaddr-s.addr, ""
 		}
 		return f
 	}
@@ -315,7 +342,7 @@ func (e *elfFile) frameAtOffset(off uint64) Frame {
 		if off >= p.Off && off < p.Off+p.Filesz {
 			vaddr := off - p.Off + p.Vaddr
 			if s, ok := e.syms.lookup(vaddr); ok {
-				f.Symbol, f.Offset = s.name, vaddr-s.addr
+				f.Symbol, f.Offset, f.Reason = s.name, vaddr-s.addr, ""
 			}
 			break
 		}
@@ -360,7 +387,7 @@ func elfBuildID(ef *elf.File) string {
 
 // FileBuildID returns the GNU build id of the ELF file at path, or "".
 func FileBuildID(path string) string {
-	ef, c, err := openELFFile(path)
+	ef, c, err := openELFFile(path, nil)
 	if err != nil {
 		return ""
 	}
@@ -400,6 +427,8 @@ type UserSymbols struct {
 	// indexed: again at most once a second (an event stream outlives
 	// processes).
 	procsScanned time.Time
+	// budget bounds the symbol tables read and held (elfsyms.go).
+	budget *symBudget
 }
 
 // NewUserSymbols returns a user symbolizer. indexFile (may be "") keeps
@@ -408,7 +437,7 @@ type UserSymbols struct {
 // the directories of $PATH and the usual library directories.
 func NewUserSymbols(indexFile string, dirs []string) *UserSymbols {
 	u := &UserSymbols{files: map[string]*elfFile{}, maps: map[Process]*procMaps{}, index: map[string]string{},
-		claims: map[string]string{}, indexFile: indexFile, dirs: dirs, scanned: map[string]bool{}}
+		claims: map[string]string{}, indexFile: indexFile, dirs: dirs, scanned: map[string]bool{}, budget: newSymBudget()}
 	if indexFile != "" {
 		if f, err := os.OpenFile(indexFile, os.O_RDONLY|syscall.O_NOFOLLOW, 0); err == nil {
 			if b, err := io.ReadAll(io.LimitReader(f, 16<<20)); err == nil {
@@ -457,12 +486,13 @@ func (u *UserSymbols) file(path string) *elfFile {
 	if e, ok := u.files[path]; ok {
 		return e
 	}
-	e, err := openELF(path)
-	if err != nil {
-		e = nil
-	}
 	if len(u.files) >= maxCachedFiles {
 		u.files = map[string]*elfFile{}
+		u.budget.release()
+	}
+	e, err := openELF(path, u.budget)
+	if err != nil {
+		e = nil
 	}
 	u.files[path] = e
 	if e == nil || e.buildID == "" || strings.HasPrefix(path, "/usr/lib/debug/") || strings.HasPrefix(path, "/proc/") {
@@ -728,7 +758,7 @@ func buildIDOf(path string) string {
 	if _, err := io.ReadFull(f, magic[:]); err != nil || string(magic[:]) != elf.ELFMAG {
 		return ""
 	}
-	ef, err := elf.NewFile(&boundedReaderAt{r: f, left: maxELFRead})
+	ef, err := newELFFile(f, nil)
 	if err != nil {
 		return ""
 	}

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // systemdVerify runs systemd-analyze verify on unit (its ExecStart binary
@@ -263,5 +267,85 @@ probe "profile" "capcpu" {
 	}
 	if err := a.signal(syscall.SIGTERM); err != nil {
 		t.Errorf("agent on SIGTERM: %v\n%s", err, a.log)
+	}
+}
+
+// TestMemoryBounds: the agent reads other users' files (the ELF files
+// their processes map) at every scrape, so both deployments bound its
+// memory: the Go runtime's soft limit (GOMEMLIMIT) under the cgroup's
+// (the systemd unit's MemoryHigh and MemoryMax, the DaemonSet's
+// limits.memory), with room between for what is not Go's heap (the BPF
+// maps the agent creates are charged to its cgroup).
+func TestMemoryBounds(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/probectl-agent.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
+			if k == "Environment" {
+				k, v, _ = strings.Cut(v, "=")
+			}
+			unit[k] = v
+		}
+	}
+	quantity := func(what, s string) int64 {
+		t.Helper()
+		// systemd's K, M, G are powers of 1024, as Go's KiB, MiB, GiB.
+		s = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "i"), "B")
+		q, err := resource.ParseQuantity(s + "i")
+		if err != nil {
+			t.Fatalf("%s=%q: %v", what, s, err)
+		}
+		return q.Value()
+	}
+	goLimit := quantity("GOMEMLIMIT", unit["GOMEMLIMIT"])
+	high, max := quantity("MemoryHigh", unit["MemoryHigh"]), quantity("MemoryMax", unit["MemoryMax"])
+	if goLimit < 256<<20 || goLimit+64<<20 > high || high > max {
+		t.Errorf("the unit's GOMEMLIMIT=%d MiB, MemoryHigh=%d MiB, MemoryMax=%d MiB: want 256 MiB <= GOMEMLIMIT, 64 MiB under MemoryHigh <= MemoryMax",
+			goLimit>>20, high>>20, max>>20)
+	}
+	for _, broken := range []string{"MemoryMax=512X", "MemoryHigh=lots"} {
+		k, _, _ := strings.Cut(broken, "=")
+		text := strings.Replace(string(b), k+"="+unit[k], broken, 1)
+		if out, err := systemdVerify(t, "probectl-agent.service", text); err == nil && out == "" {
+			t.Errorf("%s: systemd-analyze verify found nothing wrong", broken)
+		}
+	}
+
+	f, err := os.Open("../../deploy/kubernetes/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ds appsv1.DaemonSet
+	if err := k8syaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&ds); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name != "agent" {
+			continue
+		}
+		found = true
+		limit := c.Resources.Limits.Memory().Value()
+		var env string
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				env = e.Value
+			}
+		}
+		if env == "" {
+			t.Fatalf("the DaemonSet's agent has no GOMEMLIMIT")
+		}
+		kube := quantity("GOMEMLIMIT", env)
+		if limit == 0 || kube+64<<20 > limit || kube != goLimit || limit != max {
+			t.Errorf("the DaemonSet's agent: GOMEMLIMIT=%d MiB, limits.memory %d MiB; want 64 MiB under the limit, both as the unit's (%d MiB, %d MiB)",
+				kube>>20, limit>>20, goLimit>>20, max>>20)
+		}
+	}
+	if !found {
+		t.Fatal("the DaemonSet has no container agent")
 	}
 }

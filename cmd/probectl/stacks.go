@@ -63,8 +63,9 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult) {
 // flameFrame names a frame in folded stacks and flame graphs: the function
 // without its offset (so that samples in one function merge), kernel
 // frames marked "_[k]" as stackcollapse-perf.pl --kernel marks them, the
-// file for an unknown user function; a frame's note as show prints it
-// ("func [untrusted: /tmp/x owned by uid 1000]", "[process 1234 exited]").
+// file for an unknown user function (and why, when a bound said so); a
+// frame's note as show prints it ("func [untrusted: /tmp/x owned by uid
+// 1000]", "[process 1234 exited]").
 func flameFrame(f bpf.Frame, user bool) string {
 	name := f.Symbol
 	switch {
@@ -74,6 +75,9 @@ func flameFrame(f bpf.Frame, user bool) string {
 		name = "[" + f.Note + "]"
 	case name == "" && user && f.Module != "":
 		name = "[" + filepath.Base(f.Module) + "]"
+		if f.Reason != "" {
+			name += " (" + f.Reason + ")"
+		}
 	case name == "":
 		name = "[unknown]"
 	}
