@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,10 +83,18 @@ Exit status: 0, 1 errors.`,
 				if err := f.run(ctx); err != nil {
 					return err
 				}
-			} else if err := st.ReadBuffered(pr.record); err != nil {
+				return pr.summary(st.Drops())
+			}
+			// Consumed once printed: a failed write leaves the records.
+			st.HoldRecords()
+			if err := st.ReadBuffered(pr.record); err != nil {
 				return err
 			}
-			return pr.summary(st.Drops())
+			if err := pr.summary(st.Drops()); err != nil {
+				return err
+			}
+			st.Commit()
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON")
@@ -123,11 +132,19 @@ func eventFilter(s *runtime.State, args []string) (map[string]bool, error) {
 // apply that left no probe with events), events -follow ends after what
 // was left; a follower that waits (a sink) closes it and waits for the
 // workspace's next buffer, as it does when there is none at its start.
+//
+// A record is consumed only once its line was written (the stream holds
+// records, and the follower commits after each write): what the follower
+// read and had not written when it died, or could not write, is still in
+// the buffer for the next reader. A sink (sync) writes each line before
+// it reads the next record, so that is at most one record; events
+// -follow writes in batches.
 type eventFollower struct {
 	w    *runtime.Workspace
 	st   *runtime.EventStream // nil while a waiting follower has no buffer
 	pr   *eventPrinter
 	wait bool
+	sync bool
 	// busy is the last reason a waiting follower could not open a buffer,
 	// said once; read says it read a buffer before.
 	busy string
@@ -164,10 +181,11 @@ func (f *eventFollower) run(ctx context.Context) error {
 // new one to move to (removed).
 func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 	st, pr := f.st, f.pr
+	st.HoldRecords()
 	lastCheck := time.Now()
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
-			return false, st.ReadBuffered(pr.record)
+			return false, f.drain()
 		}
 		rec, err := st.Next(time.Now().Add(250 * time.Millisecond))
 		switch {
@@ -175,11 +193,16 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 			if err := pr.record(rec); err != nil {
 				return false, err
 			}
+			if f.sync || pr.buffered() >= 32<<10 {
+				if err := f.commit(); err != nil {
+					return false, err
+				}
+			}
 			if n%1024 != 0 || time.Since(lastCheck) < time.Second {
 				continue
 			}
 		case errors.Is(err, runtime.ErrIdle):
-			if err := pr.flush(); err != nil {
+			if err := f.commit(); err != nil {
 				return false, err
 			}
 		default:
@@ -193,7 +216,7 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 		}
 		// Removed: its writers are detached; what it holds is still ours.
 		time.Sleep(100 * time.Millisecond)
-		if err := st.ReadBuffered(pr.record); err != nil {
+		if err := f.drain(); err != nil {
 			return false, err
 		}
 		old := st.Size()
@@ -207,8 +230,36 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 		if err != nil || !moved {
 			return true, nil
 		}
+		st.HoldRecords()
 		fmt.Fprintf(pr.errw, "The event buffer was made anew by an apply (%s, was %s): following the new one.\n", sizeName(st.Size()), sizeName(old))
 	}
+}
+
+// commit writes what the printer holds, then consumes the records it
+// printed.
+func (f *eventFollower) commit() error {
+	if err := f.pr.flush(); err != nil {
+		return err
+	}
+	f.st.Commit()
+	return nil
+}
+
+// drain prints and commits what the buffer holds now.
+func (f *eventFollower) drain() error {
+	err := f.st.ReadBuffered(func(rec *runtime.EventRecord) error {
+		if err := f.pr.record(rec); err != nil {
+			return err
+		}
+		if f.sync || f.pr.buffered() >= 32<<10 {
+			return f.commit()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return f.commit()
 }
 
 // awaitBuffer waits until the workspace has an event buffer and opens it;
@@ -294,6 +345,10 @@ type eventPrinter struct {
 	filter map[string]bool
 
 	printed, skipped, undecodable uint64
+	// repeat is the last line a sink's file held when it opened: the
+	// first record, when it is that line again (the sink before was
+	// killed between writing it and consuming it), is not written twice.
+	repeat []byte
 	// noticed is what was already reported dropped from the current
 	// stream, per probe; carried and carriedBefore sum up the streams a
 	// sink read before it (dropped while it read, and before each began).
@@ -321,6 +376,18 @@ func (p *eventPrinter) record(r *runtime.EventRecord) error {
 		b, err := r.MarshalJSON()
 		if err != nil {
 			return err
+		}
+		if p.repeat != nil {
+			again := sameRecordLine(b, p.repeat)
+			p.repeat = nil
+			if again {
+				if r.Type == runtime.RecordUndecodable {
+					p.undecodable--
+				} else {
+					p.printed--
+				}
+				return nil
+			}
 		}
 		p.out.Write(b)
 		return p.out.WriteByte('\n')
@@ -440,6 +507,35 @@ func (p *eventPrinter) summary(ds []runtime.ProbeDrops) error {
 	}
 	fmt.Fprintln(p.out, line)
 	return p.out.Flush()
+}
+
+// sameRecordLine reports whether two event lines are of one record: the
+// same but for the wall time (converted with the offset of each reader's
+// clock sample). A record's mono_ns is its reservation's nanosecond: two
+// records with the same one and the same fields are one.
+func sameRecordLine(a, b []byte) bool {
+	return bytes.Equal(withoutWall(a), withoutWall(b))
+}
+
+// withoutWall removes the first "wall" member: the record's (MarshalJSON
+// writes it before the fields).
+func withoutWall(l []byte) []byte {
+	i := bytes.Index(l, []byte(`,"wall":"`))
+	if i < 0 {
+		return l
+	}
+	j := bytes.IndexByte(l[i+9:], '"')
+	if j < 0 {
+		return l
+	}
+	return append(append([]byte(nil), l[:i]...), l[i+9+j+1:]...)
+}
+
+// buffered is how many bytes the printer holds unwritten.
+func (p *eventPrinter) buffered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Buffered()
 }
 
 // flush writes what the printer holds; its error is the first write
