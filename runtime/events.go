@@ -327,6 +327,34 @@ func (st *EventStream) Commit() {
 	}
 }
 
+// A Mark is a place in the stream: after the records Next returned
+// before it was taken.
+type Mark struct {
+	pos    uintptr
+	pinDir string
+}
+
+// Mark is the place after the last record Next returned.
+func (st *EventStream) Mark() Mark { return Mark{pos: st.rd.pos, pinDir: st.pinDir} }
+
+// CommitTo consumes the records before m, and none after: a reader that
+// wrote some of the records it read commits those. A mark of another
+// buffer (the stream moved since), or of a place already consumed, does
+// nothing.
+func (st *EventStream) CommitTo(m Mark) {
+	if st.rd != nil && m.pinDir == st.pinDir {
+		st.rd.commitTo(m.pos)
+	}
+}
+
+// Rewind makes Next return again the records it returned since the last
+// commit.
+func (st *EventStream) Rewind() {
+	if st.rd != nil {
+		st.rd.rewind()
+	}
+}
+
 // Wake makes a Next that waits return ErrIdle (or the records the buffer
 // holds first). It is safe while another goroutine is in Next.
 func (st *EventStream) Wake() { st.rd.wakeUp() }

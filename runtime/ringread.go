@@ -176,6 +176,14 @@ func (r *ringReader) wait(deadline time.Time) error {
 // room back.
 func (r *ringReader) commit() { atomic.StoreUintptr(r.consPos, r.pos) }
 
+// commitTo consumes the records before mark, a read position next was at
+// since the last commit (a mark from before it, or past pos, is ignored).
+func (r *ringReader) commitTo(mark uintptr) {
+	if cons := atomic.LoadUintptr(r.consPos); mark-cons <= r.pos-cons {
+		atomic.StoreUintptr(r.consPos, mark)
+	}
+}
+
 // rewind forgets the records returned since the last commit: next
 // returns them again.
 func (r *ringReader) rewind() { r.pos = atomic.LoadUintptr(r.consPos) }

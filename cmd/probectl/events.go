@@ -133,22 +133,38 @@ func eventFilter(s *runtime.State, args []string) (map[string]bool, error) {
 // was left; a follower that waits (a sink) closes it and waits for the
 // workspace's next buffer, as it does when there is none at its start.
 //
-// A record is consumed only once its line was written (the stream holds
-// records, and the follower commits after each write): what the follower
-// read and had not written when it died, or could not write, is still in
-// the buffer for the next reader. A sink (sync) writes each line before
-// it reads the next record, so that is at most one record; events
-// -follow writes in batches.
+// A record is consumed only once its line was written: the stream holds
+// the records, and the follower commits them after each write of the
+// lines it printed (32KiB, or what came before the buffer went idle).
+// What it read and had not written when it died (kill -9), or could not
+// write (a full disk), is still in the buffer for the next reader. With
+// written (a sink's file: how many bytes of whole lines it wrote), a
+// write that failed part way commits the records whose lines it wrote.
 type eventFollower struct {
 	w    *runtime.Workspace
 	st   *runtime.EventStream // nil while a waiting follower has no buffer
 	pr   *eventPrinter
 	wait bool
-	sync bool
+	// written, when set, is how much of the printer's output was written
+	// as whole lines; unsent pairs each record read since the last commit
+	// with the printer's position after it.
+	written func() int64
+	unsent  []sentAt
+	// repeat is the last line of a sink's file when it opened: the
+	// records the sink before it wrote and was killed before it consumed
+	// are not written twice (skipRepeated).
+	repeat []byte
 	// busy is the last reason a waiting follower could not open a buffer,
 	// said once; read says it read a buffer before.
 	busy string
 	read bool
+}
+
+// sentAt is a record read: the stream's mark after it, and the printer's
+// position after its line.
+type sentAt struct {
+	mark runtime.Mark
+	end  int64
 }
 
 // run reads until ctx ends (then what the buffer holds at that moment) or,
@@ -182,6 +198,9 @@ func (f *eventFollower) run(ctx context.Context) error {
 func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 	st, pr := f.st, f.pr
 	st.HoldRecords()
+	if f.repeat != nil {
+		f.skipRepeated()
+	}
 	lastCheck := time.Now()
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
@@ -190,13 +209,8 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 		rec, err := st.Next(time.Now().Add(250 * time.Millisecond))
 		switch {
 		case err == nil:
-			if err := pr.record(rec); err != nil {
+			if err := f.print(rec); err != nil {
 				return false, err
-			}
-			if f.sync || pr.buffered() >= 32<<10 {
-				if err := f.commit(); err != nil {
-					return false, err
-				}
 			}
 			if n%1024 != 0 || time.Since(lastCheck) < time.Second {
 				continue
@@ -235,31 +249,76 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 	}
 }
 
-// commit writes what the printer holds, then consumes the records it
-// printed.
+// print prints a record, and writes and commits every 32KiB.
+func (f *eventFollower) print(rec *runtime.EventRecord) error {
+	if err := f.pr.record(rec); err != nil {
+		return err
+	}
+	if f.written != nil {
+		f.unsent = append(f.unsent, sentAt{f.st.Mark(), f.pr.position()})
+	}
+	if f.pr.buffered() >= 32<<10 {
+		return f.commit()
+	}
+	return nil
+}
+
+// commit writes what the printer holds, then consumes the records whose
+// lines were written: all of them, or, when the write failed part way,
+// those before it.
 func (f *eventFollower) commit() error {
-	if err := f.pr.flush(); err != nil {
+	err := f.pr.flush()
+	if f.written != nil {
+		n, done := f.written(), 0
+		for done < len(f.unsent) && f.unsent[done].end <= n {
+			done++
+		}
+		if done > 0 {
+			f.st.CommitTo(f.unsent[done-1].mark)
+		}
+		f.unsent = f.unsent[:copy(f.unsent, f.unsent[done:])]
+	}
+	if err != nil {
 		return err
 	}
 	f.st.Commit()
+	f.unsent = f.unsent[:0]
 	return nil
 }
 
 // drain prints and commits what the buffer holds now.
 func (f *eventFollower) drain() error {
-	err := f.st.ReadBuffered(func(rec *runtime.EventRecord) error {
-		if err := f.pr.record(rec); err != nil {
-			return err
-		}
-		if f.sync || f.pr.buffered() >= 32<<10 {
-			return f.commit()
-		}
-		return nil
-	})
-	if err != nil {
+	if err := f.st.ReadBuffered(f.print); err != nil {
 		return err
 	}
 	return f.commit()
+}
+
+// skipRepeated consumes, without writing them, the records at the start
+// of the buffer up to the one whose line is the file's last: the sink
+// before wrote them and was killed before it consumed them. They are
+// looked for among the first 64KiB of lines (more than a write holds);
+// when the last line is not among them, nothing is skipped.
+func (f *eventFollower) skipRepeated() {
+	last := f.repeat
+	f.repeat = nil
+	for n, size := 1, 0; size < 64<<10; n++ {
+		rec, err := f.st.Next(time.Now())
+		if err != nil {
+			break
+		}
+		b, err := rec.MarshalJSON()
+		if err != nil {
+			break
+		}
+		if sameRecordLine(b, last) {
+			f.st.Commit()
+			fmt.Fprintf(f.pr.errw, "The first %d records in the buffer were written before (by a reader stopped before it consumed them): not written again.\n", n)
+			return
+		}
+		size += len(b) + 1
+	}
+	f.st.Rewind()
 }
 
 // awaitBuffer waits until the workspace has an event buffer and opens it;
@@ -345,10 +404,9 @@ type eventPrinter struct {
 	filter map[string]bool
 
 	printed, skipped, undecodable uint64
-	// repeat is the last line a sink's file held when it opened: the
-	// first record, when it is that line again (the sink before was
-	// killed between writing it and consuming it), is not written twice.
-	repeat []byte
+	// sent counts what out passed on: position is sent.n + what out
+	// holds.
+	sent *countWriter
 	// noticed is what was already reported dropped from the current
 	// stream, per probe; carried and carriedBefore sum up the streams a
 	// sink read before it (dropped while it read, and before each began).
@@ -356,8 +414,28 @@ type eventPrinter struct {
 }
 
 func newEventPrinter(stdout, stderr io.Writer, asJSON bool, filter map[string]bool) *eventPrinter {
-	return &eventPrinter{out: bufio.NewWriterSize(stdout, 64<<10), errw: stderr, json: asJSON, filter: filter, noticed: map[string]uint64{},
+	sent := &countWriter{w: stdout}
+	return &eventPrinter{out: bufio.NewWriterSize(sent, 64<<10), sent: sent, errw: stderr, json: asJSON, filter: filter, noticed: map[string]uint64{},
 		carried: map[string]uint64{}, carriedBefore: map[string]uint64{}}
+}
+
+// countWriter counts the bytes given to w.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.w.Write(p)
+}
+
+// position is how many bytes the printer printed: the offset in its
+// output where the next line begins.
+func (p *eventPrinter) position() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent.n + int64(p.out.Buffered())
 }
 
 func (p *eventPrinter) record(r *runtime.EventRecord) error {
@@ -376,18 +454,6 @@ func (p *eventPrinter) record(r *runtime.EventRecord) error {
 		b, err := r.MarshalJSON()
 		if err != nil {
 			return err
-		}
-		if p.repeat != nil {
-			again := sameRecordLine(b, p.repeat)
-			p.repeat = nil
-			if again {
-				if r.Type == runtime.RecordUndecodable {
-					p.undecodable--
-				} else {
-					p.printed--
-				}
-				return nil
-			}
 		}
 		p.out.Write(b)
 		return p.out.WriteByte('\n')

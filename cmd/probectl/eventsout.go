@@ -148,13 +148,13 @@ func startEventSink(ctx context.Context, g *globals, f *eventsOutFlags, stdout, 
 		where = fmt.Sprintf("%s (rotated at %s, %d kept)", f.out, bpf.SizeText(int(maxSize)), f.keep)
 	}
 	pr := newEventPrinter(out, stderr, true, nil)
-	fl := &eventFollower{w: w, st: st, pr: pr, wait: true, sync: true}
+	fl := &eventFollower{w: w, st: st, pr: pr, wait: true}
 	fmt.Fprintf(stderr, "Writing the events of workspace %q to %s.\n", w.Name, where)
 	if file != nil {
 		if file.cut > 0 {
 			fmt.Fprintf(stderr, "%s ended inside a line (a write that failed, or a crash): its last %d bytes were removed; that event is still in the buffer, and written again.\n", f.out, file.cut)
 		}
-		pr.repeat = file.last
+		fl.written, fl.repeat = file.Written, file.last
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	sink := &eventSink{cancel: cancel, done: make(chan struct{})}
@@ -226,6 +226,17 @@ type rotatingFile struct {
 	// is at most maxLastLine long.
 	cut  int64
 	last []byte
+	// written counts the bytes given to Write that are in a file as
+	// whole lines: a write that fails part way counts the lines before.
+	written int64
+}
+
+// Written is how many of the bytes given to Write are written as whole
+// lines.
+func (r *rotatingFile) Written() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.written
 }
 
 const maxLastLine = 1 << 20
@@ -377,8 +388,9 @@ func (r *rotatingFile) write(b []byte) error {
 			continue
 		}
 		err = fmt.Errorf("write %s: %w", r.base, err)
-		keep := start + int64(bytes.LastIndexByte(all[:r.size-start], '\n')+1)
-		if keep < r.size {
+		whole := int64(bytes.LastIndexByte(all[:r.size-start], '\n') + 1)
+		r.written += whole
+		if keep := start + whole; keep < r.size {
 			if terr := unix.Ftruncate(r.f, keep); terr != nil {
 				return fmt.Errorf("%w (and removing the %d bytes written of its last line failed: %v; the next start removes them)", err, r.size-keep, terr)
 			}
@@ -386,6 +398,7 @@ func (r *rotatingFile) write(b []byte) error {
 		}
 		return err
 	}
+	r.written += int64(len(all))
 	return nil
 }
 
