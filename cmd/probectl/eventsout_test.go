@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/probectl/probectl/runtime"
 )
 
 // TestRotatingFile: lines are never split across files, whatever chunks
@@ -382,5 +385,95 @@ func TestSameRecordLine(t *testing.T) {
 		if got := sameRecordLine([]byte(a), []byte(b)); got != want {
 			t.Errorf("%s: %v, want %v", b, got, want)
 		}
+	}
+}
+
+// TestEventSinkSkipsRepeated replays a sink killed between writing lines
+// and consuming their records: the records are still in the buffer, and
+// the file ends with their lines. The next sink consumes them without
+// writing them again, and writes the rest: each event once, in order.
+func TestEventSinkSkipsRepeated(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("applying probes needs root")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		missingTool(t, "gcc is missing: the workload is built with gcc")
+	}
+	dir := t.TempDir()
+	comm := fmt.Sprintf("evrep%d", os.Getpid()%1000000)
+	work := buildC(t, dir, comm, prioWork)
+	spec := filepath.Join(dir, "prio.hcl")
+	os.WriteFile(spec, []byte(fmt.Sprintf(`probe "tracepoint" "prio" {
+  event = "syscalls:sys_enter_getpriority"
+  on_entry {
+    event "p" {
+      when   = comm == %q
+      fields = { who = args.who }
+    }
+  }
+}
+`, comm)), 0o644)
+	g := &globals{stateDir: filepath.Join(dir, "state"), workspace: fmt.Sprintf("ev-rep-%d", os.Getpid())}
+	ws := []string{"-state-dir", g.stateDir, "-workspace", g.workspace}
+	var out strings.Builder
+	if code := run(append(ws, "apply", "-auto-approve", spec), &out, &out); code != 0 {
+		t.Fatalf("apply: %d\n%s", code, &out)
+	}
+	t.Cleanup(func() { run(append(ws, "destroy", "-auto-approve"), io.Discard, io.Discard) })
+	if out, err := exec.Command(work, "0", "10").CombinedOutput(); err != nil {
+		t.Fatalf("workload: %v\n%s", err, out)
+	}
+	// The sink killed: it wrote 4 lines, and consumed nothing.
+	w, err := runtime.Open(g.stateDir, g.workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := w.Inspect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.OpenEvents(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.HoldRecords()
+	var written strings.Builder
+	for range 4 {
+		rec, err := st.Next(time.Now().Add(10 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := rec.MarshalJSON()
+		written.Write(append(b, '\n'))
+	}
+	st.Close()
+	w.Close()
+	path := filepath.Join(dir, "events.ndjson")
+	os.WriteFile(path, []byte(written.String()), 0o640)
+
+	var errs strings.Builder
+	sink, err := startEventSink(context.Background(), g, &eventsOutFlags{out: path, maxSize: "1MiB", keep: 1}, io.Discard, &errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errs.String(), "The first 4 records in the buffer were written before") {
+		t.Errorf("no notice of the records skipped:\n%s", &errs)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for i, l := range lines {
+		want := fmt.Sprintf(`"fields":{"who":%d}}`, i)
+		if i == 10 {
+			want = `{"type":"summary","events":6,"undecodable":0,"skipped":0,"dropped":{"tracepoint.prio":0},"dropped_before":{"tracepoint.prio":0}}`
+		}
+		if !strings.HasSuffix(l, want) {
+			t.Errorf("line %d: %s, want ...%s", i+1, l, want)
+		}
+	}
+	if len(lines) != 11 {
+		t.Errorf("%d lines, want the 10 events once each and the summary:\n%s", len(lines), b)
 	}
 }
