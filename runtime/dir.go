@@ -63,6 +63,40 @@ func checkDir(st *unix.Stat_t, path string, t trust) error {
 	return nil
 }
 
+// OpenPrivateDir opens the directory path as the state directory is
+// opened (openPath): every element without following a symbolic link (a
+// link in the path as given must be root's or this user's), each ancestor
+// owned by root or this user and writable by nobody else unless sticky,
+// the directory itself owned by root or this user and writable by nobody
+// else. It is not made when missing. Files in it are reached through the
+// descriptor: serve's -events-out writes there.
+func OpenPrivateDir(path string) (*os.File, error) {
+	d, err := openPath(path, false)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(d.fd), d.path), nil
+}
+
+// CheckPrivateFile checks what fstat said of a file probectl appends to:
+// a regular file with one link, owned by root or this user, writable by
+// nobody else (a file another user made, or may write, is theirs: it
+// could hold lines they forged, or be a name for a file of root's).
+func CheckPrivateFile(st *unix.Stat_t, path string) error {
+	euid := uint32(os.Geteuid())
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("%s is not a regular file: refused", path)
+	case st.Nlink != 1:
+		return fmt.Errorf("%s has %d hard links: refused (another name for it could be anything)", path, st.Nlink)
+	case st.Uid != 0 && st.Uid != euid:
+		return fmt.Errorf("%s is owned by uid %d, not by root or by this user: refused (another user's file could hold lines they wrote); remove it", path, st.Uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s is writable by other users (mode %04o): refused (they could write lines into it); run chmod go-w %s", path, st.Mode&0o7777, path)
+	}
+	return nil
+}
+
 // openPath opens an absolute directory path one element at a time, never
 // following a symlink, and checks every element: ancestors may be sticky
 // and world-writable, the directory itself must be private. Symlinks in

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/probectl/probectl/compiler"
 	"golang.org/x/sys/unix"
 )
@@ -92,7 +90,9 @@ func writeJSONString(b *bytes.Buffer, s string) {
 func WallText(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
 
 // ErrIdle is returned by EventStream.Next when its deadline passed, or
-// Wake was called, with no record to return.
+// Wake was called, with no record to return; and at once, without
+// waiting, when the stream holds records (HoldRecords) and has no more to
+// return: the caller writes and commits what it holds first.
 var ErrIdle = errors.New("no event")
 
 // ErrNoBuffer says the workspace has no event buffer: no applied probe
@@ -151,9 +151,10 @@ func (c *dropCounter) read() uint64 {
 // buffer's reader lock (a flock on its pin directory, which apply and
 // destroy never take: they are never held up by a reader).
 type EventStream struct {
-	rd   *ringbuf.Reader
+	rd   *ringReader
 	m    *ebpf.Map
-	rec  ringbuf.Record
+	rec  []byte
+	hold bool // records are consumed by Commit, not by Next
 	ws   string
 	w    *Workspace // nil for a session
 	lock *dir       // the buffer's pin directory, flocked
@@ -210,7 +211,7 @@ func (st *EventStream) open(s *State) error {
 		d.close()
 		return err
 	}
-	rd, err := ringbuf.NewReader(m)
+	rd, err := newRingReader(m)
 	if err != nil {
 		m.Close()
 		d.close()
@@ -226,7 +227,7 @@ func (s *Session) OpenEvents() (*EventStream, error) {
 	if s.buffer == nil {
 		return nil, nil
 	}
-	rd, err := ringbuf.NewReader(s.buffer.m)
+	rd, err := newRingReader(s.buffer.m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", s.buffer.buf.Address, err)
 	}
@@ -294,28 +295,76 @@ func (st *EventStream) add(p *ProbeState, ev *compiler.EventLayout) {
 
 // Next returns the next record, waiting until deadline for one (the zero
 // time waits for ever); ErrIdle when the deadline passed or Wake was
-// called first.
+// called first. The record is consumed (its room in the buffer given back
+// to the probes) at once, or, after HoldRecords, by the next Commit.
 func (st *EventStream) Next(deadline time.Time) (*EventRecord, error) {
-	st.rd.SetDeadline(deadline)
-	err := st.rd.ReadInto(&st.rec)
+	b, err := st.rd.next(st.rec, deadline)
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+	case errors.Is(err, errRingIdle), errors.Is(err, errRingHeld):
 		return nil, ErrIdle
 	case err != nil:
 		return nil, err
 	}
-	return st.decode(st.rec.RawSample), nil
+	st.rec = b
+	if !st.hold {
+		st.rd.commit()
+	}
+	return st.decode(b), nil
+}
+
+// HoldRecords makes the stream consume records only when Commit is
+// called, not as Next returns them: a reader that writes each record
+// somewhere commits once it is written, so a record it read and had not
+// written when it died (kill -9), or failed to write (a full disk), is
+// still in the buffer for the next reader. The records held take room in
+// the buffer until then; while it holds some, Next never waits.
+func (st *EventStream) HoldRecords() { st.hold = true }
+
+// Commit consumes every record Next returned.
+func (st *EventStream) Commit() {
+	if st.rd != nil {
+		st.rd.commit()
+	}
+}
+
+// A Mark is a place in the stream: after the records Next returned
+// before it was taken.
+type Mark struct {
+	pos    uintptr
+	pinDir string
+}
+
+// Mark is the place after the last record Next returned.
+func (st *EventStream) Mark() Mark { return Mark{pos: st.rd.pos, pinDir: st.pinDir} }
+
+// CommitTo consumes the records before m, and none after: a reader that
+// wrote some of the records it read commits those. A mark of another
+// buffer (the stream moved since), or of a place already consumed, does
+// nothing.
+func (st *EventStream) CommitTo(m Mark) {
+	if st.rd != nil && m.pinDir == st.pinDir {
+		st.rd.commitTo(m.pos)
+	}
+}
+
+// Rewind makes Next return again the records it returned since the last
+// commit.
+func (st *EventStream) Rewind() {
+	if st.rd != nil {
+		st.rd.rewind()
+	}
 }
 
 // Wake makes a Next that waits return ErrIdle (or the records the buffer
 // holds first). It is safe while another goroutine is in Next.
-func (st *EventStream) Wake() { _ = st.rd.Flush() }
+func (st *EventStream) Wake() { st.rd.wakeUp() }
 
 // ReadBuffered reads what the buffer holds now, and no more: the records
 // up to the producer's position when it was called (a flood that goes on
-// meanwhile does not keep it reading), each given to fn.
+// meanwhile does not keep it reading), each given to fn. After
+// HoldRecords, what fn was given is consumed by the caller's Commit.
 func (st *EventStream) ReadBuffered(fn func(*EventRecord) error) error {
-	want := st.rd.AvailableBytes()
+	want := st.rd.unread()
 	for read := 0; read < want; {
 		rec, err := st.Next(time.Now())
 		if errors.Is(err, ErrIdle) {
@@ -324,7 +373,7 @@ func (st *EventStream) ReadBuffered(fn func(*EventRecord) error) error {
 		if err != nil {
 			return err
 		}
-		read += compiler.RingbufHeaderSize + (len(st.rec.RawSample)+7)&^7
+		read += compiler.RingbufHeaderSize + (len(st.rec)+7)&^7
 		if err := fn(rec); err != nil {
 			return err
 		}
@@ -475,7 +524,7 @@ func (st *EventStream) Drops() []ProbeDrops {
 
 func (st *EventStream) closeBuffer() {
 	if st.rd != nil {
-		st.rd.Close()
+		st.rd.close()
 		st.rd = nil
 	}
 	if st.m != nil && st.w != nil {

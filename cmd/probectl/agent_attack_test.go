@@ -57,7 +57,7 @@ func TestAgentReappliesAfterAnotherCommand(t *testing.T) {
 	if code := run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, &out, &out); code != 0 {
 		t.Fatalf("destroy: %d\n%s", code, &out)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s = a.status()
 		if s.Applied != nil && s.Applied.Serial == serial+2 {
@@ -120,7 +120,7 @@ func TestAgentConnectionsCannotStarveApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	// /status may wait behind the held connections: ask the state.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var out, errs strings.Builder
 		run([]string{"-state-dir", state, "-workspace", ws, "status", "-json"}, &out, &errs)
@@ -256,7 +256,7 @@ func testTargetReplaced(t *testing.T, viaLink bool) {
 	if err := os.Rename(next, specs); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := a.status()
 		if probesOf(s) == "tracepoint.agtrepl2" && s.LastError == nil {
@@ -271,7 +271,7 @@ func testTargetReplaced(t *testing.T, viaLink bool) {
 	if err := os.WriteFile(filepath.Join(specs, "b.hcl"), []byte(tracepointSpec("agtrepl3")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(15 * time.Second)
+	deadline = time.Now().Add(60 * time.Second)
 	for {
 		s := a.status()
 		if probesOf(s) == "tracepoint.agtrepl2,tracepoint.agtrepl3" && s.LastError == nil {
@@ -416,8 +416,8 @@ func TestAgentDebounceBounded(t *testing.T) {
 		if probesOf(s) == "tracepoint.agtdeb2" {
 			break
 		}
-		if time.Since(changed) > 8*time.Second {
-			t.Fatalf("the change was not applied in 8 s while another file was written every 50 ms (debounce 200ms): probes %s\n%s", probesOf(s), a.log)
+		if time.Since(changed) > 60*time.Second { // a bound on liveness, not on speed: a busy machine applies slowly
+			t.Fatalf("the change was not applied in 60 s while another file was written every 50 ms (debounce 200ms): probes %s\n%s", probesOf(s), a.log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,10 +83,18 @@ Exit status: 0, 1 errors.`,
 				if err := f.run(ctx); err != nil {
 					return err
 				}
-			} else if err := st.ReadBuffered(pr.record); err != nil {
+				return pr.summary(st.Drops())
+			}
+			// Consumed once printed: a failed write leaves the records.
+			st.HoldRecords()
+			if err := st.ReadBuffered(pr.record); err != nil {
 				return err
 			}
-			return pr.summary(st.Drops())
+			if err := pr.summary(st.Drops()); err != nil {
+				return err
+			}
+			st.Commit()
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON")
@@ -123,15 +132,39 @@ func eventFilter(s *runtime.State, args []string) (map[string]bool, error) {
 // apply that left no probe with events), events -follow ends after what
 // was left; a follower that waits (a sink) closes it and waits for the
 // workspace's next buffer, as it does when there is none at its start.
+//
+// A record is consumed only once its line was written: the stream holds
+// the records, and the follower commits them after each write of the
+// lines it printed (32KiB, or what came before the buffer went idle).
+// What it read and had not written when it died (kill -9), or could not
+// write (a full disk), is still in the buffer for the next reader. With
+// written (a sink's file: how many bytes of whole lines it wrote), a
+// write that failed part way commits the records whose lines it wrote.
 type eventFollower struct {
 	w    *runtime.Workspace
 	st   *runtime.EventStream // nil while a waiting follower has no buffer
 	pr   *eventPrinter
 	wait bool
+	// written, when set, is how much of the printer's output was written
+	// as whole lines; unsent pairs each record read since the last commit
+	// with the printer's position after it.
+	written func() int64
+	unsent  []sentAt
+	// repeat is the last line of a sink's file when it opened: the
+	// records the sink before it wrote and was killed before it consumed
+	// are not written twice (skipRepeated).
+	repeat []byte
 	// busy is the last reason a waiting follower could not open a buffer,
 	// said once; read says it read a buffer before.
 	busy string
 	read bool
+}
+
+// sentAt is a record read: the stream's mark after it, and the printer's
+// position after its line.
+type sentAt struct {
+	mark runtime.Mark
+	end  int64
 }
 
 // run reads until ctx ends (then what the buffer holds at that moment) or,
@@ -164,22 +197,26 @@ func (f *eventFollower) run(ctx context.Context) error {
 // new one to move to (removed).
 func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 	st, pr := f.st, f.pr
+	st.HoldRecords()
+	if f.repeat != nil {
+		f.skipRepeated()
+	}
 	lastCheck := time.Now()
 	for n := 0; ; n++ {
 		if ctx.Err() != nil {
-			return false, st.ReadBuffered(pr.record)
+			return false, f.drain()
 		}
 		rec, err := st.Next(time.Now().Add(250 * time.Millisecond))
 		switch {
 		case err == nil:
-			if err := pr.record(rec); err != nil {
+			if err := f.print(rec); err != nil {
 				return false, err
 			}
 			if n%1024 != 0 || time.Since(lastCheck) < time.Second {
 				continue
 			}
 		case errors.Is(err, runtime.ErrIdle):
-			if err := pr.flush(); err != nil {
+			if err := f.commit(); err != nil {
 				return false, err
 			}
 		default:
@@ -193,7 +230,7 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 		}
 		// Removed: its writers are detached; what it holds is still ours.
 		time.Sleep(100 * time.Millisecond)
-		if err := st.ReadBuffered(pr.record); err != nil {
+		if err := f.drain(); err != nil {
 			return false, err
 		}
 		old := st.Size()
@@ -207,8 +244,81 @@ func (f *eventFollower) pump(ctx context.Context) (removed bool, err error) {
 		if err != nil || !moved {
 			return true, nil
 		}
+		st.HoldRecords()
 		fmt.Fprintf(pr.errw, "The event buffer was made anew by an apply (%s, was %s): following the new one.\n", sizeName(st.Size()), sizeName(old))
 	}
+}
+
+// print prints a record, and writes and commits every 32KiB.
+func (f *eventFollower) print(rec *runtime.EventRecord) error {
+	if err := f.pr.record(rec); err != nil {
+		return err
+	}
+	if f.written != nil {
+		f.unsent = append(f.unsent, sentAt{f.st.Mark(), f.pr.position()})
+	}
+	if f.pr.buffered() >= 32<<10 {
+		return f.commit()
+	}
+	return nil
+}
+
+// commit writes what the printer holds, then consumes the records whose
+// lines were written: all of them, or, when the write failed part way,
+// those before it.
+func (f *eventFollower) commit() error {
+	err := f.pr.flush()
+	if f.written != nil {
+		n, done := f.written(), 0
+		for done < len(f.unsent) && f.unsent[done].end <= n {
+			done++
+		}
+		if done > 0 {
+			f.st.CommitTo(f.unsent[done-1].mark)
+		}
+		f.unsent = f.unsent[:copy(f.unsent, f.unsent[done:])]
+	}
+	if err != nil {
+		return err
+	}
+	f.st.Commit()
+	f.unsent = f.unsent[:0]
+	return nil
+}
+
+// drain prints and commits what the buffer holds now.
+func (f *eventFollower) drain() error {
+	if err := f.st.ReadBuffered(f.print); err != nil {
+		return err
+	}
+	return f.commit()
+}
+
+// skipRepeated consumes, without writing them, the records at the start
+// of the buffer up to the one whose line is the file's last: the sink
+// before wrote them and was killed before it consumed them. They are
+// looked for among the first 64KiB of lines (more than a write holds);
+// when the last line is not among them, nothing is skipped.
+func (f *eventFollower) skipRepeated() {
+	last := f.repeat
+	f.repeat = nil
+	for n, size := 1, 0; size < 64<<10; n++ {
+		rec, err := f.st.Next(time.Now())
+		if err != nil {
+			break
+		}
+		b, err := rec.MarshalJSON()
+		if err != nil {
+			break
+		}
+		if sameRecordLine(b, last) {
+			f.st.Commit()
+			fmt.Fprintf(f.pr.errw, "The first %d records in the buffer were written before (by a reader stopped before it consumed them): not written again.\n", n)
+			return
+		}
+		size += len(b) + 1
+	}
+	f.st.Rewind()
 }
 
 // awaitBuffer waits until the workspace has an event buffer and opens it;
@@ -294,6 +404,9 @@ type eventPrinter struct {
 	filter map[string]bool
 
 	printed, skipped, undecodable uint64
+	// sent counts what out passed on: position is sent.n + what out
+	// holds.
+	sent *countWriter
 	// noticed is what was already reported dropped from the current
 	// stream, per probe; carried and carriedBefore sum up the streams a
 	// sink read before it (dropped while it read, and before each began).
@@ -301,8 +414,28 @@ type eventPrinter struct {
 }
 
 func newEventPrinter(stdout, stderr io.Writer, asJSON bool, filter map[string]bool) *eventPrinter {
-	return &eventPrinter{out: bufio.NewWriterSize(stdout, 64<<10), errw: stderr, json: asJSON, filter: filter, noticed: map[string]uint64{},
+	sent := &countWriter{w: stdout}
+	return &eventPrinter{out: bufio.NewWriterSize(sent, 64<<10), sent: sent, errw: stderr, json: asJSON, filter: filter, noticed: map[string]uint64{},
 		carried: map[string]uint64{}, carriedBefore: map[string]uint64{}}
+}
+
+// countWriter counts the bytes given to w.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.w.Write(p)
+}
+
+// position is how many bytes the printer printed: the offset in its
+// output where the next line begins.
+func (p *eventPrinter) position() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent.n + int64(p.out.Buffered())
 }
 
 func (p *eventPrinter) record(r *runtime.EventRecord) error {
@@ -440,6 +573,35 @@ func (p *eventPrinter) summary(ds []runtime.ProbeDrops) error {
 	}
 	fmt.Fprintln(p.out, line)
 	return p.out.Flush()
+}
+
+// sameRecordLine reports whether two event lines are of one record: the
+// same but for the wall time (converted with the offset of each reader's
+// clock sample). A record's mono_ns is its reservation's nanosecond: two
+// records with the same one and the same fields are one.
+func sameRecordLine(a, b []byte) bool {
+	return bytes.Equal(withoutWall(a), withoutWall(b))
+}
+
+// withoutWall removes the first "wall" member: the record's (MarshalJSON
+// writes it before the fields).
+func withoutWall(l []byte) []byte {
+	i := bytes.Index(l, []byte(`,"wall":"`))
+	if i < 0 {
+		return l
+	}
+	j := bytes.IndexByte(l[i+9:], '"')
+	if j < 0 {
+		return l
+	}
+	return append(append([]byte(nil), l[:i]...), l[i+9+j+1:]...)
+}
+
+// buffered is how many bytes the printer holds unwritten.
+func (p *eventPrinter) buffered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Buffered()
 }
 
 // flush writes what the printer holds; its error is the first write

@@ -356,7 +356,7 @@ func TestStackBiostacks(t *testing.T) {
 	// an interrupt while a BPF program (of anyone on the machine) ran on
 	// that CPU was skipped by the kernel, which counts a miss: its bio
 	// stays in the table.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		js := c.must("show", "-json")
 		if err := json.Unmarshal([]byte(js), &res); err != nil {
 			t.Fatalf("%v\n%s", err, js)
@@ -442,7 +442,7 @@ func TestStackTcpdrop(t *testing.T) {
 	}
 	var found bool
 	var last string
-	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !found && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		last = c.must("show", "-json", "tracepoint.tcpdrop")
 		var res struct {
 			Probes []struct {

@@ -127,7 +127,7 @@ probe "tracepoint" "work" {
 		Key   map[string]string `json:"key"`
 		Value int64             `json:"value"`
 	}
-	for i := 0; i < 50 && len(entries) < 3; i++ {
+	for i := 0; i < 300 && len(entries) < 3; i++ {
 		time.Sleep(200 * time.Millisecond)
 		var res struct {
 			Probes []struct {
@@ -146,7 +146,7 @@ probe "tracepoint" "work" {
 		entries = res.Probes[0].Aggregations[0].Entries
 	}
 	if len(entries) == 0 {
-		t.Fatal("no workqueue function ran in 10 s")
+		t.Fatal("no workqueue function ran in 60 s")
 	}
 	for _, e := range entries {
 		fn, addr := e.Key["fn"], e.Key["addr"]
