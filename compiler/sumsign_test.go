@@ -57,6 +57,12 @@ func TestSumSigned(t *testing.T) {
 			{"entry.a", "", true},
 			{"ret", "", true}, // the profile has no BTF: untyped
 			{"ret", "ret > 0", false},
+			{"entry.a", "entry.a >= 0", false},
+		}},
+		{"probe \"kernel\" \"kentry\" {\n  functions = [\"vfs_read\"]", "", "on_entry", []sum{
+			{"args.count", "", true},               // the profile has no BTF: resolved at apply
+			{"args.count", "args.count > 0", true}, // kernel data: another CPU may change it between the reads
+			{"arg2", "arg2 > 0", false},
 		}},
 	}
 	var src strings.Builder

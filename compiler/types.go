@@ -266,14 +266,26 @@ func (g *gen) nonNegative(x spec.Expr, guards ...spec.Expr) bool {
 
 // bounded reports whether the guard w, where it holds, keeps x >= 0: w or
 // one of its && conjuncts is x > c or x >= c (or c < x, c <= x) with c a
-// literal >= 0, x written alike.
+// literal >= 0, x written alike, and x reads nothing that another CPU may
+// change between the guard's read and the value's (kernel data, tables).
 func bounded(w, x spec.Expr) bool {
+	fixed := true
+	spec.Walk(x, func(x spec.Expr) {
+		switch x.(type) {
+		case *spec.KernelPath, *spec.TableRead, *spec.Has:
+			fixed = false
+		}
+	})
+	return fixed && guardBounds(w, x)
+}
+
+func guardBounds(w, x spec.Expr) bool {
 	b, ok := w.(*spec.Binary)
 	if !ok {
 		return false
 	}
 	if b.Op == spec.OpAnd {
-		return bounded(b.L, x) || bounded(b.R, x)
+		return guardBounds(b.L, x) || guardBounds(b.R, x)
 	}
 	l, op, r := b.L, b.Op, b.R
 	switch op { // c < x is x > c
