@@ -58,6 +58,9 @@ func (g *gen) layoutMaps() {
 		if agg.KeySize == 0 {
 			agg.KeySize = 8 // one zero key
 		}
+		if a.Kind == spec.Sum {
+			agg.Signed = !g.nonNegative(a.Value, g.guards(a)...)
+		}
 		if a.Kind == spec.LHist {
 			agg.LinearMin, agg.LinearMax, agg.LinearStep = a.Min, a.Max, a.Step
 		}

@@ -307,6 +307,17 @@ type Aggregation struct {
 	MaxKeys    int   `json:"max_keys"`
 	// DroppedIndex is its dropped-keys counter in the stats map.
 	DroppedIndex int `json:"dropped_index"`
+	// Signed marks a sum whose values may be negative (the compiler
+	// cannot prove them otherwise: see the README's "Serve"), so that it
+	// may fall: it is served as a gauge, not a counter.
+	Signed bool `json:"signed,omitempty"`
+}
+
+// Monotonic reports whether the aggregation only grows while it is
+// applied: a count, and a sum that is not Signed. A scrape serves it as a
+// counter (named with _total), the others as gauges.
+func (a *Aggregation) Monotonic() bool {
+	return a.Kind == AggCount || a.Kind == AggSum && !a.Signed
 }
 
 // EventLayout describes one event action's records: a header (the

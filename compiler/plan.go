@@ -167,6 +167,10 @@ type PlanMap struct {
 	ValueSize  uint32 `json:"value_size"`
 	MaxEntries uint32 `json:"max_entries"`
 	Purpose    string `json:"purpose"`
+	// Metric is, for a sum's map, how a scrape serves the sum: "counter",
+	// or "gauge" when its values may be negative (Aggregation.Signed);
+	// empty for other maps (their kind says).
+	Metric string `json:"metric,omitempty"`
 }
 
 // NewPlan plans the creation of every probe of out.
@@ -222,9 +226,15 @@ func (p *Probe) Change(action Action, facts *bpf.Facts) *Change {
 			StackBytes: prog.StackBytes, PerFunction: prog.PerFunction,
 		})
 	}
+	metric := map[string]string{}
+	for _, a := range p.Aggregations {
+		if a.Kind == AggSum {
+			metric[a.MapRef] = map[bool]string{true: "counter", false: "gauge"}[a.Monotonic()]
+		}
+	}
 	for _, m := range p.Maps {
 		c.Maps = append(c.Maps, PlanMap{Name: m.Name, Type: m.Type.String(), KeySize: m.KeySize,
-			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Purpose: m.Purpose})
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Purpose: m.Purpose, Metric: metric[m.Ref]})
 	}
 	c.MemoryBytes = p.MemoryBytes(facts.CPUs)
 	return c
@@ -371,6 +381,13 @@ func (p *Probe) digest() string {
 	// that the digests of other probes stay as they were.
 	if p.showsKeys() {
 		_ = enc.Encode(p.Display())
+	}
+	// So is a sum served as a gauge: a probe applied before the state
+	// said so is applied again. Left out when none is.
+	for _, a := range p.Aggregations {
+		if a.Signed {
+			_ = enc.Encode([]string{"signed", a.Name})
+		}
 	}
 	// The tables' maps are in the programs: a table laid out anew is a
 	// new map, and its users must be loaded again. So is the event buffer.

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -189,6 +190,144 @@ func (g *gen) unsigned64(x spec.Expr) bool {
 	return false
 }
 
+// nonNegative reports whether x's value is never negative where guards
+// (the action's when, its handler's) hold, as the compiler can prove: a
+// value a guard bounds (when = ret > 0; a conjunct X > c or X >= c, c a
+// literal >= 0, X written as in the value); a literal >= 0; a value the target declares
+// unsigned (a tracepoint field, kernel data, a kernel function's ret),
+// u8(x) to u64(x); pid, tid, uid, gid, cpu, ppid, cgroup, func, event
+// and ktime; a comparison or !x (0 or 1); +, *, /, %, |, ^ and >> of
+// such values, & with one, a condition whose branches are, a value saved
+// from one; and ktime - entry.NAME where NAME saved ktime (the clock does
+// not go back, and the entry half ran before). Anything else may be
+// negative: a signed field or ret, arg0-arg5 and a user function's ret
+// (the registers, untyped), other differences, -x, ~x and <<. A sum of
+// values that are never negative never falls: it is served as a counter.
+func (g *gen) nonNegative(x spec.Expr, guards ...spec.Expr) bool {
+	for _, w := range guards {
+		if bounded(w, x) {
+			return true
+		}
+	}
+	nn := func(x spec.Expr) bool { return g.nonNegative(x, guards...) }
+	switch x := x.(type) {
+	case *spec.IntLit:
+		return x.Value >= 0
+	case *spec.BoolLit, *spec.Has, *spec.StartsWith:
+		return true
+	case *spec.IntCast:
+		return !x.Signed || nn(x.X) && x.Bits == 64
+	case *spec.ArgsField:
+		if len(g.tps) == 0 {
+			return false
+		}
+		for _, tp := range g.tps { // every event of the probe
+			f := tp.Field(x.Name)
+			if f == nil || f.Signed || f.Class != bpf.FieldInteger && f.Class != bpf.FieldPointer {
+				return false
+			}
+		}
+		return true
+	case *spec.KernelPath:
+		a := g.access[x]
+		return a != nil && !a.deferred && (a.leaf.kind == leafInt || a.leaf.kind == leafRoot) && !a.leaf.signed
+	case *spec.Var:
+		switch x.Name {
+		case "ret":
+			return g.p.Addr.Kind == bpf.KindKernel && g.retRead != nil && !g.retRead.signed
+		case "pid", "tid", "uid", "gid", "cpu", "ppid", "cgroup", "func", "event", "ktime":
+			return true
+		}
+		return false
+	case *spec.EntryRef:
+		if v := g.saved(x.Name); v != nil {
+			return g.nonNegative(v) // on_entry's guards are not these
+		}
+	case *spec.Unary:
+		return x.Op == spec.OpNot
+	case *spec.Cond:
+		return nn(x.Then) && nn(x.Else)
+	case *spec.Binary:
+		switch x.Op {
+		case spec.OpEq, spec.OpNe, spec.OpLt, spec.OpLe, spec.OpGt, spec.OpGe, spec.OpAnd, spec.OpOr:
+			return true
+		case spec.OpAdd, spec.OpMul, spec.OpDiv, spec.OpMod, spec.OpBOr, spec.OpBXor:
+			return nn(x.L) && nn(x.R)
+		case spec.OpBAnd:
+			return nn(x.L) || nn(x.R)
+		case spec.OpShr:
+			return nn(x.L)
+		case spec.OpSub:
+			return isVar(x.L, "ktime") && isEntry(x.R) && isVar(g.saved(x.R.(*spec.EntryRef).Name), "ktime")
+		}
+	}
+	return false
+}
+
+// bounded reports whether the guard w, where it holds, keeps x >= 0: w or
+// one of its && conjuncts is x > c or x >= c (or c < x, c <= x) with c a
+// literal >= 0, x written alike, and x reads nothing that another CPU may
+// change between the guard's read and the value's (kernel data, tables).
+func bounded(w, x spec.Expr) bool {
+	fixed := true
+	spec.Walk(x, func(x spec.Expr) {
+		switch x.(type) {
+		case *spec.KernelPath, *spec.TableRead, *spec.Has:
+			fixed = false
+		}
+	})
+	return fixed && guardBounds(w, x)
+}
+
+func guardBounds(w, x spec.Expr) bool {
+	b, ok := w.(*spec.Binary)
+	if !ok {
+		return false
+	}
+	if b.Op == spec.OpAnd {
+		return guardBounds(b.L, x) || guardBounds(b.R, x)
+	}
+	l, op, r := b.L, b.Op, b.R
+	switch op { // c < x is x > c
+	case spec.OpLt:
+		l, op, r = r, spec.OpGt, l
+	case spec.OpLe:
+		l, op, r = r, spec.OpGe, l
+	}
+	c, ok := r.(*spec.IntLit)
+	if !ok || op != spec.OpGt && op != spec.OpGe || c.Value < 0 {
+		return false
+	}
+	return sameText(l, x)
+}
+
+// sameText reports whether two expressions are written alike, but spaces.
+func sameText(a, b spec.Expr) bool {
+	return strings.Join(strings.Fields(a.Text()), "") == strings.Join(strings.Fields(b.Text()), "")
+}
+
+// saved is the value on_entry saves as name, or nil.
+func (g *gen) saved(name string) spec.Expr {
+	if g.p.Entry != nil {
+		for _, f := range g.p.Entry.Save {
+			if f.Name == name {
+				return f.Value
+			}
+		}
+	}
+	return nil
+}
+
+func isVar(x spec.Expr, name string) bool {
+	v, ok := x.(*spec.Var)
+	return ok && v.Name == name
+}
+
+func isEntry(x spec.Expr) bool {
+	_, ok := x.(*spec.EntryRef)
+	return ok
+}
+
 // numeric checks that a resolved value can be computed with.
 func (g *gen) numeric(x spec.Expr, t spec.Type) bool {
 	switch t.Kind {
@@ -369,4 +508,19 @@ func typeName(t spec.Type) string {
 		return fmt.Sprintf("string (%d bytes)", t.Size)
 	}
 	return t.String()
+}
+
+// guards are the conditions under which action a runs: its when and its
+// handler's.
+func (g *gen) guards(a *spec.Action) []spec.Expr {
+	var out []spec.Expr
+	if a.When != nil {
+		out = append(out, a.When)
+	}
+	for _, h := range []*spec.Handler{g.p.Entry, g.p.Exit} {
+		if h != nil && h.When != nil && slices.Contains(h.Actions, a) {
+			out = append(out, h.When)
+		}
+	}
+	return out
 }

@@ -168,12 +168,15 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiler.Aggr
 				continue
 			}
 			budget--
-			vt := prometheus.CounterValue
-			if agg.Kind == compiler.AggMin || agg.Kind == compiler.AggMax {
-				vt = prometheus.GaugeValue
+			// A count, or a sum that cannot fall, is a counter of what
+			// the kernel stores, unsigned; a sum that may fall (Signed),
+			// min and max are gauges.
+			vt, v := prometheus.GaugeValue, float64(*e.Value)
+			if agg.Monotonic() {
+				vt, v = prometheus.CounterValue, float64(uint64(*e.Value))
 			}
 			emit(ch, fam.desc, func() (prometheus.Metric, error) {
-				return prometheus.NewConstMetric(fam.desc, vt, float64(*e.Value), values...)
+				return prometheus.NewConstMetric(fam.desc, vt, v, values...)
 			})
 			continue
 		}

@@ -35,7 +35,8 @@ func newNamer(reserved []string) *namer {
 }
 
 // family names an aggregation: probectl_<kind>_<probe kind>_<probe>_<name>,
-// with _total for count and sum, and one label per by column.
+// with _total for a counter (Monotonic: count, a sum that cannot fall),
+// and one label per by column.
 func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family {
 	name := FamilyName(string(p.Address.Kind), p.Address.Name, string(agg.Kind), agg.Name)
 	// Distinct names cannot meet after sanitizing (a changed part carries
@@ -46,13 +47,13 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 	// later family of such a clash out of the scrape, silently; it gets
 	// a number instead.
 	base := name
-	for i := 2; n.clash(series(name, agg.Kind)); i++ {
+	for i := 2; n.clash(series(name, agg)); i++ {
 		name = base + "_" + strconv.Itoa(i)
 	}
-	for _, s := range series(name, agg.Kind) {
+	for _, s := range series(name, agg) {
 		n.used[s] = true
 	}
-	if agg.Kind == compiler.AggCount || agg.Kind == compiler.AggSum {
+	if agg.Monotonic() {
 		name += "_total"
 	}
 	cols := make([]string, len(agg.Key))
@@ -74,6 +75,9 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 		}
 	}
 	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
+	if agg.Kind == compiler.AggSum && !agg.Monotonic() {
+		help += " (a gauge: its values may be negative)"
+	}
 	if agg.Kind.IsHistogram() {
 		help += " (le is the bucket's highest integer; _sum is NaN: the kernel keeps only the buckets)"
 	}
@@ -81,14 +85,14 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 		prometheus.Labels{AppliedLabel: appliedSerial(p.PinDir)})}
 }
 
-// series are the names a family of that kind and name (without _total)
+// series are the names the family of agg named name (without _total)
 // writes in the exposition, the histogram's own name included (the
 // registry checks it against the others' suffixes).
-func series(name string, kind compiler.AggregationKind) []string {
+func series(name string, agg *compiler.Aggregation) []string {
 	switch {
-	case kind == compiler.AggCount || kind == compiler.AggSum:
+	case agg.Monotonic():
 		return []string{name + "_total"}
-	case kind.IsHistogram():
+	case agg.Kind.IsHistogram():
 		return []string{name, name + "_bucket", name + "_count", name + "_sum"}
 	}
 	return []string{name}
@@ -104,7 +108,7 @@ func (n *namer) clash(names []string) bool {
 }
 
 // Family is how a scrape names one aggregation: its metric family (with
-// _total for count and sum; a histogram's series add _bucket, _count and
+// _total for a counter; a histogram's series add _bucket, _count and
 // _sum) and the labels of its by columns, in order.
 type Family struct {
 	Name   string

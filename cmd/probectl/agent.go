@@ -30,6 +30,7 @@ import (
 	"github.com/probectl/probectl/spec"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -41,7 +42,8 @@ func newAgentCmd(g *globals) *cobra.Command {
 		Short: "Apply the specs of a directory whenever it changes, and serve their metrics",
 		Long: `Agent applies every *.hcl file of DIR at start, and again whenever DIR
 changes: a file written in place or renamed into place, a git checkout or
-pull, a git-sync symlink swap. Edits are debounced. Each change goes
+pull, a git-sync symlink swap. Only complete, stable specs are applied
+(-debounce); until then the probes stay as they are. Each change goes
 through the same plan and atomic apply as "probectl apply": all of it
 lands, or nothing does. A change that fails to read, compile or apply
 leaves the previous probes live and counting; the failure is logged with
@@ -57,8 +59,9 @@ probes applied unless -destroy-on-exit.
                      at each read)
   -listen ADDR       where to listen (default ` + defaultListen + `)
   -max-series N      the most aggregation series one scrape returns
-  -debounce D        quiet time after the last change before applying, at
-                     most 10 times it after the first (default 1s)
+  -debounce D        settle time: a change is applied once two reads this
+                     far apart find the same specs, none of them open for
+                     writing; a symlink swapped at once (default 1s)
   -resync D          how often to re-check DIR and the workspace without an
                      event: a failed apply is retried, drifted probes are
                      re-applied, and so are probes another command
@@ -128,7 +131,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.StringVar(&o.config, "config", "", "the directory of specs to apply")
 	f.StringVar(&o.listen, "listen", defaultListen, "the address to listen on")
 	f.IntVar(&o.maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
-	f.DurationVar(&o.debounce, "debounce", time.Second, "quiet time after the last change before applying")
+	f.DurationVar(&o.debounce, "debounce", time.Second, "how long the specs must stay unchanged before they are applied")
 	f.DurationVar(&o.resync, "resync", 5*time.Minute, "how often to re-check without an event")
 	f.DurationVar(&g.lockTimeout, "lock-timeout", time.Minute, "how long an apply waits for another probectl")
 	f.BoolVar(&o.logJSON, "log-json", false, "log JSON lines")
@@ -166,6 +169,21 @@ type agentStatus struct {
 	LastAttempt *agentAttempt `json:"last_attempt"`
 	// LastError is the last attempt's failure; nil when it succeeded.
 	LastError *agentError `json:"last_error"`
+	// Pending is a change the agent waits on, not applied yet; nil when
+	// the input is stable.
+	Pending *agentPending `json:"pending"`
+}
+
+// agentPending is a change of the specs that is not yet complete and
+// stable: the live probes stay as they are meanwhile.
+type agentPending struct {
+	// Since is when the agent began to wait.
+	Since time.Time `json:"since"`
+	// Reason is why it waits: files a process holds open for writing,
+	// or specs that changed within the settle time (-debounce).
+	Reason string `json:"reason"`
+	// Digest is the specs' at the last read, empty while one is written.
+	Digest string `json:"digest,omitempty"`
 }
 
 type appliedSpecs struct {
@@ -179,6 +197,8 @@ type appliedSpecs struct {
 	// lineage is the state's lineage: with Serial, it tells whether
 	// anything else wrote the workspace since.
 	lineage string
+	// real is the directory -config resolved to.
+	real string
 }
 
 type agentAttempt struct {
@@ -220,6 +240,10 @@ type agent struct {
 
 	mu     sync.Mutex
 	status agentStatus
+
+	// pend is the change being waited on (the loop's alone; /status
+	// shows a copy).
+	pend *pendingSpecs
 
 	applyErrors *prometheus.CounterVec
 	applies     *prometheus.CounterVec
@@ -318,14 +342,19 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		a.log.Warn("telling systemd the agent is ready", "error", err)
 	}
 
-	a.reconcile("start", true)
+	// check is armed by a change, or by a read that found the specs not
+	// stable yet, and reads them again after the debounce. A change
+	// does not re-arm it: a file written on and on in DIR (a log) puts
+	// nothing off, as only the specs' content decides when they settle.
+	var check <-chan time.Time
+	arm := func(wait bool) {
+		if wait && check == nil {
+			check = time.After(o.debounce)
+		}
+	}
+	arm(a.reconcile("start", true))
 	resync := time.NewTicker(o.resync)
 	defer resync.Stop()
-	// quiet is armed by a change and fires after the debounce, or at most
-	// maxDebounces of it after the first change it waits for: a file
-	// written on and on in DIR (a log) must not put changes off for ever.
-	var quiet <-chan time.Time
-	var first time.Time
 	sinkFailed := false
 loop:
 	for {
@@ -340,26 +369,22 @@ loop:
 			break loop
 		case <-hup:
 			a.log.Info("SIGHUP: re-reading the specs")
-			a.reconcile("SIGHUP", true)
+			arm(a.reconcile("SIGHUP", true))
 		case ev, ok := <-watch.events:
 			if !ok {
 				break loop
 			}
 			a.log.Debug("change", "path", ev)
-			now := time.Now()
-			if quiet == nil {
-				first = now
-			}
-			quiet = time.After(max(0, min(o.debounce, first.Add(maxDebounces*o.debounce).Sub(now))))
+			arm(true)
 		case err := <-watch.errors:
 			a.log.Warn("watching the specs' directory", "error", err)
-		case <-quiet:
-			quiet = nil
+		case <-check:
+			check = nil
 			watch.rewatch(a.log)
-			a.reconcile("change", false)
+			arm(a.reconcile("change", false))
 		case <-resync.C:
 			watch.rewatch(a.log)
-			a.reconcile("resync", false)
+			arm(a.reconcile("resync", false))
 		}
 	}
 	a.log.Info("stopping")
@@ -396,14 +421,81 @@ func (a *agent) serveStatus(rw http.ResponseWriter, r *http.Request) {
 	rw.Write(append(b, '\n'))
 }
 
-// maxDebounces bounds the wait for quiet after a change, in debounces.
-const maxDebounces = 10
+// unsettledWarn is how long, in debounces, the agent waits on specs that
+// do not settle before it warns (once per change) that the previous
+// probes stay live.
+const unsettledWarn = 10
+
+// pendingSpecs is the change the agent waits on.
+type pendingSpecs struct {
+	since  time.Time // when the wait began
+	seen   time.Time // when the specs were last read with this digest first
+	digest string    // "" while a file is written
+	warned bool
+}
+
+// stable tells whether set may be applied: no process holds one of its
+// files open for writing, and either a read at least a debounce ago found
+// the same specs (the wait on a change), or the read is one to apply at
+// once: force (start, SIGHUP) or a symlinked -config swapped to another
+// directory (git-sync writes the whole revision before the swap). Else it
+// says why not.
+func stable(set *specSet, live *appliedSpecs, pend *pendingSpecs, force bool, now time.Time, settle time.Duration) (bool, string) {
+	switch {
+	case len(set.writing) > 0:
+		return false, fmt.Sprintf("%s: %v; the agent applies it once it is closed and unchanged for -debounce", strings.Join(set.writing, ", "), errBeingWritten)
+	case force || live != nil && set.real != live.real:
+		return true, ""
+	case pend != nil && pend.digest == set.digest && now.Sub(pend.seen) >= settle:
+		return true, ""
+	}
+	return false, fmt.Sprintf("the specs changed within the last %s (-debounce); the agent applies them once unchanged for that long", settle)
+}
+
+// wait records that the agent waits on set: why, in /status, and in the
+// log when the wait begins and once it is long.
+func (a *agent) wait(set *specSet, why string, now time.Time) {
+	digest := set.digest
+	if len(set.writing) > 0 {
+		digest = ""
+	}
+	p := a.pend
+	if p == nil {
+		p = &pendingSpecs{since: now}
+		a.pend = p
+		a.log.Info("waiting for the specs to settle; the previous probes stay live", "why", why)
+	}
+	if p.digest != digest || digest == "" {
+		p.digest, p.seen = digest, now
+	}
+	if !p.warned && now.Sub(p.since) >= unsettledWarn*a.o.debounce {
+		p.warned = true
+		a.log.Warn("the specs have not settled; the previous probes stay live", "since", p.since.UTC(), "why", why)
+	}
+	a.mu.Lock()
+	a.status.Pending = &agentPending{Since: p.since.UTC(), Reason: why, Digest: digest}
+	a.mu.Unlock()
+}
+
+// settled ends a wait.
+func (a *agent) settled() {
+	a.pend = nil
+	a.mu.Lock()
+	a.status.Pending = nil
+	a.mu.Unlock()
+}
 
 // specSet is the directory's specs at one read.
 type specSet struct {
 	files  map[string][]byte
 	names  []string
 	digest string
+	// real is the directory the read resolved -config to: another one
+	// than the live specs' is a symlink swapped (git-sync).
+	real string
+	// writing are the files a process holds open for writing, not read:
+	// such a set is never applied.
+	writing []string
 }
 
 // maxAgentFiles bounds the spec files of one directory.
@@ -434,7 +526,31 @@ func readSpecFile(path string, trust func(os.FileInfo) error) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if err := noWriters(f); err != nil {
+		return nil, err
+	}
 	return io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
+}
+
+// errBeingWritten is a spec file that a process holds open for writing:
+// it may be half written, whatever it parses to.
+var errBeingWritten = errors.New("a process holds it open for writing")
+
+// noWriters returns errBeingWritten when a process holds f's file open
+// for writing. It asks the kernel for a read lease, which it refuses
+// (EAGAIN) while the file has a writer, and drops it at once (close would
+// too; a writer that opens meanwhile waits for that). A file system
+// without leases (NFS, FUSE, fs.leases-enable=0) answers nothing: the
+// settle time alone tells then.
+func noWriters(f *os.File) error {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK)
+	if errors.Is(err, unix.EAGAIN) {
+		return errBeingWritten
+	}
+	if err == nil {
+		unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+	}
+	return nil
 }
 
 // trustedByRoot refuses a file or directory that someone other than root
@@ -523,12 +639,16 @@ func readSpecs(dir string, insecure bool) (*specSet, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Too many spec files",
 			Detail: fmt.Sprintf("%s has %d *.hcl files; the agent reads at most %d. Put more probes in each file.", dir, len(paths), maxAgentFiles)}}
 	}
-	set := &specSet{files: map[string][]byte{}}
+	set := &specSet{files: map[string][]byte{}, real: real}
 	var diags hcl.Diagnostics
 	h := sha256.New()
 	for _, p := range paths {
 		name := filepath.Join(dir, filepath.Base(p))
 		b, err := readSpecFile(p, trust)
+		if errors.Is(err, errBeingWritten) {
+			set.writing = append(set.writing, name)
+			continue
+		}
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read spec file",
 				Detail:  fmt.Sprintf("%s: %v. The agent reads only regular files in -config that root owns and no one else may write (-insecure-config lifts the owner check), never through a symlink: whoever can plant one there would have root read any file into the log and /status.", name, err),
@@ -544,40 +664,50 @@ func readSpecs(dir string, insecure bool) (*specSet, hcl.Diagnostics) {
 	return set, diags
 }
 
-// reconcile reads the specs and makes the kernel match them. Without
-// force, a read whose specs are the ones applied is skipped unless the
-// workspace drifted, another command changed it since (its state's
-// serial moved: a probectl destroy or apply, another agent), or the last
-// attempt failed.
-func (a *agent) reconcile(reason string, force bool) {
+// reconcile reads the specs and makes the kernel match them, once they
+// are complete and stable (stable); it returns true when it waits on them
+// and wants to read them again after the debounce. Until then nothing
+// changes: a probe missing from a half-written file is not destroyed.
+// Without force, a read whose specs are the ones applied is skipped
+// unless the workspace drifted, another command changed it since (its
+// state's serial moved: a probectl destroy or apply, another agent), or
+// the last attempt failed.
+func (a *agent) reconcile(reason string, force bool) bool {
 	set, diags := readSpecs(a.o.config, a.o.insecureConfig)
 	if diags.HasErrors() {
+		a.settled()
 		a.fail(reason, &agentError{Stage: "read", Message: "the specs' directory could not be read"}, diags, nil)
-		return
+		return false
 	}
 	a.mu.Lock()
 	live := a.status.Applied
-	same := live != nil && live.Digest == set.digest && a.status.LastError == nil
+	same := live != nil && live.Digest == set.digest && a.status.LastError == nil && len(set.writing) == 0
 	a.mu.Unlock()
+	now := time.Now()
 	if same && !force {
+		a.settled()
 		why := changed(a.g, live)
 		if why == "" {
-			return
+			return false
 		}
 		a.log.Warn("the workspace no longer holds what the agent applied; applying the specs again", "why", why)
+	} else if ok, why := stable(set, live, a.pend, force, now, a.o.debounce); !ok {
+		a.wait(set, why, now)
+		return true
 	}
+	a.settled()
 	res, fail, diags := applySpecs(a.g, set.files, a.log)
 	if fail != nil {
 		fail.Digest = set.digest
 		a.fail(reason, fail, diags, set.files)
-		return
+		return false
 	}
 	if len(diags) > 0 {
 		a.log.Warn("warnings", "digest", short(set.digest), "diagnostics", diagText(diags, set.files))
 	}
 	att := res.attempt
 	att.Reason, att.Digest = reason, set.digest
-	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time, lineage: res.lineage}
+	applied := &appliedSpecs{Digest: set.digest, Files: set.names, Probes: res.probes, Serial: res.serial, Time: att.Time, lineage: res.lineage, real: set.real}
 	a.mu.Lock()
 	a.status.Applied, a.status.LastAttempt, a.status.LastError = applied, &att, nil
 	a.mu.Unlock()
@@ -586,6 +716,7 @@ func (a *agent) reconcile(reason string, force bool) {
 	a.lastOK.Set(1)
 	a.log.Info("applied", "reason", reason, "result", att.Result, "digest", short(set.digest), "serial", res.serial,
 		"created", att.Created, "replaced", att.Replaced, "destroyed", att.Destroyed, "unchanged", att.Unchanged)
+	return false
 }
 
 // applyResult is what a successful applySpecs did.

@@ -380,8 +380,8 @@ func TestStatusShowsLeftovers(t *testing.T) {
 
 // A file written on and on in the directory (a log, a tool's status
 // file) re-armed the debounce at each write: a spec changed meanwhile was
-// applied only once the writes stopped, or at a resync. The wait is now
-// at most 10 debounces after the first change.
+// applied only once the writes stopped, or at a resync. Events no longer
+// put the read off: the specs' content alone decides when they settle.
 func TestAgentDebounceBounded(t *testing.T) {
 	specs, state, ws := agentWorkspace(t, "agtdeb")
 	a := startAgent(t, state, ws, specs, "-resync", "10m") // -debounce 200ms

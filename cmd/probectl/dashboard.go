@@ -182,6 +182,15 @@ func newDashboard(title string, out *compiler.Output) map[string]any {
 					},
 				})
 			case compiler.AggCount, compiler.AggSum:
+				if !agg.Monotonic() { // a gauge: its value since it was applied
+					expr := fmt.Sprintf("sum %s(%s%s)", by(f.Labels), f.Name, sel)
+					if len(f.Labels) == 0 {
+						expr = fmt.Sprintf("sum(%s%s)", f.Name, sel)
+					}
+					l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied (a gauge: its values may be negative).", name, addr), "short",
+						target("A", expr, legend(f.Labels), false)))
+					continue
+				}
 				sum := "sum "
 				if len(f.Labels) > 0 {
 					sum += by(f.Labels)

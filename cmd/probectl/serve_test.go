@@ -249,7 +249,7 @@ scrape_configs:
 	}
 	expect(`up{job="probectl"}`, map[string]float64{"": 1})
 	expect(`probectl_count_user_srv_calls_total`, map[string]float64{"comm=srv-work,func=target": 25})
-	expect(`probectl_sum_user_srv_total_total`, map[string]float64{"": 300}) // 0+1+...+24
+	expect(`probectl_sum_user_srv_total`, map[string]float64{"": 300}) // 0+1+...+24; arg0 is untyped: a gauge
 	expect(`probectl_min_user_srv_low`, map[string]float64{"": 0})
 	expect(`probectl_max_user_srv_high`, map[string]float64{"": 24})
 	// hist: le is the highest integer of each log2 bucket; cumulative.

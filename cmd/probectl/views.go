@@ -155,7 +155,11 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		if m.Type == "RingBuf" {
 			limit = fmt.Sprintf("%d KiB", m.MaxEntries/1024)
 		}
-		fmt.Fprintf(w, "      %-10s %s %s %s, %s: %s\n", key, eqIf(i == 0), m.Name, m.Type, limit, m.Purpose)
+		purpose := m.Purpose
+		if m.Metric != "" {
+			purpose += ", served as a " + m.Metric
+		}
+		fmt.Fprintf(w, "      %-10s %s %s %s, %s: %s\n", key, eqIf(i == 0), m.Name, m.Type, limit, purpose)
 	}
 	cpuNote := "for " + plural(cpus, "CPU")
 	if cpus == 0 {
