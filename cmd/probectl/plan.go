@@ -117,6 +117,9 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 // under policy, printing the diagnostics.
 func compileTarget(cmd *cobra.Command, target string, paths []string, policy spec.Policy) (*spec.Config, *bpf.Facts, *compiler.Output, error) {
 	cfg, diags := spec.LoadPaths(paths)
+	if cfg != nil {
+		diags = append(diags, cfg.Enforce(policy)...)
+	}
 	if diags.HasErrors() {
 		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 		return nil, nil, nil, exitError{1}
@@ -125,7 +128,6 @@ func compileTarget(cmd *cobra.Command, target string, paths []string, policy spe
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	diags = append(diags, cfg.Enforce(policy)...)
 	out, more := compiler.Compile(cfg, facts)
 	diags = append(diags, more...)
 	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)

@@ -122,11 +122,14 @@ func parseSources(cmd *cobra.Command, files map[string][]byte) (*spec.Config, er
 	return cfg, nil
 }
 
-// compileFor compiles cfg for facts under policy, printing the diagnostics.
+// compileFor compiles cfg for facts under policy (a spec it refuses is
+// not compiled), printing the diagnostics.
 func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
-	diags := cfg.Enforce(policy)
-	out, more := compiler.Compile(cfg, facts)
-	diags = append(diags, more...)
+	if diags := cfg.Enforce(policy); diags.HasErrors() {
+		printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
+		return nil, nil, exitError{1}
+	}
+	out, diags := compiler.Compile(cfg, facts)
 	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
 	if diags.HasErrors() {
 		return nil, nil, exitError{1}
