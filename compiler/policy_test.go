@@ -29,8 +29,8 @@ func TestDenyRawAddressFields(t *testing.T) {
 		{"syscalls:sys_enter_openat", `kernel_str(args.filename)`, "args.filename"},
 		{"kmem:kmalloc", `str(args.call_site)`, "args.call_site"},
 		{"kmem:kmalloc", `kernel_str(args.ptr)`, "args.ptr"},
-		{"sched:sched_process_exec", `str(args.filename)`, ""}, // __data_loc char[]: in place
-		{"sched:sched_switch", `str(args.prev_comm)`, ""},      // char[16]: in place
+		{"sched:sched_process_exec", `str(args.filename)`, ""},  // __data_loc char[]: in place
+		{"sched:sched_switch", `str(args.prev_comm)`, ""},       // char[16]: in place
 		{"syscalls:sys_enter_openat", `str(args.filename)`, ""}, // user memory
 		{"syscalls:sys_enter_openat", `user_str(args.filename)`, ""},
 	} {
