@@ -19,7 +19,10 @@ type DenyClass string
 // address a process may have chosen. A spec that may do so is root on
 // the machine. Under the policy kernel memory is read only through
 // kernel data named through BTF (args.NAME, task, their fields, and casts
-// of those), and tracepoint fields that are strings in the record.
+// of those), and tracepoint fields that are strings in the record. It
+// trusts BTF's pointer types: a parameter or field declared __user is a
+// plain pointer in BTF without type tags (GCC-built kernels), so reading
+// it as kernel memory still reads where a process pointed it.
 const RawAddress DenyClass = "raw-address"
 
 // DenyClasses lists the classes, each with what it refuses.
@@ -44,12 +47,9 @@ func ParsePolicy(list string) (Policy, error) {
 		if name == "" {
 			continue
 		}
-		i := slices.IndexFunc(DenyClasses, func(c struct {
-			Class   DenyClass
-			Refuses string
-		}) bool {
-			return string(c.Class) == name
-		})
+		i := len(DenyClasses) - 1
+		for ; i >= 0 && string(DenyClasses[i].Class) != name; i-- {
+		}
 		if i < 0 {
 			known := make([]string, len(DenyClasses))
 			for j, c := range DenyClasses {
