@@ -25,11 +25,14 @@ type DenyClass string
 // it as kernel memory still reads where a process pointed it.
 const RawAddress DenyClass = "raw-address"
 
-// DenyClasses lists the classes, each with what it refuses.
-var DenyClasses = []struct {
+// DenyClassDoc is a class and what it refuses, for help and errors.
+type DenyClassDoc struct {
 	Class   DenyClass
 	Refuses string
-}{
+}
+
+// DenyClasses lists the classes, each with what it refuses.
+var DenyClasses = []DenyClassDoc{
 	{RawAddress, "reading kernel memory at an address that is not kernel data typed by BTF"},
 }
 
@@ -47,9 +50,7 @@ func ParsePolicy(list string) (Policy, error) {
 		if name == "" {
 			continue
 		}
-		i := len(DenyClasses) - 1
-		for ; i >= 0 && string(DenyClasses[i].Class) != name; i-- {
-		}
+		i := slices.IndexFunc(DenyClasses, func(c DenyClassDoc) bool { return string(c.Class) == name })
 		if i < 0 {
 			known := make([]string, len(DenyClasses))
 			for j, c := range DenyClasses {
