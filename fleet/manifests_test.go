@@ -367,6 +367,14 @@ func TestProbeSetIsRoot(t *testing.T) {
 	// An admin of the namespace neither.
 	nsAdmin := user("dave", "tenant", "admin")
 	refused("namespace admin creates an apply-mode ProbeSet", nsAdmin.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byRBAC)
+	// ... nor grant it to itself: RBAC binds only what the binder holds.
+	selfGrant := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-apply"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-apply"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dave"}}}
+	refused("namespace admin binds probectl-apply to itself", nsAdmin.Create(ctx, selfGrant), "is attempting to grant RBAC permissions not currently held")
+	ok("namespace admin binds probectl-view", nsAdmin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-view"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "erin"}}}))
 
 	// A planner (probectl-edit): plan mode, never apply mode.
 	planner := user("bob", "tenant", "probectl-edit")
