@@ -45,7 +45,7 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported target", Detail: err.Error() + "."}}
 	}
-	u := &unit{facts: facts}
+	u := &unit{facts: facts, policy: cfg.Policy}
 	for _, p := range cfg.Probes {
 		g, d := u.prepare(p, regs)
 		if why := skipReason(p, g, d); why != "" {

@@ -52,6 +52,7 @@ type tableUse struct {
 // share, laid out from the types of all their uses.
 type unit struct {
 	facts   *bpf.Facts
+	policy  spec.Policy // what the spec set may not do
 	gens    []*gen
 	uses    map[*spec.Table][]tableUse
 	layouts map[*spec.Table]*Table

@@ -86,6 +86,13 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 				return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
 					"%s is %s on the target, not a pointer or a char array: there is no string to read.", x.X.Text(), what)
 			}
+			if f, ok := x.X.(*spec.ArgsField); ok && g.u.policy.Denies(spec.RawAddress) && g.space(x) == spec.SpaceKernel {
+				// A record's integer or pointer is not typed by BTF and may
+				// be a value a process passed (spec.RawAddress).
+				fn := map[spec.Space]string{spec.SpaceAuto: "str", spec.SpaceKernel: "kernel_str"}[x.Space]
+				d := spec.DenyRawAddress(fn, f, "a number in the event's record, not a string in it")
+				return g.typeErrorf(x, *d.Subject, d.Summary, "%s", d.Detail)
+			}
 		case spec.KindString, spec.KindTarget:
 			// a char array to read in place; kernel data resolved at apply
 		case 0:
@@ -473,30 +480,7 @@ func (g *gen) handlers() []*spec.Handler {
 }
 
 // exprs lists every top-level expression of the probe.
-func (g *gen) exprs() []spec.Expr {
-	var exprs []spec.Expr
-	for _, h := range g.handlers() {
-		exprs = append(exprs, h.When)
-		for _, s := range h.Save {
-			exprs = append(exprs, s.Value)
-		}
-		for _, a := range h.Actions {
-			exprs = append(exprs, a.Value, a.When)
-			exprs = append(exprs, a.By...)
-			exprs = append(exprs, a.Key...)
-			for _, fl := range a.Fields {
-				exprs = append(exprs, fl.Value)
-			}
-		}
-	}
-	var out []spec.Expr
-	for _, x := range exprs {
-		if x != nil {
-			out = append(out, x)
-		}
-	}
-	return out
-}
+func (g *gen) exprs() []spec.Expr { return g.p.Exprs() }
 
 // slotSize is how many bytes a value of type t takes in a key, a record or
 // a table: whole 8-byte words.

@@ -3,6 +3,8 @@ package fleet_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,10 +13,15 @@ import (
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	"github.com/probectl/probectl/fleet/kubetest"
+	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -290,5 +297,228 @@ func TestAgentOnlyWritesItsOwnNode(t *testing.T) {
 	}
 	if got.Status.Phase != "" || len(got.Status.Errors) != 0 {
 		t.Errorf("node-b's record was changed: %+v", got.Status)
+	}
+}
+
+// TestProbeSetIsRoot replays issue 18's "any namespace editor can run
+// probes as root on every node": a user bound to the built-in edit role in
+// a namespace (the aggregation done as kube-controller-manager does it)
+// tried to create an apply-mode ProbeSet, which every selected node's agent
+// applies as root, and succeeded. Now edit grants no write on ProbeSets;
+// probectl-edit grants plan mode only (the admission policy refuses apply
+// mode without the verb "apply"); probectl-apply grants apply mode, in
+// the namespaces it is bound in.
+func TestProbeSetIsRoot(t *testing.T) {
+	c, admin := setup(t)
+	ctx := context.Background()
+	if err := c.AggregateRoles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"tenant", "other"} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := func(name, ns string, roles ...string) client.Client {
+		t.Helper()
+		for _, role := range roles {
+			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + role},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+				Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: name}}}
+			if err := admin.Create(ctx, rb); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := c.UserConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newClient(t, cfg)
+	}
+	probeSet := func(ns, name string, mode v1alpha1.Mode) *v1alpha1.ProbeSet {
+		return &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.ProbeSetSpec{HCL: `probe "tracepoint" "x" {}`, Mode: mode}}
+	}
+	refused := func(what string, err error, want string) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v, want forbidden", what, err)
+		} else if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: refused with %q, want %q in it", what, err, want)
+		}
+	}
+	ok := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	const byRBAC = `cannot create resource "probesets" in API group "probectl.dev" in the namespace`
+	const byPolicy = "an apply-mode ProbeSet runs its probes as root on every node it selects"
+
+	// A namespace editor: edit works (a ConfigMap), ProbeSets are
+	// readable, and no ProbeSet of any mode can be created.
+	editor := user("alice", "tenant", "edit")
+	ok("editor creates a ConfigMap", editor.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "cm"}}))
+	ok("editor lists ProbeSets", editor.List(ctx, &v1alpha1.ProbeSetList{}, client.InNamespace("tenant")))
+	refused("editor creates an apply-mode ProbeSet", editor.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byRBAC)
+	refused("editor creates a plan-mode ProbeSet", editor.Create(ctx, probeSet("tenant", "plan", v1alpha1.ModePlan)), byRBAC)
+	refused("editor lists ProbeSetNode records", editor.List(ctx, &v1alpha1.ProbeSetNodeList{}, client.InNamespace("tenant")), `cannot list resource "probesetnodes"`)
+	// An admin of the namespace neither.
+	nsAdmin := user("dave", "tenant", "admin")
+	refused("namespace admin creates an apply-mode ProbeSet", nsAdmin.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byRBAC)
+	// ... nor grant it to itself: RBAC binds only what the binder holds.
+	selfGrant := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-apply"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-apply"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dave"}}}
+	refused("namespace admin binds probectl-apply to itself", nsAdmin.Create(ctx, selfGrant), "is attempting to grant RBAC permissions not currently held")
+	ok("namespace admin binds probectl-view", nsAdmin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-view"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "erin"}}}))
+
+	// A planner (probectl-edit): plan mode, never apply mode.
+	planner := user("bob", "tenant", "probectl-edit")
+	ok("planner creates a plan-mode ProbeSet", planner.Create(ctx, probeSet("tenant", "plan", v1alpha1.ModePlan)))
+	refused("planner creates an apply-mode ProbeSet", planner.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byPolicy)
+	var ps v1alpha1.ProbeSet
+	if err := planner.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "plan"}, &ps); err != nil {
+		t.Fatal(err)
+	}
+	ps.Spec.Mode = v1alpha1.ModeApply
+	refused("planner switches a ProbeSet to apply mode", planner.Update(ctx, &ps), byPolicy)
+
+	// An applier (probectl-apply in tenant): apply mode there, not elsewhere.
+	applier := user("carol", "tenant", "probectl-apply")
+	ok("applier creates an apply-mode ProbeSet", applier.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)))
+	refused("applier creates one in another namespace", applier.Create(ctx, probeSet("other", "root", v1alpha1.ModeApply)), byRBAC)
+	// The admin (system:masters) holds every verb.
+	ok("cluster admin creates an apply-mode ProbeSet", admin.Create(ctx, probeSet("other", "root", v1alpha1.ModeApply)))
+
+	// The planner may not change what the applier's ProbeSet runs, may
+	// change its metadata, and may stop it (plan mode, or delete).
+	if err := planner.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "root"}, &ps); err != nil {
+		t.Fatal(err)
+	}
+	changed := ps.DeepCopy()
+	changed.Spec.HCL = `probe "kernel" "mine" {}`
+	refused("planner changes an apply-mode ProbeSet's spec", planner.Update(ctx, changed), byPolicy)
+	changed = ps.DeepCopy()
+	changed.Spec.NodeSelector = map[string]string{"pool": "b"}
+	refused("planner changes an apply-mode ProbeSet's nodes", planner.Update(ctx, changed), byPolicy)
+	ps.Labels = map[string]string{"team": "x"}
+	ok("planner labels an apply-mode ProbeSet", planner.Update(ctx, &ps))
+	ps.Spec.Mode = v1alpha1.ModePlan
+	ok("planner turns an apply-mode ProbeSet to plan mode", planner.Update(ctx, &ps))
+	ok("planner deletes it", planner.Delete(ctx, &ps))
+
+	var got v1alpha1.ProbeSet
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "plan"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Mode != v1alpha1.ModePlan {
+		t.Errorf("tenant/plan is in mode %q after the refused update, want plan", got.Spec.Mode)
+	}
+}
+
+// TestNoWriteAggregated checks the mechanism behind TestProbeSetIsRoot
+// for every role deploy/kubernetes ships: none that grants a write on
+// probectl.dev, or any access to the per-node records, is aggregated into
+// a built-in role.
+func TestNoWriteAggregated(t *testing.T) {
+	objs, err := kubetest.ReadObjects(manifests(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := map[string]bool{"get": true, "list": true, "watch": true}
+	roles := 0
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		roles++
+		var aggregated []string
+		for k, v := range o.GetLabels() {
+			if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") && v == "true" {
+				aggregated = append(aggregated, k)
+			}
+		}
+		if len(aggregated) == 0 {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range role.Rules {
+			if !slices.Contains(r.APIGroups, "probectl.dev") && !slices.Contains(r.APIGroups, "*") {
+				continue
+			}
+			for _, v := range r.Verbs {
+				if !read[v] {
+					t.Errorf("ClusterRole %s (%v) grants %q on %v: creating a ProbeSet is root on the nodes", role.Name, aggregated, v, r.Resources)
+				}
+			}
+			for _, res := range r.Resources {
+				if res != "probesets" && res != "probesets/status" {
+					t.Errorf("ClusterRole %s (%v) grants reading %s: a probe's results", role.Name, aggregated, res)
+				}
+			}
+		}
+	}
+	if roles < 5 {
+		t.Errorf("read %d ClusterRoles from deploy/kubernetes, want at least 5", roles)
+	}
+}
+
+// TestMetricsNetworkPolicy checks, on the server that stored it, that the
+// NetworkPolicy deploy/kubernetes ships selects the agents' pods and
+// admits to their metrics port only peers chosen by namespace (a bare
+// podSelector would admit any pod of probectl-system that carries the
+// label; an empty "from" everyone).
+func TestMetricsNetworkPolicy(t *testing.T) {
+	_, admin := setup(t)
+	ctx := context.Background()
+	var ds appsv1.DaemonSet
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: "probectl-agent"}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: "probectl-agent-metrics"}, &np); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Empty() || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		t.Errorf("the policy's pod selector %q does not select the agent's pods %v", sel, ds.Spec.Template.Labels)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("policy types %v, want Ingress", np.Spec.PolicyTypes)
+	}
+	ports := map[string]bool{}
+	for _, p := range ds.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name], ports[strconv.Itoa(int(p.ContainerPort))] = true, true
+	}
+	if len(np.Spec.Ingress) == 0 {
+		t.Fatal("the policy admits nothing: the scraper cannot reach /metrics")
+	}
+	for i, in := range np.Spec.Ingress {
+		if len(in.From) == 0 {
+			t.Errorf("ingress %d admits every peer", i)
+		}
+		for _, f := range in.From {
+			if f.IPBlock != nil || f.NamespaceSelector == nil || len(f.NamespaceSelector.MatchLabels)+len(f.NamespaceSelector.MatchExpressions) == 0 {
+				t.Errorf("ingress %d peer %+v is not chosen by a namespace label", i, f)
+			}
+		}
+		if len(in.Ports) == 0 {
+			t.Errorf("ingress %d admits every port", i)
+		}
+		for _, p := range in.Ports {
+			if p.Port == nil || !ports[p.Port.String()] {
+				t.Errorf("ingress %d port %v is not the agent's metrics port %v", i, p.Port, ports)
+			}
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"slices"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
 )
@@ -20,6 +22,9 @@ type Config struct {
 	// Sources holds each file's text by name, for source comments and
 	// diagnostics.
 	Sources map[string][]byte
+	// Policy is what the specs may not do ([Config.Enforce]); the
+	// compiler refuses on the target what the spec cannot show.
+	Policy Policy
 }
 
 // Probe is one probe block.
@@ -108,6 +113,29 @@ func (p *Probe) Actions() []*Action {
 		}
 	}
 	return all
+}
+
+// Exprs lists every top-level expression of the probe's handlers.
+func (p *Probe) Exprs() []Expr {
+	var exprs []Expr
+	for _, h := range []*Handler{p.Entry, p.Exit} {
+		if h == nil {
+			continue
+		}
+		exprs = append(exprs, h.When)
+		for _, s := range h.Save {
+			exprs = append(exprs, s.Value)
+		}
+		for _, a := range h.Actions {
+			exprs = append(exprs, a.Value, a.When)
+			exprs = append(exprs, a.By...)
+			exprs = append(exprs, a.Key...)
+			for _, fl := range a.Fields {
+				exprs = append(exprs, fl.Value)
+			}
+		}
+	}
+	return slices.DeleteFunc(exprs, func(x Expr) bool { return x == nil })
 }
 
 // Handler is an on_entry or on_exit block.

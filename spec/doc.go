@@ -7,6 +7,10 @@
 // nesting and [MaxOperators] operators an expression, so that no pass over a
 // spec recurses without bound.
 //
+// A [Policy] refuses classes of constructs ([DenyClasses]: a read of kernel
+// memory at a raw address is root on the machine); [Config.Enforce] checks
+// a spec set under one.
+//
 // What depends on a target kernel (routes, tracepoint field layouts,
 // function lists) is the compiler's. Package spec imports only bpf (for
 // probe addresses) and never loads anything into a kernel.

@@ -40,5 +40,17 @@ func FuzzParse(f *testing.F) {
 		if !diags.HasErrors() && cfg == nil {
 			t.Fatal("no config and no errors")
 		}
+		// Every policy checks any spec set, however decoded (validate
+		// enforces one on a set with errors).
+		if cfg != nil {
+			for _, c := range spec.DenyClasses {
+				p, _ := spec.ParsePolicy(string(c.Class))
+				for _, d := range cfg.Enforce(p) {
+					if d.Subject == nil || d.Subject.Start.Byte < 0 || d.Subject.End.Byte > len(src) {
+						t.Fatalf("-deny %s: diagnostic range %v outside the %d-byte file", c.Class, d.Subject, len(src))
+					}
+				}
+			}
+		}
 	})
 }

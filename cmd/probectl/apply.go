@@ -14,6 +14,7 @@ import (
 
 func newApplyCmd(g *globals) *cobra.Command {
 	var autoApprove bool
+	var deny denyFlag
 	cmd := &cobra.Command{
 		Use:   "apply [-auto-approve] [PATH... | PLANFILE]",
 		Short: "Attach the probes of the specs: all of them, or none",
@@ -28,6 +29,8 @@ A saved plan (plan -out FILE) is applied as it was planned, and refused
 when the state or the kernel's facts moved since.
 
   -auto-approve  apply without asking (required when stdin is not a terminal)
+  -deny CLASS[,CLASS]  refuse specs (a saved plan's too) with constructs of
+                these classes: ` + denyClasses() + `
 
 Exit status: 0 applied (or nothing to do), 1 errors.`,
 		Args: cobra.MinimumNArgs(1),
@@ -42,9 +45,9 @@ Exit status: 0 applied (or nothing to do), 1 errors.`,
 			var cfg *spec.Config
 			var out *compiler.Output
 			if saved != nil {
-				cfg, out, err = compileSaved(cmd, saved)
+				cfg, out, err = compileSaved(cmd, saved, deny.p)
 			} else {
-				cfg, out, err = compileLive(cmd, args)
+				cfg, out, err = compileLive(cmd, args, deny.p)
 			}
 			if err != nil {
 				return err
@@ -81,6 +84,7 @@ Exit status: 0 applied (or nothing to do), 1 errors.`,
 		},
 	}
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "apply without asking")
+	deny.add(cmd)
 	g.addLockTimeout(cmd)
 	return cmd
 }
@@ -115,7 +119,7 @@ func readSavedPlan(args []string) (*runtime.SavedPlan, error) {
 
 // compileSaved recompiles a saved plan's sources for the live kernel and
 // refuses when the kernel is not the one the plan was made for.
-func compileSaved(cmd *cobra.Command, sp *runtime.SavedPlan) (*spec.Config, *compiler.Output, error) {
+func compileSaved(cmd *cobra.Command, sp *runtime.SavedPlan, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
 	files := map[string][]byte{}
 	for name, src := range sp.Sources {
 		files[name] = []byte(src)
@@ -131,5 +135,5 @@ func compileSaved(cmd *cobra.Command, sp *runtime.SavedPlan) (*spec.Config, *com
 	if err := sp.CheckKernel(live); err != nil {
 		return nil, nil, err
 	}
-	return compileFor(cmd, cfg, sp.Facts)
+	return compileFor(cmd, cfg, sp.Facts, policy)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/metrics"
 	"github.com/probectl/probectl/runtime"
+	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 )
 
@@ -42,7 +43,7 @@ only these specs (names that meet get _2 in that order).
 Exit status: 0, 1 errors.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, _, out, err := compileTarget(cmd, target, args)
+			_, _, out, err := compileTarget(cmd, target, args, spec.Policy{})
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 func newPlanCmd(g *globals) *cobra.Command {
 	var target, outFile string
 	var asJSON, detailed bool
+	var deny denyFlag
 	var cl clusterPlanOptions
 	cmd := &cobra.Command{
 		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] PATH...",
@@ -32,6 +33,7 @@ create +, replace -/+ (with why), delete -, unchanged.
   -json            the plan as JSON (README, "Plan JSON")
   -out FILE        save the plan for "probectl apply FILE"
   -detailed-exitcode  exit 0 when nothing would change, 2 when something would
+  -deny CLASS[,CLASS]  refuse constructs of these classes: ` + denyClasses() + `
 
 With -cluster it plans for every node of a Kubernetes cluster instead,
 from the facts each node's agent published (NodeFacts): per node, the
@@ -60,7 +62,7 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 			if cl.probeSet != "" || cl.selector != "" {
 				return errors.New("-probeset and -selector plan for a cluster: add -cluster")
 			}
-			cfg, facts, out, err := compileTarget(cmd, target, args)
+			cfg, facts, out, err := compileTarget(cmd, target, args, deny.p)
 			if err != nil {
 				return err
 			}
@@ -102,6 +104,7 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to FILE")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	deny.add(cmd)
 	cmd.Flags().BoolVar(&cl.cluster, "cluster", false, "plan for the nodes of a Kubernetes cluster, from their published facts")
 	cmd.Flags().StringVar(&cl.probeSet, "probeset", "", "with -cluster: plan the specs and node selector of ProbeSet NS/NAME")
 	cmd.Flags().StringVar(&cl.selector, "selector", "", "with -cluster: the nodes to plan for, by label (K=V,...)")
@@ -110,10 +113,13 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 	return cmd
 }
 
-// compileTarget loads the specs at paths and compiles them for -target,
-// printing the diagnostics.
-func compileTarget(cmd *cobra.Command, target string, paths []string) (*spec.Config, *bpf.Facts, *compiler.Output, error) {
+// compileTarget loads the specs at paths and compiles them for -target
+// under policy, printing the diagnostics.
+func compileTarget(cmd *cobra.Command, target string, paths []string, policy spec.Policy) (*spec.Config, *bpf.Facts, *compiler.Output, error) {
 	cfg, diags := spec.LoadPaths(paths)
+	if cfg != nil {
+		diags = append(diags, cfg.Enforce(policy)...)
+	}
 	if diags.HasErrors() {
 		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 		return nil, nil, nil, exitError{1}

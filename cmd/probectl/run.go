@@ -63,7 +63,7 @@ built-in example: tracepoints on system calls.
 			if len(args) == 0 {
 				cfg, out, err = compileDemo(cmd)
 			} else {
-				cfg, out, err = compileLive(cmd, args)
+				cfg, out, err = compileLive(cmd, args, spec.Policy{})
 			}
 			if err != nil {
 				return err
@@ -90,7 +90,7 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return compileFor(cmd, cfg, facts)
+	return compileFor(cmd, cfg, facts, spec.Policy{})
 }
 
 func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON, totals bool, flameFile, aggName string, symbolDirs []string) (err error) {

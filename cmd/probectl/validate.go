@@ -1,20 +1,29 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 )
 
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	var deny denyFlag
+	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check specs for errors, without a target kernel",
 		Long: `Validate reads spec files (a directory means every *.hcl in it) and reports
 every error as FILE:LINE:COL: error: SUMMARY, with the detail and the fix.
+
+  -deny CLASS[,CLASS]  refuse constructs of these classes: ` + denyClasses() + `
+
 Exit status: 0 valid, 1 errors.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, diags := spec.LoadPaths(args)
+			if cfg != nil {
+				diags = append(diags, cfg.Enforce(deny.p)...)
+			}
 			var sources map[string][]byte
 			if cfg != nil {
 				sources = cfg.Sources
@@ -27,4 +36,35 @@ Exit status: 0 valid, 1 errors.`,
 			return nil
 		},
 	}
+	deny.add(cmd)
+	return cmd
+}
+
+// denyFlag is -deny CLASS[,CLASS]: the policy validate, plan and apply
+// check the specs under (spec.Policy).
+type denyFlag struct{ p spec.Policy }
+
+func (f *denyFlag) add(cmd *cobra.Command) {
+	cmd.Flags().Var(f, "deny", "refuse constructs of these classes (comma-separated): "+denyClasses())
+}
+
+func (f *denyFlag) String() string { return f.p.String() }
+func (f *denyFlag) Type() string   { return "CLASS[,CLASS]" }
+
+func (f *denyFlag) Set(s string) error {
+	p, err := spec.ParsePolicy(s)
+	if err != nil {
+		return err
+	}
+	f.p = p
+	return nil
+}
+
+// denyClasses lists the classes -deny takes, with what each refuses.
+func denyClasses() string {
+	var s []string
+	for _, c := range spec.DenyClasses {
+		s = append(s, string(c.Class)+" ("+c.Refuses+")")
+	}
+	return strings.Join(s, ", ")
 }

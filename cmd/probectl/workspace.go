@@ -96,8 +96,9 @@ func (g *globals) inspect() (*runtime.Workspace, *runtime.State, error) {
 	return w, s, nil
 }
 
-// compileLive loads the specs and compiles them for the running kernel.
-func compileLive(cmd *cobra.Command, paths []string) (*spec.Config, *compiler.Output, error) {
+// compileLive loads the specs and compiles them for the running kernel,
+// under policy.
+func compileLive(cmd *cobra.Command, paths []string, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
 	cfg, diags := spec.LoadPaths(paths)
 	if diags.HasErrors() {
 		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
@@ -108,7 +109,7 @@ func compileLive(cmd *cobra.Command, paths []string) (*spec.Config, *compiler.Ou
 	if err != nil {
 		return nil, nil, err
 	}
-	return compileFor(cmd, cfg, facts)
+	return compileFor(cmd, cfg, facts, policy)
 }
 
 // parseSources decodes specs given as text (the built-in example, a saved plan).
@@ -121,8 +122,13 @@ func parseSources(cmd *cobra.Command, files map[string][]byte) (*spec.Config, er
 	return cfg, nil
 }
 
-// compileFor compiles cfg for facts, printing the diagnostics.
-func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts) (*spec.Config, *compiler.Output, error) {
+// compileFor compiles cfg for facts under policy (a spec it refuses is
+// not compiled), printing the diagnostics.
+func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
+	if diags := cfg.Enforce(policy); diags.HasErrors() {
+		printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
+		return nil, nil, exitError{1}
+	}
 	out, diags := compiler.Compile(cfg, facts)
 	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
 	if diags.HasErrors() {

@@ -12,7 +12,9 @@
 //
 // There is no controller manager, scheduler or kubelet: pods are objects
 // that never run, namespaces never finish terminating. Tests run agents as
-// processes and use a namespace of their own.
+// processes and use a namespace of their own. The built-in view, edit and
+// admin roles get their rules from the controller manager's aggregation:
+// [Cluster.AggregateRoles] does it once, for tests that bind them.
 //
 // Imports nothing of probectl.
 package kubetest
