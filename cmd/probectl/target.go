@@ -73,22 +73,7 @@ func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
 		cmd.Print(", entry-only ftrace_ops fast path")
 	}
 	cmd.Printf(" (ftrace WITH_REGS %s, WITH_ARGS %s)\n", yes(f.FtraceWithRegs), yes(f.FtraceWithArgs))
-	links := []struct {
-		name string
-		ok   bool
-	}{
-		{"kprobe.multi", f.Links.KprobeMulti}, {"kprobe.session", f.Links.KprobeSession},
-		{"fentry/fexit", f.Links.Fentry}, {"fsession", f.Links.Fsession}, {"kprobe", f.Links.Kprobe},
-		{"uprobe.multi", f.Links.UprobeMulti}, {"uprobe", f.Links.Uprobe}, {"tracepoint", f.Links.Tracepoint},
-	}
-	var have, lack []string
-	for _, l := range links {
-		if l.ok {
-			have = append(have, l.name)
-		} else {
-			lack = append(lack, l.name)
-		}
-	}
+	have, lack := f.Links.Split()
 	cmd.Printf("Links:    %s\n", strings.Join(have, ", "))
 	if len(lack) > 0 {
 		cmd.Printf("Missing:  %s\n", strings.Join(lack, ", "))
