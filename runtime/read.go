@@ -815,14 +815,11 @@ func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, mi
 }
 
 // linkMissed is the count of hits the kernel reports it could not deliver
-// through a link of a family that reports one (kprobe.multi and
-// kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
-// info, which the other families need not pay for.
+// through a link of a family that reports one (compiler.FamilyInfo's
+// CountsMisses): read through cilium/ebpf's link info, which the other
+// families need not pay for.
 func linkMissed(family compiler.Family, path string) uint64 {
-	switch family {
-	case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession,
-		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyUprobeSession, compiler.FamilyKprobe, compiler.FamilyKretprobe:
-	default:
+	if fi, _ := family.Info(); !fi.CountsMisses {
 		return 0
 	}
 	lk, err := link.LoadPinnedLink(path, nil)

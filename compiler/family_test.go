@@ -1,0 +1,78 @@
+package compiler
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
+)
+
+// TestFamilyConformance holds every link family of the table to what the
+// rest of probectl reads from it: a fact a target can lack (shown by every
+// display, bpf.LinkFacts), a program consistent with its role, and, for a
+// kernel-function family, figures in the route-cost table (routecost.json)
+// so that prefer and the plan's estimates can price it. runtime's
+// TestAttachersCoverFamilies holds each to an attacher.
+func TestFamilyConformance(t *testing.T) {
+	costed := map[Family]bool{}
+	for _, k := range routeCosts.Kernels {
+		for fam := range k.Families {
+			costed[fam] = true
+		}
+	}
+	all := &bpf.Facts{Perf: bpf.Perf{Link: true}}
+	links := reflect.ValueOf(&all.Links).Elem()
+	for i := range links.NumField() {
+		links.Field(i).SetBool(true)
+	}
+	seen := map[Family]bool{}
+	for _, fi := range Families() {
+		fam := fi.Family
+		if fam == "" || seen[fam] {
+			t.Errorf("family %q: empty or listed twice", fam)
+		}
+		seen[fam] = true
+		if got, ok := fam.Info(); !ok || got.Family != fam {
+			t.Errorf("%s: Info finds %v, %v", fam, got.Family, ok)
+		}
+		switch {
+		case fi.Fact == "" && fi.Kind != bpf.KindProfile:
+			t.Errorf("%s: no fact in bpf.LinkFacts enables it, so no display shows whether a target has it", fam)
+		case fi.Fact != "":
+			if _, ok := bpf.LinkFactNamed(fi.Fact); !ok {
+				t.Errorf("%s: fact %q is not in bpf.LinkFacts", fam, fi.Fact)
+			}
+		}
+		if fi.Available(&bpf.Facts{}) || !fi.Available(all) {
+			t.Errorf("%s: available without any link (%v) or not with all (%v)", fam, fi.Available(&bpf.Facts{}), fi.Available(all))
+		}
+		if fi.Kind == bpf.KindKernel && !costed[fam] {
+			t.Errorf("%s: a kernel-function family without figures in routecost.json (make routes-table)", fam)
+		}
+		if fi.PerFunction != (fi.Type == ebpf.Tracing) || (fi.ctx == ctxTracing) != (fi.Type == ebpf.Tracing) {
+			t.Errorf("%s: per-function %v and context %v do not fit program type %v", fam, fi.PerFunction, fi.ctx, fi.Type)
+		}
+		if fi.Limit > 0 && !fi.Multi {
+			t.Errorf("%s: a link limit on a family of one link per function", fam)
+		}
+		if want := map[bpf.Kind][]Role{
+			bpf.KindKernel: {RoleEntry, RoleExit, RoleSession}, bpf.KindUser: {RoleEntry, RoleExit, RoleSession},
+			bpf.KindTracepoint: {RoleEvent}, bpf.KindProfile: {RoleSample},
+		}[fi.Kind]; !hasRole(want, fi.Role) {
+			t.Errorf("%s: role %s for a %s probe, want one of %v", fam, fi.Role, fi.Kind, want)
+		}
+	}
+	if _, ok := Family("kprobe.nope").Info(); ok {
+		t.Error("an unknown family has an entry")
+	}
+}
+
+func hasRole(roles []Role, r Role) bool {
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
