@@ -116,6 +116,15 @@ func routeTargets(t *testing.T) []routeTarget {
 			out = append(out, routeTarget{base + " without " + l.what, f})
 		}
 	}
+	// A kernel the cost table has not measured prices by the nearest; one
+	// whose table measures none of its routes follows the auto rule.
+	f := mustProfile(t, "linux-7.2-amd64")
+	f.Kernel = bpf.Version{Major: 6, Minor: 18}
+	f.Derive()
+	out = append(out, routeTarget{"linux-6.18-amd64 (derived)", f})
+	f = mustProfile(t, "linux-6.1-amd64")
+	f.Links.KprobeMulti, f.Links.Fentry, f.Links.Kprobe, f.Fprobe = true, false, false, bpf.FprobeRethook
+	out = append(out, routeTarget{"linux-6.1-amd64 with kprobe.multi only", f})
 	for _, base := range []string{"linux-7.2-amd64", "linux-6.1-amd64"} {
 		f := mustProfile(t, base)
 		f.Functions = []string{"vfs_read", "vfs_read.isra.0", "vfs_write"}
