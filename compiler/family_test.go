@@ -1,11 +1,16 @@
 package compiler
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
 )
 
 // TestFamilyConformance holds every link family of the table to what the
@@ -75,4 +80,70 @@ func hasRole(roles []Role, r Role) bool {
 		}
 	}
 	return false
+}
+
+// TestAttachValuesFollowFamilies holds spec's list of the families
+// attach = "..." may name (a list spec keeps, since it cannot import the
+// compiler) to the table: for each probe kind, "auto" and every family of
+// that kind that runs at entry or as a session, each one the route choice
+// can take on a target that has everything.
+func TestAttachValuesFollowFamilies(t *testing.T) {
+	all := mustAll(t)
+	probes := map[bpf.Kind]string{
+		bpf.KindKernel: "functions = [\"vfs_read\"]",
+		bpf.KindUser:   "binary = \"/nonexistent/app\"\n  functions = [\"main\"]",
+	}
+	for kind, where := range probes {
+		want := []string{`"auto"`}
+		for _, fi := range Families() {
+			if fi.Kind == kind && (fi.Role == RoleEntry || fi.Role == RoleSession) {
+				want = append(want, fmt.Sprintf("%q", fi.Family))
+			}
+		}
+		src := fmt.Sprintf("probe %q \"p\" {\n  %s\n  attach = \"nope\"\n  on_entry {\n    count \"c\" {}\n  }\n  on_exit {\n    count \"x\" {}\n  }\n}\n", kind, where)
+		_, diags := spec.Parse(map[string][]byte{"t.hcl": []byte(src)})
+		_, list, ok := strings.Cut(diags.Error(), "Use one of: ")
+		if !ok {
+			t.Fatalf("%s: attach = \"nope\" gives %v", kind, diags)
+		}
+		got := strings.Split(strings.TrimSuffix(list, "."), ", ")
+		sort.Strings(got)
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s probes: spec accepts attach = %v, the family table gives %v", kind, got, want)
+		}
+		for _, fam := range want {
+			if fam = strings.Trim(fam, `"`); fam == "auto" {
+				continue
+			}
+			p := parseProbe(t, strings.Replace(src, "nope", fam, 1))
+			d, diag := chooseRoute(p, all, matchKernelFunctions(p, all))
+			if diag != nil || !slices.Contains(d.families, Family(fam)) {
+				t.Errorf("attach = %q on a target with every link: %v, %v", fam, d.families, diag)
+			}
+		}
+	}
+}
+
+// mustAll is the 7.2 profile with every link and perf links.
+func mustAll(t *testing.T) *bpf.Facts {
+	f, err := bpf.Profile("linux-7.2-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := reflect.ValueOf(&f.Links).Elem()
+	for i := range links.NumField() {
+		links.Field(i).SetBool(true)
+	}
+	f.Perf.Link = true
+	return f
+}
+
+func parseProbe(t *testing.T, src string) *spec.Probe {
+	t.Helper()
+	cfg, diags := spec.Parse(map[string][]byte{"t.hcl": []byte(src)})
+	if diags.HasErrors() || len(cfg.Probes) != 1 {
+		t.Fatalf("%s: %v", src, diags)
+	}
+	return cfg.Probes[0]
 }
