@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,17 +109,41 @@ func fetch(c *http.Client, base, path string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// sockets counts the sockets process pid holds open.
-func sockets(t *testing.T, pid int) int {
+// sockets counts the TCP sockets process pid holds open on the port of
+// addr (HOST:PORT): its listener and the connections it accepted.
+func sockets(t *testing.T, pid int, addr string) int {
 	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
 	for _, fd := range fds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
-			n++
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if ino, ok := strings.CutPrefix(l, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	local := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line) // sl local remote st ... uid timeout inode
+			if len(f) > 9 && strings.HasSuffix(f[1], local) && inodes[f[9]] {
+				n++
+			}
 		}
 	}
 	return n
@@ -210,10 +235,45 @@ func TestServeHeldConnectionsCannotStarveScrapes(t *testing.T) {
 				}
 			}
 			// The listener, the connections it holds, and one closing.
-			if n := sockets(t, p.cmd.Process.Pid); n > maxConns+2 {
+			n := sockets(t, p.cmd.Process.Pid, strings.TrimPrefix(p.base, "http://"))
+			t.Logf("%s holds %d sockets on its port", tc.name, n)
+			if n > maxConns+2 || n < 1 {
 				t.Errorf("%s holds %d sockets with %d connections allowed", tc.name, n, maxConns)
 			}
 		})
+	}
+}
+
+// The node agent's /healthz is what the DaemonSet's liveness probe reads,
+// on a port any pod reaches: with 300 connections held (as above), a
+// plan-only node agent still answers /healthz and /metrics.
+func TestKubeAgentHeldConnectionsCannotStarveHealth(t *testing.T) {
+	ctx := context.Background()
+	c, _ := kubeLab(t)
+	cfg, err := c.PodToken(ctx, "probectl-system", "probectl-agent", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "held.kubeconfig")
+	if err := c.WriteKubeconfig(kc, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := startServed(t, "-state-dir", filepath.Join(dir, "state"), "agent", "-kubernetes", "-node", "held", "-kubeconfig", kc,
+		"-facts", "linux-6.1-amd64", "-listen", "127.0.0.1:0", "-log-json")
+	holdConnections(t, strings.TrimPrefix(p.base, "http://"), 100)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		code, body, err := fetch(hc, p.base, path)
+		if err != nil || code != 200 {
+			t.Fatalf("GET %s with 300 connections held: %d %v\n%s\nlog:\n%s", path, code, err, body, p.log)
+		}
+		if path == "/healthz" && body != "ok\n" {
+			t.Errorf("/healthz said %q", body)
+		}
+	}
+	if n := sockets(t, p.cmd.Process.Pid, strings.TrimPrefix(p.base, "http://")); n > maxConns+2 || n < 1 {
+		t.Errorf("the node agent holds %d sockets with %d connections allowed", n, maxConns)
 	}
 }
 
