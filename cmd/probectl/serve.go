@@ -277,7 +277,7 @@ func (s *serveFlags) tls() bool {
 func (s *serveFlags) serve(ln net.Listener, h http.Handler, log *slog.Logger) (srv *http.Server, served <-chan error) {
 	srv = newHTTPServer(h)
 	if l, ok := ln.(*connLimit); ok {
-		srv.ConnState = l.track
+		l.install(srv)
 	}
 	done := make(chan error, 1)
 	flags := &web.FlagConfig{WebConfigFile: &s.webConfig}
@@ -379,13 +379,16 @@ func (l *unixListener) Close() error {
 }
 
 // limitConns makes ln hold at most n connections open at once. The one
-// past the limit is accepted all the same, and the connection that has
-// waited longest for a request (idle between keep-alive requests, or new
-// and not sent one yet) is closed to make room for it; when every one is
-// in a request, the one longest in its request is. Connections held open
-// by a local user thus never keep a scrape or /healthz waiting (they used
-// to: 64 of them, each kept alive by a 404, and every scrape waited in the
-// accept queue). The server's ConnState must be the listener's track.
+// past the limit is accepted all the same, and another is closed to make
+// room for it: the one that has waited longest for a request (idle
+// between keep-alive requests, or new and not sent one yet); else the one
+// longest in a request outside its handler (a body that never comes, a
+// response the client does not read); else the one longest in its
+// handler. Connections held open by a local user thus never keep a scrape
+// or /healthz waiting (they used to: 64 of them, each kept alive by a 404,
+// and every scrape waited in the accept queue), and cut a scrape being
+// rendered only when every connection is. install must set up the
+// server.
 func limitConns(ln net.Listener, n int) net.Listener {
 	return &connLimit{Listener: ln, n: n, conns: map[*limitedConn]struct{}{}}
 }
@@ -399,10 +402,51 @@ type connLimit struct {
 
 type limitedConn struct {
 	net.Conn
-	l      *connLimit
-	once   sync.Once
-	active bool      // in a request (l.mu)
-	since  time.Time // when it went in or out of one (l.mu)
+	l        *connLimit
+	once     sync.Once
+	active   bool      // in a request (l.mu)
+	handlers int       // requests in the handler: HTTP/2 has several (l.mu)
+	since    time.Time // when it last went in or out of one (l.mu)
+}
+
+// connKey is the context key of a request's *limitedConn.
+type connKey struct{}
+
+// install makes srv tell l where each connection is: in a request or
+// not (ConnState), and in the handler or not.
+func (l *connLimit) install(srv *http.Server) {
+	srv.ConnState = l.track
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if lc := l.conn(c); lc != nil {
+			ctx = context.WithValue(ctx, connKey{}, lc)
+		}
+		return ctx
+	}
+	h := srv.Handler
+	srv.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if lc, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
+			l.mu.Lock()
+			lc.handlers++
+			l.mu.Unlock()
+			defer func() {
+				l.mu.Lock()
+				lc.handlers--
+				l.mu.Unlock()
+			}()
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// conn is the *limitedConn of l that c is or wraps (TLS), or nil.
+func (l *connLimit) conn(c net.Conn) *limitedConn {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn()
+	}
+	if lc, ok := c.(*limitedConn); ok && lc.l == l {
+		return lc
+	}
+	return nil
 }
 
 func (l *connLimit) Accept() (net.Conn, error) {
@@ -414,7 +458,7 @@ func (l *connLimit) Accept() (net.Conn, error) {
 	var evict *limitedConn
 	l.mu.Lock()
 	if len(l.conns) >= l.n {
-		evict = l.longestWaiting()
+		evict = l.victim()
 		delete(l.conns, evict)
 	}
 	l.conns[lc] = struct{}{}
@@ -425,33 +469,35 @@ func (l *connLimit) Accept() (net.Conn, error) {
 	return lc, nil
 }
 
-// longestWaiting is the connection to close for a new one: the one idle
-// the longest, or, when all are in a request, the one longest in it.
-func (l *connLimit) longestWaiting() *limitedConn {
-	var idle, busy *limitedConn
+// victim is the connection to close for a new one (l.mu held): of the
+// first kind there is, waiting for a request, in one outside the
+// handler, in the handler, the one there the longest.
+func (l *connLimit) victim() *limitedConn {
+	var oldest [3]*limitedConn
 	for c := range l.conns {
-		p := &idle
-		if c.active {
-			p = &busy
+		k := 0
+		if c.handlers > 0 {
+			k = 2
+		} else if c.active {
+			k = 1
 		}
-		if *p == nil || c.since.Before((*p).since) {
-			*p = c
+		if oldest[k] == nil || c.since.Before(oldest[k].since) {
+			oldest[k] = c
 		}
 	}
-	if idle != nil {
-		return idle
+	for _, c := range oldest {
+		if c != nil {
+			return c
+		}
 	}
-	return busy
+	return nil
 }
 
 // track is the server's ConnState: it follows each connection in and out
 // of its requests (an HTTP/2 connection is active while it has a stream).
 func (l *connLimit) track(c net.Conn, st http.ConnState) {
-	if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
-		c = tc.NetConn()
-	}
-	lc, ok := c.(*limitedConn)
-	if !ok || lc.l != l {
+	lc := l.conn(c)
+	if lc == nil {
 		return
 	}
 	l.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -544,5 +545,83 @@ func TestServeUnixSocket(t *testing.T) {
 	p := startServed(t, "-state-dir", state, "-workspace", ws, "serve", "-listen", "unix:"+sock)
 	if code, _, err := fetch(unixClient(sock), "http://probectl", "/metrics"); err != nil || code != 200 {
 		t.Errorf("serve over a stale socket: %d %v\n%s", code, err, p.log)
+	}
+}
+
+// A scrape being rendered is the last connection closed for a new one:
+// with a limit of 8 and a request held in its handler, 60 connections
+// held open (kept alive, slow headers, bodies that never come: the last
+// in a request too, outside the handler) close one another, and the
+// request in the handler is answered in full when it ends.
+func TestConnLimitSparesHandlers(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := limitConns(inner, 8)
+	entered, release := make(chan struct{}), make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(rw http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		fmt.Fprint(rw, "rendered in full\n")
+	})
+	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(rw, r)
+			return
+		}
+		fmt.Fprint(rw, "root\n")
+	})
+	srv, served := (&serveFlags{}).serve(ln, mux, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+	base := "http://" + inner.Addr().String()
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	slow := make(chan result, 1)
+	go func() {
+		code, body, err := fetch(&http.Client{}, base, "/slow")
+		slow <- result{code, body, err}
+	}()
+	select {
+	case <-entered:
+	case r := <-slow:
+		t.Fatalf("/slow answered before its handler ran: %+v", r)
+	}
+	holdConnections(t, inner.Addr().String(), 20)
+	// Once all 8 are in a request (the last bodies read their headers), a
+	// new connection must close one of them: not the one in its handler.
+	l := ln.(*connLimit)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l.mu.Lock()
+		held, active := len(l.conns), 0
+		for c := range l.conns {
+			if c.active {
+				active++
+			}
+		}
+		l.mu.Unlock()
+		if held > 8 {
+			t.Fatalf("%d connections held with a limit of 8", held)
+		}
+		if held == 8 && active == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections held, %d in a request", held, active)
+		}
+	}
+	if code, body, err := fetch(&http.Client{}, base, "/"); err != nil || code != 200 || body != "root\n" {
+		t.Errorf("GET / with 8 in a request: %d %q %v", code, body, err)
+	}
+	close(release)
+	if r := <-slow; r.err != nil || r.code != 200 || r.body != "rendered in full\n" {
+		t.Errorf("the request in its handler: %d %q %v, want 200 \"rendered in full\"", r.code, r.body, r.err)
 	}
 }
