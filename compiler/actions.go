@@ -33,7 +33,7 @@ func (g *gen) layoutMaps() {
 				g.stackField(&ev.Fields[len(ev.Fields)-1], f.Value)
 				ev.Size += kf.Size
 			}
-			ev.Layout = ev.layoutID(out).String()
+			ev.Layout = layoutID(ev, out).String()
 			out.Events = append(out.Events, ev)
 			continue
 		}
@@ -390,9 +390,6 @@ func (g *gen) log2Bucket() {
 	g.e.Mark(done)
 	g.e.Emit(asm.Mov.Reg(asm.R0, asm.R1))
 }
-
-// LinearBuckets is the number of in-range buckets of an lhist.
-func LinearBuckets(min, max, step int64) int64 { return spec.LinearBuckets(min, max, step) }
 
 // linearBucket turns the value in R0 into its lhist bucket: 0 below min,
 // 1..n in range, n+1 at or above max. In range, value - min is below

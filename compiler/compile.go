@@ -92,7 +92,7 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 		g.build(g.d)
 		diags = append(diags, g.diags...)
 		if !g.diags.HasErrors() {
-			g.out.Digest = g.out.digest()
+			g.out.Digest = digest(g.out, g.p)
 			out.Probes = append(out.Probes, g.out)
 		}
 	}
@@ -155,7 +155,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
-	cp := &Probe{Spec: p, Description: Description{
+	cp := &Probe{Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
 		Binary: p.Binary, Library: library, PID: p.PID,
 	}}
@@ -458,4 +458,9 @@ func (g *gen) knownFunctions() (list []string, glob string) {
 	}
 	sort.Strings(list)
 	return list, ""
+}
+
+// diagf returns an error diagnostic at rng.
+func diagf(rng hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: sprintf(detail, args...), Subject: rng.Ptr()}
 }

@@ -12,32 +12,9 @@ import (
 	"github.com/probectl/probectl/spec"
 )
 
-// Table is a compiled table: state the probes of a spec set share, a hash
-// map (not per-CPU: one probe stores, another reads) with its layout, and a
-// per-CPU counter of the stores it could not take (full).
-type Table struct {
-	Address bpf.Address `json:"address"`
-	// Key locates the key's parts; Value the value's fields (one, named
-	// "value", for a table of single values).
-	Key       []KeyField `json:"key"`
-	KeySize   int        `json:"key_size"`
-	Value     []KeyField `json:"value"`
-	ValueSize int        `json:"value_size"`
-	Objects   bool       `json:"objects,omitempty"`
-	MaxKeys   int        `json:"max_keys"`
-	Maps      []*Map     `json:"maps"`
-	Digest    string     `json:"digest"`
-}
-
 // Map refs of a table, as the programs that use it refer to its maps.
 func tableRef(name string) string      { return "table_" + name }
 func tableStatsRef(name string) string { return "tstats_" + name }
-
-// Refs of a table's own maps, in its pin directory.
-const (
-	TableData  = "data"
-	TableStats = "stats"
-)
 
 // tableUse is one place a table is used: a key, and for stores the value.
 type tableUse struct {
@@ -56,6 +33,8 @@ type unit struct {
 	gens    []*gen
 	uses    map[*spec.Table][]tableUse
 	layouts map[*spec.Table]*Table
+	// slots are the types of each laid-out table's value fields.
+	slots map[*spec.Table][]spec.Type
 	busy    map[*spec.Table]bool
 	diags   hcl.Diagnostics
 	// buffer is the spec set's event buffer, nil when no probe emits events.
@@ -115,9 +94,9 @@ func (u *unit) tableSlot(t *spec.Table, field string) spec.Type {
 	if field != "" {
 		name = field
 	}
-	for _, f := range l.Value {
+	for i, f := range l.Value {
 		if f.Name == name {
-			return f.typ
+			return u.slots[t][i]
 		}
 	}
 	return spec.Type{}
@@ -195,11 +174,11 @@ func (u *unit) layout(t *spec.Table) *Table {
 	}
 	l := &Table{Address: bpf.Address{Kind: bpf.KindTable, Name: t.Name}, MaxKeys: t.MaxKeys, Objects: t.Fields != nil}
 	for i, kt := range keys {
-		l.Key = append(l.Key, KeyField{Name: fmt.Sprintf("key%d", i), Kind: kindOf(kt), Offset: l.KeySize, Size: slotSize(kt), typ: kt})
+		l.Key = append(l.Key, KeyField{Name: fmt.Sprintf("key%d", i), Kind: kindOf(kt), Offset: l.KeySize, Size: slotSize(kt)})
 		l.KeySize += slotSize(kt)
 	}
 	for i, vt := range values {
-		l.Value = append(l.Value, KeyField{Name: names[i], Kind: kindOf(vt), Offset: l.ValueSize, Size: slotSize(vt), typ: vt})
+		l.Value = append(l.Value, KeyField{Name: names[i], Kind: kindOf(vt), Offset: l.ValueSize, Size: slotSize(vt)})
 		l.ValueSize += slotSize(vt)
 	}
 	l.Maps = []*Map{
@@ -212,6 +191,10 @@ func (u *unit) layout(t *spec.Table) *Table {
 	_ = json.NewEncoder(h).Encode([]any{l.Address.String(), l.Key, l.Value, l.MaxKeys, l.Maps})
 	l.Digest = hex.EncodeToString(h.Sum(nil))[:16]
 	u.layouts[t] = l
+	if u.slots == nil {
+		u.slots = map[*spec.Table][]spec.Type{}
+	}
+	u.slots[t] = values
 	return l
 }
 
