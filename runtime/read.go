@@ -37,11 +37,11 @@ type ProbeResult struct {
 
 // AggregationResult is one aggregation's data.
 type AggregationResult struct {
-	Name    string                   `json:"name"`
-	Kind    compiled.AggregationKind `json:"kind"`
-	KeyKeys []string                 `json:"-"` // the by fields, in order
-	Entries []Entry                  `json:"entries"`
-	Dropped uint64                   `json:"dropped"`
+	Name     string                   `json:"name"`
+	Kind     compiled.AggregationKind `json:"kind"`
+	ByFields []string                 `json:"-"` // the names of the by fields, in order
+	Entries  []Entry                  `json:"entries"`
+	Dropped  uint64                   `json:"dropped"`
 	// Omitted counts the keys left out of Entries (show -top N).
 	Omitted int `json:"omitted,omitempty"`
 }
@@ -268,7 +268,7 @@ func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, s
 	defer release()
 	ar := &AggregationResult{Name: agg.Name, Kind: agg.Kind, Entries: []Entry{}}
 	for _, f := range agg.Key {
-		ar.KeyKeys = append(ar.KeyKeys, f.Name)
+		ar.ByFields = append(ar.ByFields, f.Name)
 	}
 	hist := agg.Kind.IsHistogram()
 	type group struct {
