@@ -6,21 +6,22 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/spec"
 )
 
-// ctxKind is what R1 points at when a program starts.
-type ctxKind int
+// ctxKind is what R1 points at when a program starts (the family
+// table's Context).
+type ctxKind = compiled.Context
 
 const (
-	ctxRegs       ctxKind = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
-	ctxTracing                   // u64 array built by a BPF trampoline: fentry, fexit, fsession
-	ctxTracepoint                // the tracepoint's record
+	ctxRegs       = compiled.ContextRegs
+	ctxTracing    = compiled.ContextTracing
+	ctxTracepoint = compiled.ContextTracepoint
 )
 
 // Registers with a fixed job in generated code. R0-R5 are scratch (helper
@@ -157,7 +158,7 @@ func (g *gen) build(d decision) {
 // other on_entry.
 func (g *gen) bodyOf(fi FamilyInfo) func() {
 	switch {
-	case fi.Role == RoleSession && fi.ctx == ctxTracing:
+	case fi.Role == RoleSession && fi.Context == ctxTracing:
 		return g.fsessionBody
 	case fi.Role == RoleSession:
 		return g.sessionBody
@@ -178,7 +179,7 @@ func programName(name string, role Role) string {
 
 func (g *gen) program(fi FamilyInfo, body func()) {
 	role, family := fi.Role, fi.Family
-	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, fi.ctx, nil
+	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, fi.Context, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
@@ -331,10 +332,6 @@ func (g *gen) exitHandler() {
 		g.e.Mark("exit_done")
 	}
 }
-
-// AttachTraceUprobeSession is BPF_TRACE_UPROBE_SESSION (6.13), which
-// cilium/ebpf v0.22 knows only internally.
-const AttachTraceUprobeSession = ebpf.AttachType(57)
 
 // sessionBody is one kprobe.session or uprobe.session program: bpf_session_is_return picks
 // the half. The entry half returns 1 to skip the exit (when false, or no

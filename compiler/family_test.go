@@ -55,8 +55,8 @@ func TestFamilyConformance(t *testing.T) {
 		if fi.Kind == bpf.KindKernel && !costed[fam] {
 			t.Errorf("%s: a kernel-function family without figures in routecost.json (make routes-table)", fam)
 		}
-		if fi.PerFunction != (fi.Type == ebpf.Tracing) || (fi.ctx == ctxTracing) != (fi.Type == ebpf.Tracing) {
-			t.Errorf("%s: per-function %v and context %v do not fit program type %v", fam, fi.PerFunction, fi.ctx, fi.Type)
+		if fi.PerFunction != (fi.Type == ebpf.Tracing) || (fi.Context == ctxTracing) != (fi.Type == ebpf.Tracing) {
+			t.Errorf("%s: per-function %v and context %v do not fit program type %v", fam, fi.PerFunction, fi.Context, fi.Type)
 		}
 		if fi.Limit > 0 && !fi.Multi {
 			t.Errorf("%s: a link limit on a family of one link per function", fam)

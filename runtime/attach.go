@@ -7,12 +7,12 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // attached is one link of a probe, before and after pinning.
 type attached struct {
-	family   compiler.Family
+	family   compiled.Family
 	function string
 	program  string
 	link     link.Link
@@ -23,7 +23,7 @@ type attached struct {
 // kernel's reason.
 type AttachError struct {
 	Probe    string
-	Family   compiler.Family
+	Family   compiled.Family
 	Function string
 	Err      error
 }
@@ -54,8 +54,8 @@ func hint(err error) string {
 // linker attaches the links of one program of a probe.
 type linker struct {
 	w      *Workspace
-	p      *compiler.Probe
-	prog   *compiler.Program
+	p      *compiled.Probe
+	prog   *compiled.Program
 	coll   *ebpf.Collection
 	onLink func(attached)
 }
@@ -64,22 +64,22 @@ type linker struct {
 // table (TestAttachersCoverFamilies), in files by family group:
 // attach_kprobe.go, attach_trampoline.go, attach_uprobe.go,
 // attach_tracepoint.go, attach_perf.go.
-var attachers = map[compiler.Family]func(*linker) error{
-	compiler.FamilyKprobeMulti:    (*linker).kprobeMulti,
-	compiler.FamilyKretprobeMulti: (*linker).kprobeMulti,
-	compiler.FamilyKprobeSession:  (*linker).kprobeMulti,
-	compiler.FamilyFentry:         (*linker).tracing,
-	compiler.FamilyFexit:          (*linker).tracing,
-	compiler.FamilyFsession:       (*linker).fsession,
-	compiler.FamilyKprobe:         (*linker).kprobe,
-	compiler.FamilyKretprobe:      (*linker).kprobe,
-	compiler.FamilyUprobeMulti:    (*linker).uprobeMulti,
-	compiler.FamilyUretprobeMulti: (*linker).uprobeMulti,
-	compiler.FamilyUprobeSession:  (*linker).uprobeSession,
-	compiler.FamilyUprobe:         (*linker).uprobe,
-	compiler.FamilyUretprobe:      (*linker).uprobe,
-	compiler.FamilyTracepoint:     (*linker).tracepoint,
-	compiler.FamilyPerfEvent:      (*linker).perfEvent,
+var attachers = map[compiled.Family]func(*linker) error{
+	compiled.FamilyKprobeMulti:    (*linker).kprobeMulti,
+	compiled.FamilyKretprobeMulti: (*linker).kprobeMulti,
+	compiled.FamilyKprobeSession:  (*linker).kprobeMulti,
+	compiled.FamilyFentry:         (*linker).tracing,
+	compiled.FamilyFexit:          (*linker).tracing,
+	compiled.FamilyFsession:       (*linker).fsession,
+	compiled.FamilyKprobe:         (*linker).kprobe,
+	compiled.FamilyKretprobe:      (*linker).kprobe,
+	compiled.FamilyUprobeMulti:    (*linker).uprobeMulti,
+	compiled.FamilyUretprobeMulti: (*linker).uprobeMulti,
+	compiled.FamilyUprobeSession:  (*linker).uprobeSession,
+	compiled.FamilyUprobe:         (*linker).uprobe,
+	compiled.FamilyUretprobe:      (*linker).uprobe,
+	compiled.FamilyTracepoint:     (*linker).tracepoint,
+	compiled.FamilyPerfEvent:      (*linker).perfEvent,
 }
 
 // attach attaches every link of a loaded probe; each link goes through
@@ -113,7 +113,7 @@ func (l *linker) one(fn string, file *FileID, mk func(*ebpf.Program) (link.Link,
 	if err := l.w.step("attach %s %s %s", l.p.Address, l.prog.Family, fn); err != nil {
 		return l.fail(fn, err)
 	}
-	key := compiler.ProgramKey(l.prog, fn)
+	key := compiled.ProgramKey(l.prog, fn)
 	lk, err := mk(l.coll.Programs[key])
 	if err != nil {
 		return l.fail(fn, err)

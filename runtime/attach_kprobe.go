@@ -4,19 +4,19 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 func (l *linker) kprobeMulti() error {
 	fam := l.prog.Family
 	return l.one("", nil, func(pr *ebpf.Program) (link.Link, error) {
-		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Session: fam == compiler.FamilyKprobeSession}
+		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Session: fam == compiled.FamilyKprobeSession}
 		if readsCookie(l.prog) {
 			// The kernel sorts the cookies with the functions: a
 			// program that never reads them is attached without.
 			opts.Cookies = l.cookies()
 		}
-		if fam == compiler.FamilyKretprobeMulti {
+		if fam == compiled.FamilyKretprobeMulti {
 			return link.KretprobeMulti(pr, opts)
 		}
 		return link.KprobeMulti(pr, opts)
@@ -25,7 +25,7 @@ func (l *linker) kprobeMulti() error {
 
 // readsCookie says whether prog calls bpf_get_attach_cookie, which says
 // which function fired.
-func readsCookie(prog *compiler.Program) bool {
+func readsCookie(prog *compiled.Program) bool {
 	for _, ins := range prog.Instructions {
 		if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetAttachCookie) {
 			return true
@@ -35,7 +35,7 @@ func readsCookie(prog *compiler.Program) bool {
 }
 
 func (l *linker) kprobe() error {
-	ret := l.prog.Family == compiler.FamilyKretprobe
+	ret := l.prog.Family == compiled.FamilyKretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
 			opts := &link.KprobeOptions{Cookie: uint64(i)}

@@ -4,12 +4,12 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 func (l *linker) tracing() error {
 	at := ebpf.AttachTraceFEntry
-	if l.prog.Family == compiler.FamilyFexit {
+	if l.prog.Family == compiled.FamilyFexit {
 		at = ebpf.AttachTraceFExit
 	}
 	for i, fn := range l.p.Functions {

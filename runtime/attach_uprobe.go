@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,7 +40,7 @@ func (l *linker) uprobeMulti() error {
 		return err
 	}
 	defer f.Close()
-	ret := l.prog.Family == compiler.FamilyUretprobeMulti
+	ret := l.prog.Family == compiled.FamilyUretprobeMulti
 	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
 		return func(pr *ebpf.Program) (link.Link, error) {
 			opts := &link.UprobeMultiOptions{Cookies: cookies, PID: uint32(l.p.PID)}
@@ -101,7 +101,7 @@ func (l *linker) culprit(mk multiLink) string {
 	if len(l.p.Functions) < 2 {
 		return ""
 	}
-	pr := l.coll.Programs[compiler.ProgramKey(l.prog, "")]
+	pr := l.coll.Programs[compiled.ProgramKey(l.prog, "")]
 	for i, fn := range l.p.Functions {
 		lk, err := mk([]string{fn}, []uint64{uint64(i)})(pr)
 		if err != nil {
@@ -118,7 +118,7 @@ func (l *linker) uprobe() error {
 		return err
 	}
 	defer f.Close()
-	ret := l.prog.Family == compiler.FamilyUretprobe
+	ret := l.prog.Family == compiled.FamilyUretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
 			opts := &link.UprobeOptions{Cookie: uint64(i), PID: l.p.PID}

@@ -338,9 +338,9 @@ func TestBuildIDIndexNotInAnotherUsersDirectory(t *testing.T) {
 	}
 }
 
-// TestAttachersCoverFamilies holds every link family of compiler's table
-// to an attacher, and every attacher to a family of the table: a family
-// added to the compiler without one would plan and then fail at apply.
+// TestAttachersCoverFamilies holds every link family of the compiler's
+// table to an attacher, and every attacher to a family of the table: a
+// family added to the table without one would plan and then fail at apply.
 func TestAttachersCoverFamilies(t *testing.T) {
 	for _, fi := range compiler.Families() {
 		if attachers[fi.Family] == nil {

@@ -1,4 +1,4 @@
-package compiler
+package compiled
 
 import (
 	"strings"
@@ -40,10 +40,10 @@ type FamilyInfo struct {
 	Family Family
 	Kind   bpf.Kind // the probes it attaches
 	Role   Role
-	// Type and AttachType are the program's; ctx what R1 points at.
+	// Type and AttachType are the program's; Context what R1 points at.
 	Type       ebpf.ProgramType
 	AttachType ebpf.AttachType
-	ctx        ctxKind
+	Context    Context
 	// Multi: one link covers every function (or every event).
 	Multi bool
 	// PerFunction: one program loaded per function (trampolines).
@@ -59,6 +59,20 @@ type FamilyInfo struct {
 	CountsMisses bool
 }
 
+// AttachTraceUprobeSession is BPF_TRACE_UPROBE_SESSION (6.13), which
+// cilium/ebpf v0.22 knows only internally.
+const AttachTraceUprobeSession = ebpf.AttachType(57)
+
+// Context is what R1 points at when a program starts.
+type Context int
+
+// The program contexts.
+const (
+	ContextRegs       Context = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
+	ContextTracing                   // u64 array built by a BPF trampoline: fentry, fexit, fsession
+	ContextTracepoint                // the tracepoint's record
+)
+
 // Kernel limits on the functions of one multi link.
 const (
 	MaxKprobeMulti = 1 << 20 // MAX_KPROBE_MULTI_CNT
@@ -67,35 +81,35 @@ const (
 
 // families is every link family, in the order plans list them.
 var families = []FamilyInfo{
-	{Family: FamilyKprobeMulti, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeMulti, ctx: ctxRegs,
+	{Family: FamilyKprobeMulti, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeMulti, Context: ContextRegs,
 		Multi: true, Limit: MaxKprobeMulti, Fact: "kprobe.multi", CountsMisses: true},
-	{Family: FamilyKretprobeMulti, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeMulti, ctx: ctxRegs,
+	{Family: FamilyKretprobeMulti, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeMulti, Context: ContextRegs,
 		Multi: true, Limit: MaxKprobeMulti, Fact: "kprobe.multi", CountsMisses: true},
-	{Family: FamilyKprobeSession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeSession, ctx: ctxRegs,
+	{Family: FamilyKprobeSession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceKprobeSession, Context: ContextRegs,
 		Multi: true, Limit: MaxKprobeMulti, Fact: "kprobe.session", CountsMisses: true},
-	{Family: FamilyFentry, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, ctx: ctxTracing,
+	{Family: FamilyFentry, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, Context: ContextTracing,
 		PerFunction: true, Fact: "fentry/fexit"},
-	{Family: FamilyFexit, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, ctx: ctxTracing,
+	{Family: FamilyFexit, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, Context: ContextTracing,
 		PerFunction: true, Fact: "fentry/fexit"},
-	{Family: FamilyFsession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Tracing, AttachType: bpf.AttachTraceFsession, ctx: ctxTracing,
+	{Family: FamilyFsession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Tracing, AttachType: bpf.AttachTraceFsession, Context: ContextTracing,
 		PerFunction: true, Fact: "fsession"},
-	{Family: FamilyKprobe, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, ctx: ctxRegs,
+	{Family: FamilyKprobe, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
 		Fact: "kprobe", CountsMisses: true},
-	{Family: FamilyKretprobe, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, ctx: ctxRegs,
+	{Family: FamilyKretprobe, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
 		Fact: "kprobe", CountsMisses: true},
-	{Family: FamilyUprobeMulti, Kind: bpf.KindUser, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, ctx: ctxRegs,
+	{Family: FamilyUprobeMulti, Kind: bpf.KindUser, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, Context: ContextRegs,
 		Multi: true, Limit: MaxUprobeMulti, Fact: "uprobe.multi", CountsMisses: true},
-	{Family: FamilyUretprobeMulti, Kind: bpf.KindUser, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, ctx: ctxRegs,
+	{Family: FamilyUretprobeMulti, Kind: bpf.KindUser, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, Context: ContextRegs,
 		Multi: true, Limit: MaxUprobeMulti, Fact: "uprobe.multi", CountsMisses: true},
-	{Family: FamilyUprobeSession, Kind: bpf.KindUser, Role: RoleSession, Type: ebpf.Kprobe, AttachType: AttachTraceUprobeSession, ctx: ctxRegs,
+	{Family: FamilyUprobeSession, Kind: bpf.KindUser, Role: RoleSession, Type: ebpf.Kprobe, AttachType: AttachTraceUprobeSession, Context: ContextRegs,
 		Multi: true, Limit: MaxUprobeMulti, Fact: "uprobe.session", CountsMisses: true},
-	{Family: FamilyUprobe, Kind: bpf.KindUser, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, ctx: ctxRegs,
+	{Family: FamilyUprobe, Kind: bpf.KindUser, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
 		Fact: "uprobe"},
-	{Family: FamilyUretprobe, Kind: bpf.KindUser, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, ctx: ctxRegs,
+	{Family: FamilyUretprobe, Kind: bpf.KindUser, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
 		Fact: "uprobe"},
-	{Family: FamilyTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.TracePoint, AttachType: ebpf.AttachNone, ctx: ctxTracepoint,
+	{Family: FamilyTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.TracePoint, AttachType: ebpf.AttachNone, Context: ContextTracepoint,
 		Multi: true, Fact: "tracepoint"},
-	{Family: FamilyPerfEvent, Kind: bpf.KindProfile, Role: RoleSample, Type: ebpf.PerfEvent, AttachType: ebpf.AttachNone, ctx: ctxRegs},
+	{Family: FamilyPerfEvent, Kind: bpf.KindProfile, Role: RoleSample, Type: ebpf.PerfEvent, AttachType: ebpf.AttachNone, Context: ContextRegs},
 }
 
 // Families returns every link family, in the order plans list them.
