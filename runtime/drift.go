@@ -88,15 +88,7 @@ func recursionMisses(id ebpf.ProgramID) uint64 {
 // while it checks that map's pin. It opens every pin with raw bpf(2)
 // calls, two or three each: status does it for every probe.
 func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, missed uint64, counts []uint64) {
-	if p.BinaryFile != nil {
-		now, err := fileID(p.Binary)
-		switch {
-		case err != nil:
-			drift = append(drift, fmt.Sprintf("binary %s: %v (the probes stay on the old file)", p.Binary, err))
-		case !now.Same(p.BinaryFile):
-			drift = append(drift, fmt.Sprintf("binary %s replaced (%s, was %s): the probes stay on the old file", p.Binary, now, p.BinaryFile))
-		}
-	}
+	drift = checkBinary(p)
 	d, err := w.probeDir(p)
 	if err != nil {
 		why := "pins gone"
@@ -106,6 +98,32 @@ func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, mi
 		return append(drift, why), 0, nil
 	}
 	defer d.close()
+	mapDrift, counts := checkMaps(d, p, counters)
+	progDrift, progMiss := checkPrograms(d, p)
+	linkDrift, linkMiss := checkLinks(d, p)
+	drift = append(append(append(drift, mapDrift...), progDrift...), linkDrift...)
+	return drift, progMiss + linkMiss, counts
+}
+
+// checkBinary checks that a user probe's binary is still the file it is
+// attached to.
+func checkBinary(p *ProbeState) []string {
+	if p.BinaryFile == nil {
+		return nil
+	}
+	now, err := fileID(p.Binary)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("binary %s: %v (the probes stay on the old file)", p.Binary, err)}
+	case !now.Same(p.BinaryFile):
+		return []string{fmt.Sprintf("binary %s replaced (%s, was %s): the probes stay on the old file", p.Binary, now, p.BinaryFile)}
+	}
+	return nil
+}
+
+// checkMaps checks a probe's map pins; with counters, it reads the stats
+// map while it checks that map's pin.
+func checkMaps(d *dir, p *ProbeState, counters bool) (drift []string, counts []uint64) {
 	for _, m := range p.Maps {
 		if !counters || m.Ref != refStats {
 			drift = append(drift, checkMapPin(d, m)...)
@@ -118,6 +136,12 @@ func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, mi
 			counts = sums
 		}
 	}
+	return drift, counts
+}
+
+// checkPrograms checks a probe's program pins and sums the runs the kernel
+// skipped.
+func checkPrograms(d *dir, p *ProbeState) (drift []string, missed uint64) {
 	for _, pr := range p.Programs {
 		path, _ := d.procPath(pr.Pin)
 		info, err := bpf.ReadPinnedProgram(path) // programs open read-write only
@@ -130,36 +154,49 @@ func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, mi
 		}
 		missed += info.RecursionMisses
 	}
+	return drift, missed
+}
+
+// checkLinks checks that every link of a probe is pinned and still runs
+// the program probectl attached, and sums the hits it missed.
+func checkLinks(d *dir, p *ProbeState) (drift []string, missed uint64) {
 	programs := map[ebpf.ProgramID]bool{}
 	for _, l := range p.Links {
-		what := string(l.Family)
-		if l.Function != "" {
-			what += " " + l.Function
-		}
 		if len(p.Programs) == 0 && !programs[l.ProgramID] {
 			// A state from before programs were pinned: by id (root).
 			programs[l.ProgramID] = true
 			missed += recursionMisses(l.ProgramID)
 		}
 		path, _ := d.procPath(l.Pin)
-		info, err := bpf.ReadPinnedObject(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				drift = append(drift, fmt.Sprintf("link %s: pin gone", what))
-			} else {
-				drift = append(drift, fmt.Sprintf("link %s: %v", what, err))
-			}
-			continue
+		why, ok := checkLinkPin(l, path)
+		drift = append(drift, why...)
+		if ok {
+			missed += linkMissed(l.Family, path)
 		}
-		if link.ID(info.ID) != l.ID {
-			drift = append(drift, fmt.Sprintf("link %s: replaced (id %d, was %d)", what, info.ID, l.ID))
-		}
-		if ebpf.ProgramID(info.ProgramID) != l.ProgramID {
-			drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.ProgramID, l.ProgramID))
-		}
-		missed += linkMissed(l.Family, path)
 	}
-	return drift, missed, counts
+	return drift, missed
+}
+
+// checkLinkPin checks one link's pin at path; ok when the pin is there.
+func checkLinkPin(l LinkState, path string) (drift []string, ok bool) {
+	what := string(l.Family)
+	if l.Function != "" {
+		what += " " + l.Function
+	}
+	info, err := bpf.ReadPinnedObject(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return []string{fmt.Sprintf("link %s: pin gone", what)}, false
+		}
+		return []string{fmt.Sprintf("link %s: %v", what, err)}, false
+	}
+	if link.ID(info.ID) != l.ID {
+		drift = append(drift, fmt.Sprintf("link %s: replaced (id %d, was %d)", what, info.ID, l.ID))
+	}
+	if ebpf.ProgramID(info.ProgramID) != l.ProgramID {
+		drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.ProgramID, l.ProgramID))
+	}
+	return drift, true
 }
 
 // linkMissed is the count of hits the kernel reports it could not deliver

@@ -444,64 +444,85 @@ func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
 // functions and events by their index.
 func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 	key := OrderedKey{}
-	var functions, events []string
-	if p != nil {
-		functions, events = p.Functions, p.Tracepoints
-		if len(events) == 0 && p.Event != "" {
-			events = []string{p.Event}
-		}
-	}
-	name := func(list []string, raw []byte) string {
-		idx := binary.LittleEndian.Uint64(raw)
-		if idx < uint64(len(list)) {
-			return list[idx]
-		}
-		return fmt.Sprintf("#%d", idx)
-	}
+	names := indexNames(p)
 	for _, f := range fields {
-		if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
-			key = append(key, KeyField{f.Name, "(out of the record)"})
-			continue
-		}
-		raw := b[f.Offset : f.Offset+f.Size]
-		if dec := decoders[f.Decode]; dec != nil {
-			key = append(key, KeyField{f.Name, dec(f, raw)})
-			continue
-		}
-		switch f.Kind {
-		case compiler.KeyComm, compiler.KeyString:
-			if i := bytes.IndexByte(raw, 0); i >= 0 {
-				raw = raw[:i]
-			}
-			key = append(key, KeyField{f.Name, string(raw)})
-		case compiler.KeyArgv:
-			var parts []string
-			for _, s := range bytes.Split(raw, []byte{0}) {
-				if len(s) == 0 {
-					break
-				}
-				parts = append(parts, string(s))
-			}
-			key = append(key, KeyField{f.Name, strings.Join(parts, " ")})
-		case compiler.KeyBytes:
-			key = append(key, KeyField{f.Name, hex.EncodeToString(raw)})
-		case compiler.KeyFunc:
-			key = append(key, KeyField{f.Name, name(functions, raw)})
-		case compiler.KeyEvent:
-			key = append(key, KeyField{f.Name, name(events, raw)})
-		case compiler.KeyKStack, compiler.KeyUStack:
-			if len(raw) < 8 {
-				key = append(key, KeyField{f.Name, "(out of the record)"})
-				continue
-			}
-			key = append(key, KeyField{f.Name, decodeStack(f, raw)})
-		case compiler.KeyUint:
-			key = append(key, KeyField{f.Name, uint64(decodeInt(raw))})
-		default:
-			key = append(key, KeyField{f.Name, decodeInt(raw)})
-		}
+		key = append(key, KeyField{f.Name, names.decodeField(f, b)})
 	}
 	return key
+}
+
+// keyNames are the lists a key's function and event indexes name.
+type keyNames struct{ functions, events []string }
+
+// indexNames are p's functions and events; none without p.
+func indexNames(p *ProbeState) keyNames {
+	if p == nil {
+		return keyNames{}
+	}
+	n := keyNames{functions: p.Functions, events: p.Tracepoints}
+	if len(n.events) == 0 && p.Event != "" {
+		n.events = []string{p.Event}
+	}
+	return n
+}
+
+// outOfRecord is the value of a field the record is too short for.
+const outOfRecord = "(out of the record)"
+
+// decodeField decodes one field of the record b.
+func (n keyNames) decodeField(f compiler.KeyField, b []byte) any {
+	if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
+		return outOfRecord
+	}
+	raw := b[f.Offset : f.Offset+f.Size]
+	if dec := decoders[f.Decode]; dec != nil {
+		return dec(f, raw)
+	}
+	switch f.Kind {
+	case compiler.KeyComm, compiler.KeyString:
+		if i := bytes.IndexByte(raw, 0); i >= 0 {
+			raw = raw[:i]
+		}
+		return string(raw)
+	case compiler.KeyArgv:
+		return decodeArgv(raw)
+	case compiler.KeyBytes:
+		return hex.EncodeToString(raw)
+	case compiler.KeyFunc:
+		return nameAt(n.functions, raw)
+	case compiler.KeyEvent:
+		return nameAt(n.events, raw)
+	case compiler.KeyKStack, compiler.KeyUStack:
+		if len(raw) < 8 {
+			return outOfRecord
+		}
+		return decodeStack(f, raw)
+	case compiler.KeyUint:
+		return uint64(decodeInt(raw))
+	}
+	return decodeInt(raw)
+}
+
+// decodeArgv joins the NUL-separated arguments of raw with spaces, up to
+// the first empty one.
+func decodeArgv(raw []byte) string {
+	var parts []string
+	for _, s := range bytes.Split(raw, []byte{0}) {
+		if len(s) == 0 {
+			break
+		}
+		parts = append(parts, string(s))
+	}
+	return strings.Join(parts, " ")
+}
+
+// nameAt is the name at the index raw holds in list, or #index outside it.
+func nameAt(list []string, raw []byte) string {
+	idx := binary.LittleEndian.Uint64(raw)
+	if idx < uint64(len(list)) {
+		return list[idx]
+	}
+	return fmt.Sprintf("#%d", idx)
 }
 
 // decodeInt reads a little-endian signed integer of 1, 2, 4 or 8 bytes.
