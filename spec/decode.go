@@ -90,21 +90,54 @@ func expandPath(p string) ([]string, error) {
 // are shared by every probe of the set, whichever file declares them.
 func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	cfg := &Config{Sources: files}
+	all, labels := tables{}, labelSets{}
+	parsedFiles, diags := parseFiles(cfg, files, all, labels)
+	// Labels after every table: a labels block may not take a table's name.
+	var bodies []*hclsyntax.Body
+	for _, pf := range parsedFiles {
+		for _, b := range pf.labels {
+			pf.dec.labelsBlock(b, labels, all)
+		}
+		bodies = append(bodies, pf.content)
+	}
+	inferTables(all, bodies)
+	diags = append(diags, decodeProbes(cfg, parsedFiles)...)
+	if !diags.HasErrors() {
+		diags = append(diags, checkTables(all)...)
+		diags = append(diags, checkEvents(cfg)...)
+		diags = append(diags, checkLabels(labels)...)
+	}
+	for _, t := range all {
+		cfg.Tables = append(cfg.Tables, t)
+	}
+	for _, ls := range labels {
+		cfg.Labels = append(cfg.Labels, ls)
+	}
+	sort.Slice(cfg.Labels, func(i, j int) bool { return cfg.Labels[i].Name < cfg.Labels[j].Name })
+	sort.Slice(cfg.Tables, func(i, j int) bool { return cfg.Tables[i].Name < cfg.Tables[j].Name })
+	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
+	return cfg, diags
+}
+
+// parsedFile is one spec file parsed, its tables and event buffer
+// decoded, its probe and labels blocks not yet.
+type parsedFile struct {
+	dec     *decoder
+	probes  []*hcl.Block
+	labels  []*hcl.Block
+	content *hclsyntax.Body
+}
+
+// parseFiles parses the files in name order and decodes their tables and
+// event buffers into all and cfg; files with syntax errors are left out.
+func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSets) ([]parsedFile, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	all := tables{}
-	labels := labelSets{}
-	type parsed struct {
-		dec     *decoder
-		probes  []*hcl.Block
-		labels  []*hcl.Block
-		content *hclsyntax.Body
-	}
-	var parsedFiles []parsed
+	var parsedFiles []parsedFile
 	for _, name := range names {
 		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
@@ -115,7 +148,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		dec := &decoder{src: &src, tables: all, labels: labels}
 		content, cd := f.Body.Content(fileSchema)
 		dec.diags = append(dec.diags, cd...)
-		pf := parsed{dec: dec, content: f.Body.(*hclsyntax.Body)}
+		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body)}
 		for _, b := range content.Blocks {
 			switch b.Type {
 			case "table":
@@ -130,17 +163,13 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		}
 		parsedFiles = append(parsedFiles, pf)
 	}
-	// Labels after every table: a labels block may not take a table's name.
-	for _, pf := range parsedFiles {
-		for _, b := range pf.labels {
-			pf.dec.labelsBlock(b, labels, all)
-		}
-	}
-	var bodies []*hclsyntax.Body
-	for _, pf := range parsedFiles {
-		bodies = append(bodies, pf.content)
-	}
-	inferTables(all, bodies)
+	return parsedFiles, diags
+}
+
+// decodeProbes decodes every file's probes into cfg, refusing a second
+// probe at an address, and returns each file's diagnostics.
+func decodeProbes(cfg *Config, parsedFiles []parsedFile) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	seen := map[bpf.Address]*Probe{}
 	for _, pf := range parsedFiles {
 		for _, b := range pf.probes {
@@ -163,21 +192,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		}
 		diags = append(diags, pf.dec.diags...)
 	}
-	if !diags.HasErrors() {
-		diags = append(diags, checkTables(all)...)
-		diags = append(diags, checkEvents(cfg)...)
-		diags = append(diags, checkLabels(labels)...)
-	}
-	for _, t := range all {
-		cfg.Tables = append(cfg.Tables, t)
-	}
-	for _, ls := range labels {
-		cfg.Labels = append(cfg.Labels, ls)
-	}
-	sort.Slice(cfg.Labels, func(i, j int) bool { return cfg.Labels[i].Name < cfg.Labels[j].Name })
-	sort.Slice(cfg.Tables, func(i, j int) bool { return cfg.Tables[i].Name < cfg.Tables[j].Name })
-	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
-	return cfg, diags
+	return diags
 }
 
 var fileSchema = &hcl.BodySchema{
