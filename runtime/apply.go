@@ -743,35 +743,17 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 	next.Serial++
 	res := &Result{}
 	var dirs []string
+	var gone []*ProbeState
 	for _, p := range s.Probes {
 		if len(want) == 0 || want[p.Address] {
 			dirs = append(dirs, p.PinDir)
 			res.Deleted = append(res.Deleted, p.Address)
+			gone = append(gone, p)
 			continue
 		}
 		next.Probes = append(next.Probes, p)
 	}
-	var gone []*ProbeState
-	for _, p := range s.Probes {
-		if len(want) == 0 || want[p.Address] {
-			gone = append(gone, p)
-		}
-	}
-	if len(next.Probes) == 0 {
-		for _, ts := range s.Tables {
-			dirs = append(dirs, ts.PinDir)
-			res.Deleted = append(res.Deleted, ts.Address)
-		}
-		next.Tables = nil
-		// The event buffer goes last, once the probes writing into it are
-		// gone: a reader drains what it holds and ends.
-		if s.Events != nil {
-			dirs = append(dirs, s.Events.PinDir)
-		}
-		next.Events = nil
-	} else {
-		next.Events = s.Events.retire(gone, next.Probes, next.Serial)
-	}
+	dirs = append(dirs, destroyShared(s, &next, res, gone)...)
 	if len(dirs) == 0 {
 		return s, res, nil
 	}
@@ -780,6 +762,29 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 	}
 	res.Leftovers = w.removeDirs(dirs)
 	return &next, res, nil
+}
+
+// destroyShared gives next the tables and event buffer left once gone
+// are destroyed, and returns the pin directories of those that go: the
+// tables and the buffer go with the last probe, the buffer last, once the
+// probes writing into it are gone (a reader drains what it holds and
+// ends); otherwise the buffer keeps the layouts of gone.
+func destroyShared(s, next *State, res *Result, gone []*ProbeState) []string {
+	if len(next.Probes) > 0 {
+		next.Events = s.Events.retire(gone, next.Probes, next.Serial)
+		return nil
+	}
+	var dirs []string
+	for _, ts := range s.Tables {
+		dirs = append(dirs, ts.PinDir)
+		res.Deleted = append(res.Deleted, ts.Address)
+	}
+	next.Tables = nil
+	if s.Events != nil {
+		dirs = append(dirs, s.Events.PinDir)
+	}
+	next.Events = nil
+	return dirs
 }
 
 // release gives up a workspace whose pins hold no probes: its identity
