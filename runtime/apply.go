@@ -11,14 +11,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
 // LoadError is a program the kernel refused to load.
 type LoadError struct {
-	Probe   *compiler.Probe
-	Program *compiler.Program // nil when a map failed
+	Probe   *compiled.Probe
+	Program *compiled.Program // nil when a map failed
 	Err     error
 }
 
@@ -55,7 +55,7 @@ func (t *txn) rollback() {
 
 // live is one probe loaded and attached, not yet pinned.
 type live struct {
-	probe *compiler.Probe
+	probe *compiled.Probe
 	coll  *ebpf.Collection
 	links []attached
 	// shared are the maps of the tables the probe uses, by ref.
@@ -83,7 +83,7 @@ type change struct {
 // reverse, so the kernel and the state are exactly as before. Replaced
 // probes are created before the old ones are removed, so no call goes
 // unobserved. s must come from Begin, which holds the lock.
-func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (*State, *Result, error) {
+func (w *Workspace) Apply(s *State, out *compiled.Output, plan *compiled.Plan) (*State, *Result, error) {
 	if !w.locked {
 		return nil, nil, errors.New("apply needs the workspace lock (Begin)")
 	}
@@ -117,8 +117,8 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 type applyTxn struct {
 	w    *Workspace
 	s    *State
-	out  *compiler.Output
-	plan *compiler.Plan
+	out  *compiled.Output
+	plan *compiled.Plan
 	res  *Result
 	t    txn
 
@@ -135,21 +135,21 @@ type applyTxn struct {
 
 // planApply matches the plan against the compiled probes: the probes it
 // creates or replaces, those it deletes and those it keeps.
-func (w *Workspace) planApply(s *State, out *compiler.Output, plan *compiler.Plan) (*applyTxn, error) {
+func (w *Workspace) planApply(s *State, out *compiled.Output, plan *compiled.Plan) (*applyTxn, error) {
 	a := &applyTxn{w: w, s: s, out: out, plan: plan, res: &Result{}, gone: map[bpf.Address]bool{}}
-	byAddr := map[bpf.Address]*compiler.Probe{}
+	byAddr := map[bpf.Address]*compiled.Probe{}
 	for _, p := range out.Probes {
 		byAddr[p.Address] = p
 	}
 	for _, c := range plan.Changes {
 		switch c.Action {
-		case compiler.ActionCreate, compiler.ActionReplace:
+		case compiled.ActionCreate, compiled.ActionReplace:
 			p := byAddr[c.Address]
 			if p == nil || p.Digest != c.Digest {
 				return nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
 			}
 			a.changes = append(a.changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
-		case compiler.ActionDelete:
+		case compiled.ActionDelete:
 			a.gone[c.Address] = true
 			a.res.Deleted = append(a.res.Deleted, c.Address)
 		default:
@@ -354,8 +354,8 @@ func (a *applyTxn) commit(next *State) error {
 
 // liveTables makes the tables the plan creates or replaces and opens those
 // it keeps, by name.
-func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *compiler.Plan) (map[string]*liveTable, error) {
-	byName := map[string]*compiler.Table{}
+func (w *Workspace) liveTables(t *txn, s *State, out *compiled.Output, plan *compiled.Plan) (map[string]*liveTable, error) {
+	byName := map[string]*compiled.Table{}
 	for _, tb := range out.Tables {
 		byName[tb.Address.Name] = tb
 	}
@@ -363,7 +363,7 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *com
 	for _, tc := range plan.Tables {
 		name := tc.Address.Name
 		switch tc.Action {
-		case compiler.ActionCreate, compiler.ActionReplace:
+		case compiled.ActionCreate, compiled.ActionReplace:
 			tb := byName[name]
 			if tb == nil || tb.Digest != tc.Digest {
 				return nil, fmt.Errorf("%s: the plan does not match the compiled tables; plan again", tc.Address)
@@ -374,7 +374,7 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *com
 			}
 			l.old = s.Table(name)
 			tables[name] = l
-		case compiler.ActionNoOp:
+		case compiled.ActionNoOp:
 			ts := s.Table(name)
 			if ts == nil {
 				return nil, fmt.Errorf("%s: the plan keeps a table the state does not have; plan again", tc.Address)
@@ -390,7 +390,7 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *com
 }
 
 // sharedMaps gives a probe's programs the maps of the tables they use.
-func sharedMaps(p *compiler.Probe, tables map[string]*liveTable) map[string]*ebpf.Map {
+func sharedMaps(p *compiled.Probe, tables map[string]*liveTable) map[string]*ebpf.Map {
 	out := map[string]*ebpf.Map{}
 	for _, tb := range p.Shared {
 		if l := tables[tb.Address.Name]; l != nil {
@@ -454,7 +454,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 
 // loadable refuses a probe planned without what its load needs: resolved
 // functions, and the kernel's BTF for what was deferred to apply.
-func loadable(p *compiler.Probe) error {
+func loadable(p *compiled.Probe) error {
 	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint && p.Address.Kind != bpf.KindProfile {
 		return errors.New("functions are not resolved; plan against the live kernel")
 	}
@@ -466,7 +466,7 @@ func loadable(p *compiler.Probe) error {
 }
 
 // lookupKernelBTF reads the kernel's BTF into *spec, once, when p needs it.
-func lookupKernelBTF(p *compiler.Probe, spec **btf.Spec) error {
+func lookupKernelBTF(p *compiled.Probe, spec **btf.Spec) error {
 	if *spec != nil || !needsBTF(p) {
 		return nil
 	}
@@ -493,7 +493,7 @@ func takeFsessions(cs *ebpf.CollectionSpec) map[string]*ebpf.ProgramSpec {
 }
 
 // loadError names the program a verifier rejection belongs to, when it can.
-func loadError(p *compiler.Probe, err error) error {
+func loadError(p *compiled.Probe, err error) error {
 	var ve *ebpf.VerifierError
 	if errors.As(err, &ve) {
 		for _, prog := range p.Programs {
@@ -524,7 +524,7 @@ func (w *Workspace) createdColl(coll *ebpf.Collection) {
 
 // loadFsessions loads a probe's fsession programs, one per function, into
 // coll (whose Close closes them), with its maps or the shared ones.
-func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*ebpf.Map, specs map[string]*ebpf.ProgramSpec, kernel *btf.Spec) error {
+func loadFsessions(p *compiled.Probe, coll *ebpf.Collection, shared map[string]*ebpf.Map, specs map[string]*ebpf.ProgramSpec, kernel *btf.Spec) error {
 	keys := make([]string, 0, len(specs))
 	for key := range specs {
 		keys = append(keys, key)
@@ -541,7 +541,7 @@ func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*
 		prog, err := bpf.LoadFsession(ps, ps.AttachTo, maps, kernel)
 		if err != nil {
 			for _, cp := range p.Programs {
-				if cp.Family == compiler.FamilyFsession {
+				if cp.Family == compiled.FamilyFsession {
 					return &LoadError{Probe: p, Program: cp, Err: err}
 				}
 			}
@@ -552,7 +552,7 @@ func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*
 	return nil
 }
 
-func needsBTF(p *compiler.Probe) bool {
+func needsBTF(p *compiled.Probe) bool {
 	for _, prog := range p.Programs {
 		if prog.Type == ebpf.Tracing {
 			return true
@@ -689,7 +689,7 @@ func (w *Workspace) pinPrograms(d *dir, c *change, ps *ProbeState) error {
 }
 
 // pinMeta pins ps itself in d, last, and records the blob's map ID in it.
-func (w *Workspace) pinMeta(d *dir, p *compiler.Probe, ps *ProbeState) error {
+func (w *Workspace) pinMeta(d *dir, p *compiled.Probe, ps *ProbeState) error {
 	if err := w.step("pin %s meta", p.Address); err != nil {
 		return fmt.Errorf("%s: pin meta: %w", p.Address, err)
 	}

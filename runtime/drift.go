@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // Drift checks every probe and table and returns what is damaged, by
@@ -203,10 +203,10 @@ func checkLinkPin(l LinkState, path string) (drift []string, ok bool) {
 // through a link of a family that reports one (kprobe.multi and
 // kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
 // info, which the other families need not pay for.
-func linkMissed(family compiler.Family, path string) uint64 {
+func linkMissed(family compiled.Family, path string) uint64 {
 	switch family {
-	case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession,
-		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyUprobeSession, compiler.FamilyKprobe, compiler.FamilyKretprobe:
+	case compiled.FamilyKprobeMulti, compiled.FamilyKretprobeMulti, compiled.FamilyKprobeSession,
+		compiled.FamilyUprobeMulti, compiled.FamilyUretprobeMulti, compiled.FamilyUprobeSession, compiled.FamilyKprobe, compiled.FamilyKretprobe:
 	default:
 		return 0
 	}

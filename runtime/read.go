@@ -16,7 +16,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // ProbeResult is what one probe measured: the stable JSON of "probectl show -json".
@@ -31,11 +31,11 @@ type ProbeResult struct {
 
 // AggregationResult is one aggregation's data.
 type AggregationResult struct {
-	Name    string                   `json:"name"`
-	Kind    compiler.AggregationKind `json:"kind"`
-	KeyKeys []string                 `json:"-"` // the by fields, in order
-	Entries []Entry                  `json:"entries"`
-	Dropped uint64                   `json:"dropped"`
+	Name     string                   `json:"name"`
+	Kind     compiled.AggregationKind `json:"kind"`
+	ByFields []string                 `json:"-"` // the names of the by fields, in order
+	Entries  []Entry                  `json:"entries"`
+	Dropped  uint64                   `json:"dropped"`
 	// Omitted counts the keys left out of Entries (show -top N).
 	Omitted int `json:"omitted,omitempty"`
 }
@@ -254,7 +254,7 @@ func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error),
 	return res
 }
 
-func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource, sorted bool) (*AggregationResult, error) {
+func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, sorted bool) (*AggregationResult, error) {
 	m, release, err := open(agg.MapRef)
 	if err != nil {
 		return nil, err
@@ -262,7 +262,7 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource, s
 	defer release()
 	ar := &AggregationResult{Name: agg.Name, Kind: agg.Kind, Entries: []Entry{}}
 	for _, f := range agg.Key {
-		ar.KeyKeys = append(ar.KeyKeys, f.Name)
+		ar.ByFields = append(ar.ByFields, f.Name)
 	}
 	hist := agg.Kind.IsHistogram()
 	type group struct {
@@ -418,17 +418,17 @@ func shownBuckets(counts map[int64]uint64) []int64 {
 
 // combine folds the per-CPU values of one key: sums for count, sum and
 // histograms; min or max over the CPUs that saw the key.
-func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
+func combine(kind compiled.AggregationKind, per [][]byte) (int64, bool) {
 	var acc int64
 	seen := false
 	for _, b := range per {
 		v := int64(binary.LittleEndian.Uint64(b))
 		switch kind {
-		case compiler.AggMin, compiler.AggMax:
+		case compiled.AggMin, compiled.AggMax:
 			if binary.LittleEndian.Uint64(b[8:]) == 0 {
 				continue
 			}
-			if !seen || (kind == compiler.AggMin && v < acc) || (kind == compiler.AggMax && v > acc) {
+			if !seen || (kind == compiled.AggMin && v < acc) || (kind == compiled.AggMax && v > acc) {
 				acc = v
 			}
 			seen = true
@@ -442,7 +442,7 @@ func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
 
 // decodeKey decodes a key or a record by its fields. p, when given, names
 // functions and events by their index.
-func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
+func decodeKey(fields []compiled.KeyField, b []byte, p *ProbeState) OrderedKey {
 	key := OrderedKey{}
 	names := indexNames(p)
 	for _, f := range fields {
@@ -470,7 +470,7 @@ func indexNames(p *ProbeState) keyNames {
 const outOfRecord = "(out of the record)"
 
 // decodeField decodes one field of the record b.
-func (n keyNames) decodeField(f compiler.KeyField, b []byte) any {
+func (n keyNames) decodeField(f compiled.KeyField, b []byte) any {
 	if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
 		return outOfRecord
 	}
@@ -479,25 +479,25 @@ func (n keyNames) decodeField(f compiler.KeyField, b []byte) any {
 		return dec(f, raw)
 	}
 	switch f.Kind {
-	case compiler.KeyComm, compiler.KeyString:
+	case compiled.KeyComm, compiled.KeyString:
 		if i := bytes.IndexByte(raw, 0); i >= 0 {
 			raw = raw[:i]
 		}
 		return string(raw)
-	case compiler.KeyArgv:
+	case compiled.KeyArgv:
 		return decodeArgv(raw)
-	case compiler.KeyBytes:
+	case compiled.KeyBytes:
 		return hex.EncodeToString(raw)
-	case compiler.KeyFunc:
+	case compiled.KeyFunc:
 		return nameAt(n.functions, raw)
-	case compiler.KeyEvent:
+	case compiled.KeyEvent:
 		return nameAt(n.events, raw)
-	case compiler.KeyKStack, compiler.KeyUStack:
+	case compiled.KeyKStack, compiled.KeyUStack:
 		if len(raw) < 8 {
 			return outOfRecord
 		}
 		return decodeStack(f, raw)
-	case compiler.KeyUint:
+	case compiled.KeyUint:
 		return uint64(decodeInt(raw))
 	}
 	return decodeInt(raw)
@@ -539,9 +539,9 @@ func decodeInt(raw []byte) int64 {
 
 // bucketRange is the [low, high) range of a histogram bucket; the open
 // ends are the int64 limits.
-func bucketRange(agg *compiler.Aggregation, b int64) (int64, int64) {
-	if agg.Kind == compiler.AggLHist {
-		n := compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep)
+func bucketRange(agg *compiled.Aggregation, b int64) (int64, int64) {
+	if agg.Kind == compiled.AggLHist {
+		n := compiled.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep)
 		switch {
 		case b == 0:
 			return math.MinInt64, agg.LinearMin
@@ -618,10 +618,10 @@ func (f KeyField) Text() string {
 // the powers of two [2^k, 2^(k+1)) and the open end [2^62, MaxInt64]; for
 // lhist [MinInt64, min), the steps, and [max, MaxInt64]. The ranges are
 // those the entries' Buckets carry.
-func BucketRanges(agg *compiler.Aggregation) []Bucket {
+func BucketRanges(agg *compiled.Aggregation) []Bucket {
 	last := int64(64)
-	if agg.Kind == compiler.AggLHist {
-		last = compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep) + 1
+	if agg.Kind == compiled.AggLHist {
+		last = compiled.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep) + 1
 	}
 	out := make([]Bucket, 0, last+1)
 	for b := int64(0); b <= last; b++ {

@@ -8,13 +8,13 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // ProbeStatus is one applied probe's health: the stable JSON of
 // "probectl status -json".
 type ProbeStatus struct {
-	compiler.Description
+	compiled.Description
 	Links []LinkStatus `json:"links"`
 	// EntryHits and ExitHits count program runs; Missed is the kernel's
 	// count of hits it could not deliver: where the link type reports one
@@ -32,7 +32,7 @@ type ProbeStatus struct {
 
 // LinkStatus is one link.
 type LinkStatus struct {
-	Family    compiler.Family `json:"family"`
+	Family    compiled.Family `json:"family"`
 	Function  string          `json:"function,omitempty"`
 	ID        link.ID         `json:"id"`
 	ProgramID ebpf.ProgramID  `json:"program_id"`

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -38,7 +37,7 @@ func newAgentCmd(g *globals) *cobra.Command {
 	var k kubeOptions
 	var kube bool
 	cmd := &cobra.Command{
-		Use:   "agent (-config DIR | -kubernetes [-node NAME] [-facts FILE|PROFILE]) [-listen ADDR] [-log-json] [-destroy-on-exit]",
+		Use:   "agent (-config DIR | -kubernetes [-node NAME] [-facts FILE|PROFILE]) [-listen ADDR|unix:PATH] [-web.config.file FILE] [-log-json] [-destroy-on-exit]",
 		Short: "Apply the specs of a directory whenever it changes, and serve their metrics",
 		Long: `Agent applies every *.hcl file of DIR at start, and again whenever DIR
 changes: a file written in place or renamed into place, a git checkout or
@@ -57,8 +56,7 @@ probes applied unless -destroy-on-exit.
 
   -config DIR        the directory of specs (a symlink to one is followed
                      at each read)
-  -listen ADDR       where to listen (default ` + defaultListen + `)
-  -max-series N      the most aggregation series one scrape returns
+` + serveFlagsHelp + `  -max-series N      the most aggregation series one scrape returns
   -debounce D        settle time: a change is applied once two reads this
                      far apart find the same specs, none of them open for
                      writing; a symlink swapped at once (default 1s)
@@ -129,7 +127,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "the directory of specs to apply")
-	f.StringVar(&o.listen, "listen", defaultListen, "the address to listen on")
+	o.serve = addServeFlags(f)
 	f.IntVar(&o.maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
 	f.DurationVar(&o.debounce, "debounce", time.Second, "how long the specs must stay unchanged before they are applied")
 	f.DurationVar(&o.resync, "resync", 5*time.Minute, "how often to re-check without an event")
@@ -147,7 +145,8 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 }
 
 type agentOptions struct {
-	config, listen   string
+	config           string
+	serve            *serveFlags // -listen, -web.config.file
 	maxSeries        int
 	debounce, resync time.Duration
 	logJSON          bool
@@ -303,9 +302,9 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 	}
 	o.config = abs
 	a := newAgent(g, o, stderr)
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := o.serve.open()
 	if err != nil {
-		return fmt.Errorf("-listen %s: %w", o.listen, err)
+		return err
 	}
 	watch, err := newDirWatch(o.config)
 	if err != nil {
@@ -327,12 +326,9 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(rw, "ok")
 	})
-	ln = limitConns(ln, maxConns)
-	srv := newHTTPServer(mux)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	srv, served := o.serve.serve(ln, mux, a.log)
 	if o.events == nil || o.events.out != "-" { // stdout carries the events alone
-		fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at http://%s/metrics, status at /status\n", g.workspace, o.config, ln.Addr())
+		fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at %s/metrics, status at /status\n", g.workspace, o.config, o.serve.base(ln))
 	}
 	a.log.Info("agent started", "config", o.config, "listen", ln.Addr().String())
 	// Under systemd (Type=notify): started, and SIGHUP is handled from now
@@ -774,7 +770,7 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 		if err != nil {
 			var le *runtime.LoadError
 			if errors.As(err, &le) && le.Program != nil {
-				if d := compiler.VerifierDiagnostic(le.Probe, le.Program, le.Err); d != nil {
+				if d := compiler.VerifierDiagnostic(cfg, le.Probe, le.Program, le.Err); d != nil {
 					return nil, failed("apply", "the kernel refused a program; nothing was changed"), hcl.Diagnostics{d}
 				}
 			}

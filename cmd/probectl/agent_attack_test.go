@@ -88,9 +88,9 @@ func TestAgentReappliesAfterAnotherCommand(t *testing.T) {
 // apply: a user that opened many (each with one request, then idle, kept
 // alive for ever) made every apply fail with "too many open files" while
 // the old probes stayed, and /status and /metrics went dark. Connections
-// are now bounded (the rest wait in the accept queue) and idle ones time
-// out; here 300 held connections against a limit of 200 descriptors
-// leave the agent applying a change.
+// are now bounded (past the bound, the one waiting longest is closed) and
+// idle ones time out; here 300 held connections against a limit of 200
+// descriptors leave the agent applying a change.
 func TestAgentConnectionsCannotStarveApply(t *testing.T) {
 	specs, state, ws := agentWorkspace(t, "agtconns")
 	a := startAgentCmd(t, exec.Command("sh", "-c", `ulimit -n 200 && exec probectl "$@"`, "sh",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -77,9 +76,9 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, k kubeOptions
 		agent.Applier = applier
 	}
 
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := o.serve.open()
 	if err != nil {
-		return fmt.Errorf("-listen %s: %w", o.listen, err)
+		return err
 	}
 	mux := http.NewServeMux()
 	if applier != nil {
@@ -88,9 +87,8 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, k kubeOptions
 		mux.Handle("/metrics", registryHandler())
 	}
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) { fmt.Fprintln(rw, "ok") })
-	srv := newHTTPServer(mux)
-	go srv.Serve(limitConns(ln, maxConns))
-	fmt.Fprintf(stdout, "Node agent for %s: metrics at http://%s/metrics\n", k.node, ln.Addr())
+	srv, _ := o.serve.serve(ln, mux, log)
+	fmt.Fprintf(stdout, "Node agent for %s: metrics at %s/metrics\n", k.node, o.serve.base(ln))
 	log.Info("node agent started", "facts", agent.Facts.Label(), "listen", ln.Addr().String(), "plan_only", applier == nil)
 
 	err = agent.Run(ctx, k.resync)
