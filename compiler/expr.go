@@ -87,51 +87,6 @@ func (g *gen) expr(x spec.Expr) {
 	}
 }
 
-func (g *gen) variable(v *spec.Var) {
-	switch v.Name {
-	case "pid":
-		g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
-	case "tid":
-		g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
-	case "uid":
-		g.e.Emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
-	case "gid":
-		g.e.Emit(asm.FnGetCurrentUidGid.Call(), asm.RSh.Imm(asm.R0, 32))
-	case "cpu":
-		g.e.Emit(asm.FnGetSmpProcessorId.Call())
-	case "ktime":
-		g.e.Emit(asm.FnKtimeGetNs.Call())
-	case "cgroup":
-		g.e.Emit(asm.FnGetCurrentCgroupId.Call())
-	case "func":
-		g.funcCookie()
-	case "event":
-		if len(g.out.Tracepoints) > 1 {
-			g.funcCookie() // the attach cookie is the event's index
-		} else {
-			g.e.Emit(asm.Mov.Imm(asm.R0, 0))
-		}
-	case "ppid":
-		g.ppid()
-	case "ret":
-		if g.ctx == ctxTracing {
-			g.tracingValue(asm.FnGetFuncRet, -1)
-		} else {
-			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Ret, asm.DWord))
-		}
-		g.extendRet()
-	case "arg0", "arg1", "arg2", "arg3", "arg4", "arg5":
-		n := int(v.Name[3] - '0')
-		if g.ctx == ctxTracing {
-			g.tracingValue(asm.FnGetFuncArg, n)
-		} else {
-			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Args[n], asm.DWord))
-		}
-	default:
-		panic("compiler: unknown variable " + v.Name)
-	}
-}
-
 // tracingValue reads an argument (n >= 0) or the return value (n < 0) of a
 // fentry/fexit program through bpf_get_func_arg/ret, which know the
 // function's prototype; a missing argument reads as 0.

@@ -49,11 +49,11 @@ func (g *gen) resolve(x spec.Expr) spec.Type {
 	case *spec.KernelPath:
 		return g.kernelType(x)
 	case *spec.Var:
-		switch {
-		case x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel:
+		if x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel {
 			return g.retType(x)
-		case x.Name == "ppid":
-			return g.ppidType(x)
+		}
+		if b := spec.LookupBuiltin(x.Name); b != nil && b.Path != nil {
+			return g.pathType(x, b)
 		}
 		return x.Type()
 	case *spec.EntryRef:
@@ -202,8 +202,8 @@ func (g *gen) unsigned64(x spec.Expr) bool {
 // value a guard bounds (when = ret > 0; a conjunct X > c or X >= c, c a
 // literal >= 0, X written as in the value); a literal >= 0; a value the target declares
 // unsigned (a tracepoint field, kernel data, a kernel function's ret),
-// u8(x) to u64(x); pid, tid, uid, gid, cpu, ppid, cgroup, func, event
-// and ktime; a comparison or !x (0 or 1); +, *, /, %, |, ^ and >> of
+// u8(x) to u64(x); a built-in value the table says is (pid, ktime, ...:
+// spec.Builtin.NonNegative); a comparison or !x (0 or 1); +, *, /, %, |, ^ and >> of
 // such values, & with one, a condition whose branches are, a value saved
 // from one; and ktime - entry.NAME where NAME saved ktime (the clock does
 // not go back, and the entry half ran before). Anything else may be
@@ -239,13 +239,11 @@ func (g *gen) nonNegative(x spec.Expr, guards ...spec.Expr) bool {
 		a := g.access[x]
 		return a != nil && !a.deferred && (a.leaf.kind == leafInt || a.leaf.kind == leafRoot) && !a.leaf.signed
 	case *spec.Var:
-		switch x.Name {
-		case "ret":
+		if x.Name == "ret" {
 			return g.p.Addr.Kind == bpf.KindKernel && g.retRead != nil && !g.retRead.signed
-		case "pid", "tid", "uid", "gid", "cpu", "ppid", "cgroup", "func", "event", "ktime":
-			return true
 		}
-		return false
+		b := spec.LookupBuiltin(x.Name)
+		return b != nil && b.NonNegative
 	case *spec.EntryRef:
 		if v := g.saved(x.Name); v != nil {
 			return g.nonNegative(v) // on_entry's guards are not these

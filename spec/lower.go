@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -261,112 +262,115 @@ func outOfRange(bf *big.Float) string {
 	return fmt.Sprintf("%s does not fit in 64 bits: %s.", text, limits)
 }
 
+// traversal lowers a name, or a name with fields: a path root (entry,
+// args, task), a table read, a stack, or a built-in value.
 func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	tr := e.Traversal
 	root := tr.RootName()
-	kind := s.probe.Addr.Kind
-	attrName := func() (string, bool) {
-		if len(tr) != 2 {
-			return "", false
-		}
-		a, ok := tr[1].(hcl.TraverseAttr)
-		return a.Name, ok
-	}
 	switch root {
 	case "entry":
-		name, ok := attrName()
-		if !ok {
-			return s.errorf(e.Range(), "Invalid entry reference", "Write entry.NAME, where NAME is saved by on_entry's save.")
-		}
-		if !s.exit {
-			return s.errorf(e.Range(), "entry is only for on_exit",
-				"entry.%s reads what on_entry saved, so it exists only in on_exit. In on_entry use the value itself.", name)
-		}
-		var saved []string
-		if s.probe.Entry != nil {
-			for _, f := range s.probe.Entry.Save {
-				if f.Name == name {
-					return &EntryRef{exprBase: s.base(e, f.Value.Type()), Name: name}
-				}
-				saved = append(saved, f.Name)
-			}
-		}
-		if len(saved) == 0 {
-			return s.errorf(e.Range(), "Nothing saved on entry",
-				"entry.%s is never saved. Add save = { %s = ... } to on_entry.", name, name)
-		}
-		return s.errorf(e.Range(), "Unknown entry value",
-			"on_entry saves %s, not %q. Add it to save, or use one of those.", quoteList(saved), name)
+		return s.entryRef(e)
 	case "args":
 		return s.args(e)
 	case "task":
-		if kind == bpf.KindUser {
-			return s.errorf(e.Range(), "task is for kernel data",
-				"task is the current task_struct, read through the kernel's BTF: kernel, tracepoint and profile probes have it.")
+		if x, refused := s.refused(e, builtinByName["task"]); refused {
+			return x
 		}
 		return &KernelPath{exprBase: s.base(e, TypeTarget), Root: RootTask, Fields: s.pathFields(tr[1:])}
 	}
 	if t := s.d.tables[root]; t != nil {
 		return s.tableTraversal(e, t)
 	}
-	if root == "kstack" || root == "ustack" {
+	b := builtinByName[root]
+	switch {
+	case b != nil && b.Form == FormStack:
 		return s.stackVar(e)
-	}
-	if len(tr) != 1 {
+	case len(tr) != 1:
 		hint := ""
-		if _, isVar := Vars[root]; isVar && kind == bpf.KindKernel && (root == "ret" || strings.HasPrefix(root, "arg")) {
+		if b != nil && b.Register && s.probe.Addr.Kind == bpf.KindKernel {
 			hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
 		}
 		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
-	}
-	t, ok := Vars[root]
-	if !ok {
+	case b == nil:
 		hint := bpftraceHint(root)
 		if hint == "" {
 			hint = s.suggest(root)
 		}
-		return s.errorf(e.Range(), "Unknown name",
-			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, cgroup, comm, func, event, ktime, arg0..arg5, ret, kstack, ustack, entry.NAME, args.FIELD, task.FIELD, and the tables.",
-			root, hint)
+		return s.errorf(e.Range(), "Unknown name", "%q is not a built-in value or a table.%s Available: %s, and the tables.", root, hint, knownValues)
 	}
-	if kind == bpf.KindProfile {
-		switch {
-		case root == "ret" || strings.HasPrefix(root, "arg") || root == "func":
-			return s.errorf(e.Range(), root+" is not available",
-				"A profile probe samples whatever each CPU is running: there is no probed function, so no %s. It has pid, tid, comm, cpu, ktime, kstack, ustack and task.", root)
-		case root == "event":
-			return s.errorf(e.Range(), "event is for tracepoints", "event says which of a tracepoint probe's events fired; a profile probe samples one perf event on every CPU.")
+	if x, refused := s.refused(e, b); refused {
+		return x
+	}
+	if b.Phase == ExitOnly && !s.exit || b.Phase == EntryOnly && s.exit {
+		return s.refusal(e, b, b.PhaseRefusal)
+	}
+	return &Var{exprBase: s.base(e, b.TypeIn(s.probe.Addr.Kind)), Name: root}
+}
+
+// knownValues lists every built-in name, for the unknown name's error.
+var knownValues = func() string {
+	var names []string
+	for _, b := range builtinList {
+		if w := b.written(); !slices.Contains(names, w) {
+			names = append(names, w)
 		}
 	}
-	switch {
-	case root == "ret" && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "ret is not available", "Tracepoints have no return value; read args.ret of a sys_exit_* event instead.")
-	case root == "ret" && !s.exit:
-		return s.errorf(e.Range(), "ret is only for on_exit",
-			"The return value exists only when the function returns. Move this into on_exit.")
-	case strings.HasPrefix(root, "arg") && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "argN is not for tracepoints", "Tracepoints have named fields: use args.FIELD.")
-	case strings.HasPrefix(root, "arg") && s.exit:
-		return s.errorf(e.Range(), "Arguments are gone in on_exit",
-			"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { %s = %s }) and read entry.%s.",
-			root, root, root)
-	case root == "func" && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "func is not for tracepoints", "func names the probed function of kernel and user probes; a tracepoint probe has event, which of its events fired.")
-	case root == "event" && kind != bpf.KindTracepoint:
-		return s.errorf(e.Range(), "event is for tracepoints", "event says which of a tracepoint probe's events fired; kernel and user probes have func.")
-	case root == "ret" && kind == bpf.KindKernel:
-		t = TypeTarget // its BTF says what the function returns
-	case root == "ppid" && kind == bpf.KindUser:
-		return s.errorf(e.Range(), "ppid is for kernel data", "ppid reads the current task's parent through the kernel's BTF: kernel and tracepoint probes have it.")
+	return strings.Join(names, ", ")
+}()
+
+// refused reports the error for b where the probe's kind lacks it.
+func (s *scope) refused(e hcl.Expression, b *Builtin) (Expr, bool) {
+	r, refused := b.Refused[s.probe.Addr.Kind]
+	if !refused {
+		return nil, false
 	}
-	return &Var{exprBase: s.base(e, t), Name: root}
+	return s.refusal(e, b, r), true
+}
+
+func (s *scope) refusal(e hcl.Expression, b *Builtin, r Refusal) Expr {
+	return s.errorf(e.Range(), b.expand(r.Summary), "%s", b.expand(r.Detail))
+}
+
+// entryRef lowers entry.NAME: what on_entry saved, read in on_exit.
+func (s *scope) entryRef(e *hclsyntax.ScopeTraversalExpr) Expr {
+	tr := e.Traversal
+	var name string
+	if len(tr) == 2 {
+		if a, ok := tr[1].(hcl.TraverseAttr); ok {
+			name = a.Name
+		}
+	}
+	if name == "" {
+		return s.errorf(e.Range(), "Invalid entry reference", "Write entry.NAME, where NAME is saved by on_entry's save.")
+	}
+	if !s.exit {
+		return s.errorf(e.Range(), "entry is only for on_exit",
+			"entry.%s reads what on_entry saved, so it exists only in on_exit. In on_entry use the value itself.", name)
+	}
+	var saved []string
+	if s.probe.Entry != nil {
+		for _, f := range s.probe.Entry.Save {
+			if f.Name == name {
+				return &EntryRef{exprBase: s.base(e, f.Value.Type()), Name: name}
+			}
+			saved = append(saved, f.Name)
+		}
+	}
+	if len(saved) == 0 {
+		return s.errorf(e.Range(), "Nothing saved on entry",
+			"entry.%s is never saved. Add save = { %s = ... } to on_entry.", name, name)
+	}
+	return s.errorf(e.Range(), "Unknown entry value",
+		"on_entry saves %s, not %q. Add it to save, or use one of those.", quoteList(saved), name)
 }
 
 func (s *scope) suggest(name string) string {
 	best, bestDist := "", 3
 	candidates := []string{}
-	for v := range Vars {
-		candidates = append(candidates, v)
+	for _, b := range builtinList {
+		if b.Form == FormValue {
+			candidates = append(candidates, b.Name)
+		}
 	}
 	for t := range s.d.tables {
 		candidates = append(candidates, t)
