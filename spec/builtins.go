@@ -194,12 +194,15 @@ func Builtins() []*Builtin { return slices.Clone(builtinList) }
 func LookupBuiltin(name string) *Builtin { return builtinByName[name] }
 
 // Has reports whether a probe of kind has the value: it is not refused
-// there, and the probe has the handler it exists in (a profile probe has
-// on_entry only).
+// there, and the probe has the handler it exists in.
 func (b *Builtin) Has(kind bpf.Kind) bool {
 	_, refused := b.Refused[kind]
-	return !refused && !(kind == bpf.KindProfile && b.Phase == ExitOnly)
+	return !refused && !(b.Phase == ExitOnly && noExit[kind])
 }
+
+// noExit are the probe kinds without on_exit: a tracepoint fires once, a
+// profile probe once per sample (the decoder refuses their on_exit).
+var noExit = map[bpf.Kind]bool{bpf.KindTracepoint: true, bpf.KindProfile: true}
 
 // TypeIn is the value's type in a probe of kind.
 func (b *Builtin) TypeIn(kind bpf.Kind) Type {
