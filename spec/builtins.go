@@ -70,6 +70,9 @@ type Builtin struct {
 	Helper string
 	// NonNegative: the value is never negative, so a sum of it is a counter.
 	NonNegative bool
+	// Named: the value compares with a name literal, which the compiler
+	// turns into its index (func == "vfs_read"; FuncName, EventName).
+	Named bool
 	// Register: on kernel probes the value is a whole register, which may
 	// hold a pointer to cast (cast(arg0, "struct NAME").FIELD).
 	Register bool
@@ -132,7 +135,7 @@ var builtinList = slices.Concat([]*Builtin{
 		BpftraceHint: "cgroup (the current task's cgroup v2 id), shown by path with cgroup_path(cgroup)"},
 	{Name: "comm", Type: TypeComm, Helper: "bpf_get_current_comm",
 		Doc: "the task's name, 16 bytes", Bpftrace: "comm"},
-	{Name: "func", Type: TypeInt, NonNegative: true,
+	{Name: "func", Type: TypeInt, NonNegative: true, Named: true,
 		Refused: map[bpf.Kind]Refusal{
 			bpf.KindProfile: noFunction,
 			bpf.KindTracepoint: {"func is not for tracepoints",
@@ -140,7 +143,7 @@ var builtinList = slices.Concat([]*Builtin{
 		},
 		Doc: "which of the probe's functions fired; compares with a name (func == \"calloc\")", Bpftrace: "probe",
 		BpftraceHint: "func (kernel and user probes: which function fired) or event (tracepoint probes: which event)"},
-	{Name: "event", Type: TypeInt, NonNegative: true,
+	{Name: "event", Type: TypeInt, NonNegative: true, Named: true,
 		Refused: map[bpf.Kind]Refusal{
 			bpf.KindProfile: noEvent,
 			bpf.KindKernel:  {"event is for tracepoints", "event says which of a tracepoint probe's events fired; kernel and user probes have func."},

@@ -292,19 +292,31 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 		}
 		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
 	case b == nil:
-		hint := bpftraceHint(root)
-		if hint == "" {
-			hint = s.suggest(root)
-		}
-		return s.errorf(e.Range(), "Unknown name", "%q is not a built-in value or a table.%s Available: %s, and the tables.", root, hint, knownValues)
+		return s.unknownName(e, root)
 	}
+	return s.value(e, b)
+}
+
+// value lowers built-in value b, where the probe's kind and the handler
+// have it.
+func (s *scope) value(e hcl.Expression, b *Builtin) Expr {
 	if x, refused := s.refused(e, b); refused {
 		return x
 	}
 	if b.Phase == ExitOnly && !s.exit || b.Phase == EntryOnly && s.exit {
 		return s.refusal(e, b, b.PhaseRefusal)
 	}
-	return &Var{exprBase: s.base(e, b.TypeIn(s.probe.Addr.Kind)), Name: root}
+	return &Var{exprBase: s.base(e, b.TypeIn(s.probe.Addr.Kind)), Name: b.Name}
+}
+
+// unknownName reports a name that is no built-in value or table, with
+// what bpftrace's name is here or the closest name, and every value.
+func (s *scope) unknownName(e hcl.Expression, name string) Expr {
+	hint := bpftraceHint(name)
+	if hint == "" {
+		hint = s.suggest(name)
+	}
+	return s.errorf(e.Range(), "Unknown name", "%q is not a built-in value or a table.%s Available: %s, and the tables.", name, hint, knownValues)
 }
 
 // knownValues lists every built-in name, for the unknown name's error.
@@ -478,74 +490,108 @@ func (s *scope) binary(e *hclsyntax.BinaryOpExpr) Expr {
 }
 
 func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
-	mk := func(t Type) Expr { return &Binary{exprBase: s.base(e, t), Op: op, L: l, R: r} }
 	if s.stackMisuse(l, string(op)) || s.stackMisuse(r, string(op)) {
 		return &invalid{exprBase{rng: e.Range()}}
 	}
 	switch op {
 	case OpAnd, OpOr:
-		for _, x := range []Expr{l, r} {
-			if x.Type().Kind != KindBool {
-				return s.errorf(x.Range(), fmt.Sprintf("%s needs bools", op),
-					"%s is a %s. Compare it, for example %s != 0.", x.Text(), x.Type(), x.Text())
-			}
-		}
-		return mk(TypeBool)
+		return s.logical(e, op, l, r)
 	case OpEq, OpNe:
-		if isLiteral(l) && !isLiteral(r) {
-			l, r = r, l // the literal second
-		}
-		if isFunc(l) || isEvent(l) {
-			if isLiteral(r) {
-				return mk(TypeBool)
-			}
-		}
-		lit, _ := r.(*StringLit)
-		switch {
-		case lit != nil && isLiteral(l):
-			return s.errorf(e.Range(), "Comparison of two literals", "Both sides are constant strings: compare a string value with a literal.")
-		case lit != nil:
-			if lt := l.Type(); !lt.IsString() && lt.Kind != KindTarget {
-				return s.errorf(e.Range(), "Mismatched comparison",
-					"%s is a %s and %s is a string. Strings compare with strings: comm, str(...), a string field.", l.Text(), lt, r.Text())
-			}
-			if lt := l.Type(); lt.IsString() && len(lit.Value) >= lt.Size {
-				return s.errorf(lit.Range(), "String too long",
-					"%q has %d bytes; %s holds at most %d, so they are never equal. Compare with its first %d bytes, or read a longer string: str(x, %d).",
-					lit.Value, len(lit.Value), l.Text(), lt.Size-1, lt.Size-1, min(len(lit.Value)+1, MaxStrSize))
-			}
-			return mk(TypeBool)
-		case l.Type().IsString() != r.Type().IsString():
-			return s.errorf(e.Range(), "Mismatched comparison",
-				"%s is a %s and %s is a %s. Strings compare with string literals, such as comm == \"bash\".", l.Text(), l.Type(), r.Text(), r.Type())
-		case l.Type().IsString() || r.Type().IsString():
-			return s.errorf(e.Range(), "Unsupported string comparison",
-				"Strings compare with a literal, such as comm == \"bash\" (or starts_with(x, \"/tmp/\")); %s and %s are both values.", l.Text(), r.Text())
-		case l.Type().Kind == KindBool && r.Type().Kind == KindBool:
-			return mk(TypeBool)
-		case l.Type().Numeric() && r.Type().Numeric():
-			return mk(TypeBool)
-		}
-		return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), l.Type(), r.Text(), r.Type())
+		return s.equality(e, op, l, r)
 	case OpLt, OpLe, OpGt, OpGe:
-		for _, x := range []Expr{l, r} {
-			if !x.Type().Numeric() {
-				hint := ""
-				if x.Type().IsString() {
-					hint = " Strings compare only with == and != (and starts_with)."
-				}
-				return s.errorf(e.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s.%s", x.Text(), x.Type(), hint)
-			}
-		}
-		return mk(TypeBool)
-	default: // arithmetic and bit operations
-		for _, x := range []Expr{l, r} {
-			if !x.Type().Numeric() {
-				return s.errorf(x.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s, not an integer.", x.Text(), x.Type())
-			}
-		}
-		return mk(TypeInt)
+		return s.ordering(e, op, l, r)
 	}
+	return s.arithmetic(e, op, l, r) // and bit operations
+}
+
+func (s *scope) binaryOf(e hcl.Expression, t Type, op Op, l, r Expr) Expr {
+	return &Binary{exprBase: s.base(e, t), Op: op, L: l, R: r}
+}
+
+// logical checks && and ||: bools.
+func (s *scope) logical(e hcl.Expression, op Op, l, r Expr) Expr {
+	for _, x := range []Expr{l, r} {
+		if x.Type().Kind != KindBool {
+			return s.errorf(x.Range(), fmt.Sprintf("%s needs bools", op),
+				"%s is a %s. Compare it, for example %s != 0.", x.Text(), x.Type(), x.Text())
+		}
+	}
+	return s.binaryOf(e, TypeBool, op, l, r)
+}
+
+// equality checks == and !=: integers, bools, a string with a literal, a
+// named value (func, event) with its name.
+func (s *scope) equality(e hcl.Expression, op Op, l, r Expr) Expr {
+	if isLiteral(l) && !isLiteral(r) {
+		l, r = r, l // the literal second
+	}
+	if isNamed(l) && isLiteral(r) {
+		return s.binaryOf(e, TypeBool, op, l, r)
+	}
+	if lit, ok := r.(*StringLit); ok {
+		return s.literalEquality(e, op, l, lit)
+	}
+	lt, rt := l.Type(), r.Type()
+	switch {
+	case lt.IsString() != rt.IsString():
+		return s.errorf(e.Range(), "Mismatched comparison",
+			"%s is a %s and %s is a %s. Strings compare with string literals, such as comm == \"bash\".", l.Text(), lt, r.Text(), rt)
+	case lt.IsString() || rt.IsString():
+		return s.errorf(e.Range(), "Unsupported string comparison",
+			"Strings compare with a literal, such as comm == \"bash\" (or starts_with(x, \"/tmp/\")); %s and %s are both values.", l.Text(), r.Text())
+	case lt.Kind == KindBool && rt.Kind == KindBool, lt.Numeric() && rt.Numeric():
+		return s.binaryOf(e, TypeBool, op, l, r)
+	}
+	return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), lt, r.Text(), rt)
+}
+
+// literalEquality checks a comparison with a string literal: of a string
+// that can hold it, or of kernel data the target types.
+func (s *scope) literalEquality(e hcl.Expression, op Op, l Expr, lit *StringLit) Expr {
+	lt := l.Type()
+	switch {
+	case isLiteral(l):
+		return s.errorf(e.Range(), "Comparison of two literals", "Both sides are constant strings: compare a string value with a literal.")
+	case !lt.IsString() && lt.Kind != KindTarget:
+		return s.errorf(e.Range(), "Mismatched comparison",
+			"%s is a %s and %s is a string. Strings compare with strings: comm, str(...), a string field.", l.Text(), lt, lit.Text())
+	case lt.IsString() && len(lit.Value) >= lt.Size:
+		return s.errorf(lit.Range(), "String too long",
+			"%q has %d bytes; %s holds at most %d, so they are never equal. Compare with its first %d bytes, or read a longer string: str(x, %d).",
+			lit.Value, len(lit.Value), l.Text(), lt.Size-1, lt.Size-1, min(len(lit.Value)+1, MaxStrSize))
+	}
+	return s.binaryOf(e, TypeBool, op, l, lit)
+}
+
+// ordering checks < <= > >=: integers.
+func (s *scope) ordering(e hcl.Expression, op Op, l, r Expr) Expr {
+	for _, x := range []Expr{l, r} {
+		if !x.Type().Numeric() {
+			hint := ""
+			if x.Type().IsString() {
+				hint = " Strings compare only with == and != (and starts_with)."
+			}
+			return s.errorf(e.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s.%s", x.Text(), x.Type(), hint)
+		}
+	}
+	return s.binaryOf(e, TypeBool, op, l, r)
+}
+
+// arithmetic checks arithmetic and bit operations: integers.
+func (s *scope) arithmetic(e hcl.Expression, op Op, l, r Expr) Expr {
+	for _, x := range []Expr{l, r} {
+		if !x.Type().Numeric() {
+			return s.errorf(x.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s, not an integer.", x.Text(), x.Type())
+		}
+	}
+	return s.binaryOf(e, TypeInt, op, l, r)
+}
+
+// isNamed reports whether x is a built-in value that compares with a
+// name (func == "vfs_read"), which the compiler resolves.
+func isNamed(x Expr) bool {
+	v, ok := x.(*Var)
+	return ok && builtinByName[v.Name] != nil && builtinByName[v.Name].Named
 }
 
 func isEvent(x Expr) bool {
@@ -593,27 +639,34 @@ var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl
 const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, kstack, ustack, " +
 	"u8, u16, u32, u64, s8, s16, s32, s64, hex(\"0x..\"), and in by keys and event fields errno_name, signal_name, syscall_name, inet, inet6, hex, cgroup_path, labels, ksym, usym"
 
+// lowerer returns the lowering of a function that is not a bit operation
+// or an integer cast, by name; nil for the others.
+func lowerer(name string) func(*scope, *hclsyntax.FunctionCallExpr) Expr {
+	switch name {
+	case "str", "user_str", "kernel_str":
+		return (*scope).str
+	case "join":
+		return (*scope).join
+	case "starts_with":
+		return (*scope).startsWith
+	case "has":
+		return (*scope).has
+	case "ntohs", "ntohl", "htons", "htonl":
+		return (*scope).byteSwap
+	case "cast":
+		return func(s *scope, e *hclsyntax.FunctionCallExpr) Expr { return s.cast(e, nil) }
+	case "kstack", "ustack":
+		return (*scope).stackCall
+	}
+	return nil
+}
+
 func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 	if e.ExpandFinal {
 		return s.errorf(e.Range(), "Unsupported expansion", "Write the arguments out: %s(...) takes no \"...\".", e.Name)
 	}
-	switch e.Name {
-	case "str", "user_str", "kernel_str":
-		return s.str(e)
-	case "join":
-		return s.join(e)
-	case "starts_with":
-		return s.startsWith(e)
-	case "has":
-		return s.has(e)
-	case "ntohs", "ntohl":
-		return s.byteSwap(e)
-	case "cast":
-		return s.cast(e, nil)
-	case "htons", "htonl":
-		return s.byteSwap(e)
-	case "kstack", "ustack":
-		return s.stackCall(e)
+	if lower := lowerer(e.Name); lower != nil {
+		return lower(s, e)
 	}
 	if _, ok := casts[e.Name]; ok {
 		return s.intCast(e)
@@ -628,6 +681,11 @@ func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 	if !ok {
 		return s.errorf(e.NameRange, "Unknown function", "%q is not a probe function.%s Available: %s.", e.Name, bpftraceFunction(e.Name), builtins)
 	}
+	return s.bitCall(e, op)
+}
+
+// bitCall lowers a bit operation: band(a, b), ..., bnot(a).
+func (s *scope) bitCall(e *hclsyntax.FunctionCallExpr, op Op) Expr {
 	want := 2
 	if op == OpBNot {
 		want = 1
