@@ -262,9 +262,9 @@ func (g guesser) guess(e hcl.Expression) (Type, bool) {
 		return TypeInt, true
 	case *hclsyntax.ScopeTraversalExpr:
 		root := e.Traversal.RootName()
-		switch {
-		case root == "comm":
-			return TypeComm, true
+		switch b := builtinByName[root]; {
+		case b != nil && b.Type.IsString(): // comm
+			return b.Type, true
 		case root == "kstack" || root == "ustack":
 			return StackType(root == "ustack", MaxStackDepth), true
 		case root == "args", root == "task":
