@@ -106,7 +106,7 @@ func argEntries() []*Builtin {
 			Phase: EntryOnly,
 			PhaseRefusal: Refusal{"Arguments are gone in on_exit",
 				"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { {name} = {name} }) and read entry.{name}."},
-			Doc:      "the function's arguments, whole registers (on_entry)",
+			Doc:      "the function's arguments, whole registers",
 			Bpftrace: fmt.Sprintf("arg%d", n),
 		})
 	}
@@ -162,12 +162,12 @@ var builtinList = slices.Concat([]*Builtin{
 		},
 		Phase:        ExitOnly,
 		PhaseRefusal: Refusal{"ret is only for on_exit", "The return value exists only when the function returns. Move this into on_exit."},
-		Doc:          "the return value (on_exit); typed by BTF on kernel probes", Bpftrace: "retval",
+		Doc:          "the return value; typed by BTF on kernel probes", Bpftrace: "retval",
 		BpftraceHint: "ret: the return value, in on_exit"},
 	{Name: "kstack", Form: FormStack, Doc: "the kernel's call stack; kstack(N) keeps N frames", Bpftrace: "kstack"},
 	{Name: "ustack", Form: FormStack, Doc: "the process's call stack; ustack(N) keeps N frames", Bpftrace: "ustack"},
 	{Name: "entry", Written: "entry.NAME", Form: FormRoot, Phase: ExitOnly,
-		Doc: "what on_entry saved (on_exit)", Bpftrace: "@start[tid]"},
+		Doc: "what on_entry saved", Bpftrace: "@start[tid]"},
 	{Name: "args", Written: "args.FIELD", Form: FormRoot,
 		Refused: map[bpf.Kind]Refusal{
 			bpf.KindProfile: {"args is not available",
@@ -182,6 +182,7 @@ var builtinList = slices.Concat([]*Builtin{
 		BpftraceHint: "task: the current task_struct, read field by field (task.real_parent.tgid)"},
 })
 
+// builtinByName holds builtinList's entries by name.
 var builtinByName = func() map[string]*Builtin {
 	m := map[string]*Builtin{}
 	for _, b := range builtinList {
@@ -190,7 +191,8 @@ var builtinByName = func() map[string]*Builtin {
 	return m
 }()
 
-// Builtins returns every built-in value, in the order the README lists them.
+// Builtins returns every built-in value, in the order the README lists
+// them. The entries are the table's own: read them, never change them.
 func Builtins() []*Builtin { return slices.Clone(builtinList) }
 
 // LookupBuiltin returns the built-in value called name, or nil.
@@ -232,26 +234,23 @@ func (b *Builtin) expand(text string) string {
 	return strings.NewReplacer("{name}", b.Name, "{kinds}", b.KindsWith(), "{profile}", valuesOf(bpf.KindProfile, false)).Replace(text)
 }
 
-// valuesOf lists, written as the README does, the built-in values a probe
-// of kind has (every value with kind ""), quoted in backticks for markdown.
+// valuesOf lists the built-in values a probe of kind has, written as the
+// README does (arg0..arg5 once), in backticks for markdown.
 func valuesOf(kind bpf.Kind, markdown bool) string {
 	var names []string
 	for _, b := range builtinList {
-		if kind != "" && !b.Has(kind) {
-			continue
-		}
 		w := b.written()
-		if slices.Contains(names, w) || slices.Contains(names, "`"+w+"`") {
-			continue
-		}
 		if markdown {
 			w = "`" + w + "`"
 		}
-		names = append(names, w)
+		if b.Has(kind) && !slices.Contains(names, w) {
+			names = append(names, w)
+		}
 	}
 	return andList(names)
 }
 
+// written is how lists name the value.
 func (b *Builtin) written() string {
 	if b.Written != "" {
 		return b.Written
