@@ -53,16 +53,7 @@ func (g *gen) expr(x spec.Expr) {
 		g.e.Origin(x.Range())
 		g.e.Emit(asm.HostTo(asm.BE, asm.R0, map[int]asm.Size{16: asm.Half, 32: asm.Word}[x.Bits]))
 	case *spec.Unary:
-		g.expr(x.X)
-		g.e.Origin(x.Range())
-		switch x.Op {
-		case spec.OpNot:
-			g.e.Emit(asm.Xor.Imm(asm.R0, 1))
-		case spec.OpNeg:
-			g.e.Emit(asm.Neg.Imm(asm.R0, 0))
-		case spec.OpBNot:
-			g.e.Emit(asm.Xor.Imm(asm.R0, -1))
-		}
+		g.unary(x)
 	case *spec.Binary:
 		g.binary(x)
 	case *spec.IntCast:
@@ -72,19 +63,38 @@ func (g *gen) expr(x spec.Expr) {
 	case *spec.Display:
 		g.expr(x.X) // the decoder is applied when the key is shown
 	case *spec.Cond:
-		elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
-		g.expr(x.If)
-		g.e.Origin(x.Range())
-		g.e.Emit(asm.JEq.Imm(asm.R0, 0, elseL))
-		g.expr(x.Then)
-		g.e.Origin(x.Range())
-		g.e.Emit(asm.Ja.Label(done))
-		g.e.Mark(elseL)
-		g.expr(x.Else)
-		g.e.Mark(done)
+		g.choose(x)
 	default:
 		panic(fmt.Sprintf("compiler: unchecked expression %T", x))
 	}
+}
+
+// unary evaluates !X, -X or bnot(X) into R0.
+func (g *gen) unary(x *spec.Unary) {
+	g.expr(x.X)
+	g.e.Origin(x.Range())
+	switch x.Op {
+	case spec.OpNot:
+		g.e.Emit(asm.Xor.Imm(asm.R0, 1))
+	case spec.OpNeg:
+		g.e.Emit(asm.Neg.Imm(asm.R0, 0))
+	case spec.OpBNot:
+		g.e.Emit(asm.Xor.Imm(asm.R0, -1))
+	}
+}
+
+// choose evaluates If ? Then : Else into R0.
+func (g *gen) choose(x *spec.Cond) {
+	elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
+	g.expr(x.If)
+	g.e.Origin(x.Range())
+	g.e.Emit(asm.JEq.Imm(asm.R0, 0, elseL))
+	g.expr(x.Then)
+	g.e.Origin(x.Range())
+	g.e.Emit(asm.Ja.Label(done))
+	g.e.Mark(elseL)
+	g.expr(x.Else)
+	g.e.Mark(done)
 }
 
 // tracingValue reads an argument (n >= 0) or the return value (n < 0) of a
