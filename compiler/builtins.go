@@ -40,6 +40,7 @@ var builtinCodes = map[string]builtinCode{
 	"uid":     {emit: helper(asm.FnGetCurrentUidGid, low32)},
 	"gid":     {emit: helper(asm.FnGetCurrentUidGid, high32)},
 	"cpu":     {emit: helper(asm.FnGetSmpProcessorId)},
+	"numaid":  {emit: helper(asm.FnGetNumaNodeId)},
 	"ktime":   {emit: helper(asm.FnKtimeGetNs)},
 	"jiffies": {emit: helper(asm.FnJiffies64)},
 	"cgroup":  {emit: helper(asm.FnGetCurrentCgroupId)},

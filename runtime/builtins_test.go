@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -97,4 +98,78 @@ func TestJiffiesBetweenTimerListReads(t *testing.T) {
 		}
 	}
 	t.Logf("jiffies %v, between %v and %v", got, before, after)
+}
+
+// cpuNode is the NUMA node sysfs puts cpu under (cpuN/nodeM).
+func cpuNode(t *testing.T, cpu int) int64 {
+	t.Helper()
+	nodes, err := filepath.Glob(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/node[0-9]*", cpu))
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("cpu%d: NUMA nodes %v (%v), want one", cpu, nodes, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimPrefix(filepath.Base(nodes[0]), "node"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// numaid and cpu, read in the kernel: this thread, pinned to each CPU it
+// may run on in turn, calls getppid there; each call's event holds the
+// CPU it ran on, which must be the one pinned, and its NUMA node, which
+// must be the one sysfs puts that CPU under.
+func TestNumaidIsTheCPUsNode(t *testing.T) {
+	requireRoot(t)
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &all)
+	tid := unix.Gettid()
+	w := workspace(t)
+	s, _ := apply(t, w, fmt.Sprintf(`probe "tracepoint" "getppid" {
+  event = "syscalls:sys_enter_getppid"
+  on_entry {
+    event "where" {
+      when   = tid == %d
+      fields = { cpu = cpu, node = numaid }
+    }
+  }
+}`, tid))
+	st, err := w.OpenEvents(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var cpus []int
+	for cpu := range 1024 {
+		if !all.IsSet(cpu) {
+			continue
+		}
+		var one unix.CPUSet
+		one.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			t.Fatalf("pin to cpu%d: %v", cpu, err)
+		}
+		unix.Getppid()
+		cpus = append(cpus, cpu)
+	}
+	i := 0
+	err = st.ReadBuffered(func(ev *runtime.EventRecord) error {
+		if i >= len(cpus) || len(ev.Fields) != 2 {
+			return fmt.Errorf("event %d of %d: %+v", i, len(cpus), ev)
+		}
+		cpu, node := ev.Fields[0].Value, ev.Fields[1].Value
+		if cpu != int64(cpus[i]) || node != cpuNode(t, cpus[i]) {
+			t.Errorf("call on cpu%d: cpu %v, numaid %v, want %d and node %d", cpus[i], cpu, node, cpus[i], cpuNode(t, cpus[i]))
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != len(cpus) {
+		t.Fatalf("%d events for %d CPUs: %v", i, len(cpus), err)
+	}
+	t.Logf("cpus %v", cpus)
 }

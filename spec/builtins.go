@@ -130,6 +130,8 @@ var builtinList = slices.Concat([]*Builtin{
 		Doc: "the group ID", Bpftrace: "gid"},
 	{Name: "cpu", Type: TypeInt, NonNegative: true, Helper: "bpf_get_smp_processor_id",
 		Doc: "the CPU the probe runs on", Bpftrace: "cpu"},
+	{Name: "numaid", Type: TypeInt, NonNegative: true, Helper: "bpf_get_numa_node_id",
+		Doc: "the NUMA node of the CPU the probe runs on", Bpftrace: "numaid"},
 	{Name: "cgroup", Type: TypeInt, NonNegative: true, Helper: "bpf_get_current_cgroup_id",
 		Doc: "the task's cgroup v2 ID; cgroup_path(cgroup) shows its path", Bpftrace: "cgroupid",
 		BpftraceHint: "cgroup (the current task's cgroup v2 id), shown by path with cgroup_path(cgroup)"},
