@@ -19,6 +19,9 @@ type builtinCode struct {
 	text func(g *gen, p place, n int)
 	// key is how show decodes a key of the value, when not by its type.
 	key KeyKind
+	// cookie says whether emit reads the attach cookie
+	// (bpf_get_attach_cookie), which the target must have.
+	cookie func(g *gen) bool
 }
 
 // helper reads a value a BPF helper returns, then runs then on R0.
@@ -45,8 +48,8 @@ var builtinCodes = map[string]builtinCode{
 	"jiffies": {emit: helper(asm.FnJiffies64)},
 	"cgroup":  {emit: helper(asm.FnGetCurrentCgroupId)},
 	"comm":    {text: (*gen).comm, key: KeyComm},
-	"func":    {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc},
-	"event":   {emit: (*gen).eventValue, key: KeyEvent},
+	"func":    {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc, cookie: func(*gen) bool { return true }},
+	"event":   {emit: (*gen).eventValue, key: KeyEvent, cookie: (*gen).eventsByCookie},
 	"ret":     {emit: (*gen).retValue},
 	"arg0":    {emit: (*gen).argValue},
 	"arg1":    {emit: (*gen).argValue},
@@ -75,11 +78,22 @@ func (g *gen) comm(p place, n int) {
 }
 
 func (g *gen) eventValue(_ *spec.Var) {
-	if len(g.out.Tracepoints) > 1 {
-		g.funcCookie() // the attach cookie is the event's index
+	if g.eventsByCookie() {
+		g.funcCookie()
 		return
 	}
 	g.e.Emit(asm.Mov.Imm(asm.R0, 0))
+}
+
+// eventsByCookie: a probe over several events tells them by the attach
+// cookie, the event's index.
+func (g *gen) eventsByCookie() bool { return len(g.out.Tracepoints) > 1 }
+
+// usesCookie reports whether reading built-in value v reads the attach
+// cookie.
+func (g *gen) usesCookie(v *spec.Var) bool {
+	c := builtinCodes[v.Name]
+	return c.cookie != nil && c.cookie(g)
 }
 
 func (g *gen) retValue(_ *spec.Var) {
