@@ -54,7 +54,7 @@ func TestEveryBuiltinCompiles(t *testing.T) {
 		if b.Form != spec.FormValue {
 			continue
 		}
-		for _, kind := range spec.Kinds {
+		for _, kind := range bpf.Kinds {
 			if !b.Has(kind) {
 				continue
 			}

@@ -39,24 +39,26 @@ const (
 )
 
 // Refusal is the error a use of a value gets where it does not exist. In
-// Detail, {kinds} stands for the probe kinds that have the value and
-// {profile} for the values a profile probe has.
+// both texts {name} stands for the value's name, {kinds} for the probe
+// kinds that have it and {profile} for the values a profile probe has.
 type Refusal struct{ Summary, Detail string }
 
 // Builtin is one built-in value of the spec language.
 type Builtin struct {
+	// Name is what a spec writes (the root, for a path or a stack).
 	Name string
 	// Written is how the README and the lists name it, when not Name
 	// (arg0..arg5, task.FIELD).
 	Written string
 	Form    Form
+	// Phase is the handler it exists in.
+	Phase Phase
 	// Type is its type in the spec; TypeTarget when the target's BTF
 	// types it (TargetTyped says on which probes, if not all).
 	Type        Type
 	TargetTyped []bpf.Kind
 	// Refused says, per probe kind that lacks the value, what to write.
 	Refused map[bpf.Kind]Refusal
-	Phase   Phase
 	// PhaseRefusal is the error outside its Phase.
 	PhaseRefusal Refusal
 	// Path is the kernel data the value reads, from the current task, by
@@ -83,9 +85,6 @@ type Builtin struct {
 	Bpftrace, BpftraceHint string
 }
 
-// Kinds are the probe kinds a handler's expressions are checked for.
-var Kinds = []bpf.Kind{bpf.KindKernel, bpf.KindUser, bpf.KindTracepoint, bpf.KindProfile}
-
 // Refusals shared by several values.
 var (
 	noFunction = Refusal{"{name} is not available",
@@ -94,6 +93,7 @@ var (
 		"event says which of a tracepoint probe's events fired; a profile probe samples one perf event on every CPU."}
 )
 
+// argEntries are arg0 to arg5, the argument registers.
 func argEntries() []*Builtin {
 	var out []*Builtin
 	for n := range 6 {
@@ -223,7 +223,7 @@ func (b *Builtin) TypeIn(kind bpf.Kind) Type {
 // ("kernel, tracepoint and profile").
 func (b *Builtin) KindsWith() string {
 	var ks []string
-	for _, k := range Kinds {
+	for _, k := range bpf.Kinds {
 		if b.Has(k) {
 			ks = append(ks, string(k))
 		}

@@ -63,7 +63,7 @@ func valuesTable() string {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range Kinds {
+	for _, k := range bpf.Kinds {
 		out = append(out, string(k))
 	}
 	return out
@@ -144,7 +144,7 @@ func TestRefusalsListWhatParses(t *testing.T) {
 	has := map[bpf.Kind][]string{}
 	where := map[string][]string{}
 	for _, b := range builtinList {
-		for _, kind := range Kinds {
+		for _, kind := range bpf.Kinds {
 			diags := use(kind, b)
 			switch r, refused := b.Refused[kind]; {
 			case !b.Has(kind) && !refused:
