@@ -167,6 +167,11 @@ func TestRefusalsListWhatParses(t *testing.T) {
 			}
 		}
 	}
+	for _, v := range []string{"uid", "gid", "cgroup", "ppid"} { // the values the list missed
+		if !slices.Contains(has[bpf.KindProfile], v) {
+			t.Errorf("%s does not parse in a profile probe", v)
+		}
+	}
 	_, diags := Parse(map[string][]byte{"p.hcl": []byte(headers[bpf.KindProfile] + "on_entry {\n count \"c\" { by = [arg0] }\n}\n}\n")})
 	if want := "It has " + andList(has[bpf.KindProfile]) + "."; len(diags) != 1 || !strings.HasSuffix(diags[0].Detail, want) {
 		t.Errorf("arg0 in a profile probe: %v, want a detail ending %q", diags, want)
