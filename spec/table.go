@@ -69,7 +69,7 @@ func (d *decoder) table(b *hcl.Block, all tables) {
 			"%q is not a valid table name. Use letters, digits and underscores, starting with a letter: for example \"queued_at\".", name)
 		return
 	}
-	if _, builtin := Vars[name]; builtin || reserved[name] {
+	if builtinByName[name] != nil || reserved[name] {
 		d.errorf(b.LabelRanges[0], "Table name taken",
 			"%q is a built-in name: a table called so could not be read. Rename the table.", name)
 		return
@@ -90,8 +90,8 @@ func (d *decoder) table(b *hcl.Block, all tables) {
 	all[name] = t
 }
 
-// reserved are names expressions use other than built-in values.
-var reserved = map[string]bool{"entry": true, "args": true, "task": true, "true": true, "false": true, "kstack": true, "ustack": true}
+// reserved are names expressions use other than the built-in values.
+var reserved = map[string]bool{"true": true, "false": true}
 
 // inferTables gives each table its types from what the probes store in
 // it, before any probe is lowered: the stores' key and value expressions
@@ -299,9 +299,9 @@ func constArg(e hcl.Expression, limit, def int) int {
 // traversal types a name by its root: a builtin, entry.NAME, or a table.
 func (g guesser) traversal(e *hclsyntax.ScopeTraversalExpr) (Type, bool) {
 	root := e.Traversal.RootName()
-	switch {
-	case root == "comm":
-		return TypeComm, true
+	switch b := builtinByName[root]; {
+	case b != nil && b.Type.IsString(): // comm
+		return b.Type, true
 	case root == "kstack" || root == "ustack":
 		return StackType(root == "ustack", MaxStackDepth), true
 	case root == "args", root == "task":
