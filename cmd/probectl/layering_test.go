@@ -33,7 +33,9 @@ func TestLayering(t *testing.T) {
 		"fleet/api/v1alpha1":     {},
 		"fleet/kubetest":         {"fleet/api/v1alpha1"},
 		"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-		"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1"},
+		"internal/termtext":       {},
+		"internal/engine":        {"spec", "compiler", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
+		"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext"},
 	}
 	// Packages that must not see HCL at all: a saved plan is self-contained.
 	noHCL := map[string]bool{"bpf": true, "runtime": true, "metrics": true, "fleet/api/v1alpha1": true, "fleet/kubetest": true}
