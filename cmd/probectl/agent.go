@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -205,24 +206,7 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		return err
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, o.maxSeries, a.Collectors()...))
-	mux.HandleFunc("/status", a.ServeStatus)
-	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(rw, "ok")
-	})
-	srv, served := o.serve.serve(ln, mux, log)
-	if o.events == nil || o.events.out != "-" { // stdout carries the events alone
-		fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at %s/metrics, status at /status\n", g.workspace, o.config, o.serve.base(ln))
-	}
-	log.Info("agent started", "config", o.config, "listen", ln.Addr().String())
-	// Under systemd (Type=notify): started, and SIGHUP is handled from now
-	// on, so systemctl reload waits for this. Without NOTIFY_SOCKET,
-	// nothing.
-	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
-		log.Warn("telling systemd the agent is ready", "error", err)
-	}
+	srv, served := serveAgent(g, o, a, ln, log, stdout)
 
 	// The server failing or the sink ending stops the agent too.
 	run, cancelRun := context.WithCancelCause(ctx)
@@ -243,7 +227,37 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout, stderr io
 		sink.Stop()
 		return se.err
 	}
-	sinkFailed := context.Cause(run) == errSinkDone
+	return stopAgent(a, o, srv, sink, context.Cause(run) == errSinkDone, log)
+}
+
+// serveAgent serves the directory agent's /metrics, /status and /healthz
+// on ln, says where, and tells systemd it is ready.
+func serveAgent(g *globals, o agentOptions, a *engine.DirAgent, ln net.Listener, log *slog.Logger, stdout io.Writer) (*http.Server, <-chan error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, o.maxSeries, a.Collectors()...))
+	mux.HandleFunc("/status", a.ServeStatus)
+	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(rw, "ok")
+	})
+	srv, served := o.serve.serve(ln, mux, log)
+	if o.events == nil || o.events.out != "-" { // stdout carries the events alone
+		fmt.Fprintf(stdout, "Agent for workspace %q on %s: metrics at %s/metrics, status at /status\n", g.workspace, o.config, o.serve.base(ln))
+	}
+	log.Info("agent started", "config", o.config, "listen", ln.Addr().String())
+	// Under systemd (Type=notify): started, and SIGHUP is handled from now
+	// on, so systemctl reload waits for this. Without NOTIFY_SOCKET,
+	// nothing.
+	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+		log.Warn("telling systemd the agent is ready", "error", err)
+	}
+	return srv, served
+}
+
+// stopAgent stops the server, then the events' sink (failing when it
+// ended by itself with an error), then destroys the probes with
+// -destroy-on-exit.
+func stopAgent(a *engine.DirAgent, o agentOptions, srv *http.Server, sink *eventSink, sinkFailed bool, log *slog.Logger) error {
 	log.Info("stopping")
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os/signal"
 	"syscall"
@@ -13,7 +14,6 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/internal/engine"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // kubeOptions are agent -kubernetes's flags.
@@ -37,36 +37,14 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 	if k.node == "" {
 		return errors.New("agent -kubernetes needs its node's name: -node NAME, or NODE_NAME in the environment (the DaemonSet sets it from spec.nodeName)")
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if k.kubeconfig != "" {
-		rules.ExplicitPath = k.kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	c, err := fleet.NewClient(cfg)
+	c, _, err := kubeClient(k.kubeconfig, "")
 	if err != nil {
 		return err
 	}
 	agent := &fleet.NodeAgent{Client: c, Node: k.node, Log: log}
-	var applier *engine.KubeApplier
-	if k.facts != "" {
-		if k.facts == "auto" {
-			return errors.New("-facts names a facts file or a built-in profile; without it the agent detects the live kernel")
-		}
-		if agent.Facts, err = bpf.LoadTarget(k.facts, nil, false); err != nil {
-			return err
-		}
-	} else {
-		if err := requireBPF("agent -kubernetes"); err != nil {
-			return err
-		}
-		if agent.Facts, err = bpf.Detect(bpf.DetectOptions{Functions: true}); err != nil {
-			return err
-		}
-		applier = engine.NewKubeApplier(g.engineWorkspace(), log, o.maxSeries)
-		agent.Applier = applier
+	applier, err := kubeTarget(g, o, agent)
+	if err != nil {
+		return err
 	}
 
 	ln, err := o.serve.open()
@@ -95,6 +73,34 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 		log.Info("stopping; the probes stay applied")
 		return nil
 	}
+	return destroyKubeWorkspaces(applier, log)
+}
+
+// kubeTarget gives agent its facts: -facts's, for a plan-only agent
+// (no applier), or the live kernel's with the applier of this node.
+func kubeTarget(g *globals, o agentOptions, agent *fleet.NodeAgent) (*engine.KubeApplier, error) {
+	var err error
+	if f := o.k.facts; f != "" {
+		if f == "auto" {
+			return nil, errors.New("-facts names a facts file or a built-in profile; without it the agent detects the live kernel")
+		}
+		agent.Facts, err = bpf.LoadTarget(f, nil, false)
+		return nil, err
+	}
+	if err := requireBPF("agent -kubernetes"); err != nil {
+		return nil, err
+	}
+	if agent.Facts, err = bpf.Detect(bpf.DetectOptions{Functions: true}); err != nil {
+		return nil, err
+	}
+	applier := engine.NewKubeApplier(g.engineWorkspace(), agent.Log, o.maxSeries)
+	agent.Applier = applier
+	return applier, nil
+}
+
+// destroyKubeWorkspaces destroys every ProbeSet's workspace the applier
+// met (-destroy-on-exit), each failure logged.
+func destroyKubeWorkspaces(applier *engine.KubeApplier, log *slog.Logger) error {
 	failed := false
 	for _, ws := range applier.Workspaces() {
 		if err := applier.Destroy(context.Background(), ws); err != nil {

@@ -33,7 +33,7 @@ func TestLayering(t *testing.T) {
 		"fleet/api/v1alpha1":     {},
 		"fleet/kubetest":         {"fleet/api/v1alpha1"},
 		"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-		"internal/termtext":       {},
+		"internal/termtext":      {},
 		"internal/engine":        {"spec", "compiler", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
 		"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext"},
 	}

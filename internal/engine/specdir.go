@@ -131,19 +131,37 @@ func readSpecs(dir string, insecure bool) (*specSet, hcl.Diagnostics) {
 	}
 	var trust func(os.FileInfo) error
 	if !insecure {
+		if diags := trustSpecDir(dir, real); diags != nil {
+			return nil, diags
+		}
 		trust = func(st os.FileInfo) error { return trustedByRoot(st, false) }
-		// The directory, and the one holding -config when it is a
-		// symlink (whoever can write there can point it elsewhere).
-		for _, d := range []string{real, filepath.Dir(dir)} {
-			if rd, err := filepath.EvalSymlinks(d); err == nil {
-				d = rd
-			}
-			if err := TrustedDir(d); err != nil {
-				return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Untrusted specs' directory",
-					Detail: fmt.Sprintf("%s. Whoever can write the specs' directory, or a directory above it, decides what the agent attaches as root: make them root's, writable by no one else (chown root; chmod go-w), or run with -insecure-config when every writer is trusted (a git-sync sidecar in the same pod).", err)}}
-			}
+	}
+	paths, diags := listSpecs(dir, real)
+	if diags != nil {
+		return nil, diags
+	}
+	return readSpecFiles(dir, real, paths, trust)
+}
+
+// trustSpecDir checks with TrustedDir the specs' directory (real) and the
+// one holding -config (dir) when it is a symlink: whoever can write there
+// can point it elsewhere.
+func trustSpecDir(dir, real string) hcl.Diagnostics {
+	for _, d := range []string{real, filepath.Dir(dir)} {
+		if rd, err := filepath.EvalSymlinks(d); err == nil {
+			d = rd
+		}
+		if err := TrustedDir(d); err != nil {
+			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Untrusted specs' directory",
+				Detail: fmt.Sprintf("%s. Whoever can write the specs' directory, or a directory above it, decides what the agent attaches as root: make them root's, writable by no one else (chown root; chmod go-w), or run with -insecure-config when every writer is trusted (a git-sync sidecar in the same pod).", err)}}
 		}
 	}
+	return nil
+}
+
+// listSpecs are the paths of the visible *.hcl files in real (-config
+// dir resolved), at most maxAgentFiles.
+func listSpecs(dir, real string) ([]string, hcl.Diagnostics) {
 	paths, err := spec.ExpandPaths([]string{real})
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the specs' directory",
@@ -170,6 +188,12 @@ func readSpecs(dir string, insecure bool) (*specSet, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Too many spec files",
 			Detail: fmt.Sprintf("%s has %d *.hcl files; the agent reads at most %d. Put more probes in each file.", dir, len(paths), maxAgentFiles)}}
 	}
+	return paths, nil
+}
+
+// readSpecFiles reads paths with readSpecFile (trust, when not nil,
+// checking each), names them dir/NAME and digests them in order.
+func readSpecFiles(dir, real string, paths []string, trust func(os.FileInfo) error) (*specSet, hcl.Diagnostics) {
 	set := &specSet{files: map[string][]byte{}, real: real}
 	var diags hcl.Diagnostics
 	h := sha256.New()
