@@ -36,7 +36,7 @@ func TestNoWriters(t *testing.T) {
 }
 
 // stable decides when a read of the specs may be applied.
-func TestStable(t *testing.T) {
+func TestAgentStable(t *testing.T) {
 	const settle = time.Second
 	now := time.Unix(1000, 0)
 	live := &Applied{Digest: "old", real: "/specs/rev1"}
