@@ -16,7 +16,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/probectl/probectl/internal/engine"
 )
+
+// agentStatus is /status as the agent serves it.
+type agentStatus = engine.DirStatus
 
 // agentProc is a probectl agent running as its own process.
 type agentProc struct {

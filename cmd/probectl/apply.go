@@ -2,19 +2,20 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 )
 
 func newApplyCmd(g *globals) *cobra.Command {
-	var autoApprove bool
-	var deny denyFlag
+	var o applyOptions
 	cmd := &cobra.Command{
 		Use:   "apply [-auto-approve] [PATH... | PLANFILE]",
 		Short: "Attach the probes of the specs: all of them, or none",
@@ -35,58 +36,73 @@ when the state or the kernel's facts moved since.
 Exit status: 0 applied (or nothing to do), 1 errors.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireBPF("apply"); err != nil {
-				return err
-			}
-			saved, err := readSavedPlan(args)
-			if err != nil {
-				return err
-			}
-			var cfg *spec.Config
-			var out *compiler.Output
-			if saved != nil {
-				cfg, out, err = compileSaved(cmd, saved, deny.p)
-			} else {
-				cfg, out, err = compileLive(cmd, args, deny.p)
-			}
-			if err != nil {
-				return err
-			}
-			w, s, err := g.lockAndRepair(cmd)
-			if err != nil {
-				return err
-			}
-			defer w.Unlock()
-			plan := runtime.Diff(s, out, w.Drift(s))
-			if saved != nil {
-				if err := saved.CheckState(s, plan); err != nil {
-					return err
-				}
-			}
-			renderPlan(cmd.OutOrStdout(), plan)
-			if plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete == 0 {
-				cmd.Println("\nNo changes. The kernel matches the specs.")
-				return nil
-			}
-			if saved == nil && !autoApprove {
-				if err := confirm(cmd, "apply these changes"); err != nil {
-					return err
-				}
-			}
-			_, res, err := w.Apply(s, out, plan)
-			if err != nil {
-				return reportApplyError(cmd, err, cfg)
-			}
-			cmd.Printf("\nApply complete! Probes: %d created, %d replaced, %d destroyed, %d unchanged.\n",
-				len(res.Created), len(res.Replaced), len(res.Deleted), len(res.Unchanged))
-			warnLeftovers(cmd, res)
-			return nil
+			o.paths = args
+			return runApply(cmd, g, o)
 		},
 	}
-	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "apply without asking")
-	deny.add(cmd)
+	cmd.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
+	o.deny.add(cmd)
 	g.addLockTimeout(cmd)
 	return cmd
+}
+
+// applyOptions are apply's arguments and flags.
+type applyOptions struct {
+	paths       []string // the specs, or one saved plan
+	autoApprove bool
+	deny        denyFlag
+}
+
+// runApply is apply: the specs (or a saved plan's) compiled for the
+// running kernel, then engine's apply path with the plan shown and
+// confirmed under the workspace's lock.
+func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
+	if err := requireBPF("apply"); err != nil {
+		return err
+	}
+	saved, err := readSavedPlan(o.paths)
+	if err != nil {
+		return err
+	}
+	var cfg *spec.Config
+	var out *compiler.Output
+	if saved != nil {
+		cfg, out, err = compileSaved(cmd, saved, o.deny.p)
+	} else {
+		cfg, out, err = compileLive(cmd, o.paths, o.deny.p)
+	}
+	if err != nil {
+		return err
+	}
+	review := func(s *runtime.State, plan *compiler.Plan) error {
+		if saved != nil {
+			if err := saved.CheckState(s, plan); err != nil {
+				return err
+			}
+		}
+		renderPlan(cmd.OutOrStdout(), plan)
+		if !engine.HasChanges(plan) {
+			cmd.Println("\nNo changes. The kernel matches the specs.")
+			return nil
+		}
+		if saved == nil && !o.autoApprove {
+			return confirm(cmd, "apply these changes")
+		}
+		return nil
+	}
+	done, err := g.applyWorkspace(cmd).Apply(cfg, out, review)
+	var ae *engine.ApplyError
+	if errors.As(err, &ae) {
+		return reportApplyError(cmd, ae, cfg)
+	}
+	if err != nil || done.Result == nil {
+		return err
+	}
+	res := done.Result
+	cmd.Printf("\nApply complete! Probes: %d created, %d replaced, %d destroyed, %d unchanged.\n",
+		len(res.Created), len(res.Replaced), len(res.Deleted), len(res.Unchanged))
+	warnLeftovers(cmd, res)
+	return nil
 }
 
 func warnLeftovers(cmd *cobra.Command, res *runtime.Result) {
@@ -128,7 +144,7 @@ func compileSaved(cmd *cobra.Command, sp *runtime.SavedPlan, policy spec.Policy)
 	if err != nil {
 		return nil, nil, err
 	}
-	live, err := loadTarget("auto", cfg)
+	live, err := engine.TargetFacts("auto", cfg)
 	if err != nil {
 		return nil, nil, err
 	}

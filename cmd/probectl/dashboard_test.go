@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/metrics"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
@@ -147,7 +148,7 @@ func checkDashboard(t *testing.T, file, ex string, b []byte) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	facts, err := loadTarget(dashboardTarget, cfg)
+	facts, err := engine.TargetFacts(dashboardTarget, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	"github.com/probectl/probectl/fleet/kubetest"
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/runtime"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -64,13 +65,13 @@ func TestKubeAgentApplies(t *testing.T) {
 	// Two pretend nodes on this host, each with its own credentials,
 	// state directory and workspaces, as two DaemonSet pods would have.
 	done := make(chan error, 2)
-	start := func(node string) (*globals, *kubeApplier) {
+	start := func(node string) (*globals, *engine.KubeApplier) {
 		cfg, err := c.PodToken(ctx, "probectl-system", "probectl-agent", node)
 		if err != nil {
 			t.Fatal(err)
 		}
 		g := &globals{stateDir: t.TempDir(), lockTimeout: 10 * time.Second}
-		applier := newKubeApplier(g, log, 1000)
+		applier := engine.NewKubeApplier(g.engineWorkspace(), log, 1000)
 		fc, err := fleet.NewClient(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -83,7 +83,9 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1"},
+	"internal/termtext":      {},
+	"internal/engine":        {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
+	"cmd/probectl":           {"bpf", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext"},
 }
 
 // specFree are the packages that must not reach spec or HCL, directly or

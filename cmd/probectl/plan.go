@@ -7,6 +7,7 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -124,7 +125,7 @@ func compileTarget(cmd *cobra.Command, target string, paths []string, policy spe
 		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 		return nil, nil, nil, exitError{1}
 	}
-	facts, err := loadTarget(target, cfg)
+	facts, err := engine.TargetFacts(target, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -142,17 +143,4 @@ func sourcesOf(cfg *spec.Config) map[string][]byte {
 		return nil
 	}
 	return cfg.Sources
-}
-
-// loadTarget resolves -target for the probes of cfg.
-func loadTarget(target string, cfg *spec.Config) (*bpf.Facts, error) {
-	var events []string
-	functions := false
-	for _, p := range cfg.Probes {
-		for _, e := range p.Events {
-			events = append(events, e.Text)
-		}
-		functions = functions || p.Addr.Kind == bpf.KindKernel
-	}
-	return bpf.LoadTarget(target, events, functions)
 }

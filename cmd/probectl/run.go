@@ -16,6 +16,7 @@ import (
 
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/examples"
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -86,7 +87,7 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	facts, err := loadTarget("auto", cfg)
+	facts, err := engine.TargetFacts("auto", cfg)
 	if err != nil {
 		return nil, nil, err
 	}

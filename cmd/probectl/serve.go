@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/metrics"
 	"github.com/probectl/probectl/runtime"
 	"github.com/prometheus/client_golang/prometheus"
@@ -305,7 +306,7 @@ func (w warnings) WithGroup(g string) slog.Handler       { return warnings{w.Han
 // directory of its own (0700), given its mode and group there, and renamed
 // into place: nobody can connect to it before, whatever the umask, and no
 // symlink at path is followed. path's directory must be one that only root
-// may write (trustedDir), or someone else could replace the socket with
+// may write (engine.TrustedDir), or someone else could replace the socket with
 // theirs; what is at path is replaced only when it is a socket nobody
 // listens on (one left by a process that died).
 func listenUnix(path string, mode os.FileMode, gid int) (net.Listener, error) {
@@ -316,7 +317,7 @@ func listenUnix(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := trustedDir(dir); err != nil {
+	if err := engine.TrustedDir(dir); err != nil {
 		return nil, fmt.Errorf("the socket's directory: %w (whoever may write it could replace the socket)", err)
 	}
 	path = filepath.Join(dir, filepath.Base(path))

@@ -2,25 +2,18 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"unicode"
-	"unicode/utf8"
+	"io"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/internal/termtext"
 )
 
-// printable returns s as it may go to a terminal: unchanged when every
-// character prints, otherwise Go-quoted ("\x1b[2J"), so that a process
-// name, a symbol or a string read from a probe never writes raw control
-// sequences and never passes for another string.
-func printable(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
+// printable is termtext.Printable: s as it may go to a terminal.
+func printable(s string) string { return termtext.Printable(s) }
+
+// printDiags is termtext.Diagnostics: diagnostics at their spec ranges.
+func printDiags(w io.Writer, diags hcl.Diagnostics, sources map[string][]byte) {
+	termtext.Diagnostics(w, diags, sources)
 }
 
 // value writes a decoded key or field value for a terminal. Not only

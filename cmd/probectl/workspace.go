@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -48,37 +48,31 @@ func requireBPF(what string) error {
 	return nil
 }
 
-func (g *globals) open() (*runtime.Workspace, error) {
-	if g.lockTimeout < 0 {
-		return nil, fmt.Errorf("-lock-timeout %s: a duration cannot be negative", g.lockTimeout)
-	}
-	w, err := runtime.Open(g.stateDir, g.workspace)
-	if err != nil {
-		return nil, err
-	}
-	w.LockTimeout = g.lockTimeout
-	w.Waiting = func(holder string) {
-		fmt.Fprintf(os.Stderr, "Waiting up to %s for workspace %q, held by %s...\n", g.lockTimeout, w.Name, holder)
-	}
-	return w, nil
+// engineWorkspace is the workspace the flags name, for the apply path:
+// a wait for its lock is said on stderr.
+func (g *globals) engineWorkspace() engine.Workspace {
+	return engine.Workspace{StateDir: g.stateDir, Name: g.workspace, LockTimeout: g.lockTimeout,
+		Waiting: func(holder string) {
+			fmt.Fprintf(os.Stderr, "Waiting up to %s for workspace %q, held by %s...\n", g.lockTimeout, g.workspace, holder)
+		}}
 }
 
+func (g *globals) open() (*runtime.Workspace, error) { return g.engineWorkspace().Open() }
+
 // lockAndRepair locks the workspace, reads its state, checks that the state
-// owns the workspace's pins, and repairs what an interrupted command left.
-// The caller must Unlock.
+// owns the workspace's pins, and repairs what an interrupted command left,
+// saying so on cmd's stderr. The caller must Unlock.
 func (g *globals) lockAndRepair(cmd *cobra.Command) (*runtime.Workspace, *runtime.State, error) {
-	w, err := g.open()
-	if err != nil {
-		return nil, nil, err
+	return g.applyWorkspace(cmd).Begin()
+}
+
+// applyWorkspace is engineWorkspace, its repairs said on cmd's stderr.
+func (g *globals) applyWorkspace(cmd *cobra.Command) engine.Workspace {
+	ws := g.engineWorkspace()
+	ws.Repaired = func(path string) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Repaired: removed %s, left by an interrupted command.\n", path)
 	}
-	s, removed, err := w.Begin()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, r := range removed {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Repaired: removed %s, left by an interrupted command.\n", r)
-	}
-	return w, s, nil
+	return ws
 }
 
 // inspect opens the workspace for a command that changes nothing: no lock,
@@ -105,7 +99,7 @@ func compileLive(cmd *cobra.Command, paths []string, policy spec.Policy) (*spec.
 		return nil, nil, exitError{1}
 	}
 	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources) // warnings
-	facts, err := loadTarget("auto", cfg)
+	facts, err := engine.TargetFacts("auto", cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,11 +119,7 @@ func parseSources(cmd *cobra.Command, files map[string][]byte) (*spec.Config, er
 // compileFor compiles cfg for facts under policy (a spec it refuses is
 // not compiled), printing the diagnostics.
 func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
-	if diags := cfg.Enforce(policy); diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
-		return nil, nil, exitError{1}
-	}
-	out, diags := compiler.Compile(cfg, facts)
+	out, diags := engine.Compile(cfg, facts, policy)
 	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
 	if diags.HasErrors() {
 		return nil, nil, exitError{1}
@@ -140,13 +130,10 @@ func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy s
 // reportApplyError prints a load or attach failure the way users need it:
 // a verifier rejection as a diagnostic at the spec range.
 func reportApplyError(cmd *cobra.Command, err error, cfg *spec.Config) error {
-	var le *runtime.LoadError
-	if errors.As(err, &le) && le.Program != nil {
-		if d := compiler.VerifierDiagnostic(cfg, le.Probe, le.Program, le.Err); d != nil {
-			printDiags(cmd.ErrOrStderr(), hcl.Diagnostics{d}, sourcesOf(cfg))
-			fmt.Fprintln(cmd.ErrOrStderr(), "Nothing was changed: the kernel holds what it held before.")
-			return exitError{1}
-		}
+	if d := engine.Refusal(cfg, err); d != nil {
+		printDiags(cmd.ErrOrStderr(), hcl.Diagnostics{d}, sourcesOf(cfg))
+		fmt.Fprintln(cmd.ErrOrStderr(), "Nothing was changed: the kernel holds what it held before.")
+		return exitError{1}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\nNothing was changed: the kernel holds what it held before.\n", err)
 	return exitError{1}

@@ -1,4 +1,4 @@
-package main
+package termtext
 
 import (
 	"bytes"
@@ -11,9 +11,10 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// printDiags writes each diagnostic as "FILE:LINE:COL: error: SUMMARY",
-// the source line with the range underlined, and the detail.
-func printDiags(w io.Writer, diags hcl.Diagnostics, sources map[string][]byte) {
+// Diagnostics writes each diagnostic as "FILE:LINE:COL: error: SUMMARY",
+// the source line with the range underlined (when sources holds its
+// file), and the detail.
+func Diagnostics(w io.Writer, diags hcl.Diagnostics, sources map[string][]byte) {
 	for _, d := range diags {
 		sev := "error"
 		if d.Severity == hcl.DiagWarning {
@@ -33,6 +34,14 @@ func printDiags(w io.Writer, diags hcl.Diagnostics, sources map[string][]byte) {
 			}
 		}
 	}
+}
+
+// DiagnosticsText is Diagnostics as one string without the final
+// newline, for a log line.
+func DiagnosticsText(diags hcl.Diagnostics, sources map[string][]byte) string {
+	var b bytes.Buffer
+	Diagnostics(&b, diags, sources)
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func printSnippet(w io.Writer, src []byte, rng hcl.Range) {
@@ -73,7 +82,7 @@ func printSnippet(w io.Writer, src []byte, rng hcl.Range) {
 	}
 	// The line as a terminal may show it; the caret under the same text.
 	shown, col, width := head+line+tail, len(head)+utf8.RuneCountInString(line[:from]), max(utf8.RuneCountInString(line[from:to]), 1)
-	if printable(line) != line {
+	if Printable(line) != line {
 		body := func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }
 		shown = head + strconv.Quote(line) + tail
 		col, width = len(head)+1+len(body(line[:from])), max(len(body(line[from:to])), 1)

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/fleet"
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	"github.com/probectl/probectl/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// KubeApplier applies a ProbeSet's specs on this node for
+// fleet.NodeAgent, through the agents' apply path (Workspace.Apply): the
+// same plan and atomic apply as "probectl apply", into the ProbeSet's own
+// workspace. A failure leaves that workspace's previous probes live. It
+// serves the metrics of every workspace it met, labelled with its
+// ProbeSet.
+type KubeApplier struct {
+	base      Workspace // StateDir and LockTimeout; Name is each ProbeSet's
+	log       *slog.Logger
+	maxSeries int
+
+	mu   sync.Mutex
+	sets map[string]types.NamespacedName // workspace → ProbeSet
+
+	applyErrors *prometheus.CounterVec
+}
+
+var _ fleet.Applier = (*KubeApplier)(nil)
+
+// NewKubeApplier applies into workspaces of base.StateDir, waiting up to
+// base.LockTimeout for each one's lock; a scrape returns at most
+// maxSeries aggregation series per workspace.
+func NewKubeApplier(base Workspace, log *slog.Logger, maxSeries int) *KubeApplier {
+	k := &KubeApplier{base: base, log: log, maxSeries: maxSeries, sets: map[string]types.NamespacedName{},
+		applyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probectl_apply_errors_total",
+			Help: "ProbeSet changes the agent could not apply on this node, by stage (compile, apply); the previous probes stay live.",
+		}, []string{"stage"})}
+	for _, s := range []string{"compile", "apply"} {
+		k.applyErrors.WithLabelValues(s)
+	}
+	return k
+}
+
+// ApplyErrors counts the changes it could not apply, by stage.
+func (k *KubeApplier) ApplyErrors() prometheus.Collector { return k.applyErrors }
+
+func (k *KubeApplier) workspace(name string, set types.NamespacedName, log *slog.Logger) Workspace {
+	if set.Name != "" {
+		k.mu.Lock()
+		k.sets[name] = set
+		k.mu.Unlock()
+	}
+	ws := k.base
+	ws.Name = name
+	ws.Waiting = logWaiting(log, ws.LockTimeout)
+	ws.Repaired = logRepaired(log)
+	return ws
+}
+
+// Workspaces are those this process met.
+func (k *KubeApplier) Workspaces() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for ws := range k.sets {
+		out = append(out, ws)
+	}
+	return out
+}
+
+// Apply implements fleet.Applier.
+func (k *KubeApplier) Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (fleet.ApplyResult, error) {
+	log := k.log.With("workspace", workspace, "probeset", set.String())
+	_, fail, diags := applyFiles(k.workspace(workspace, set, log), files, log)
+	var r fleet.ApplyResult
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			r.Errors = append(r.Errors, fleet.DiagText(d))
+		}
+	}
+	if fail != nil {
+		k.applyErrors.WithLabelValues(fail.Stage).Inc()
+		k.log.Error("apply failed; the previous probes stay live", "probeset", set.String(), "stage", fail.Stage, "error", fail.Message, "errors", r.Errors)
+		return r, errors.New(fail.Stage + ": " + fail.Message)
+	}
+	r.AppliedDigest = fleet.Digest(files)
+	probes, err := k.Probes(ctx, workspace, set)
+	if err != nil {
+		return r, err
+	}
+	r.Probes = probes
+	return r, nil
+}
+
+// Probes implements fleet.Applier: what "probectl status" reads.
+func (k *KubeApplier) Probes(ctx context.Context, workspace string, set types.NamespacedName) ([]v1alpha1.ProbePlan, error) {
+	w, err := k.workspace(workspace, set, k.log).Open()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	s, err := w.Inspect()
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.ProbePlan
+	for _, st := range w.Status(s) {
+		links := int32(len(st.Links))
+		hits := st.EntryHits
+		if hits == 0 {
+			hits = st.ExitHits // a probe with only an exit handler
+		}
+		h, m, d := int64(hits), int64(st.Missed), int64(st.DroppedKeys+st.DroppedEvents)
+		pp := v1alpha1.ProbePlan{Address: st.Address.String(), Route: string(st.Route), Reason: st.Reason,
+			Links: &links, Hits: &h, Missed: &m, Drops: &d}
+		for _, f := range st.Attach {
+			pp.Attach = append(pp.Attach, string(f))
+		}
+		out = append(out, pp)
+	}
+	return out, nil
+}
+
+// Destroy implements fleet.Applier.
+func (k *KubeApplier) Destroy(ctx context.Context, workspace string) error {
+	defer func() {
+		k.mu.Lock()
+		delete(k.sets, workspace)
+		k.mu.Unlock()
+	}()
+	if _, err := k.workspace(workspace, types.NamespacedName{}, k.log.With("workspace", workspace)).Destroy(); err != nil {
+		return err
+	}
+	// The workspace is the ProbeSet's alone: its empty state goes too.
+	return os.RemoveAll(filepath.Join(k.base.StateDir, workspace))
+}
+
+// Describe and Collect serve the metrics of every ProbeSet applied, each
+// series labelled probeset="NAMESPACE/NAME".
+func (k *KubeApplier) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (k *KubeApplier) Collect(ch chan<- prometheus.Metric) {
+	k.mu.Lock()
+	sets := make(map[string]types.NamespacedName, len(k.sets))
+	for ws, set := range k.sets {
+		sets[ws] = set
+	}
+	k.mu.Unlock()
+	for ws, set := range sets {
+		c := &metrics.Collector{StateDir: k.base.StateDir, Workspace: ws, MaxSeries: k.maxSeries, Reserved: []string{"probeset"}}
+		prometheus.WrapCollectorWith(prometheus.Labels{"probeset": set.String()}, c).Collect(ch)
+	}
+}
