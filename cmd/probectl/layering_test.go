@@ -14,29 +14,31 @@ import (
 func TestLayering(t *testing.T) {
 	const mod = "github.com/probectl/probectl/"
 	allowed := map[string][]string{
-		"bpf":                    {},
-		"spec":                   {"bpf"},
-		"spec/spectest":          {"spec"},
-		"compiler":               {"spec", "bpf"},
-		"runtime":                {"compiler", "bpf"},
-		"examples":               {},
-		"cmd/vmexec":             {},
-		"cmd/vmexec/tpcapture":   {"bpf"},
-		"cmd/vminit":             {},
-		"cmd/mksyscalls":         {},
-		"bench/refload":          {},
-		"bench/kperhit":          {}, // its test imports compiler, runtime, spec, bpf
-		"bench/routes":           {}, // its tests import compiler, runtime, spec, bpf
-		"bench/routes/mktable":   {"compiler"},
-		"runtime/internal/uwork": {},
-		"metrics":                {"runtime", "compiler", "bpf"},
-		"fleet/api/v1alpha1":     {},
-		"fleet/kubetest":         {"fleet/api/v1alpha1"},
-		"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-		"cmd/probectl":           {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1"},
+		"bpf":                                {},
+		"spec":                               {"bpf"},
+		"spec/spectest":                      {"spec"},
+		"compiler":                           {"spec", "bpf"},
+		"runtime":                            {"compiler", "bpf"},
+		"examples":                           {},
+		"cmd/vmexec":                         {},
+		"cmd/vmexec/tpcapture":               {"bpf"},
+		"cmd/vminit":                         {},
+		"cmd/mksyscalls":                     {},
+		"bench/refload":                      {},
+		"bench/kperhit":                      {}, // its test imports compiler, runtime, spec, bpf
+		"bench/routes":                       {}, // its tests import compiler, runtime, spec, bpf
+		"bench/routes/mktable":               {"compiler"},
+		"runtime/internal/uwork":             {},
+		"metrics":                            {"runtime", "compiler", "bpf"},
+		"fleet/api/v1alpha1":                 {},
+		"fleet/kubetest":                     {"fleet/api/v1alpha1"},
+		"fleet":                              {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
+		"internal/flamegraph":                {"runtime", "bpf"},
+		"internal/flamegraph/flamegraphtest": {},
+		"cmd/probectl":                       {"bpf", "spec", "compiler", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/flamegraph"},
 	}
 	// Packages that must not see HCL at all: a saved plan is self-contained.
-	noHCL := map[string]bool{"bpf": true, "runtime": true, "metrics": true, "fleet/api/v1alpha1": true, "fleet/kubetest": true}
+	noHCL := map[string]bool{"bpf": true, "runtime": true, "metrics": true, "fleet/api/v1alpha1": true, "fleet/kubetest": true, "internal/flamegraph": true}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
