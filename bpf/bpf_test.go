@@ -2,7 +2,7 @@ package bpf
 
 import (
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -140,7 +140,7 @@ func TestDetectLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantArch := map[string]Arch{"amd64": ArchX86_64, "arm64": ArchArm64}[runtime.GOARCH]
+	wantArch := map[string]Arch{"amd64": ArchX86_64, "arm64": ArchArm64}[goruntime.GOARCH]
 	if f.Arch != wantArch || f.Source != "live" || !f.Links.Tracepoint || len(f.Functions) == 0 {
 		t.Errorf("facts: %+v (%d functions)", f, len(f.Functions))
 	}

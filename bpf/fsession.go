@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"unsafe"
 
@@ -102,8 +102,8 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 	copy(attr.progName[:15], spec.Name)
 	load := func() (int, error) {
 		fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-		runtime.KeepAlive(code)
-		runtime.KeepAlive(license)
+		goruntime.KeepAlive(code)
+		goruntime.KeepAlive(license)
 		if errno != 0 {
 			return -1, errno
 		}
@@ -116,7 +116,7 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 		attr.logLevel, attr.logSize = 1, uint32(len(log))
 		attr.logBuf = uint64(uintptr(unsafe.Pointer(&log[0])))
 		fd, err = load()
-		runtime.KeepAlive(log)
+		goruntime.KeepAlive(log)
 		if err != nil {
 			text := strings.TrimRight(unix.ByteSliceToString(log), "\n")
 			if text != "" {

@@ -2,7 +2,7 @@ package bpf
 
 import (
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -60,7 +60,7 @@ func objGet(path string, flags uint32) (int, error) {
 		_         uint32
 	}{pathname: uint64(uintptr(unsafe.Pointer(p))), fileFlags: flags}
 	fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfObjGet, uintptr(unsafe.Pointer(&get)), unsafe.Sizeof(get))
-	runtime.KeepAlive(p)
+	goruntime.KeepAlive(p)
 	if errno != 0 {
 		return -1, fmt.Errorf("%s: %w", path, errno)
 	}
@@ -160,8 +160,8 @@ func SumPinnedCounters(path string, n int) (id uint32, sums []uint64, err error)
 			flags uint64
 		}{mapFD: uint32(fd), key: uint64(uintptr(unsafe.Pointer(&key))), value: uint64(uintptr(unsafe.Pointer(&per[0])))}
 		_, _, errno := unix.Syscall(unix.SYS_BPF, bpfMapLookupElem, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-		runtime.KeepAlive(&key)
-		runtime.KeepAlive(per)
+		goruntime.KeepAlive(&key)
+		goruntime.KeepAlive(per)
 		if errno != 0 {
 			return info[1], nil, fmt.Errorf("%s: lookup %d: %w", path, i, errno)
 		}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -87,9 +87,9 @@ func UprobeSessionLink(prog int, path string, offsets, cookies []uint64, pid uin
 		cnt:     uint32(len(offsets)), pid: pid,
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfLinkCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(offsets)
-	runtime.KeepAlive(cookies)
+	goruntime.KeepAlive(p)
+	goruntime.KeepAlive(offsets)
+	goruntime.KeepAlive(cookies)
 	if errno != 0 {
 		return -1, errno
 	}

@@ -25,51 +25,13 @@ func (g *gen) layoutMaps() {
 	out := g.out
 	n := 0
 	for _, a := range g.p.Actions() {
-		if a.Kind == spec.Event {
-			ev := &EventLayout{Name: a.Name, ID: len(out.Events), Size: EventHeaderSize}
-			for _, f := range a.Fields {
-				kf := g.keyField(f.Value, f.Name, ev.Size)
-				ev.Fields = append(ev.Fields, kf)
-				g.stackField(&ev.Fields[len(ev.Fields)-1], f.Value)
-				ev.Size += kf.Size
-			}
-			ev.Layout = ev.layoutID(out).String()
-			out.Events = append(out.Events, ev)
-			continue
+		switch {
+		case a.Kind == spec.Event:
+			out.Events = append(out.Events, g.eventLayout(a))
+		case a.IsAggregation():
+			g.layoutAggregation(a, n)
+			n++
 		}
-		if !a.IsAggregation() {
-			continue
-		}
-		agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
-		n++
-		for i, b := range a.By {
-			name := keyName(b, i)
-			if a.ByNames != nil {
-				name = a.ByNames[i]
-			}
-			kf := g.keyField(b, name, agg.KeySize)
-			agg.Key = append(agg.Key, kf)
-			g.stackField(&agg.Key[len(agg.Key)-1], b)
-			agg.KeySize += kf.Size
-		}
-		if a.IsHistogram() {
-			agg.KeySize += 8 // the bucket
-		}
-		if agg.KeySize == 0 {
-			agg.KeySize = 8 // one zero key
-		}
-		if a.Kind == spec.Sum {
-			agg.Signed = !g.nonNegative(a.Value, g.guards(a)...)
-		}
-		if a.Kind == spec.LHist {
-			agg.LinearMin, agg.LinearMax, agg.LinearStep = a.Min, a.Max, a.Step
-		}
-		out.Aggregations = append(out.Aggregations, agg)
-		out.Maps = append(out.Maps, &Map{
-			Ref: agg.MapRef, Name: mapName(a.Name), Type: ebpf.PerCPUHash,
-			KeySize: uint32(agg.KeySize), ValueSize: uint32(ValueSize(a.Kind)), MaxEntries: uint32(a.MaxKeys),
-			Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
-		})
 	}
 	g.stackMaps()
 	out.Stats = Stats{EventsDropped: n, EntryHits: n + 1, ExitHits: n + 2, Size: n + 3}
@@ -83,9 +45,90 @@ func (g *gen) layoutMaps() {
 			Purpose: "entry data per (thread, function) call",
 		})
 	}
-	// The tables the probe uses: their maps are the tables', shared.
-	used := map[*spec.Table]bool{}
-	joins := false
+	g.sharedMaps()
+	if len(out.Events) > 0 {
+		if !g.facts.Helpers.Ringbuf {
+			g.errorf(g.p.DeclRange, "No ring buffer", "event needs BPF ring buffers (Linux 5.8), which the target (%s) lacks. Use an aggregation.", g.facts.Label())
+		}
+		// The ring buffer is the spec set's, shared: the runtime gives it.
+		out.Buffer = g.u.buffer
+	}
+}
+
+// eventLayout lays out the records of event action a: the header, then
+// its fields.
+func (g *gen) eventLayout(a *spec.Action) *EventLayout {
+	ev := &EventLayout{Name: a.Name, ID: len(g.out.Events), Size: EventHeaderSize}
+	for _, f := range a.Fields {
+		kf := g.keyField(f.Value, f.Name, ev.Size)
+		ev.Fields = append(ev.Fields, kf)
+		g.stackField(&ev.Fields[len(ev.Fields)-1], f.Value)
+		ev.Size += kf.Size
+	}
+	ev.Layout = layoutID(ev, g.out).String()
+	return ev
+}
+
+// layoutAggregation lays out aggregation a, the probe's nth, and its map.
+func (g *gen) layoutAggregation(a *spec.Action, n int) {
+	agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
+	for i, b := range a.By {
+		name := keyName(b, i)
+		if a.ByNames != nil {
+			name = a.ByNames[i]
+		}
+		kf := g.keyField(b, name, agg.KeySize)
+		agg.Key = append(agg.Key, kf)
+		g.stackField(&agg.Key[len(agg.Key)-1], b)
+		agg.KeySize += kf.Size
+	}
+	if a.IsHistogram() {
+		agg.KeySize += 8 // the bucket
+	}
+	if agg.KeySize == 0 {
+		agg.KeySize = 8 // one zero key
+	}
+	if a.Kind == spec.Sum {
+		agg.Signed = !g.nonNegative(a.Value, g.guards(a)...)
+	}
+	if a.Kind == spec.LHist {
+		agg.LinearMin, agg.LinearMax, agg.LinearStep = a.Min, a.Max, a.Step
+	}
+	g.out.Aggregations = append(g.out.Aggregations, agg)
+	g.out.Maps = append(g.out.Maps, &Map{
+		Ref: agg.MapRef, Name: mapName(a.Name), Type: ebpf.PerCPUHash,
+		KeySize: uint32(agg.KeySize), ValueSize: uint32(ValueSize(a.Kind)), MaxEntries: uint32(a.MaxKeys),
+		Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
+	})
+}
+
+// sharedMaps adds join's work area when the probe joins, and the tables
+// the probe uses: their maps are the tables', shared.
+func (g *gen) sharedMaps() {
+	used, joins := g.tablesUsed()
+	if joins {
+		g.out.Maps = append(g.out.Maps, &Map{
+			Ref: refJoin, Name: "probectl.join", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 2 * spec.JoinSize, MaxEntries: 1,
+			Purpose: "join's work area: the strings read at a variable offset",
+		})
+	}
+	for t := range used {
+		g.out.Tables = append(g.out.Tables, t.Name)
+	}
+	sort.Strings(g.out.Tables)
+	for _, name := range g.out.Tables {
+		for t := range used {
+			if t.Name == name {
+				g.out.Shared = append(g.out.Shared, g.u.layout(t))
+			}
+		}
+	}
+}
+
+// tablesUsed returns the tables the probe reads or stores, and whether
+// it joins strings.
+func (g *gen) tablesUsed() (used map[*spec.Table]bool, joins bool) {
+	used = map[*spec.Table]bool{}
 	for _, x := range g.exprs() {
 		spec.Walk(x, func(x spec.Expr) {
 			switch x := x.(type) {
@@ -98,35 +141,12 @@ func (g *gen) layoutMaps() {
 			}
 		})
 	}
-	if joins {
-		out.Maps = append(out.Maps, &Map{
-			Ref: refJoin, Name: "probectl.join", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 2 * spec.JoinSize, MaxEntries: 1,
-			Purpose: "join's work area: the strings read at a variable offset",
-		})
-	}
 	for _, a := range g.p.Actions() {
 		if a.Table != nil {
 			used[a.Table] = true
 		}
 	}
-	for t := range used {
-		out.Tables = append(out.Tables, t.Name)
-	}
-	sort.Strings(out.Tables)
-	for _, name := range out.Tables {
-		for t := range used {
-			if t.Name == name {
-				out.Shared = append(out.Shared, g.u.layout(t))
-			}
-		}
-	}
-	if len(out.Events) > 0 {
-		if !g.facts.Helpers.Ringbuf {
-			g.errorf(g.p.DeclRange, "No ring buffer", "event needs BPF ring buffers (Linux 5.8), which the target (%s) lacks. Use an aggregation.", g.facts.Label())
-		}
-		// The ring buffer is the spec set's, shared: the runtime gives it.
-		out.Buffer = g.u.buffer
-	}
+	return used, joins
 }
 
 // ValueSize is the size of an aggregation's per-CPU value: min and max keep
@@ -390,9 +410,6 @@ func (g *gen) log2Bucket() {
 	g.e.Mark(done)
 	g.e.Emit(asm.Mov.Reg(asm.R0, asm.R1))
 }
-
-// LinearBuckets is the number of in-range buckets of an lhist.
-func LinearBuckets(min, max, step int64) int64 { return spec.LinearBuckets(min, max, step) }
 
 // linearBucket turns the value in R0 into its lhist bucket: 0 below min,
 // 1..n in range, n+1 at or above max. In range, value - min is below

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -86,13 +86,13 @@ func BenchmarkParseLong(b *testing.B) {
 // compiles in linear time and memory.
 func TestLongExpressionCompiles(t *testing.T) {
 	src := sums(chain(50000))
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
+	goruntime.GC()
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
 	start := time.Now()
 	out := compileText(t, mustProfile(t, "linux-7.2-amd64"), src)
 	took := time.Since(start)
-	runtime.ReadMemStats(&after)
+	goruntime.ReadMemStats(&after)
 	n := out.Probes[0].Programs[0].InstructionCount()
 	t.Logf("50000 terms: %d instructions, checked and compiled in %v, %d MB allocated", n, took, (after.TotalAlloc-before.TotalAlloc)>>20)
 	if n < 50000*6 {

@@ -51,6 +51,10 @@ type leaf struct {
 	shift, bits int
 }
 
+// integer reports whether the leaf reads a whole integer (or pointer):
+// the root's value, or an integer field.
+func (l leaf) integer() bool { return l.kind == leafInt || l.kind == leafRoot }
+
 // kernelType resolves a kernel path against the target's BTF.
 func (g *gen) kernelType(x *spec.KernelPath) spec.Type {
 	a, t := g.resolveIn(x, x)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,8 +130,8 @@ func procStat(t *testing.T, pid string, n int) int64 {
 
 func TestKernelDataSemantics(t *testing.T) {
 	facts := hostFacts(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 
 	// The thread's state the reads must see.
 	const comm = "probectl-btf"

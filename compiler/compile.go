@@ -46,17 +46,7 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported target", Detail: err.Error() + "."}}
 	}
 	u := &unit{facts: facts, policy: cfg.Policy}
-	for _, p := range cfg.Probes {
-		g, d := u.prepare(p, regs)
-		if why := skipReason(p, g, d); why != "" {
-			out.Skipped = append(out.Skipped, Skipped{Address: p.Addr, Why: why})
-			continue
-		}
-		diags = append(diags, d...)
-		if g != nil {
-			u.gens = append(u.gens, g)
-		}
-	}
+	diags = u.prepareAll(cfg, regs, out)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -69,17 +59,7 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 		diags = append(diags, g.diags...)
 		g.diags = nil
 	}
-	for _, t := range cfg.Tables {
-		if len(u.uses[t]) == 0 {
-			continue // every probe that uses it is skipped (optional): so is the table
-		}
-		if l := u.layout(t); l != nil {
-			out.Tables = append(out.Tables, l)
-		} else if !diags.HasErrors() && !u.diags.HasErrors() {
-			u.diags = append(u.diags, diagf(t.DeclRange, "Table type unknown",
-				"What %q holds cannot be told on the target from its uses: store a value whose type is plain (an integer, str(...), comm).", t.Name))
-		}
-	}
+	u.layoutTables(cfg, out, diags.HasErrors())
 	diags = append(diags, u.diags...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -92,7 +72,7 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 		g.build(g.d)
 		diags = append(diags, g.diags...)
 		if !g.diags.HasErrors() {
-			g.out.Digest = g.out.digest()
+			g.out.Digest = digest(g.out, g.p)
 			out.Probes = append(out.Probes, g.out)
 		}
 	}
@@ -155,7 +135,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
-	cp := &Probe{Spec: p, Description: Description{
+	cp := &Probe{Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
 		Binary: p.Binary, Library: library, PID: p.PID,
 	}}
@@ -184,40 +164,50 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	return g, diags
 }
 
+// prepareAll prepares every probe of cfg, leaving out (in out.Skipped)
+// the optional ones that cannot attach.
+func (u *unit) prepareAll(cfg *spec.Config, regs bpf.Regs, out *Output) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, p := range cfg.Probes {
+		g, d := u.prepare(p, regs)
+		if why := skipReason(p, g, d); why != "" {
+			out.Skipped = append(out.Skipped, Skipped{Address: p.Addr, Why: why})
+			continue
+		}
+		diags = append(diags, d...)
+		if g != nil {
+			u.gens = append(u.gens, g)
+		}
+	}
+	return diags
+}
+
+// layoutTables lays out the tables the probes use; one whose type cannot
+// be told is an error, unless others (failed, whether earlier) explain it.
+func (u *unit) layoutTables(cfg *spec.Config, out *Output, failed bool) {
+	for _, t := range cfg.Tables {
+		if len(u.uses[t]) == 0 {
+			continue // every probe that uses it is skipped (optional): so is the table
+		}
+		if l := u.layout(t); l != nil {
+			out.Tables = append(out.Tables, l)
+		} else if !failed && !u.diags.HasErrors() {
+			u.diags = append(u.diags, diagf(t.DeclRange, "Table type unknown",
+				"What %q holds cannot be told on the target from its uses: store a value whose type is plain (an integer, str(...), comm).", t.Name))
+		}
+	}
+}
+
 // resolveEvents resolves a tracepoint probe's event names and globs to the
 // target's events, and reads their formats. The index of an event in the
 // sorted list is its attach cookie: event says which one fired.
 func (g *gen) resolveEvents() hcl.Diagnostics {
-	p, f := g.p, g.facts
+	p := g.p
 	var diags hcl.Diagnostics
 	chosen := map[string]bool{}
 	for _, pat := range p.Events {
-		if !bpf.IsEventGlob(pat.Text) {
-			if _, err := f.Tracepoint(pat.Text); pat.Optional && errors.Is(err, bpf.ErrNoTracepoint) {
-				g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): the target (%s) has no such tracepoint", pat.Text, f.Label()))
-				continue
-			}
-			chosen[pat.Text] = true
-			continue
-		}
-		matched, err := f.MatchEvents(pat.Text)
-		switch {
-		case errors.Is(err, bpf.ErrEventsUnknown):
-			diags = append(diags, diagf(pat.Range, "Event list unknown",
-				"%q is a glob, and the target (%s) does not list its events. Plan against the live kernel or a facts file (probectl target -o FILE), or name the events.", pat.Text, f.Label()))
-			continue
-		case err != nil:
-			diags = append(diags, diagf(pat.Range, "Event list unreadable",
-				"%q is a glob, and the target's list of events cannot be read: %v.", pat.Text, err))
-			continue
-		case len(matched) == 0 && pat.Optional:
-			g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): no event of the target matches", pat.Text))
-		case len(matched) == 0:
-			diags = append(diags, diagf(pat.Range, "Glob matches no event",
-				"No tracepoint of the target (%s) matches %q. The events are listed under /sys/kernel/tracing/events.", f.Label(), pat.Text))
-		}
-		for _, ev := range matched {
-			chosen[ev] = true
+		if d := g.chooseEvents(pat, chosen); d != nil {
+			diags = append(diags, d)
 		}
 	}
 	for ev := range chosen {
@@ -239,23 +229,67 @@ func (g *gen) resolveEvents() hcl.Diagnostics {
 				rng = pat.Range
 			}
 		}
-		tp, err := f.Tracepoint(ev)
-		switch {
-		case err == nil:
-			g.tps = append(g.tps, tp)
-		case errors.Is(err, bpf.ErrNoTracepoint):
-			diags = append(diags, g.noTracepoint(rng, ev))
-		case errors.Is(err, bpf.ErrFormatUnknown):
-			g.unformatted = append(g.unformatted, ev) // reported at the first field read: unit.unknownFormats
-		case f.Source == "live":
-			diags = append(diags, diagf(rng, "Tracepoint format unreadable",
-				"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", ev, err))
-		default:
-			diags = append(diags, diagf(rng, "Tracepoint format unreadable",
-				"The format of %q cannot be read for the target (%s): %v.", ev, f.Label(), err))
+		if d := g.readFormat(ev, rng); d != nil {
+			diags = append(diags, d)
 		}
 	}
 	return diags
+}
+
+// chooseEvents adds to chosen the events pattern pat names or matches on
+// the target; an optional one that names or matches none is Missing.
+func (g *gen) chooseEvents(pat spec.Pattern, chosen map[string]bool) *hcl.Diagnostic {
+	f := g.facts
+	if !bpf.IsEventGlob(pat.Text) {
+		if _, err := f.Tracepoint(pat.Text); pat.Optional && errors.Is(err, bpf.ErrNoTracepoint) {
+			g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): the target (%s) has no such tracepoint", pat.Text, f.Label()))
+			return nil
+		}
+		chosen[pat.Text] = true
+		return nil
+	}
+	matched, err := f.MatchEvents(pat.Text)
+	var d *hcl.Diagnostic
+	switch {
+	case errors.Is(err, bpf.ErrEventsUnknown):
+		return diagf(pat.Range, "Event list unknown",
+			"%q is a glob, and the target (%s) does not list its events. Plan against the live kernel or a facts file (probectl target -o FILE), or name the events.", pat.Text, f.Label())
+	case err != nil:
+		return diagf(pat.Range, "Event list unreadable",
+			"%q is a glob, and the target's list of events cannot be read: %v.", pat.Text, err)
+	case len(matched) == 0 && pat.Optional:
+		g.out.Missing = append(g.out.Missing, fmt.Sprintf("optional(%q): no event of the target matches", pat.Text))
+	case len(matched) == 0:
+		d = diagf(pat.Range, "Glob matches no event",
+			"No tracepoint of the target (%s) matches %q. The events are listed under /sys/kernel/tracing/events.", f.Label(), pat.Text)
+	}
+	for _, ev := range matched {
+		chosen[ev] = true
+	}
+	return d
+}
+
+// readFormat reads the format of event ev (named at rng) for the target.
+// An event whose format the target does not carry is reported at its
+// first field read (unit.unknownFormats).
+func (g *gen) readFormat(ev string, rng hcl.Range) *hcl.Diagnostic {
+	f := g.facts
+	tp, err := f.Tracepoint(ev)
+	switch {
+	case err == nil:
+		g.tps = append(g.tps, tp)
+	case errors.Is(err, bpf.ErrNoTracepoint):
+		return g.noTracepoint(rng, ev)
+	case errors.Is(err, bpf.ErrFormatUnknown):
+		g.unformatted = append(g.unformatted, ev)
+	case f.Source == "live":
+		return diagf(rng, "Tracepoint format unreadable",
+			"The format of %q cannot be read from the running kernel: %v. Check the event under /sys/kernel/tracing/events.", ev, err)
+	default:
+		return diagf(rng, "Tracepoint format unreadable",
+			"The format of %q cannot be read for the target (%s): %v.", ev, f.Label(), err)
+	}
+	return nil
 }
 
 // noTracepoint reports an event that the target's kernel does not have,
@@ -458,4 +492,9 @@ func (g *gen) knownFunctions() (list []string, glob string) {
 	}
 	sort.Strings(list)
 	return list, ""
+}
+
+// diagf returns an error diagnostic at rng.
+func diagf(rng hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: sprintf(detail, args...), Subject: rng.Ptr()}
 }

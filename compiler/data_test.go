@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"testing"
 	"unsafe"
 
@@ -59,7 +59,7 @@ func runRecord(t *testing.T, src string, fd int64, buf []byte, count int64, n in
 			t.Fatalf("run: %v", err)
 		}
 	}
-	runtime.KeepAlive(buf)
+	goruntime.KeepAlive(buf)
 	for _, a := range p.Aggregations {
 		if a.Name != agg {
 			continue

@@ -11,5 +11,7 @@
 // size, maps, stack, jumps, functions per link, instructions uprobes cannot
 // single-step), reported at the construct that crosses the limit.
 //
-// Package compiler imports spec and bpf, never runtime.
+// Its output is defined in package compiled (which the compiler's names
+// alias), free of spec and HCL. Package compiler imports spec, compiled
+// and bpf, never runtime.
 package compiler

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -63,7 +63,7 @@ func TestUsymKeepsStartTime(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		// A thread of its own: not the group leader, most likely.
-		runtime.LockOSThread()
+		goruntime.LockOSThread()
 		_, err := coll.Programs[key].Run(&ebpf.RunOptions{Context: []uint64{addr, 0, 0, 0, 0, 0}})
 		done <- err
 	}()

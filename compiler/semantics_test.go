@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -353,8 +353,8 @@ func runProbe(t *testing.T, facts *bpf.Facts, src, comm string, n int) (*Program
 	}
 	defer coll.Close()
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	var saved [16]byte
 	if err := unix.Prctl(unix.PR_GET_NAME, uintptr(unsafe.Pointer(&saved[0])), 0, 0, 0); err != nil {
 		t.Fatal(err)

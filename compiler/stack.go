@@ -25,19 +25,9 @@ import (
 // stacks as fit in stackMapBytes, between 1024 and 16384.
 const (
 	stackMapBytes = 8 << 20
-	buildIDFrame  = 32 // struct bpf_stack_build_id
 	flagBuildID   = 1 << 5
 	flagUserStack = 1 << 8
 )
-
-// StackFrameSize is the size of one frame in a stack map's value: an
-// address, or (user stacks) a struct bpf_stack_build_id.
-func StackFrameSize(user bool) int {
-	if user {
-		return buildIDFrame
-	}
-	return 8
-}
 
 // stackMapRef names the stack map of a kind and depth.
 func stackMapRef(t spec.Type) string {

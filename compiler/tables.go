@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/hashicorp/hcl/v2"
@@ -12,32 +13,9 @@ import (
 	"github.com/probectl/probectl/spec"
 )
 
-// Table is a compiled table: state the probes of a spec set share, a hash
-// map (not per-CPU: one probe stores, another reads) with its layout, and a
-// per-CPU counter of the stores it could not take (full).
-type Table struct {
-	Address bpf.Address `json:"address"`
-	// Key locates the key's parts; Value the value's fields (one, named
-	// "value", for a table of single values).
-	Key       []KeyField `json:"key"`
-	KeySize   int        `json:"key_size"`
-	Value     []KeyField `json:"value"`
-	ValueSize int        `json:"value_size"`
-	Objects   bool       `json:"objects,omitempty"`
-	MaxKeys   int        `json:"max_keys"`
-	Maps      []*Map     `json:"maps"`
-	Digest    string     `json:"digest"`
-}
-
 // Map refs of a table, as the programs that use it refer to its maps.
 func tableRef(name string) string      { return "table_" + name }
 func tableStatsRef(name string) string { return "tstats_" + name }
-
-// Refs of a table's own maps, in its pin directory.
-const (
-	TableData  = "data"
-	TableStats = "stats"
-)
 
 // tableUse is one place a table is used: a key, and for stores the value.
 type tableUse struct {
@@ -56,8 +34,10 @@ type unit struct {
 	gens    []*gen
 	uses    map[*spec.Table][]tableUse
 	layouts map[*spec.Table]*Table
-	busy    map[*spec.Table]bool
-	diags   hcl.Diagnostics
+	// slots are the types of each laid-out table's value fields.
+	slots map[*spec.Table][]spec.Type
+	busy  map[*spec.Table]bool
+	diags hcl.Diagnostics
 	// buffer is the spec set's event buffer, nil when no probe emits events.
 	buffer *EventBuffer
 }
@@ -115,9 +95,9 @@ func (u *unit) tableSlot(t *spec.Table, field string) spec.Type {
 	if field != "" {
 		name = field
 	}
-	for _, f := range l.Value {
+	for i, f := range l.Value {
 		if f.Name == name {
-			return f.typ
+			return u.slots[t][i]
 		}
 	}
 	return spec.Type{}
@@ -138,35 +118,41 @@ func (u *unit) layout(t *spec.Table) *Table {
 	}
 	u.busy[t] = true
 	defer delete(u.busy, t)
-	keys := make([]spec.Type, len(t.Key))
-	var values []spec.Type
-	var names []string
-	if t.Fields != nil {
-		for _, f := range t.Fields {
-			names = append(names, f.Name)
-		}
-	} else {
-		names = []string{"value"}
+	names := valueNames(t)
+	keys, values, ok := u.slotTypes(t, names)
+	if !ok {
+		u.layouts[t] = nil
+		return nil
 	}
-	values = make([]spec.Type, len(names))
-	ok := true
+	l := newTable(t, keys, values, names)
+	u.layouts[t] = l
+	if u.slots == nil {
+		u.slots = map[*spec.Table][]spec.Type{}
+	}
+	u.slots[t] = values
+	return l
+}
+
+// valueNames are the names of a table's value fields: its objects'
+// fields, or "value".
+func valueNames(t *spec.Table) []string {
+	if t.Fields == nil {
+		return []string{"value"}
+	}
+	var names []string
+	for _, f := range t.Fields {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// slotTypes merges the types every use of t gives its key parts and its
+// value fields (named names); ok is false when one is unknown or the uses
+// disagree (reported).
+func (u *unit) slotTypes(t *spec.Table, names []string) (keys, values []spec.Type, ok bool) {
+	keys, values, ok = make([]spec.Type, len(t.Key)), make([]spec.Type, len(names)), true
 	merge := func(g *gen, slot *spec.Type, x spec.Expr, what string) {
-		got := g.typeOf(x)
-		if got.Kind == spec.KindTarget {
-			got = spec.TypeInt // kernel data resolved at apply
-		}
-		switch {
-		case got.Kind == 0:
-			ok = false
-		case slot.Kind == 0:
-			*slot = got
-		case slot.Kind != got.Kind || (got.Kind == spec.KindBytes && got.Size != slot.Size):
-			u.diags = append(u.diags, diagf(x.Range(), "Mismatched table types",
-				"%s is a %s on the target, but other uses of %s make it a %s.", x.Text(), typeName(got), what, typeName(*slot)))
-			ok = false
-		case got.Size > slot.Size:
-			slot.Size = got.Size
-		}
+		ok = u.mergeSlot(g, slot, x, what) && ok
 	}
 	for _, use := range u.uses[t] {
 		if len(use.key) != len(keys) {
@@ -179,27 +165,50 @@ func (u *unit) layout(t *spec.Table) *Table {
 			merge(use.g, &values[0], use.value, t.Name)
 		}
 		for _, f := range use.fields {
-			for i, n := range names {
-				if n == f.Name {
-					merge(use.g, &values[i], f.Value, t.Name+"."+n)
-				}
+			if i := slices.Index(names, f.Name); i >= 0 {
+				merge(use.g, &values[i], f.Value, t.Name+"."+names[i])
 			}
 		}
 	}
 	for _, v := range values {
 		ok = ok && v.Kind != 0
 	}
-	if !ok {
-		u.layouts[t] = nil
-		return nil
+	return keys, values, ok
+}
+
+// mergeSlot merges the type of x, a use of a table's slot (what), into
+// slot: one kind for every use, strings as large as the largest; false
+// when x's type is unknown or another kind (reported).
+func (u *unit) mergeSlot(g *gen, slot *spec.Type, x spec.Expr, what string) bool {
+	got := g.typeOf(x)
+	if got.Kind == spec.KindTarget {
+		got = spec.TypeInt // kernel data resolved at apply
 	}
+	switch {
+	case got.Kind == 0:
+		return false
+	case slot.Kind == 0:
+		*slot = got
+	case slot.Kind != got.Kind || (got.Kind == spec.KindBytes && got.Size != slot.Size):
+		u.diags = append(u.diags, diagf(x.Range(), "Mismatched table types",
+			"%s is a %s on the target, but other uses of %s make it a %s.", x.Text(), typeName(got), what, typeName(*slot)))
+		return false
+	case got.Size > slot.Size:
+		slot.Size = got.Size
+	}
+	return true
+}
+
+// newTable lays out table t from the types of its key parts and value
+// fields, with its maps and digest.
+func newTable(t *spec.Table, keys, values []spec.Type, names []string) *Table {
 	l := &Table{Address: bpf.Address{Kind: bpf.KindTable, Name: t.Name}, MaxKeys: t.MaxKeys, Objects: t.Fields != nil}
 	for i, kt := range keys {
-		l.Key = append(l.Key, KeyField{Name: fmt.Sprintf("key%d", i), Kind: kindOf(kt), Offset: l.KeySize, Size: slotSize(kt), typ: kt})
+		l.Key = append(l.Key, KeyField{Name: fmt.Sprintf("key%d", i), Kind: kindOf(kt), Offset: l.KeySize, Size: slotSize(kt)})
 		l.KeySize += slotSize(kt)
 	}
 	for i, vt := range values {
-		l.Value = append(l.Value, KeyField{Name: names[i], Kind: kindOf(vt), Offset: l.ValueSize, Size: slotSize(vt), typ: vt})
+		l.Value = append(l.Value, KeyField{Name: names[i], Kind: kindOf(vt), Offset: l.ValueSize, Size: slotSize(vt)})
 		l.ValueSize += slotSize(vt)
 	}
 	l.Maps = []*Map{
@@ -211,7 +220,6 @@ func (u *unit) layout(t *spec.Table) *Table {
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode([]any{l.Address.String(), l.Key, l.Value, l.MaxKeys, l.Maps})
 	l.Digest = hex.EncodeToString(h.Sum(nil))[:16]
-	u.layouts[t] = l
 	return l
 }
 

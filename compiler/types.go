@@ -43,88 +43,126 @@ func (g *gen) typeErrorf(x spec.Expr, rng hcl.Range, summary, detail string, arg
 }
 
 func (g *gen) resolve(x spec.Expr) spec.Type {
+	if t, ok := g.resolveRead(x); ok {
+		return t
+	}
+	return g.resolveOp(x)
+}
+
+// resolveRead types the data an expression reads: a record's field,
+// kernel data, a value, a saved value, a table's; false for the rest.
+func (g *gen) resolveRead(x spec.Expr) (spec.Type, bool) {
 	switch x := x.(type) {
 	case *spec.ArgsField:
-		return g.fieldType(x)
+		return g.fieldType(x), true
 	case *spec.KernelPath:
-		return g.kernelType(x)
+		return g.kernelType(x), true
 	case *spec.Var:
 		switch {
 		case x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel:
-			return g.retType(x)
+			return g.retType(x), true
 		case x.Name == "ppid":
-			return g.ppidType(x)
+			return g.ppidType(x), true
 		}
-		return x.Type()
+		return x.Type(), true
 	case *spec.EntryRef:
 		for _, f := range g.p.Entry.Save {
 			if f.Name == x.Name {
-				return g.typeOf(f.Value)
+				return g.typeOf(f.Value), true
 			}
 		}
+		return x.Type(), true
 	case *spec.TableRead:
-		return g.u.tableSlot(x.Table, x.Field)
+		return g.u.tableSlot(x.Table, x.Field), true
+	}
+	return spec.Type{}, false
+}
+
+// resolveOp types an operator or a function from its operands.
+func (g *gen) resolveOp(x spec.Expr) spec.Type {
+	switch x := x.(type) {
 	case *spec.Unary:
-		t := g.typeOf(x.X)
-		if x.Op != spec.OpNot && !g.numeric(x.X, t) {
+		if t := g.typeOf(x.X); x.Op != spec.OpNot && !g.numeric(x.X, t) {
 			return spec.Type{}
 		}
-		return x.Type()
 	case *spec.Binary:
 		return g.resolveBinary(x)
 	case *spec.Cond:
-		g.typeOf(x.If)
-		tt, ft := g.typeOf(x.Then), g.typeOf(x.Else)
-		if x.Type().Kind == spec.KindInt && (!g.numeric(x.Then, tt) || !g.numeric(x.Else, ft)) {
-			return spec.Type{}
-		}
-		return x.Type()
+		return g.resolveCond(x)
 	case *spec.Str:
-		switch t := g.typeOf(x.X); t.Kind {
-		case spec.KindInt:
-			if what, notPtr := g.notPointer(x.X); notPtr {
-				return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
-					"%s is %s on the target, not a pointer or a char array: there is no string to read.", x.X.Text(), what)
-			}
-			if f, ok := x.X.(*spec.ArgsField); ok && g.u.policy.Denies(spec.RawAddress) && g.space(x) == spec.SpaceKernel {
-				// A record's integer or pointer is not typed by BTF and may
-				// be a value a process passed (spec.RawAddress).
-				fn := map[spec.Space]string{spec.SpaceAuto: "str", spec.SpaceKernel: "kernel_str"}[x.Space]
-				d := spec.DenyRawAddress(fn, f, "a number in the event's record, not a string in it")
-				return g.typeErrorf(x, *d.Subject, d.Summary, "%s", d.Detail)
-			}
-		case spec.KindString, spec.KindTarget:
-			// a char array to read in place; kernel data resolved at apply
-		case 0:
-		default:
-			return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
-				"%s is a %s on the target, not a pointer or a char array.", x.X.Text(), t)
-		}
-		return x.Type()
+		return g.resolveStr(x)
 	case *spec.Join:
 		if t := g.typeOf(x.X); t.Kind != 0 && !g.numeric(x.X, t) {
 			return spec.Type{}
 		}
-		return x.Type()
 	case *spec.StartsWith:
-		if t := g.typeOf(x.X); t.Kind != 0 && t.Kind != spec.KindTarget && !t.IsString() {
-			return g.typeErrorf(x, x.X.Range(), "starts_with needs a string", "%s is a %s on the target.", x.X.Text(), t)
-		}
-		return x.Type()
+		return g.resolveStartsWith(x)
 	case *spec.ByteSwap:
-		if !g.numeric(x.X, g.typeOf(x.X)) {
-			return spec.Type{}
-		}
-		return x.Type()
-	case *spec.Has:
-		return x.Type()
+		return g.numericOf(x, x.X)
 	case *spec.IntCast:
-		if !g.numeric(x.X, g.typeOf(x.X)) {
-			return spec.Type{}
-		}
-		return x.Type()
+		return g.numericOf(x, x.X)
 	case *spec.Display:
 		return g.displayType(x)
+	}
+	return x.Type()
+}
+
+// resolveStartsWith checks that starts_with reads a string.
+func (g *gen) resolveStartsWith(x *spec.StartsWith) spec.Type {
+	if t := g.typeOf(x.X); t.Kind != 0 && t.Kind != spec.KindTarget && !t.IsString() {
+		return g.typeErrorf(x, x.X.Range(), "starts_with needs a string", "%s is a %s on the target.", x.X.Text(), t)
+	}
+	return x.Type()
+}
+
+// numericOf is x's type when its operand is a number on the target.
+func (g *gen) numericOf(x, operand spec.Expr) spec.Type {
+	if !g.numeric(operand, g.typeOf(operand)) {
+		return spec.Type{}
+	}
+	return x.Type()
+}
+
+// resolveCond types a condition: an integer one needs numbers in both
+// branches.
+func (g *gen) resolveCond(x *spec.Cond) spec.Type {
+	g.typeOf(x.If)
+	tt, ft := g.typeOf(x.Then), g.typeOf(x.Else)
+	if x.Type().Kind == spec.KindInt && (!g.numeric(x.Then, tt) || !g.numeric(x.Else, ft)) {
+		return spec.Type{}
+	}
+	return x.Type()
+}
+
+// resolveStr checks that str reads a string: through a pointer, or a char
+// array in place.
+func (g *gen) resolveStr(x *spec.Str) spec.Type {
+	switch t := g.typeOf(x.X); t.Kind {
+	case spec.KindInt:
+		return g.strFromInt(x)
+	case spec.KindString, spec.KindTarget:
+		// a char array to read in place; kernel data resolved at apply
+	case 0:
+	default:
+		return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
+			"%s is a %s on the target, not a pointer or a char array.", x.X.Text(), t)
+	}
+	return x.Type()
+}
+
+// strFromInt checks str of an integer: it must be a pointer, and under
+// the raw-address policy not one from a tracepoint's record.
+func (g *gen) strFromInt(x *spec.Str) spec.Type {
+	if what, notPtr := g.notPointer(x.X); notPtr {
+		return g.typeErrorf(x, x.X.Range(), "str needs a pointer",
+			"%s is %s on the target, not a pointer or a char array: there is no string to read.", x.X.Text(), what)
+	}
+	if f, ok := x.X.(*spec.ArgsField); ok && g.u.policy.Denies(spec.RawAddress) && g.space(x) == spec.SpaceKernel {
+		// A record's integer or pointer is not typed by BTF and may
+		// be a value a process passed (spec.RawAddress).
+		fn := map[spec.Space]string{spec.SpaceAuto: "str", spec.SpaceKernel: "kernel_str"}[x.Space]
+		d := spec.DenyRawAddress(fn, f, "a number in the event's record, not a string in it")
+		return g.typeErrorf(x, *d.Subject, d.Summary, "%s", d.Detail)
 	}
 	return x.Type()
 }
@@ -175,26 +213,28 @@ func (g *gen) unsigned64(x spec.Expr) bool {
 	case *spec.IntCast:
 		return x.Bits == 64 && !x.Signed
 	case *spec.ArgsField:
-		if len(g.tps) == 0 {
-			return false
-		}
-		f := g.tps[0].Field(x.Name)
-		return f != nil && f.Size == 8 && !f.Signed && (f.Class == bpf.FieldInteger || f.Class == bpf.FieldPointer)
+		return g.unsignedField(x)
 	case *spec.KernelPath:
 		a := g.access[x]
-		return a != nil && !a.deferred && (a.leaf.kind == leafInt || a.leaf.kind == leafRoot) && a.leaf.size == 8 && !a.leaf.signed
+		return a != nil && !a.deferred && a.leaf.integer() && a.leaf.size == 8 && !a.leaf.signed
 	case *spec.Var:
 		return x.Name == "ret" && g.retRead != nil && g.retRead.size == 8 && !g.retRead.signed
 	case *spec.EntryRef:
-		if g.p.Entry != nil {
-			for _, f := range g.p.Entry.Save {
-				if f.Name == x.Name {
-					return g.unsigned64(f.Value)
-				}
-			}
+		if v := g.saved(x.Name); v != nil {
+			return g.unsigned64(v)
 		}
 	}
 	return false
+}
+
+// unsignedField reports whether the probe's (first) event declares field
+// x a u64 or a pointer.
+func (g *gen) unsignedField(x *spec.ArgsField) bool {
+	if len(g.tps) == 0 {
+		return false
+	}
+	f := g.tps[0].Field(x.Name)
+	return f != nil && f.Size == 8 && !f.Signed && (f.Class == bpf.FieldInteger || f.Class == bpf.FieldPointer)
 }
 
 // nonNegative reports whether x's value is never negative where guards
@@ -216,6 +256,9 @@ func (g *gen) nonNegative(x spec.Expr, guards ...spec.Expr) bool {
 			return true
 		}
 	}
+	if nn, ok := g.nonNegativeRead(x); ok {
+		return nn
+	}
 	nn := func(x spec.Expr) bool { return g.nonNegative(x, guards...) }
 	switch x := x.(type) {
 	case *spec.IntLit:
@@ -224,49 +267,78 @@ func (g *gen) nonNegative(x spec.Expr, guards ...spec.Expr) bool {
 		return true
 	case *spec.IntCast:
 		return !x.Signed || nn(x.X) && x.Bits == 64
-	case *spec.ArgsField:
-		if len(g.tps) == 0 {
-			return false
-		}
-		for _, tp := range g.tps { // every event of the probe
-			f := tp.Field(x.Name)
-			if f == nil || f.Signed || f.Class != bpf.FieldInteger && f.Class != bpf.FieldPointer {
-				return false
-			}
-		}
-		return true
-	case *spec.KernelPath:
-		a := g.access[x]
-		return a != nil && !a.deferred && (a.leaf.kind == leafInt || a.leaf.kind == leafRoot) && !a.leaf.signed
-	case *spec.Var:
-		switch x.Name {
-		case "ret":
-			return g.p.Addr.Kind == bpf.KindKernel && g.retRead != nil && !g.retRead.signed
-		case "pid", "tid", "uid", "gid", "cpu", "ppid", "cgroup", "func", "event", "ktime":
-			return true
-		}
-		return false
-	case *spec.EntryRef:
-		if v := g.saved(x.Name); v != nil {
-			return g.nonNegative(v) // on_entry's guards are not these
-		}
 	case *spec.Unary:
 		return x.Op == spec.OpNot
 	case *spec.Cond:
 		return nn(x.Then) && nn(x.Else)
 	case *spec.Binary:
-		switch x.Op {
-		case spec.OpEq, spec.OpNe, spec.OpLt, spec.OpLe, spec.OpGt, spec.OpGe, spec.OpAnd, spec.OpOr:
-			return true
-		case spec.OpAdd, spec.OpMul, spec.OpDiv, spec.OpMod, spec.OpBOr, spec.OpBXor:
-			return nn(x.L) && nn(x.R)
-		case spec.OpBAnd:
-			return nn(x.L) || nn(x.R)
-		case spec.OpShr:
-			return nn(x.L)
-		case spec.OpSub:
-			return isVar(x.L, "ktime") && isEntry(x.R) && isVar(g.saved(x.R.(*spec.EntryRef).Name), "ktime")
+		return g.nonNegativeBinary(x, nn)
+	}
+	return false
+}
+
+// nonNegativeRead says whether data x reads is never negative, as the
+// target declares it; false for expressions that are not reads.
+func (g *gen) nonNegativeRead(x spec.Expr) (nn, ok bool) {
+	switch x := x.(type) {
+	case *spec.ArgsField:
+		return g.unsignedInEvery(x), true
+	case *spec.KernelPath:
+		a := g.access[x]
+		return a != nil && !a.deferred && a.leaf.integer() && !a.leaf.signed, true
+	case *spec.Var:
+		return g.nonNegativeVar(x), true
+	case *spec.EntryRef:
+		if v := g.saved(x.Name); v != nil {
+			return g.nonNegative(v), true // on_entry's guards are not these
 		}
+		return false, true
+	}
+	return false, false
+}
+
+// unsignedInEvery reports whether every event of the probe declares field
+// x an unsigned integer or a pointer.
+func (g *gen) unsignedInEvery(x *spec.ArgsField) bool {
+	if len(g.tps) == 0 {
+		return false
+	}
+	for _, tp := range g.tps {
+		f := tp.Field(x.Name)
+		if f == nil || f.Signed || f.Class != bpf.FieldInteger && f.Class != bpf.FieldPointer {
+			return false
+		}
+	}
+	return true
+}
+
+// nonNegativeVar reports whether a value is never negative: a kernel
+// function's unsigned ret, and the ids, counters and clocks.
+func (g *gen) nonNegativeVar(x *spec.Var) bool {
+	switch x.Name {
+	case "ret":
+		return g.p.Addr.Kind == bpf.KindKernel && g.retRead != nil && !g.retRead.signed
+	case "pid", "tid", "uid", "gid", "cpu", "ppid", "cgroup", "func", "event", "ktime":
+		return true
+	}
+	return false
+}
+
+// nonNegativeBinary: comparisons and logic give 0 or 1; +, *, /, %, | and
+// ^ keep operands that are never negative so, & needs one, >> the left;
+// of differences, only ktime - entry.NAME where NAME saved ktime.
+func (g *gen) nonNegativeBinary(x *spec.Binary, nn func(spec.Expr) bool) bool {
+	switch x.Op {
+	case spec.OpEq, spec.OpNe, spec.OpLt, spec.OpLe, spec.OpGt, spec.OpGe, spec.OpAnd, spec.OpOr:
+		return true
+	case spec.OpAdd, spec.OpMul, spec.OpDiv, spec.OpMod, spec.OpBOr, spec.OpBXor:
+		return nn(x.L) && nn(x.R)
+	case spec.OpBAnd:
+		return nn(x.L) || nn(x.R)
+	case spec.OpShr:
+		return nn(x.L)
+	case spec.OpSub:
+		return isVar(x.L, "ktime") && isEntry(x.R) && isVar(g.saved(x.R.(*spec.EntryRef).Name), "ktime")
 	}
 	return false
 }

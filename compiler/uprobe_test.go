@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,7 +45,7 @@ var firstInstructions = []struct {
 // naked functions starting with each instruction; it waits in pause().
 func buildFirstInstructions(t *testing.T) string {
 	t.Helper()
-	if runtime.GOARCH != "amd64" {
+	if goruntime.GOARCH != "amd64" {
 		t.Skip("the functions are x86-64 code")
 	}
 	gcc, err := exec.LookPath("gcc")

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
 )
 
 // verifierInsn matches a verifier log line about one instruction: "42: (79) r1 = ...".
@@ -20,9 +21,11 @@ var verifierInsn = regexp.MustCompile(`^(\d+): \(`)
 const VerifierLines = 8
 
 // VerifierDiagnostic turns a load error of prog into a diagnostic at the
-// spec expression that generated the instruction the verifier stopped at,
-// quoting the verifier's last lines. It returns nil for other errors.
-func VerifierDiagnostic(p *Probe, prog *Program, err error) *hcl.Diagnostic {
+// spec expression that generated the instruction the verifier stopped at
+// (or, when none did, at the probe's declaration in cfg, which may be
+// nil), quoting the verifier's last lines. It returns nil for other
+// errors.
+func VerifierDiagnostic(cfg *spec.Config, p *Probe, prog *Program, err error) *hcl.Diagnostic {
 	var ve *ebpf.VerifierError
 	if !errors.As(err, &ve) {
 		return nil
@@ -43,8 +46,8 @@ func VerifierDiagnostic(p *Probe, prog *Program, err error) *hcl.Diagnostic {
 		tail = tail[len(tail)-VerifierLines:]
 	}
 	rng, text := originOf(prog.Instructions, insn)
-	if rng == nil && p.Spec != nil {
-		rng = &p.Spec.DeclRange
+	if rng == nil {
+		rng = declRange(cfg, p)
 	}
 	where := ""
 	if text != "" {
@@ -58,6 +61,19 @@ func VerifierDiagnostic(p *Probe, prog *Program, err error) *hcl.Diagnostic {
 		Subject: rng,
 	}
 	return d
+}
+
+// declRange is the declaration of p in cfg, or nil.
+func declRange(cfg *spec.Config, p *Probe) *hcl.Range {
+	if cfg == nil {
+		return nil
+	}
+	for _, sp := range cfg.Probes {
+		if sp.Addr == p.Address {
+			return sp.DeclRange.Ptr()
+		}
+	}
+	return nil
 }
 
 // originOf finds the spec range and source text of the construct that

@@ -44,7 +44,7 @@ func loadAll(t *testing.T, out *compiler.Output, kernel *btf.Spec) int {
 			one := &ebpf.CollectionSpec{Maps: cs.Maps, Programs: map[string]*ebpf.ProgramSpec{key: cs.Programs[key]}}
 			coll, err := ebpf.NewCollection(one)
 			if err != nil {
-				if d := compiler.VerifierDiagnostic(p, prog, err); d != nil {
+				if d := compiler.VerifierDiagnostic(nil, p, prog, err); d != nil {
 					t.Errorf("%s %s (%s) on %s: %s: %s", p.Address, prog.Role, prog.Family, out.Facts.Name, d.Subject, d.Detail)
 				} else {
 					t.Errorf("%s %s (%s) on %s: %v", p.Address, prog.Role, prog.Family, out.Facts.Name, err)
@@ -118,7 +118,7 @@ func TestVerifierDiagnostic(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("not a verifier error: %v", err)
 	}
-	d := compiler.VerifierDiagnostic(p, prog, err)
+	d := compiler.VerifierDiagnostic(nil, p, prog, err)
 	if d == nil || d.Subject == nil {
 		t.Fatalf("no diagnostic for %v", err)
 	}

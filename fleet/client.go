@@ -7,7 +7,7 @@ import (
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -99,13 +99,13 @@ func (c *Client) resource(r resource, namespace string) dynamic.ResourceInterfac
 
 // fromUnstructured fills obj from u's fields.
 func fromUnstructured(u map[string]any, obj any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
+	return k8sruntime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
 }
 
 // toUnstructured is obj as the API's JSON fields, with its apiVersion and
 // kind set (the typed objects here often leave TypeMeta empty).
 func toUnstructured(r resource, obj metav1.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	m, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // MaxFunctionsGz bounds the gzipped function list of a NodeFacts object
@@ -57,7 +57,7 @@ func NodeFactsOf(node string, f *bpf.Facts) (*v1alpha1.NodeFacts, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NodeFacts"},
 		ObjectMeta: metav1.ObjectMeta{Name: node},
 		Spec: v1alpha1.NodeFactsSpec{Arch: string(c.Arch), Kernel: c.Kernel.String(), Source: source,
-			Facts: runtime.RawExtension{Raw: raw}, Functions: gz},
+			Facts: k8sruntime.RawExtension{Raw: raw}, Functions: gz},
 	}, nil
 }
 

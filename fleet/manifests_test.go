@@ -21,7 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -446,7 +446,7 @@ func TestNoWriteAggregated(t *testing.T) {
 			continue
 		}
 		var role rbacv1.ClusterRole
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+		if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range role.Rules {

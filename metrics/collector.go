@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -146,7 +146,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // emitAggregation sends one aggregation's series while the budget lasts and
 // returns what is left of it and the series cut so far.
-func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiler.Aggregation, ar runtime.AggregationResult, budget, cut int) (int, int) {
+func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiled.Aggregation, ar runtime.AggregationResult, budget, cut int) (int, int) {
 	var ranges []runtime.Bucket
 	if agg.Kind.IsHistogram() {
 		ranges = runtime.BucketRanges(agg)
@@ -206,7 +206,7 @@ type labeledEntry struct {
 // under its old path): Prometheus refuses two series of one name and
 // labels. Counts and sums add, min and max keep theirs, buckets add. The
 // order is the entries', each merged one at its first.
-func sameLabelsMerged(kind compiler.AggregationKind, entries []runtime.Entry, n int) []labeledEntry {
+func sameLabelsMerged(kind compiled.AggregationKind, entries []runtime.Entry, n int) []labeledEntry {
 	out := make([]labeledEntry, 0, len(entries))
 	at := make(map[string]int, len(entries))
 	for _, e := range entries {
@@ -234,9 +234,9 @@ func sameLabelsMerged(kind compiler.AggregationKind, entries []runtime.Entry, n 
 		}
 		v := *m.Value
 		switch kind {
-		case compiler.AggMin:
+		case compiled.AggMin:
 			v = min(v, *e.Value)
-		case compiler.AggMax:
+		case compiled.AggMax:
 			v = max(v, *e.Value)
 		default:
 			v += *e.Value
@@ -263,13 +263,13 @@ func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, build func() (prom
 // highest one filled (the rest would repeat the count; all 64 when the
 // open end is filled, so a quantile there is 2^62-1, not a lower bound);
 // an lhist lists all of them.
-func histogram(agg *compiler.Aggregation, ranges []runtime.Bucket, buckets []runtime.Bucket) (map[float64]uint64, uint64) {
+func histogram(agg *compiled.Aggregation, ranges []runtime.Bucket, buckets []runtime.Bucket) (map[float64]uint64, uint64) {
 	byLow := make(map[int64]uint64, len(buckets))
 	for _, b := range buckets {
 		byLow[b.Low] += b.Count
 	}
 	last := len(ranges) - 2 // the last bounded bucket
-	if agg.Kind == compiler.AggHist {
+	if agg.Kind == compiled.AggHist {
 		last = 1 // le="0" at least
 		for i := range ranges {
 			if byLow[ranges[i].Low] > 0 {

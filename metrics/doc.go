@@ -5,6 +5,7 @@
 // counters and an info metric. README.md, "Serve: Prometheus metrics",
 // documents the names, labels and histogram bounds.
 //
-// Package metrics imports runtime, compiler and bpf. It never imports spec
-// or HCL: like runtime, it reads only what the state recorded.
+// Package metrics imports runtime, compiler/compiled and bpf. It never
+// reaches spec or HCL, directly or through another package: like runtime,
+// it reads only what the state recorded.
 package metrics

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -37,7 +37,7 @@ func newNamer(reserved []string) *namer {
 // family names an aggregation: probectl_<kind>_<probe kind>_<probe>_<name>,
 // with _total for a counter (Monotonic: count, a sum that cannot fall),
 // and one label per by column.
-func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family {
+func (n *namer) family(p *runtime.ProbeState, agg *compiled.Aggregation) family {
 	name := FamilyName(string(p.Address.Kind), p.Address.Name, string(agg.Kind), agg.Name)
 	// Distinct names cannot meet after sanitizing (a changed part carries
 	// a hash of the original), but names can meet as written, and so can
@@ -75,7 +75,7 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 		}
 	}
 	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
-	if agg.Kind == compiler.AggSum && !agg.Monotonic() {
+	if agg.Kind == compiled.AggSum && !agg.Monotonic() {
 		help += " (a gauge: its values may be negative)"
 	}
 	if agg.Kind.IsHistogram() {
@@ -88,7 +88,7 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiler.Aggregation) family 
 // series are the names the family of agg named name (without _total)
 // writes in the exposition, the histogram's own name included (the
 // registry checks it against the others' suffixes).
-func series(name string, agg *compiler.Aggregation) []string {
+func series(name string, agg *compiled.Aggregation) []string {
 	switch {
 	case agg.Monotonic():
 		return []string{name + "_total"}

@@ -11,14 +11,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
 // LoadError is a program the kernel refused to load.
 type LoadError struct {
-	Probe   *compiler.Probe
-	Program *compiler.Program // nil when a map failed
+	Probe   *compiled.Probe
+	Program *compiled.Program // nil when a map failed
 	Err     error
 }
 
@@ -55,7 +55,7 @@ func (t *txn) rollback() {
 
 // live is one probe loaded and attached, not yet pinned.
 type live struct {
-	probe *compiler.Probe
+	probe *compiled.Probe
 	coll  *ebpf.Collection
 	links []attached
 	// shared are the maps of the tables the probe uses, by ref.
@@ -83,12 +83,12 @@ type change struct {
 // reverse, so the kernel and the state are exactly as before. Replaced
 // probes are created before the old ones are removed, so no call goes
 // unobserved. s must come from Begin, which holds the lock.
-func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (*State, *Result, error) {
+func (w *Workspace) Apply(s *State, out *compiled.Output, plan *compiled.Plan) (*State, *Result, error) {
 	if !w.locked {
 		return nil, nil, errors.New("apply needs the workspace lock (Begin)")
 	}
 	res := &Result{}
-	byAddr := map[bpf.Address]*compiler.Probe{}
+	byAddr := map[bpf.Address]*compiled.Probe{}
 	for _, p := range out.Probes {
 		byAddr[p.Address] = p
 	}
@@ -96,13 +96,13 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 	gone := map[bpf.Address]bool{}
 	for _, c := range plan.Changes {
 		switch c.Action {
-		case compiler.ActionCreate, compiler.ActionReplace:
+		case compiled.ActionCreate, compiled.ActionReplace:
 			p := byAddr[c.Address]
 			if p == nil || p.Digest != c.Digest {
 				return nil, nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
 			}
 			changes = append(changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
-		case compiler.ActionDelete:
+		case compiled.ActionDelete:
 			gone[c.Address] = true
 			res.Deleted = append(res.Deleted, c.Address)
 		default:
@@ -253,8 +253,8 @@ func (w *Workspace) Apply(s *State, out *compiler.Output, plan *compiler.Plan) (
 
 // liveTables makes the tables the plan creates or replaces and opens those
 // it keeps, by name.
-func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *compiler.Plan) (map[string]*liveTable, error) {
-	byName := map[string]*compiler.Table{}
+func (w *Workspace) liveTables(t *txn, s *State, out *compiled.Output, plan *compiled.Plan) (map[string]*liveTable, error) {
+	byName := map[string]*compiled.Table{}
 	for _, tb := range out.Tables {
 		byName[tb.Address.Name] = tb
 	}
@@ -262,7 +262,7 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *com
 	for _, tc := range plan.Tables {
 		name := tc.Address.Name
 		switch tc.Action {
-		case compiler.ActionCreate, compiler.ActionReplace:
+		case compiled.ActionCreate, compiled.ActionReplace:
 			tb := byName[name]
 			if tb == nil || tb.Digest != tc.Digest {
 				return nil, fmt.Errorf("%s: the plan does not match the compiled tables; plan again", tc.Address)
@@ -273,7 +273,7 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *com
 			}
 			l.old = s.Table(name)
 			tables[name] = l
-		case compiler.ActionNoOp:
+		case compiled.ActionNoOp:
 			ts := s.Table(name)
 			if ts == nil {
 				return nil, fmt.Errorf("%s: the plan keeps a table the state does not have; plan again", tc.Address)
@@ -289,7 +289,7 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiler.Output, plan *com
 }
 
 // sharedMaps gives a probe's programs the maps of the tables they use.
-func sharedMaps(p *compiler.Probe, tables map[string]*liveTable) map[string]*ebpf.Map {
+func sharedMaps(p *compiled.Probe, tables map[string]*liveTable) map[string]*ebpf.Map {
 	out := map[string]*ebpf.Map{}
 	for _, tb := range p.Shared {
 		if l := tables[tb.Address.Name]; l != nil {
@@ -389,7 +389,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 
 // loadFsessions loads a probe's fsession programs, one per function, into
 // coll (whose Close closes them), with its maps or the shared ones.
-func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*ebpf.Map, specs map[string]*ebpf.ProgramSpec, kernel *btf.Spec) error {
+func loadFsessions(p *compiled.Probe, coll *ebpf.Collection, shared map[string]*ebpf.Map, specs map[string]*ebpf.ProgramSpec, kernel *btf.Spec) error {
 	keys := make([]string, 0, len(specs))
 	for key := range specs {
 		keys = append(keys, key)
@@ -406,7 +406,7 @@ func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*
 		prog, err := bpf.LoadFsession(ps, ps.AttachTo, maps, kernel)
 		if err != nil {
 			for _, cp := range p.Programs {
-				if cp.Family == compiler.FamilyFsession {
+				if cp.Family == compiled.FamilyFsession {
 					return &LoadError{Probe: p, Program: cp, Err: err}
 				}
 			}
@@ -417,7 +417,7 @@ func loadFsessions(p *compiler.Probe, coll *ebpf.Collection, shared map[string]*
 	return nil
 }
 
-func needsBTF(p *compiler.Probe) bool {
+func needsBTF(p *compiled.Probe) bool {
 	for _, prog := range p.Programs {
 		if prog.Type == ebpf.Tracing {
 			return true

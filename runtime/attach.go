@@ -14,13 +14,13 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
 // attached is one link of a probe, before and after pinning.
 type attached struct {
-	family   compiler.Family
+	family   compiled.Family
 	function string
 	program  string
 	link     link.Link
@@ -31,7 +31,7 @@ type attached struct {
 // kernel's reason.
 type AttachError struct {
 	Probe    string
-	Family   compiler.Family
+	Family   compiled.Family
 	Function string
 	Err      error
 }
@@ -62,29 +62,29 @@ func hint(err error) string {
 // linker attaches the links of one program of a probe.
 type linker struct {
 	w      *Workspace
-	p      *compiler.Probe
-	prog   *compiler.Program
+	p      *compiled.Probe
+	prog   *compiled.Program
 	coll   *ebpf.Collection
 	onLink func(attached)
 }
 
 // attachers attach each link family.
-var attachers = map[compiler.Family]func(*linker) error{
-	compiler.FamilyKprobeMulti:    (*linker).kprobeMulti,
-	compiler.FamilyKretprobeMulti: (*linker).kprobeMulti,
-	compiler.FamilyKprobeSession:  (*linker).kprobeMulti,
-	compiler.FamilyFentry:         (*linker).tracing,
-	compiler.FamilyFexit:          (*linker).tracing,
-	compiler.FamilyFsession:       (*linker).fsession,
-	compiler.FamilyKprobe:         (*linker).kprobe,
-	compiler.FamilyKretprobe:      (*linker).kprobe,
-	compiler.FamilyUprobeMulti:    (*linker).uprobeMulti,
-	compiler.FamilyUretprobeMulti: (*linker).uprobeMulti,
-	compiler.FamilyUprobeSession:  (*linker).uprobeSession,
-	compiler.FamilyUprobe:         (*linker).uprobe,
-	compiler.FamilyUretprobe:      (*linker).uprobe,
-	compiler.FamilyTracepoint:     (*linker).tracepoint,
-	compiler.FamilyPerfEvent:      (*linker).perfEvent,
+var attachers = map[compiled.Family]func(*linker) error{
+	compiled.FamilyKprobeMulti:    (*linker).kprobeMulti,
+	compiled.FamilyKretprobeMulti: (*linker).kprobeMulti,
+	compiled.FamilyKprobeSession:  (*linker).kprobeMulti,
+	compiled.FamilyFentry:         (*linker).tracing,
+	compiled.FamilyFexit:          (*linker).tracing,
+	compiled.FamilyFsession:       (*linker).fsession,
+	compiled.FamilyKprobe:         (*linker).kprobe,
+	compiled.FamilyKretprobe:      (*linker).kprobe,
+	compiled.FamilyUprobeMulti:    (*linker).uprobeMulti,
+	compiled.FamilyUretprobeMulti: (*linker).uprobeMulti,
+	compiled.FamilyUprobeSession:  (*linker).uprobeSession,
+	compiled.FamilyUprobe:         (*linker).uprobe,
+	compiled.FamilyUretprobe:      (*linker).uprobe,
+	compiled.FamilyTracepoint:     (*linker).tracepoint,
+	compiled.FamilyPerfEvent:      (*linker).perfEvent,
 }
 
 // attach attaches every link of a loaded probe; each link goes through
@@ -118,7 +118,7 @@ func (l *linker) one(fn string, file *FileID, mk func(*ebpf.Program) (link.Link,
 	if err := l.w.step("attach %s %s %s", l.p.Address, l.prog.Family, fn); err != nil {
 		return l.fail(fn, err)
 	}
-	key := compiler.ProgramKey(l.prog, fn)
+	key := compiled.ProgramKey(l.prog, fn)
 	lk, err := mk(l.coll.Programs[key])
 	if err != nil {
 		return l.fail(fn, err)
@@ -139,13 +139,13 @@ func (l *linker) cookies() []uint64 {
 func (l *linker) kprobeMulti() error {
 	fam := l.prog.Family
 	return l.one("", nil, func(pr *ebpf.Program) (link.Link, error) {
-		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Session: fam == compiler.FamilyKprobeSession}
+		opts := link.KprobeMultiOptions{Symbols: l.p.Functions, Session: fam == compiled.FamilyKprobeSession}
 		if readsCookie(l.prog) {
 			// The kernel sorts the cookies with the functions: a
 			// program that never reads them is attached without.
 			opts.Cookies = l.cookies()
 		}
-		if fam == compiler.FamilyKretprobeMulti {
+		if fam == compiled.FamilyKretprobeMulti {
 			return link.KretprobeMulti(pr, opts)
 		}
 		return link.KprobeMulti(pr, opts)
@@ -154,7 +154,7 @@ func (l *linker) kprobeMulti() error {
 
 // readsCookie says whether prog calls bpf_get_attach_cookie, which says
 // which function fired.
-func readsCookie(prog *compiler.Program) bool {
+func readsCookie(prog *compiled.Program) bool {
 	for _, ins := range prog.Instructions {
 		if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetAttachCookie) {
 			return true
@@ -165,7 +165,7 @@ func readsCookie(prog *compiler.Program) bool {
 
 func (l *linker) tracing() error {
 	at := ebpf.AttachTraceFEntry
-	if l.prog.Family == compiler.FamilyFexit {
+	if l.prog.Family == compiled.FamilyFexit {
 		at = ebpf.AttachTraceFExit
 	}
 	for i, fn := range l.p.Functions {
@@ -197,7 +197,7 @@ func (l *linker) fsession() error {
 }
 
 func (l *linker) kprobe() error {
-	ret := l.prog.Family == compiler.FamilyKretprobe
+	ret := l.prog.Family == compiled.FamilyKretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
 			opts := &link.KprobeOptions{Cookie: uint64(i)}
@@ -236,7 +236,7 @@ func (l *linker) uprobeMulti() error {
 		return err
 	}
 	defer f.Close()
-	ret := l.prog.Family == compiler.FamilyUretprobeMulti
+	ret := l.prog.Family == compiled.FamilyUretprobeMulti
 	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
 		return func(pr *ebpf.Program) (link.Link, error) {
 			opts := &link.UprobeMultiOptions{Cookies: cookies, PID: uint32(l.p.PID)}
@@ -298,7 +298,7 @@ func (l *linker) culprit(mk func([]string, []uint64) func(*ebpf.Program) (link.L
 	if len(l.p.Functions) < 2 {
 		return ""
 	}
-	pr := l.coll.Programs[compiler.ProgramKey(l.prog, "")]
+	pr := l.coll.Programs[compiled.ProgramKey(l.prog, "")]
 	for i, fn := range l.p.Functions {
 		lk, err := mk([]string{fn}, []uint64{uint64(i)})(pr)
 		if err != nil {
@@ -315,7 +315,7 @@ func (l *linker) uprobe() error {
 		return err
 	}
 	defer f.Close()
-	ret := l.prog.Family == compiler.FamilyUretprobe
+	ret := l.prog.Family == compiled.FamilyUretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
 			opts := &link.UprobeOptions{Cookie: uint64(i), PID: l.p.PID}

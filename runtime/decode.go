@@ -12,19 +12,19 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
 // Display decoders: a key or an event field whose layout names a decoder
-// (compiler.KeyField.Decode) shows through it in show, -json and events.
+// (compiled.KeyField.Decode) shows through it in show, -json and events.
 // The kernel keeps the number; only what prints changes. A value a
 // decoder does not know shows as the number, named ("errno 999"), never
 // blank.
 
 // decoder turns a field's raw bytes (its slot, little-endian) into what
 // prints.
-type decoder func(f compiler.KeyField, raw []byte) any
+type decoder func(f compiled.KeyField, raw []byte) any
 
 // decoders by the name a layout gives. A name missing here (a layout of a
 // newer probectl) shows the value by its kind. Decoders of addresses
@@ -54,7 +54,7 @@ var kernelErrnos = map[int64]string{
 }
 
 // decodeErrno names an errno, given negative (-ret) or positive.
-func decodeErrno(_ compiler.KeyField, raw []byte) any {
+func decodeErrno(_ compiled.KeyField, raw []byte) any {
 	n := decodeInt(raw)
 	if n == 0 {
 		return "0"
@@ -76,7 +76,7 @@ func decodeErrno(_ compiler.KeyField, raw []byte) any {
 
 // decodeSignal names a signal: SIGKILL, and the real-time signals as the
 // kernel numbers them (SIGRTMIN is 32).
-func decodeSignal(_ compiler.KeyField, raw []byte) any {
+func decodeSignal(_ compiled.KeyField, raw []byte) any {
 	n := decodeInt(raw)
 	switch {
 	case n == 0:
@@ -97,7 +97,7 @@ func decodeSignal(_ compiler.KeyField, raw []byte) any {
 
 // decodeSyscall names a system call by the target's table, which the
 // layout carries.
-func decodeSyscall(f compiler.KeyField, raw []byte) any {
+func decodeSyscall(f compiled.KeyField, raw []byte) any {
 	n := decodeInt(raw)
 	if name, ok := f.Labels[strconv.FormatInt(n, 10)]; ok {
 		return name
@@ -106,7 +106,7 @@ func decodeSyscall(f compiler.KeyField, raw []byte) any {
 }
 
 // decodeLabels names a number by the spec's labels block.
-func decodeLabels(f compiler.KeyField, raw []byte) any {
+func decodeLabels(f compiled.KeyField, raw []byte) any {
 	n := strconv.FormatInt(decodeInt(raw), 10)
 	if name, ok := f.Labels[n]; ok {
 		return name
@@ -115,14 +115,14 @@ func decodeLabels(f compiler.KeyField, raw []byte) any {
 }
 
 // decodeHex writes the 64 bits in hex.
-func decodeHex(_ compiler.KeyField, raw []byte) any {
+func decodeHex(_ compiled.KeyField, raw []byte) any {
 	return fmt.Sprintf("0x%x", uint64(decodeInt(raw)))
 }
 
 // decodeInet writes an IPv4 address kept as the kernel stores it (network
 // byte order: the bytes in memory order), and the port after it, kept
 // likewise, when the slot has one.
-func decodeInet(_ compiler.KeyField, raw []byte) any {
+func decodeInet(_ compiled.KeyField, raw []byte) any {
 	if len(raw) < 4 {
 		return fmt.Sprintf("inet %x", raw)
 	}
@@ -135,7 +135,7 @@ func decodeInet(_ compiler.KeyField, raw []byte) any {
 
 // decodeInet6 writes an IPv6 address of 16 bytes, and the port after it
 // when the slot has one.
-func decodeInet6(_ compiler.KeyField, raw []byte) any {
+func decodeInet6(_ compiled.KeyField, raw []byte) any {
 	if len(raw) < 16 {
 		return fmt.Sprintf("inet6 %x", raw)
 	}
@@ -149,7 +149,7 @@ func decodeInet6(_ compiler.KeyField, raw []byte) any {
 // decodeCgroup writes a cgroup v2 id as the cgroup's path under the
 // cgroup2 mount, as it is when the key is shown; an id that names no
 // cgroup there now (removed since, or on another mount) shows as itself.
-func decodeCgroup(_ compiler.KeyField, raw []byte) any {
+func decodeCgroup(_ compiled.KeyField, raw []byte) any {
 	id := uint64(decodeInt(raw))
 	if path, ok := cgroups.path(id); ok {
 		return path

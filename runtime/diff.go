@@ -6,27 +6,27 @@ import (
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // Diff plans the change from the state s to the compiled probes out:
 // probes only in out are created, probes only in s deleted, probes in both
 // replaced when their compiled digest differs or drift damaged them, and
 // otherwise left alone.
-func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compiler.Plan {
-	plan := &compiler.Plan{
-		FormatVersion: compiler.PlanFormatVersion,
-		Target:        compiler.PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)},
+func Diff(s *State, out *compiled.Output, drift map[bpf.Address][]string) *compiled.Plan {
+	plan := &compiled.Plan{
+		FormatVersion: compiled.PlanFormatVersion,
+		Target:        compiled.PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)},
 		Skipped:       out.Skipped,
 	}
 	diffTables(s, out, plan, drift)
 	diffEvents(s, out, plan, drift)
-	bufferRemade := plan.Events != nil && plan.Events.Action == compiler.ActionReplace
+	bufferRemade := plan.Events != nil && plan.Events.Action == compiled.ActionReplace
 	// A table made anew is a new map: the probes that use it are loaded
 	// again with it.
 	remade := map[string]bool{}
 	for _, t := range plan.Tables {
-		if t.Action == compiler.ActionReplace {
+		if t.Action == compiled.ActionReplace {
 			remade[t.Address.Name] = true
 		}
 	}
@@ -34,7 +34,7 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 	for _, p := range out.Probes {
 		seen[p.Address] = true
 		old := s.Probe(p.Address)
-		action, why := compiler.ActionCreate, ""
+		action, why := compiled.ActionCreate, ""
 		var uses []string
 		for _, name := range p.Tables {
 			if remade[name] {
@@ -44,15 +44,15 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 		switch {
 		case old == nil:
 		case len(drift[p.Address]) > 0:
-			action, why = compiler.ActionReplace, "drift: "+strings.Join(drift[p.Address], "; ")
+			action, why = compiled.ActionReplace, "drift: "+strings.Join(drift[p.Address], "; ")
 		case len(uses) > 0:
-			action, why = compiler.ActionReplace, "its tables are made anew: "+strings.Join(uses, ", ")
+			action, why = compiled.ActionReplace, "its tables are made anew: "+strings.Join(uses, ", ")
 		case bufferRemade && p.Buffer != nil:
-			action, why = compiler.ActionReplace, "its event buffer is made anew"
+			action, why = compiled.ActionReplace, "its event buffer is made anew"
 		case old.Digest == p.Digest:
-			action = compiler.ActionNoOp
+			action = compiled.ActionNoOp
 		default:
-			action, why = compiler.ActionReplace, whyReplace(old, p)
+			action, why = compiled.ActionReplace, whyReplace(old, p)
 		}
 		c := p.Change(action, out.Facts)
 		c.Why = why
@@ -77,17 +77,17 @@ func Diff(s *State, out *compiler.Output, drift map[bpf.Address][]string) *compi
 
 // DeleteChange is the plan entry that removes an applied probe: its
 // description as applied, whole.
-func DeleteChange(old *ProbeState, why string) *compiler.Change {
-	return &compiler.Change{Description: old.Description, Action: compiler.ActionDelete, Why: why}
+func DeleteChange(old *ProbeState, why string) *compiled.Change {
+	return &compiled.Change{Description: old.Description, Action: compiled.ActionDelete, Why: why}
 }
 
 // whyReplace names what changed between an applied probe and its new compilation.
-func whyReplace(old *ProbeState, p *compiler.Probe) string {
+func whyReplace(old *ProbeState, p *compiled.Probe) string {
 	var why []string
 	if old.Route != p.Route {
 		why = append(why, fmt.Sprintf("route %s → %s", old.Route, p.Route))
 	}
-	if a, b := compiler.JoinFamilies(old.Attach), compiler.JoinFamilies(p.Attach); a != b {
+	if a, b := compiled.JoinFamilies(old.Attach), compiled.JoinFamilies(p.Attach); a != b {
 		why = append(why, fmt.Sprintf("attach %s → %s", a, b))
 	}
 	added, removed := setDiff(p.Functions, old.Functions), setDiff(old.Functions, p.Functions)

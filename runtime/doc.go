@@ -4,6 +4,7 @@
 // file with lineage and serial, diffs it against new plans, and reads what
 // the probes measured.
 //
-// Package runtime imports compiler and bpf. It never imports spec or HCL: a
-// saved plan is self-contained.
+// Package runtime imports compiler/compiled and bpf. It never reaches spec
+// or HCL, directly or through another package: a saved plan is
+// self-contained.
 package runtime

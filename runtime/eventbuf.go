@@ -11,7 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +20,7 @@ import (
 // that are gone. It belongs to the spec set, like a table: an apply that
 // keeps its size keeps it, with the records nobody read yet.
 type EventsState struct {
-	compiler.EventBuffer
+	compiled.EventBuffer
 	PinDir    string     `json:"pin_dir"`
 	Pins      []MapState `json:"pins"`
 	BootID    string     `json:"boot_id,omitempty"`
@@ -37,7 +37,7 @@ type EventsState struct {
 // takes from the probe.
 type RetiredLayout struct {
 	Probe bpf.Address           `json:"probe"`
-	Event *compiler.EventLayout `json:"event"`
+	Event *compiled.EventLayout `json:"event"`
 	// Functions, Tracepoints and TracepointEvent are the probe's, kept
 	// when a field is func or event.
 	Functions       []string `json:"functions,omitempty"`
@@ -57,7 +57,7 @@ const eventsPinDir = "events-buffer-"
 // liveBuffer is the event buffer during an apply or a session: made
 // anew, or opened from the pins of the buffer the apply keeps.
 type liveBuffer struct {
-	buf  *compiler.EventBuffer
+	buf  *compiled.EventBuffer
 	m    *ebpf.Map
 	made bool
 }
@@ -69,7 +69,7 @@ func (l *liveBuffer) close() {
 }
 
 // makeBuffer creates the event buffer's ring buffer map.
-func (w *Workspace) makeBuffer(t *txn, b *compiler.EventBuffer) (*liveBuffer, error) {
+func (w *Workspace) makeBuffer(t *txn, b *compiled.EventBuffer) (*liveBuffer, error) {
 	if err := w.step("load %s", b.Address); err != nil {
 		return nil, err
 	}
@@ -188,18 +188,18 @@ func (w *Workspace) pinBuffer(t *txn, l *liveBuffer, serial uint64) (*EventsStat
 
 // liveEvents makes the event buffer the plan creates or replaces, or
 // opens the one it keeps; nil when the plan has none.
-func (w *Workspace) liveEvents(t *txn, s *State, out *compiler.Output, plan *compiler.Plan) (*liveBuffer, error) {
+func (w *Workspace) liveEvents(t *txn, s *State, out *compiled.Output, plan *compiled.Plan) (*liveBuffer, error) {
 	c := plan.Events
 	if c == nil {
 		return nil, nil
 	}
 	switch c.Action {
-	case compiler.ActionCreate, compiler.ActionReplace:
+	case compiled.ActionCreate, compiled.ActionReplace:
 		if out.Events == nil || out.Events.Digest != c.Digest {
 			return nil, fmt.Errorf("%s: the plan does not match the compiled event buffer; plan again", c.Address)
 		}
 		return w.makeBuffer(t, out.Events)
-	case compiler.ActionNoOp:
+	case compiled.ActionNoOp:
 		if s.Events == nil {
 			return nil, fmt.Errorf("%s: the plan keeps an event buffer the state does not have; plan again", c.Address)
 		}
@@ -214,7 +214,7 @@ func (w *Workspace) liveEvents(t *txn, s *State, out *compiler.Output, plan *com
 
 // withBuffer adds the event buffer to the maps a probe's programs are
 // given, when the probe emits events.
-func withBuffer(shared map[string]*ebpf.Map, p *compiler.Probe, l *liveBuffer) map[string]*ebpf.Map {
+func withBuffer(shared map[string]*ebpf.Map, p *compiled.Probe, l *liveBuffer) map[string]*ebpf.Map {
 	if p.Buffer != nil && l != nil {
 		for _, m := range p.Buffer.Maps {
 			shared[m.Ref] = l.m
@@ -226,22 +226,22 @@ func withBuffer(shared map[string]*ebpf.Map, p *compiler.Probe, l *liveBuffer) m
 // diffEvents plans the event buffer: the same size keeps the applied
 // buffer and what it holds; another size replaces it with a new, empty
 // one; a spec set without events deletes it.
-func diffEvents(s *State, out *compiler.Output, plan *compiler.Plan, drift map[bpf.Address][]string) {
+func diffEvents(s *State, out *compiled.Output, plan *compiled.Plan, drift map[bpf.Address][]string) {
 	old := s.Events
 	switch {
 	case out.Events == nil && old == nil:
 	case out.Events == nil:
-		plan.Events = &compiler.EventsChange{EventBuffer: old.EventBuffer, Action: compiler.ActionDelete, Why: "no probe emits events", Users: []bpf.Address{}}
+		plan.Events = &compiled.EventsChange{EventBuffer: old.EventBuffer, Action: compiled.ActionDelete, Why: "no probe emits events", Users: []bpf.Address{}}
 	default:
-		c := out.EventsChange(compiler.ActionCreate)
+		c := out.EventsChange(compiled.ActionCreate)
 		if old != nil {
 			switch {
 			case len(drift[old.Address]) > 0:
-				c.Action, c.Why = compiler.ActionReplace, "drift: "+joinDrift(drift[old.Address])
+				c.Action, c.Why = compiled.ActionReplace, "drift: "+joinDrift(drift[old.Address])
 			case old.Digest == out.Events.Digest:
-				c.Action = compiler.ActionNoOp
+				c.Action = compiled.ActionNoOp
 			default:
-				c.Action, c.Why = compiler.ActionReplace, fmt.Sprintf("its size changed, %s → %s: a new, empty buffer", bpf.SizeText(old.Size), bpf.SizeText(out.Events.Size))
+				c.Action, c.Why = compiled.ActionReplace, fmt.Sprintf("its size changed, %s → %s: a new, empty buffer", bpf.SizeText(old.Size), bpf.SizeText(out.Events.Size))
 			}
 		}
 		plan.Events = c
@@ -272,9 +272,9 @@ func (es *EventsState) retire(gone []*ProbeState, next []*ProbeState, serial uin
 			r := &RetiredLayout{Probe: p.Address, Event: ev, Serial: serial}
 			for _, f := range ev.Fields {
 				switch f.Kind {
-				case compiler.KeyFunc:
+				case compiled.KeyFunc:
 					r.Functions = p.Functions
-				case compiler.KeyEvent:
+				case compiled.KeyEvent:
 					r.Tracepoints, r.TracepointEvent = p.Tracepoints, p.Event
 				}
 			}
@@ -345,7 +345,7 @@ func (w *Workspace) readEventsMeta(name string) (*EventsState, error) {
 
 // validate checks what an event buffer's state names.
 func (es *EventsState) validate() error {
-	if es.Address != compiler.EventBufferAddress {
+	if es.Address != compiled.EventBufferAddress {
 		return fmt.Errorf("event buffer %q is not the event buffer's address", es.Address)
 	}
 	if !isProbeDir(es.PinDir) || len(es.PinDir) <= len(eventsPinDir) || es.PinDir[:len(eventsPinDir)] != eventsPinDir {
@@ -373,7 +373,7 @@ func (es *EventsState) validate() error {
 // EventsStatus is the event buffer's health: the "events" object of
 // "probectl status -json".
 type EventsStatus struct {
-	compiler.EventBuffer
+	compiled.EventBuffer
 	// Unread is what the buffer holds that nobody has read yet, in bytes
 	// (records and their headers); -1 when it cannot be read.
 	Unread int64 `json:"unread_bytes"`

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
@@ -119,7 +119,7 @@ const resolveWait = 60 * time.Second
 // layoutRef is what decodes one layout: the event and its probe.
 type layoutRef struct {
 	probe *ProbeState
-	ev    *compiler.EventLayout
+	ev    *compiled.EventLayout
 }
 
 // dropCounter is one probe's counter of events that found the buffer
@@ -162,8 +162,8 @@ type EventStream struct {
 	pinDir string
 	size   int
 
-	layouts map[compiler.EventLayoutID]layoutRef
-	unknown map[compiler.EventLayoutID]time.Time
+	layouts map[compiled.EventLayoutID]layoutRef
+	unknown map[compiled.EventLayoutID]time.Time
 	// counters by probe instance (pin directory, or address in a session).
 	counters map[string]*dropCounter
 	clock    wallClock
@@ -176,8 +176,8 @@ type EventStream struct {
 // reader lock: a second reader is refused, naming the first. The workspace
 // is read as Inspect reads it (no workspace lock).
 func (w *Workspace) OpenEvents(s *State) (*EventStream, error) {
-	st := &EventStream{ws: w.Name, w: w, layouts: map[compiler.EventLayoutID]layoutRef{},
-		unknown: map[compiler.EventLayoutID]time.Time{}, counters: map[string]*dropCounter{}}
+	st := &EventStream{ws: w.Name, w: w, layouts: map[compiled.EventLayoutID]layoutRef{},
+		unknown: map[compiled.EventLayoutID]time.Time{}, counters: map[string]*dropCounter{}}
 	st.stacks.open = w.pinnedMaps
 	if err := st.open(s); err != nil {
 		st.Close()
@@ -231,8 +231,8 @@ func (s *Session) OpenEvents() (*EventStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", s.buffer.buf.Address, err)
 	}
-	st := &EventStream{rd: rd, size: s.buffer.buf.Size, layouts: map[compiler.EventLayoutID]layoutRef{},
-		unknown: map[compiler.EventLayoutID]time.Time{}, counters: map[string]*dropCounter{}}
+	st := &EventStream{rd: rd, size: s.buffer.buf.Size, layouts: map[compiled.EventLayoutID]layoutRef{},
+		unknown: map[compiled.EventLayoutID]time.Time{}, counters: map[string]*dropCounter{}}
 	st.stacks.open = s.stackMaps
 	for i, p := range s.States {
 		st.addProbe(p)
@@ -285,7 +285,7 @@ func (st *EventStream) addProbe(p *ProbeState) {
 	}
 }
 
-func (st *EventStream) add(p *ProbeState, ev *compiler.EventLayout) {
+func (st *EventStream) add(p *ProbeState, ev *compiled.EventLayout) {
 	if id := ev.LayoutID(); id != 0 {
 		if _, ok := st.layouts[id]; !ok {
 			st.layouts[id] = layoutRef{probe: p, ev: ev}
@@ -373,7 +373,7 @@ func (st *EventStream) ReadBuffered(fn func(*EventRecord) error) error {
 		if err != nil {
 			return err
 		}
-		read += compiler.RingbufHeaderSize + (len(st.rec)+7)&^7
+		read += compiled.RingbufHeaderSize + (len(st.rec)+7)&^7
 		if err := fn(rec); err != nil {
 			return err
 		}
@@ -383,11 +383,11 @@ func (st *EventStream) ReadBuffered(fn func(*EventRecord) error) error {
 
 // decode decodes one record by the layout its header names.
 func (st *EventStream) decode(b []byte) *EventRecord {
-	if len(b) < compiler.EventHeaderSize {
+	if len(b) < compiled.EventHeaderSize {
 		return &EventRecord{Type: RecordUndecodable, Size: len(b), Wall: st.clock.wall(0)}
 	}
-	id := compiler.EventLayoutID(binary.LittleEndian.Uint64(b[compiler.EventLayoutOffset:]))
-	mono := binary.LittleEndian.Uint64(b[compiler.EventTimeOffset:])
+	id := compiled.EventLayoutID(binary.LittleEndian.Uint64(b[compiled.EventLayoutOffset:]))
+	mono := binary.LittleEndian.Uint64(b[compiled.EventTimeOffset:])
 	l, ok := st.layouts[id]
 	if !ok {
 		l, ok = st.resolve(id)
@@ -405,7 +405,7 @@ func (st *EventStream) decode(b []byte) *EventRecord {
 // it since (an apply while the stream reads). An apply runs its new
 // probes before it commits the state, so while a writer holds the
 // workspace the record waits for its commit (at most resolveWait).
-func (st *EventStream) resolve(id compiler.EventLayoutID) (layoutRef, bool) {
+func (st *EventStream) resolve(id compiled.EventLayoutID) (layoutRef, bool) {
 	if st.w == nil {
 		return layoutRef{}, false
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // ProbeResult is what one probe measured: the stable JSON of "probectl show -json".
@@ -37,11 +37,11 @@ type ProbeResult struct {
 
 // AggregationResult is one aggregation's data.
 type AggregationResult struct {
-	Name    string                   `json:"name"`
-	Kind    compiler.AggregationKind `json:"kind"`
-	KeyKeys []string                 `json:"-"` // the by fields, in order
-	Entries []Entry                  `json:"entries"`
-	Dropped uint64                   `json:"dropped"`
+	Name     string                   `json:"name"`
+	Kind     compiled.AggregationKind `json:"kind"`
+	ByFields []string                 `json:"-"` // the names of the by fields, in order
+	Entries  []Entry                  `json:"entries"`
+	Dropped  uint64                   `json:"dropped"`
 	// Omitted counts the keys left out of Entries (show -top N).
 	Omitted int `json:"omitted,omitempty"`
 }
@@ -260,7 +260,7 @@ func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error),
 	return res
 }
 
-func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource, sorted bool) (*AggregationResult, error) {
+func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, sorted bool) (*AggregationResult, error) {
 	m, release, err := open(agg.MapRef)
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func readAggregation(p *ProbeState, agg *compiler.Aggregation, open mapSource, s
 	defer release()
 	ar := &AggregationResult{Name: agg.Name, Kind: agg.Kind, Entries: []Entry{}}
 	for _, f := range agg.Key {
-		ar.KeyKeys = append(ar.KeyKeys, f.Name)
+		ar.ByFields = append(ar.ByFields, f.Name)
 	}
 	hist := agg.Kind.IsHistogram()
 	type group struct {
@@ -424,17 +424,17 @@ func shownBuckets(counts map[int64]uint64) []int64 {
 
 // combine folds the per-CPU values of one key: sums for count, sum and
 // histograms; min or max over the CPUs that saw the key.
-func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
+func combine(kind compiled.AggregationKind, per [][]byte) (int64, bool) {
 	var acc int64
 	seen := false
 	for _, b := range per {
 		v := int64(binary.LittleEndian.Uint64(b))
 		switch kind {
-		case compiler.AggMin, compiler.AggMax:
+		case compiled.AggMin, compiled.AggMax:
 			if binary.LittleEndian.Uint64(b[8:]) == 0 {
 				continue
 			}
-			if !seen || (kind == compiler.AggMin && v < acc) || (kind == compiler.AggMax && v > acc) {
+			if !seen || (kind == compiled.AggMin && v < acc) || (kind == compiled.AggMax && v > acc) {
 				acc = v
 			}
 			seen = true
@@ -448,7 +448,7 @@ func combine(kind compiler.AggregationKind, per [][]byte) (int64, bool) {
 
 // decodeKey decodes a key or a record by its fields. p, when given, names
 // functions and events by their index.
-func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
+func decodeKey(fields []compiled.KeyField, b []byte, p *ProbeState) OrderedKey {
 	key := OrderedKey{}
 	var functions, events []string
 	if p != nil {
@@ -475,12 +475,12 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 			continue
 		}
 		switch f.Kind {
-		case compiler.KeyComm, compiler.KeyString:
+		case compiled.KeyComm, compiled.KeyString:
 			if i := bytes.IndexByte(raw, 0); i >= 0 {
 				raw = raw[:i]
 			}
 			key = append(key, KeyField{f.Name, string(raw)})
-		case compiler.KeyArgv:
+		case compiled.KeyArgv:
 			var parts []string
 			for _, s := range bytes.Split(raw, []byte{0}) {
 				if len(s) == 0 {
@@ -489,19 +489,19 @@ func decodeKey(fields []compiler.KeyField, b []byte, p *ProbeState) OrderedKey {
 				parts = append(parts, string(s))
 			}
 			key = append(key, KeyField{f.Name, strings.Join(parts, " ")})
-		case compiler.KeyBytes:
+		case compiled.KeyBytes:
 			key = append(key, KeyField{f.Name, hex.EncodeToString(raw)})
-		case compiler.KeyFunc:
+		case compiled.KeyFunc:
 			key = append(key, KeyField{f.Name, name(functions, raw)})
-		case compiler.KeyEvent:
+		case compiled.KeyEvent:
 			key = append(key, KeyField{f.Name, name(events, raw)})
-		case compiler.KeyKStack, compiler.KeyUStack:
+		case compiled.KeyKStack, compiled.KeyUStack:
 			if len(raw) < 8 {
 				key = append(key, KeyField{f.Name, "(out of the record)"})
 				continue
 			}
 			key = append(key, KeyField{f.Name, decodeStack(f, raw)})
-		case compiler.KeyUint:
+		case compiled.KeyUint:
 			key = append(key, KeyField{f.Name, uint64(decodeInt(raw))})
 		default:
 			key = append(key, KeyField{f.Name, decodeInt(raw)})
@@ -524,9 +524,9 @@ func decodeInt(raw []byte) int64 {
 
 // bucketRange is the [low, high) range of a histogram bucket; the open
 // ends are the int64 limits.
-func bucketRange(agg *compiler.Aggregation, b int64) (int64, int64) {
-	if agg.Kind == compiler.AggLHist {
-		n := compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep)
+func bucketRange(agg *compiled.Aggregation, b int64) (int64, int64) {
+	if agg.Kind == compiled.AggLHist {
+		n := compiled.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep)
 		switch {
 		case b == 0:
 			return math.MinInt64, agg.LinearMin
@@ -588,7 +588,7 @@ func SortEntries(es []Entry) {
 // ProbeStatus is one applied probe's health: the stable JSON of
 // "probectl status -json".
 type ProbeStatus struct {
-	compiler.Description
+	compiled.Description
 	Links []LinkStatus `json:"links"`
 	// EntryHits and ExitHits count program runs; Missed is the kernel's
 	// count of hits it could not deliver: where the link type reports one
@@ -606,7 +606,7 @@ type ProbeStatus struct {
 
 // LinkStatus is one link.
 type LinkStatus struct {
-	Family    compiler.Family `json:"family"`
+	Family    compiled.Family `json:"family"`
 	Function  string          `json:"function,omitempty"`
 	ID        link.ID         `json:"id"`
 	ProgramID ebpf.ProgramID  `json:"program_id"`
@@ -818,10 +818,10 @@ func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, mi
 // through a link of a family that reports one (kprobe.multi and
 // kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
 // info, which the other families need not pay for.
-func linkMissed(family compiler.Family, path string) uint64 {
+func linkMissed(family compiled.Family, path string) uint64 {
 	switch family {
-	case compiler.FamilyKprobeMulti, compiler.FamilyKretprobeMulti, compiler.FamilyKprobeSession,
-		compiler.FamilyUprobeMulti, compiler.FamilyUretprobeMulti, compiler.FamilyUprobeSession, compiler.FamilyKprobe, compiler.FamilyKretprobe:
+	case compiled.FamilyKprobeMulti, compiled.FamilyKretprobeMulti, compiled.FamilyKprobeSession,
+		compiled.FamilyUprobeMulti, compiled.FamilyUretprobeMulti, compiled.FamilyUprobeSession, compiled.FamilyKprobe, compiled.FamilyKretprobe:
 	default:
 		return 0
 	}
@@ -867,10 +867,10 @@ func (f KeyField) Text() string {
 // the powers of two [2^k, 2^(k+1)) and the open end [2^62, MaxInt64]; for
 // lhist [MinInt64, min), the steps, and [max, MaxInt64]. The ranges are
 // those the entries' Buckets carry.
-func BucketRanges(agg *compiler.Aggregation) []Bucket {
+func BucketRanges(agg *compiled.Aggregation) []Bucket {
 	last := int64(64)
-	if agg.Kind == compiler.AggLHist {
-		last = compiler.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep) + 1
+	if agg.Kind == compiled.AggLHist {
+		last = compiled.LinearBuckets(agg.LinearMin, agg.LinearMax, agg.LinearStep) + 1
 	}
 	out := make([]Bucket, 0, last+1)
 	for b := int64(0); b <= last; b++ {

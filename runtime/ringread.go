@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +35,7 @@ type ringReader struct {
 }
 
 // The ring's record header (kernel/bpf/ringbuf.c): the length, with the
-// two bits below; compiler.RingbufHeaderSize bytes.
+// two bits below; compiled.RingbufHeaderSize bytes.
 const (
 	ringBusyBit   = 1 << 31
 	ringDiscardBt = 1 << 30
@@ -119,7 +119,7 @@ func (r *ringReader) peek(buf []byte) ([]byte, bool, error) {
 		if prod == r.pos {
 			return nil, false, nil
 		}
-		if prod-r.pos < compiler.RingbufHeaderSize {
+		if prod-r.pos < compiled.RingbufHeaderSize {
 			return nil, false, errors.New("ring buffer: a record header cut short")
 		}
 		// Loaded atomically: the kernel's xchg of the busy bit orders the
@@ -129,8 +129,8 @@ func (r *ringReader) peek(buf []byte) ([]byte, bool, error) {
 			return nil, false, nil // reserved, not committed yet
 		}
 		n := uintptr(hdr &^ (ringBusyBit | ringDiscardBt))
-		start := (r.pos + compiler.RingbufHeaderSize) & r.mask
-		end := r.pos + compiler.RingbufHeaderSize + (n+7)&^7
+		start := (r.pos + compiled.RingbufHeaderSize) & r.mask
+		end := r.pos + compiled.RingbufHeaderSize + (n+7)&^7
 		if prod < end {
 			return nil, false, errors.New("ring buffer: a record cut short")
 		}

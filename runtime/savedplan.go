@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // SavedPlan is what plan -out writes and apply PLANFILE applies: the plan,
@@ -17,7 +17,7 @@ import (
 // state it was made against. It is self-contained: applying it needs no
 // other file.
 type SavedPlan struct {
-	Plan    *compiler.Plan    `json:"plan"`
+	Plan    *compiled.Plan    `json:"plan"`
 	Facts   *bpf.Facts        `json:"facts"`
 	Sources map[string]string `json:"sources"`
 	// The state the plan was made against: apply refuses when it moved.
@@ -28,7 +28,7 @@ type SavedPlan struct {
 
 // NewSavedPlan records plan, made for facts from sources, against state s
 // (nil for a target other than the live kernel).
-func NewSavedPlan(plan *compiler.Plan, facts *bpf.Facts, sources map[string][]byte, s *State) *SavedPlan {
+func NewSavedPlan(plan *compiled.Plan, facts *bpf.Facts, sources map[string][]byte, s *State) *SavedPlan {
 	sp := &SavedPlan{Plan: plan, Facts: facts, Sources: map[string]string{}}
 	if s != nil {
 		sp.Workspace, sp.StateLineage, sp.StateSerial = s.Workspace, s.Lineage, s.Serial
@@ -109,7 +109,7 @@ func (sp *SavedPlan) CheckKernel(live *bpf.Facts) error {
 
 // CheckState refuses the plan when the state moved since it was made, or
 // when the plan it makes now differs from the saved one.
-func (sp *SavedPlan) CheckState(s *State, now *compiler.Plan) error {
+func (sp *SavedPlan) CheckState(s *State, now *compiled.Plan) error {
 	if sp.Workspace != "" && sp.Workspace != s.Workspace {
 		return fmt.Errorf("saved plan is for workspace %q, not %q", sp.Workspace, s.Workspace)
 	}

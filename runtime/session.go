@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +34,7 @@ type Session struct {
 
 // Attach loads and attaches every probe of out. On any failure nothing is
 // left attached.
-func Attach(out *compiler.Output) (*Session, error) {
+func Attach(out *compiled.Output) (*Session, error) {
 	w := &Workspace{} // its load and attach steps, without pins or state
 	t := &txn{}
 	ok := false

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,8 +56,8 @@ func (s *Stack) String() string {
 
 // decodeStack decodes a key or record field holding a stack; its frames
 // are read by a stackResolver.
-func decodeStack(f compiler.KeyField, raw []byte) *Stack {
-	s := &Stack{User: f.Kind == compiler.KeyUStack, ref: f.StackMap}
+func decodeStack(f compiled.KeyField, raw []byte) *Stack {
+	s := &Stack{User: f.Kind == compiled.KeyUStack, ref: f.StackMap}
 	s.ID = int64(binary.LittleEndian.Uint64(raw[:8]))
 	if s.User && len(raw) >= 16 {
 		s.Proc = bpf.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
@@ -189,7 +189,7 @@ const (
 
 func (r *stackResolver) userFrames(raw []byte, p bpf.Process) []bpf.Frame {
 	var out []bpf.Frame
-	size := compiler.StackFrameSize(true)
+	size := compiled.StackFrameSize(true)
 	for off := 0; off+size <= len(raw); off += size {
 		e := raw[off : off+size]
 		status := int32(binary.LittleEndian.Uint32(e))

@@ -14,7 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // StateVersion is the version of the state file's format.
@@ -37,7 +37,7 @@ type State struct {
 // ProbeState is one applied probe: its description (as the plan gave it),
 // its kernel objects and how to read them.
 type ProbeState struct {
-	compiler.Description
+	compiled.Description
 	// PinDir is the probe's directory under the workspace's pin directory.
 	PinDir string      `json:"pin_dir"`
 	Maps   []MapState  `json:"maps"`
@@ -47,9 +47,9 @@ type ProbeState struct {
 	// pin: reading a program by id needs CAP_SYS_ADMIN, which a hardened
 	// agent lacks. Empty in states written before they were pinned.
 	Programs     []ProgramState          `json:"programs,omitempty"`
-	Aggregations []*compiler.Aggregation `json:"aggregations"`
-	Events       []*compiler.EventLayout `json:"events,omitempty"`
-	Stats        compiler.Stats          `json:"stats"`
+	Aggregations []*compiled.Aggregation `json:"aggregations"`
+	Events       []*compiled.EventLayout `json:"events,omitempty"`
+	Stats        compiled.Stats          `json:"stats"`
 	AppliedAt    time.Time               `json:"applied_at"`
 	// BootID is the boot the probe's pins were made in: they cannot
 	// outlive it.
@@ -62,7 +62,7 @@ type ProbeState struct {
 }
 
 // newProbeState describes a compiled probe for reading, before it is pinned.
-func newProbeState(p *compiler.Probe) *ProbeState {
+func newProbeState(p *compiled.Probe) *ProbeState {
 	return &ProbeState{Description: p.Description, Aggregations: p.Aggregations, Events: p.Events, Stats: p.Stats,
 		AppliedAt: time.Now().UTC().Truncate(time.Second)}
 }
@@ -77,7 +77,7 @@ type MapState struct {
 
 // LinkState is a pinned link and the program behind it.
 type LinkState struct {
-	Family compiler.Family `json:"family"`
+	Family compiled.Family `json:"family"`
 	// Function is set for per-function links.
 	Function  string         `json:"function,omitempty"`
 	ID        link.ID        `json:"id"`

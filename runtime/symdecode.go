@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // The address decoders: ksym(x) and usym(x) show an address as the
@@ -25,7 +25,7 @@ var kernelSyms struct {
 }
 
 // decodeKsym shows a kernel address as func+0xoff [module].
-func decodeKsym(_ compiler.KeyField, raw []byte) any {
+func decodeKsym(_ compiled.KeyField, raw []byte) any {
 	addr := uint64(decodeInt(raw))
 	kernelSyms.mu.Lock()
 	defer kernelSyms.mu.Unlock()
@@ -55,7 +55,7 @@ var userSyms struct {
 // func+0xoff [file], while that process runs. After it has exited (its
 // pid another's or no one's) the address shows with that said: a single
 // address keeps no build id (only stacks do).
-func decodeUsym(_ compiler.KeyField, raw []byte) any {
+func decodeUsym(_ compiled.KeyField, raw []byte) any {
 	if len(raw) < 16 {
 		return fmt.Sprintf("usym %x", raw)
 	}

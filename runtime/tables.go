@@ -9,7 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
 // TableState is one applied table: its layout (as compiled) and its pins.
@@ -17,7 +17,7 @@ import (
 // (same layout) keeps its contents, and the probes that use it share its
 // map.
 type TableState struct {
-	compiler.Table
+	compiled.Table
 	PinDir    string     `json:"pin_dir"`
 	Pins      []MapState `json:"pins"`
 	BootID    string     `json:"boot_id,omitempty"`
@@ -38,7 +38,7 @@ func (s *State) Table(name string) *TableState {
 // liveTable is a table's maps during an apply: made anew, or opened from
 // the pins of the table the apply keeps.
 type liveTable struct {
-	table *compiler.Table
+	table *compiled.Table
 	maps  map[string]*ebpf.Map // by ref
 	made  bool
 	old   *TableState
@@ -51,7 +51,7 @@ func (l *liveTable) close() {
 }
 
 // makeTable creates a table's maps.
-func (w *Workspace) makeTable(t *txn, tb *compiler.Table) (*liveTable, error) {
+func (w *Workspace) makeTable(t *txn, tb *compiled.Table) (*liveTable, error) {
 	if err := w.step("load %s", tb.Address); err != nil {
 		return nil, err
 	}
@@ -157,26 +157,26 @@ func (w *Workspace) pinTable(t *txn, l *liveTable, serial uint64) (*TableState, 
 
 // diffTables plans the tables: the same layout keeps the applied table and
 // its contents; another layout replaces it; a table no spec declares goes.
-func diffTables(s *State, out *compiler.Output, plan *compiler.Plan, drift map[bpf.Address][]string) {
+func diffTables(s *State, out *compiled.Output, plan *compiled.Plan, drift map[bpf.Address][]string) {
 	seen := map[string]bool{}
 	for _, t := range out.Tables {
 		seen[t.Address.Name] = true
-		c := out.TableChange(t, compiler.ActionCreate)
+		c := out.TableChange(t, compiled.ActionCreate)
 		if old := s.Table(t.Address.Name); old != nil {
 			switch {
 			case len(drift[t.Address]) > 0:
-				c.Action, c.Why = compiler.ActionReplace, "drift: "+strings.Join(drift[t.Address], "; ")
+				c.Action, c.Why = compiled.ActionReplace, "drift: "+strings.Join(drift[t.Address], "; ")
 			case old.Digest == t.Digest:
-				c.Action = compiler.ActionNoOp
+				c.Action = compiled.ActionNoOp
 			default:
-				c.Action, c.Why = compiler.ActionReplace, "its layout changed: a new, empty table"
+				c.Action, c.Why = compiled.ActionReplace, "its layout changed: a new, empty table"
 			}
 		}
 		plan.Tables = append(plan.Tables, c)
 	}
 	for _, old := range s.Tables {
 		if !seen[old.Address.Name] {
-			plan.Tables = append(plan.Tables, &compiler.TableChange{Table: old.Table, Action: compiler.ActionDelete, Why: "no longer in the specs"})
+			plan.Tables = append(plan.Tables, &compiled.TableChange{Table: old.Table, Action: compiled.ActionDelete, Why: "no longer in the specs"})
 		}
 	}
 	sort.Slice(plan.Tables, func(i, j int) bool { return plan.Tables[i].Address.Name < plan.Tables[j].Address.Name })
@@ -200,7 +200,7 @@ type TableEntry struct {
 // maxTableRead bounds what show reads of one table.
 const maxTableRead = 100000
 
-func readTable(ts *compiler.Table, open mapSource) TableResult {
+func readTable(ts *compiled.Table, open mapSource) TableResult {
 	res := TableResult{Address: ts.Address.String(), Entries: []TableEntry{}}
 	var data, stats string
 	for _, m := range ts.Maps {

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -554,17 +553,6 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 // whole buckets between min and max, is at most this; a last partial one,
 // and the under and over buckets, come on top.
 const MaxLinearBuckets = 1000
-
-// LinearBuckets is the number of in-range buckets of an lhist from lo to
-// hi in steps of step (hi > lo, step > 0): the last one may be partial.
-// It computes without overflow for any int64 bounds, and saturates.
-func LinearBuckets(lo, hi, step int64) int64 {
-	n := span(lo, hi) / uint64(step)
-	if span(lo, hi)%uint64(step) != 0 {
-		n++
-	}
-	return int64(min(n, math.MaxInt64))
-}
 
 // span is hi - lo for hi > lo, which fits in a uint64 though not always
 // in an int64.

@@ -1,7 +1,7 @@
 package spec_test
 
 import (
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +21,13 @@ func chain(n int) string { return strings.TrimSuffix(strings.Repeat("pid + ", n)
 // allocated is the bytes allocated by checking a value of n terms.
 func allocated(t *testing.T, n int) uint64 {
 	src := []byte(tracepointValue(chain(n)))
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
+	goruntime.GC()
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
 	if _, diags := spec.Parse(map[string][]byte{"long.hcl": src}); diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	runtime.ReadMemStats(&after)
+	goruntime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
 

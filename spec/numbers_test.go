@@ -34,18 +34,3 @@ func TestIntegerLiterals(t *testing.T) {
 		t.Errorf("-(-9223372036854775808) is %#v, want a negation", cfg.Probes[0].Entry.Actions[0].Value)
 	}
 }
-
-func TestLinearBuckets(t *testing.T) {
-	const e62 = 1 << 62
-	for _, tt := range []struct{ min, max, step, want int64 }{
-		{0, 100, 10, 10}, {0, 101, 10, 11}, {0, 1, 1, 1},
-		{-e62, e62, e62 / 2, 4}, // the replay: max - min overflows int64
-		{-e62, e62, e62, 2},
-		{-e62, e62, 3, 3074457345618258603},
-		{-e62, e62, 1, 1<<63 - 1}, // 2^63 saturates
-	} {
-		if got := spec.LinearBuckets(tt.min, tt.max, tt.step); got != tt.want {
-			t.Errorf("LinearBuckets(%d, %d, %d) = %d, want %d", tt.min, tt.max, tt.step, got, tt.want)
-		}
-	}
-}

@@ -770,7 +770,7 @@ func applySpecs(g *globals, files map[string][]byte, log *slog.Logger) (*applyRe
 		if err != nil {
 			var le *runtime.LoadError
 			if errors.As(err, &le) && le.Program != nil {
-				if d := compiler.VerifierDiagnostic(le.Probe, le.Program, le.Err); d != nil {
+				if d := compiler.VerifierDiagnostic(cfg, le.Probe, le.Program, le.Err); d != nil {
 					return nil, failed("apply", "the kernel refused a program; nothing was changed"), hcl.Diagnostics{d}
 				}
 			}

@@ -26,9 +26,9 @@ func TestIntervalResults(t *testing.T) {
 	}
 	results := func(a, b, c int64, mx int64, buckets []runtime.Bucket) []runtime.ProbeResult {
 		return []runtime.ProbeResult{{Address: "tracepoint.t", Aggregations: []runtime.AggregationResult{
-			{Name: "calls", Kind: compiler.AggCount, KeyKeys: []string{"comm"}, Entries: []runtime.Entry{
+			{Name: "calls", Kind: compiler.AggCount, ByFields: []string{"comm"}, Entries: []runtime.Entry{
 				{Key: key("a"), Value: val(a)}, {Key: key("b"), Value: val(b)}, {Key: key("c"), Value: val(c)}}},
-			{Name: "most", Kind: compiler.AggMax, KeyKeys: []string{"comm"}, Entries: []runtime.Entry{{Key: key("a"), Value: val(mx)}}},
+			{Name: "most", Kind: compiler.AggMax, ByFields: []string{"comm"}, Entries: []runtime.Entry{{Key: key("a"), Value: val(mx)}}},
 			{Name: "sizes", Kind: compiler.AggHist, Entries: []runtime.Entry{{Key: runtime.OrderedKey{}, Buckets: buckets}}},
 		}}}
 	}

@@ -213,7 +213,7 @@ func keyText(k runtime.OrderedKey) string {
 }
 
 func table(w io.Writer, ar runtime.AggregationResult) {
-	cols := append([]string{}, ar.KeyKeys...)
+	cols := append([]string{}, ar.ByFields...)
 	rows := [][]string{}
 	for _, e := range ar.Entries {
 		var row []string

@@ -142,7 +142,7 @@ func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy s
 func reportApplyError(cmd *cobra.Command, err error, cfg *spec.Config) error {
 	var le *runtime.LoadError
 	if errors.As(err, &le) && le.Program != nil {
-		if d := compiler.VerifierDiagnostic(le.Probe, le.Program, le.Err); d != nil {
+		if d := compiler.VerifierDiagnostic(cfg, le.Probe, le.Program, le.Err); d != nil {
 			printDiags(cmd.ErrOrStderr(), hcl.Diagnostics{d}, sourcesOf(cfg))
 			fmt.Fprintln(cmd.ErrOrStderr(), "Nothing was changed: the kernel holds what it held before.")
 			return exitError{1}

@@ -11,7 +11,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -50,7 +50,7 @@ func ReadObjects(paths ...string) ([]*unstructured.Unstructured, error) {
 // files' order, and waits for every CustomResourceDefinition among them
 // to be established. dryRun asks the server to validate without storing.
 func Apply(ctx context.Context, cfg *rest.Config, dryRun bool, paths ...string) ([]*unstructured.Unstructured, error) {
-	scheme := runtime.NewScheme()
+	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}

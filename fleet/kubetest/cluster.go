@@ -39,7 +39,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -483,8 +483,8 @@ func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 // Scheme knows Kubernetes' own types and probectl.dev/v1alpha1, for the
 // controller-runtime clients tests use as the cluster's admin and as
 // other users (the agents use fleet.Client).
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
+func Scheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}

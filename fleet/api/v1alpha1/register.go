@@ -2,7 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -10,7 +10,7 @@ import (
 var GroupVersion = schema.GroupVersion{Group: "probectl.dev", Version: "v1alpha1"}
 
 // AddToScheme registers the types of this package.
-func AddToScheme(s *runtime.Scheme) error {
+func AddToScheme(s *k8sruntime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ProbeSet{}, &ProbeSetList{},
 		&ProbeSetNode{}, &ProbeSetNodeList{},

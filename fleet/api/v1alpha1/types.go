@@ -2,7 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 // Mode says whether the nodes only plan a ProbeSet or apply it.
@@ -245,7 +245,7 @@ type NodeFactsSpec struct {
 	// the function list, the tracepoint list and the BTF.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
-	Facts runtime.RawExtension `json:"facts"`
+	Facts k8sruntime.RawExtension `json:"facts"`
 	// Functions is the node's list of probe-able kernel functions, one a
 	// line, sorted, gzipped: it lets a cluster plan resolve patterns and
 	// name the nodes that lack a function. Empty when not published.

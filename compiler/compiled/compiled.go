@@ -1,13 +1,12 @@
-package compiler
+package compiled
 
 import (
+	"math"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/spec"
 )
 
 // Route is the kernel machinery a probe runs on.
@@ -194,9 +193,6 @@ type Probe struct {
 	Events       []*EventLayout
 	// Stats locates the counters of the stats map.
 	Stats Stats
-
-	// Spec is the probe as written, for diagnostics.
-	Spec *spec.Probe `json:"-"`
 }
 
 // Stats locates the probe's counters in its per-CPU stats array. Each
@@ -271,8 +267,6 @@ type KeyField struct {
 	// Labels name numbers, each written in decimal: the spec's labels
 	// block for labels, the target's system calls for syscall.
 	Labels map[string]string `json:"labels,omitempty"`
-
-	typ spec.Type // the value's type, while compiling
 }
 
 // AggregationKind is what an aggregation keeps, as plans, state and show
@@ -292,6 +286,18 @@ const (
 // IsHistogram reports whether the aggregation keeps buckets: the bucket is
 // the last 8 bytes of its key.
 func (k AggregationKind) IsHistogram() bool { return k == AggHist || k == AggLHist }
+
+// LinearBuckets is the number of in-range buckets of an lhist from lo to
+// hi in steps of step (hi > lo, step > 0): the last one may be partial.
+// It computes without overflow for any int64 bounds, and saturates.
+func LinearBuckets(lo, hi, step int64) int64 {
+	span := uint64(hi) - uint64(lo) // fits in a uint64, not always in an int64
+	n := span / uint64(step)
+	if span%uint64(step) != 0 {
+		n++
+	}
+	return int64(min(n, math.MaxInt64))
+}
 
 // Aggregation describes one aggregation map.
 type Aggregation struct {
@@ -330,9 +336,4 @@ type EventLayout struct {
 	Layout string     `json:"layout,omitempty"`
 	Fields []KeyField `json:"fields"`
 	Size   int        `json:"size"`
-}
-
-// Diagnostic returns an error diagnostic at rng.
-func diagf(rng hcl.Range, summary, detail string, args ...any) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: sprintf(detail, args...), Subject: rng.Ptr()}
 }

@@ -1,0 +1,13 @@
+// Package compiled is what the compiler outputs, as data: compiled probes
+// (programs, maps, and the layouts that decode them), the spec set's
+// tables and event buffer, their routes and link families, and the plan
+// made of them (what would change on a target, and its JSON).
+//
+// It holds what runtime and metrics read, and nothing of the spec: a saved
+// plan is self-contained, and what a scrape or show decodes is what the
+// state recorded.
+//
+// Package compiled imports bpf, never spec or HCL (directly or through
+// any other package: cmd/probectl's TestLayering checks every package it
+// reaches).
+package compiled

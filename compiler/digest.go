@@ -1,0 +1,101 @@
+package compiler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/cilium/ebpf/asm"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// showsKeys reports whether the probe names its key columns (sp, as
+// written) or shows a key or an event field through a decoder.
+func showsKeys(p *Probe, sp *spec.Probe) bool {
+	for _, a := range sp.Actions() {
+		if a.ByNames != nil {
+			return true
+		}
+	}
+	for _, fields := range p.Display() {
+		for _, f := range fields {
+			if f.Decode != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// opNames caches asm.OpCode.String, which builds its text anew each time
+// (a fifth of the bytes planning a large spec allocated).
+var opNames sync.Map
+
+func opName(op asm.OpCode) string {
+	if s, ok := opNames.Load(op); ok {
+		return s.(string)
+	}
+	s := op.String()
+	opNames.Store(op, s)
+	return s
+}
+
+// digest is a hash of everything that makes the probe's kernel objects:
+// programs, maps, functions and attach families (sp is the probe as
+// written). Two compilations with the same digest need no change in the
+// kernel.
+func digest(p *Probe, sp *spec.Probe) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	what := []any{p.Address.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData}
+	if len(p.Tracepoints) > 1 {
+		what = append(what, p.Tracepoints)
+	}
+	_ = enc.Encode(what)
+	for _, m := range p.Maps {
+		_ = enc.Encode(m)
+	}
+	// How keys show (named columns, decoders) changes no kernel object,
+	// but an applied probe keeps its layouts in the state: shown otherwise,
+	// it is another probe. Left out when nothing is named or decoded, so
+	// that the digests of other probes stay as they were.
+	if showsKeys(p, sp) {
+		_ = enc.Encode(p.Display())
+	}
+	// So is a sum served as a gauge: a probe applied before the state
+	// said so is applied again. Left out when none is.
+	for _, a := range p.Aggregations {
+		if a.Signed {
+			_ = enc.Encode([]string{"signed", a.Name})
+		}
+	}
+	// The tables' maps are in the programs: a table laid out anew is a
+	// new map, and its users must be loaded again. So is the event buffer.
+	for _, t := range p.Shared {
+		_ = enc.Encode(t.Digest)
+	}
+	if p.Buffer != nil {
+		_ = enc.Encode([]string{"events", p.Buffer.Digest})
+	}
+	var line []byte
+	for _, prog := range p.Programs {
+		fmt.Fprintf(h, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)
+		for _, ins := range prog.Instructions {
+			// The text of fmt's "%v %d %d %d %d %s %s %s\n", built without
+			// fmt: this loop is most of planning a large spec.
+			name, _ := bpf.KfuncName(&ins)
+			line = append(line[:0], opName(ins.OpCode)...)
+			line = append(strconv.AppendUint(append(line, ' '), uint64(ins.Dst), 10), ' ')
+			line = append(strconv.AppendUint(line, uint64(ins.Src), 10), ' ')
+			line = append(strconv.AppendInt(line, int64(ins.Offset), 10), ' ')
+			line = append(strconv.AppendInt(line, ins.Constant, 10), ' ')
+			line = append(append(append(append(append(line, ins.Reference()...), ' '), ins.Symbol()...), ' '), name...)
+			h.Write(append(line, '\n'))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
