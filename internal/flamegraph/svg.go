@@ -81,20 +81,43 @@ func Write(w io.Writer, title string, stacks []Stack) error {
 // prefix), then walk them once, closing the frames where a stack leaves
 // the previous one and opening the frames it adds.
 func layoutFlame(stacks []Stack) (*flameLayout, error) {
-	type item struct {
-		frames []string
-		value  int64
+	items, total, err := cleanStacks(stacks)
+	if err != nil {
+		return nil, err
 	}
-	items := make([]item, 0, len(stacks))
+	l := &flameLayout{total: total}
+	if total == 0 {
+		return l, nil
+	}
+	slices.SortFunc(items, func(a, b Stack) int { return compareStacks(a.Frames, b.Frames) })
+	nodes := l.merge(items)
+	if len(nodes) > flameMaxFrames {
+		nodes = l.capFrames(nodes)
+	}
+	slices.SortFunc(nodes, func(a, b flameNode) int {
+		return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
+	})
+	for _, n := range nodes {
+		l.maxDepth = max(l.maxDepth, n.depth)
+	}
+	l.nodes = nodes
+	return l, nil
+}
+
+// cleanStacks checks the sample counts and sums them, leaves out the
+// stacks without samples, and makes every frame name safe to show
+// (cleanFrameName; the caller's stacks are not changed).
+func cleanStacks(stacks []Stack) ([]Stack, int64, error) {
+	items := make([]Stack, 0, len(stacks))
 	var total int64
 	for i, s := range stacks {
 		switch {
 		case s.Value < 0:
-			return nil, fmt.Errorf("flame graph: stack %d has a negative sample count (%d)", i, s.Value)
+			return nil, 0, fmt.Errorf("flame graph: stack %d has a negative sample count (%d)", i, s.Value)
 		case s.Value == 0:
 			continue
 		case s.Value > math.MaxInt64-total:
-			return nil, errors.New("flame graph: the sample counts add up to more than an int64 holds")
+			return nil, 0, errors.New("flame graph: the sample counts add up to more than an int64 holds")
 		}
 		total += s.Value
 		frames, cloned := s.Frames, false
@@ -106,16 +129,16 @@ func layoutFlame(stacks []Stack) (*flameLayout, error) {
 				frames[j] = c
 			}
 		}
-		items = append(items, item{frames, s.Value})
+		items = append(items, Stack{frames, s.Value})
 	}
-	l := &flameLayout{total: total}
-	if total == 0 {
-		return l, nil
-	}
-	slices.SortFunc(items, func(a, b item) int { return compareStacks(a.frames, b.frames) })
+	return items, total, nil
+}
 
-	scale := float64(flameWidth) / float64(total)
-	nodes := []flameNode{{name: "all", depth: 0, start: 0, n: total}}
+// merge walks the sorted stacks once and returns the frames wide enough
+// to draw, the root first; the others are counted as elided.
+func (l *flameLayout) merge(items []Stack) []flameNode {
+	scale := float64(flameWidth) / float64(l.total)
+	nodes := []flameNode{{name: "all", depth: 0, start: 0, n: l.total}}
 	type open struct {
 		name  string
 		start int64
@@ -137,37 +160,31 @@ func layoutFlame(stacks []Stack) (*flameLayout, error) {
 	}
 	for _, it := range items {
 		common := 0
-		for common < len(path) && common < len(it.frames) && path[common].name == it.frames[common] {
+		for common < len(path) && common < len(it.Frames) && path[common].name == it.Frames[common] {
 			common++
 		}
 		closeTo(common)
-		for _, f := range it.frames[common:] {
+		for _, f := range it.Frames[common:] {
 			path = append(path, open{f, offset})
 		}
-		offset += it.value
+		offset += it.Value
 	}
 	closeTo(0)
+	return nodes
+}
 
-	if len(nodes) > flameMaxFrames {
-		// Keep the widest, and of equally wide frames the shallowest: a
-		// caller is never narrower than its callees, so a callee never
-		// comes before its caller in this order, and what stays is a tree.
-		slices.SortFunc(nodes, func(a, b flameNode) int {
-			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
-		})
-		l.elided += len(nodes) - flameMaxFrames
-		l.elidedMaxN = max(l.elidedMaxN, nodes[flameMaxFrames].n)
-		nodes = nodes[:flameMaxFrames]
-		l.capped = true
-	}
+// capFrames keeps flameMaxFrames of the frames: the widest, and of
+// equally wide frames the shallowest. A caller is never narrower than its
+// callees, so a callee never comes before its caller in this order, and
+// what stays is a tree.
+func (l *flameLayout) capFrames(nodes []flameNode) []flameNode {
 	slices.SortFunc(nodes, func(a, b flameNode) int {
-		return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
 	})
-	for _, n := range nodes {
-		l.maxDepth = max(l.maxDepth, n.depth)
-	}
-	l.nodes = nodes
-	return l, nil
+	l.elided += len(nodes) - flameMaxFrames
+	l.elidedMaxN = max(l.elidedMaxN, nodes[flameMaxFrames].n)
+	l.capped = true
+	return nodes[:flameMaxFrames]
 }
 
 // compareStacks orders stacks frame by frame, and a stack before its own
@@ -203,8 +220,7 @@ func cleanFrameName(s string) string {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r < 0x20:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x061c || r == 0x200e || r == 0x200f ||
-			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0xfffe || r == 0xffff:
+		case hidden(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -212,6 +228,18 @@ func cleanFrameName(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// hidden reports whether cleanFrameName shows r as \uNNNN: DEL, the C1
+// controls, the bidi controls and the XML non-characters U+FFFE, U+FFFF.
+func hidden(r rune) bool {
+	switch {
+	case r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return r == 0xfffe || r == 0xffff
 }
 
 // cutName keeps the first max runes of s, marking the cut.

@@ -35,19 +35,13 @@ type Doc struct {
 	Script string            // the <script>'s text
 }
 
-// Parse reads an SVG written by flamegraph.Write with
-// encoding/xml (strict): the frames in document order, and the document's
-// other texts. It fails on anything flamegraph.Write does not write: an
-// element it does not use, an event handler attribute, a second script.
+// Parse reads an SVG written by flamegraph.Write with encoding/xml
+// (strict): the frames in document order, and the document's other texts.
+// It fails on anything flamegraph.Write does not write: an element it does
+// not use, an event handler attribute, a second script.
 func Parse(r io.Reader) (*Doc, error) {
-	const svgNS = "http://www.w3.org/2000/svg"
-	allowed := map[string]bool{"svg": true, "title": true, "desc": true, "style": true, "script": true, "rect": true, "text": true, "g": true}
 	d := xml.NewDecoder(r)
-	doc := &Doc{Texts: map[string]string{}}
-	var stack []xml.StartElement
-	var cur *Rect
-	var text strings.Builder
-	scripts := 0
+	p := &parser{doc: &Doc{Texts: map[string]string{}}}
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -58,97 +52,151 @@ func Parse(r io.Reader) (*Doc, error) {
 		}
 		switch tok := tok.(type) {
 		case xml.StartElement:
-			if tok.Name.Space != svgNS || !allowed[tok.Name.Local] {
-				return nil, fmt.Errorf("element %s:%s", tok.Name.Space, tok.Name.Local)
-			}
-			attr := map[string]string{}
-			for _, a := range tok.Attr {
-				if strings.HasPrefix(strings.ToLower(a.Name.Local), "on") || strings.Contains(strings.ToLower(a.Name.Local), "href") {
-					return nil, fmt.Errorf("<%s> has the attribute %s", tok.Name.Local, a.Name.Local)
-				}
-				key := a.Name.Local
-				if a.Name.Space == Namespace {
-					key = "fg:" + key
-				}
-				attr[key] = a.Value
-			}
-			if len(stack) == 0 {
-				if tok.Name.Local != "svg" {
-					return nil, fmt.Errorf("root element %s", tok.Name.Local)
-				}
-				doc.Total, _ = strconv.ParseInt(attr["fg:total"], 10, 64)
-				doc.Height, _ = strconv.Atoi(attr["height"])
-			}
-			switch tok.Name.Local {
-			case "script":
-				scripts++
-			case "g":
-				if attr["class"] == "f" {
-					if cur != nil {
-						return nil, errors.New("a frame inside a frame")
-					}
-					cur = &Rect{}
-					var err1, err2, err3 error
-					cur.Start, err1 = strconv.ParseInt(attr["fg:s"], 10, 64)
-					cur.Samples, err2 = strconv.ParseInt(attr["fg:n"], 10, 64)
-					cur.Depth, err3 = strconv.Atoi(attr["fg:d"])
-					if err := errors.Join(err1, err2, err3); err != nil {
-						return nil, fmt.Errorf("frame attributes: %w", err)
-					}
-				}
-			case "rect":
-				if cur != nil {
-					var err1, err2 error
-					cur.X, err1 = strconv.ParseFloat(attr["x"], 64)
-					cur.Width, err2 = strconv.ParseFloat(attr["width"], 64)
-					if err := errors.Join(err1, err2); err != nil {
-						return nil, fmt.Errorf("frame rect: %w", err)
-					}
-					cur.Fill = attr["fill"]
-				}
-			}
-			stack = append(stack, xml.StartElement{Name: tok.Name, Attr: []xml.Attr{{Name: xml.Name{Local: "id"}, Value: attr["id"]}}})
-			text.Reset()
+			err = p.start(tok)
 		case xml.CharData:
-			text.Write(tok)
+			p.text.Write(tok)
 		case xml.EndElement:
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			s := text.String()
-			text.Reset()
-			switch top.Name.Local {
-			case "script":
-				doc.Script = s
-			case "title":
-				if cur != nil {
-					cur.Title = s
-					i := strings.LastIndex(s, " (")
-					if i < 0 {
-						return nil, fmt.Errorf("frame title %q", s)
-					}
-					cur.Name = s[:i]
-				}
-			case "text":
-				if cur != nil {
-					cur.Label = s
-				} else if id := top.Attr[0].Value; id != "" {
-					doc.Texts[id] = s
-				}
-			case "g":
-				if cur != nil {
-					doc.Frames = append(doc.Frames, *cur)
-					cur = nil
-				}
-			}
+			err = p.end()
 		case xml.ProcInst, xml.Comment, xml.Directive:
-			if pi, ok := tok.(xml.ProcInst); ok && pi.Target == "xml" {
-				continue
+			if pi, ok := tok.(xml.ProcInst); !ok || pi.Target != "xml" {
+				err = fmt.Errorf("unexpected %T", tok)
 			}
-			return nil, fmt.Errorf("unexpected %T", tok)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	if scripts != 1 {
-		return nil, fmt.Errorf("%d scripts", scripts)
+	if p.scripts != 1 {
+		return nil, fmt.Errorf("%d scripts", p.scripts)
 	}
-	return doc, nil
+	return p.doc, nil
+}
+
+const svgNS = "http://www.w3.org/2000/svg"
+
+// allowed are the elements a flame graph has.
+var allowed = map[string]bool{"svg": true, "title": true, "desc": true, "style": true, "script": true, "rect": true, "text": true, "g": true}
+
+// parser is Parse's state: the open elements (each with its id), the
+// frame being read and the text since the last element began or ended.
+type parser struct {
+	doc     *Doc
+	stack   []xml.StartElement
+	cur     *Rect
+	text    strings.Builder
+	scripts int
+}
+
+// start opens an element: an allowed one, without event handlers or
+// links.
+func (p *parser) start(tok xml.StartElement) error {
+	if tok.Name.Space != svgNS || !allowed[tok.Name.Local] {
+		return fmt.Errorf("element %s:%s", tok.Name.Space, tok.Name.Local)
+	}
+	attr, err := attributes(tok)
+	if err != nil {
+		return err
+	}
+	if len(p.stack) == 0 {
+		if tok.Name.Local != "svg" {
+			return fmt.Errorf("root element %s", tok.Name.Local)
+		}
+		p.doc.Total, _ = strconv.ParseInt(attr["fg:total"], 10, 64)
+		p.doc.Height, _ = strconv.Atoi(attr["height"])
+	}
+	switch tok.Name.Local {
+	case "script":
+		p.scripts++
+	case "g":
+		err = p.frame(attr)
+	case "rect":
+		err = p.rect(attr)
+	}
+	p.stack = append(p.stack, xml.StartElement{Name: tok.Name, Attr: []xml.Attr{{Name: xml.Name{Local: "id"}, Value: attr["id"]}}})
+	p.text.Reset()
+	return err
+}
+
+// attributes are an element's attributes by name, the flame graph's own
+// as "fg:NAME".
+func attributes(tok xml.StartElement) (map[string]string, error) {
+	attr := map[string]string{}
+	for _, a := range tok.Attr {
+		if strings.HasPrefix(strings.ToLower(a.Name.Local), "on") || strings.Contains(strings.ToLower(a.Name.Local), "href") {
+			return nil, fmt.Errorf("<%s> has the attribute %s", tok.Name.Local, a.Name.Local)
+		}
+		key := a.Name.Local
+		if a.Name.Space == Namespace {
+			key = "fg:" + key
+		}
+		attr[key] = a.Value
+	}
+	return attr, nil
+}
+
+// frame begins a frame at a <g class="f">.
+func (p *parser) frame(attr map[string]string) error {
+	if attr["class"] != "f" {
+		return nil
+	}
+	if p.cur != nil {
+		return errors.New("a frame inside a frame")
+	}
+	p.cur = &Rect{}
+	var err1, err2, err3 error
+	p.cur.Start, err1 = strconv.ParseInt(attr["fg:s"], 10, 64)
+	p.cur.Samples, err2 = strconv.ParseInt(attr["fg:n"], 10, 64)
+	p.cur.Depth, err3 = strconv.Atoi(attr["fg:d"])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return fmt.Errorf("frame attributes: %w", err)
+	}
+	return nil
+}
+
+// rect reads a frame's box.
+func (p *parser) rect(attr map[string]string) error {
+	if p.cur == nil {
+		return nil
+	}
+	var err1, err2 error
+	p.cur.X, err1 = strconv.ParseFloat(attr["x"], 64)
+	p.cur.Width, err2 = strconv.ParseFloat(attr["width"], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("frame rect: %w", err)
+	}
+	p.cur.Fill = attr["fill"]
+	return nil
+}
+
+// end closes the innermost element, keeping its text where it belongs.
+func (p *parser) end() error {
+	top := p.stack[len(p.stack)-1]
+	p.stack = p.stack[:len(p.stack)-1]
+	s := p.text.String()
+	p.text.Reset()
+	switch top.Name.Local {
+	case "script":
+		p.doc.Script = s
+	case "title":
+		if p.cur != nil {
+			p.cur.Title = s
+			i := strings.LastIndex(s, " (")
+			if i < 0 {
+				return fmt.Errorf("frame title %q", s)
+			}
+			p.cur.Name = s[:i]
+		}
+	case "text":
+		if p.cur != nil {
+			p.cur.Label = s
+		} else if id := top.Attr[0].Value; id != "" {
+			p.doc.Texts[id] = s
+		}
+	case "g":
+		if p.cur != nil {
+			p.doc.Frames = append(p.doc.Frames, *p.cur)
+			p.cur = nil
+		}
+	}
+	return nil
 }
