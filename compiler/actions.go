@@ -192,15 +192,8 @@ func (g *gen) keyKind(x spec.Expr) KeyKind {
 	if _, ok := x.(*spec.Join); ok {
 		return KeyArgv
 	}
-	if v, ok := x.(*spec.Var); ok {
-		switch v.Name {
-		case "func":
-			return KeyFunc
-		case "event":
-			return KeyEvent
-		case "comm":
-			return KeyComm
-		}
+	if v, ok := x.(*spec.Var); ok && builtinCodes[v.Name].key != "" {
+		return builtinCodes[v.Name].key
 	}
 	return kindOf(g.typeOf(x))
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // Kernel data through BTF: arguments by name, the current task, casts, and
-// struct fields through pointers (spec.KernelPath), typed returns and ppid.
+// struct fields through pointers (spec.KernelPath), typed returns and the
+// built-in values read along a path (ppid).
 // Offsets, sizes and signedness come from the target's BTF only. A target
 // that carries no BTF (a built-in profile) defers them: the probe is
 // compiled with placeholders, its plan lists the accesses "resolved at
@@ -80,16 +81,6 @@ func (g *gen) retType(x *spec.Var) spec.Type {
 	return t
 }
 
-// ppidType resolves ppid, the parent's tgid: task.real_parent.tgid.
-func (g *gen) ppidType(x *spec.Var) spec.Type {
-	path := &spec.KernelPath{Root: spec.RootTask, Fields: []spec.PathField{
-		{Name: "real_parent", Range: x.Range()}, {Name: "tgid", Range: x.Range()},
-	}}
-	a, t := g.resolveIn(x, path)
-	g.ppidRead = a
-	return t
-}
-
 func (g *gen) addDeferred(what string) {
 	for _, d := range g.out.Deferred {
 		if d == what {
@@ -127,7 +118,8 @@ func (g *gen) kernelTypes(x spec.Expr) (types *btf.Spec, deferred bool) {
 }
 
 // kernelDecl is the type the target's BTF declares for kernel data x
-// (a kernel path, ret of a kernel probe, ppid), once resolved; false for
+// (a kernel path, ret of a kernel probe, a built-in value's path such as
+// ppid's), once resolved; false for
 // other expressions and for data resolved at apply.
 func (g *gen) kernelDecl(x spec.Expr) (btf.Type, bool) {
 	if v, ok := x.(*spec.Var); ok && v.Name == "ret" {
@@ -136,8 +128,8 @@ func (g *gen) kernelDecl(x spec.Expr) (btf.Type, bool) {
 	if a := g.access[x]; a != nil && !a.deferred {
 		return a.typ, true
 	}
-	if v, ok := x.(*spec.Var); ok && v.Name == "ppid" && g.ppidRead != nil && !g.ppidRead.deferred {
-		return g.ppidRead.typ, true
+	if v, ok := x.(*spec.Var); ok && g.paths[v.Name] != nil && !g.paths[v.Name].deferred {
+		return g.paths[v.Name].typ, true
 	}
 	return nil, false
 }
@@ -172,9 +164,6 @@ func (g *gen) kernelAddr(x *spec.KernelPath) {
 		g.e.Emit(asm.Add.Imm(asm.R0, a.leaf.off))
 	}
 }
-
-// ppid emits the code that leaves the parent's pid (tgid) in R0.
-func (g *gen) ppid() { g.readAccess(g.ppidRead) }
 
 // extendRet sign- or zero-extends ret, in R0, as the function's BTF return
 // type says (an int is sign-correct without masking).

@@ -62,11 +62,12 @@ type gen struct {
 	// eventIndex holds the index of each event named in event == NAME.
 	eventIndex map[string]int
 	// access holds kernel paths resolved against the target's BTF;
-	// retRead and ppidRead say how ret extends and where ppid is read.
-	access   map[spec.Expr]*access
-	retRead  *leaf
-	retDecl  btf.Type
-	ppidRead *access
+	// retRead says how ret extends; paths where each built-in value with
+	// a path (ppid) is read.
+	access  map[spec.Expr]*access
+	retRead *leaf
+	retDecl btf.Type
+	paths   map[string]*access
 
 	// Set per program.
 	e   *bpf.Emitter

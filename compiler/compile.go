@@ -375,7 +375,10 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 		spec.Walk(x, func(x spec.Expr) {
 			switch x := x.(type) {
 			case *spec.Var:
-				usesCookie = usesCookie || x.Name == "func" || (x.Name == "event" && len(g.out.Tracepoints) > 1)
+				usesCookie = usesCookie || g.usesCookie(x)
+				if d := g.checkSince(x); d != nil {
+					diags = append(diags, d)
+				}
 			case *spec.Binary:
 				if name, ok := spec.FuncName(x); ok {
 					if d := g.resolveFuncName(name, x.R.Range()); d != nil {

@@ -3,6 +3,10 @@
 // programs (built with cilium/ebpf's asm, license GPL), the maps, and the
 // layouts that decode what the maps hold.
 //
+// Each built-in value of spec's table ([spec.Builtins]) has its code here
+// (builtinCodes), or a path of kernel data read through BTF; a test holds
+// the two tables to each other.
+//
 // Compilation is deterministic: the same spec and the same [bpf.Facts] give
 // the same output. Nothing here loads into or reads from the running kernel;
 // what depends on it (kfunc ids, function addresses, cookies) is resolved by

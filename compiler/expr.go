@@ -53,16 +53,7 @@ func (g *gen) expr(x spec.Expr) {
 		g.e.Origin(x.Range())
 		g.e.Emit(asm.HostTo(asm.BE, asm.R0, map[int]asm.Size{16: asm.Half, 32: asm.Word}[x.Bits]))
 	case *spec.Unary:
-		g.expr(x.X)
-		g.e.Origin(x.Range())
-		switch x.Op {
-		case spec.OpNot:
-			g.e.Emit(asm.Xor.Imm(asm.R0, 1))
-		case spec.OpNeg:
-			g.e.Emit(asm.Neg.Imm(asm.R0, 0))
-		case spec.OpBNot:
-			g.e.Emit(asm.Xor.Imm(asm.R0, -1))
-		}
+		g.unary(x)
 	case *spec.Binary:
 		g.binary(x)
 	case *spec.IntCast:
@@ -72,64 +63,38 @@ func (g *gen) expr(x spec.Expr) {
 	case *spec.Display:
 		g.expr(x.X) // the decoder is applied when the key is shown
 	case *spec.Cond:
-		elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
-		g.expr(x.If)
-		g.e.Origin(x.Range())
-		g.e.Emit(asm.JEq.Imm(asm.R0, 0, elseL))
-		g.expr(x.Then)
-		g.e.Origin(x.Range())
-		g.e.Emit(asm.Ja.Label(done))
-		g.e.Mark(elseL)
-		g.expr(x.Else)
-		g.e.Mark(done)
+		g.choose(x)
 	default:
 		panic(fmt.Sprintf("compiler: unchecked expression %T", x))
 	}
 }
 
-func (g *gen) variable(v *spec.Var) {
-	switch v.Name {
-	case "pid":
-		g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
-	case "tid":
-		g.e.Emit(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
-	case "uid":
-		g.e.Emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
-	case "gid":
-		g.e.Emit(asm.FnGetCurrentUidGid.Call(), asm.RSh.Imm(asm.R0, 32))
-	case "cpu":
-		g.e.Emit(asm.FnGetSmpProcessorId.Call())
-	case "ktime":
-		g.e.Emit(asm.FnKtimeGetNs.Call())
-	case "cgroup":
-		g.e.Emit(asm.FnGetCurrentCgroupId.Call())
-	case "func":
-		g.funcCookie()
-	case "event":
-		if len(g.out.Tracepoints) > 1 {
-			g.funcCookie() // the attach cookie is the event's index
-		} else {
-			g.e.Emit(asm.Mov.Imm(asm.R0, 0))
-		}
-	case "ppid":
-		g.ppid()
-	case "ret":
-		if g.ctx == ctxTracing {
-			g.tracingValue(asm.FnGetFuncRet, -1)
-		} else {
-			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Ret, asm.DWord))
-		}
-		g.extendRet()
-	case "arg0", "arg1", "arg2", "arg3", "arg4", "arg5":
-		n := int(v.Name[3] - '0')
-		if g.ctx == ctxTracing {
-			g.tracingValue(asm.FnGetFuncArg, n)
-		} else {
-			g.e.Emit(asm.LoadMem(asm.R0, regCtx, g.regs.Args[n], asm.DWord))
-		}
-	default:
-		panic("compiler: unknown variable " + v.Name)
+// unary evaluates !X, -X or bnot(X) into R0.
+func (g *gen) unary(x *spec.Unary) {
+	g.expr(x.X)
+	g.e.Origin(x.Range())
+	switch x.Op {
+	case spec.OpNot:
+		g.e.Emit(asm.Xor.Imm(asm.R0, 1))
+	case spec.OpNeg:
+		g.e.Emit(asm.Neg.Imm(asm.R0, 0))
+	case spec.OpBNot:
+		g.e.Emit(asm.Xor.Imm(asm.R0, -1))
 	}
+}
+
+// choose evaluates If ? Then : Else into R0.
+func (g *gen) choose(x *spec.Cond) {
+	elseL, done := g.e.NewLabel("else"), g.e.NewLabel("endif")
+	g.expr(x.If)
+	g.e.Origin(x.Range())
+	g.e.Emit(asm.JEq.Imm(asm.R0, 0, elseL))
+	g.expr(x.Then)
+	g.e.Origin(x.Range())
+	g.e.Emit(asm.Ja.Label(done))
+	g.e.Mark(elseL)
+	g.expr(x.Else)
+	g.e.Mark(done)
 }
 
 // tracingValue reads an argument (n >= 0) or the return value (n < 0) of a

@@ -58,11 +58,11 @@ func (g *gen) resolveRead(x spec.Expr) (spec.Type, bool) {
 	case *spec.KernelPath:
 		return g.kernelType(x), true
 	case *spec.Var:
-		switch {
-		case x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel:
+		if x.Name == "ret" && g.p.Addr.Kind == bpf.KindKernel {
 			return g.retType(x), true
-		case x.Name == "ppid":
-			return g.ppidType(x), true
+		}
+		if b := spec.LookupBuiltin(x.Name); b != nil && b.Path != nil {
+			return g.pathType(x, b), true
 		}
 		return x.Type(), true
 	case *spec.EntryRef:
@@ -242,8 +242,8 @@ func (g *gen) unsignedField(x *spec.ArgsField) bool {
 // value a guard bounds (when = ret > 0; a conjunct X > c or X >= c, c a
 // literal >= 0, X written as in the value); a literal >= 0; a value the target declares
 // unsigned (a tracepoint field, kernel data, a kernel function's ret),
-// u8(x) to u64(x); pid, tid, uid, gid, cpu, ppid, cgroup, func, event
-// and ktime; a comparison or !x (0 or 1); +, *, /, %, |, ^ and >> of
+// u8(x) to u64(x); a built-in value the table says is (pid, ktime, ...:
+// spec.Builtin.NonNegative); a comparison or !x (0 or 1); +, *, /, %, |, ^ and >> of
 // such values, & with one, a condition whose branches are, a value saved
 // from one; and ktime - entry.NAME where NAME saved ktime (the clock does
 // not go back, and the entry half ran before). Anything else may be
@@ -315,13 +315,11 @@ func (g *gen) unsignedInEvery(x *spec.ArgsField) bool {
 // nonNegativeVar reports whether a value is never negative: a kernel
 // function's unsigned ret, and the ids, counters and clocks.
 func (g *gen) nonNegativeVar(x *spec.Var) bool {
-	switch x.Name {
-	case "ret":
+	if x.Name == "ret" {
 		return g.p.Addr.Kind == bpf.KindKernel && g.retRead != nil && !g.retRead.signed
-	case "pid", "tid", "uid", "gid", "cpu", "ppid", "cgroup", "func", "event", "ktime":
-		return true
 	}
-	return false
+	b := spec.LookupBuiltin(x.Name)
+	return b != nil && b.NonNegative
 }
 
 // nonNegativeBinary: comparisons and logic give 0 or 1; +, *, /, %, | and

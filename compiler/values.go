@@ -80,8 +80,7 @@ func (g *gen) text(x spec.Expr, p place, n int) {
 	g.e.Origin(x.Range())
 	switch x := x.(type) {
 	case *spec.Var: // comm
-		g.addr(asm.R1, p)
-		g.e.Emit(asm.Mov.Imm(asm.R2, int32(min(n, spec.CommSize))), asm.FnGetCurrentComm.Call())
+		builtinCodes[x.Name].text(g, p, n)
 	case *spec.EntryRef:
 		src := stack(g.entryArea + int16(g.entryFields[x.Name]))
 		g.copy(p, src, min(n, slotSize(g.typeOf(x))))

@@ -87,168 +87,269 @@ func (w *Workspace) Apply(s *State, out *compiled.Output, plan *compiled.Plan) (
 	if !w.locked {
 		return nil, nil, errors.New("apply needs the workspace lock (Begin)")
 	}
-	res := &Result{}
+	a, err := w.planApply(s, out, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer a.finish()
+	if err := a.openShared(); err != nil {
+		return nil, nil, err
+	}
+	if err := a.loadAll(); err != nil {
+		return nil, nil, err
+	}
+	if err := a.attachAll(); err != nil {
+		return nil, nil, err
+	}
+	if err := a.pinAll(); err != nil {
+		return nil, nil, err
+	}
+	next, oldDirs := a.nextState()
+	if err := a.commit(next); err != nil {
+		return nil, nil, err
+	}
+	a.res.Leftovers = w.removeDirs(oldDirs)
+	return next, a.res, nil
+}
+
+// applyTxn is one apply in progress: what the plan changes, what it has
+// made or opened so far, and the undo log that takes it back.
+type applyTxn struct {
+	w    *Workspace
+	s    *State
+	out  *compiled.Output
+	plan *compiled.Plan
+	res  *Result
+	t    txn
+
+	changes []*change
+	gone    map[bpf.Address]bool
+	tables  map[string]*liveTable
+	buffer  *liveBuffer
+
+	serial    uint64
+	newTables []*TableState
+	newEvents *EventsState
+	committed bool
+}
+
+// planApply matches the plan against the compiled probes: the probes it
+// creates or replaces, those it deletes and those it keeps.
+func (w *Workspace) planApply(s *State, out *compiled.Output, plan *compiled.Plan) (*applyTxn, error) {
+	a := &applyTxn{w: w, s: s, out: out, plan: plan, res: &Result{}, gone: map[bpf.Address]bool{}}
 	byAddr := map[bpf.Address]*compiled.Probe{}
 	for _, p := range out.Probes {
 		byAddr[p.Address] = p
 	}
-	var changes []*change
-	gone := map[bpf.Address]bool{}
 	for _, c := range plan.Changes {
 		switch c.Action {
 		case compiled.ActionCreate, compiled.ActionReplace:
 			p := byAddr[c.Address]
 			if p == nil || p.Digest != c.Digest {
-				return nil, nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
+				return nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
 			}
-			changes = append(changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
+			a.changes = append(a.changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
 		case compiled.ActionDelete:
-			gone[c.Address] = true
-			res.Deleted = append(res.Deleted, c.Address)
+			a.gone[c.Address] = true
+			a.res.Deleted = append(a.res.Deleted, c.Address)
 		default:
-			res.Unchanged = append(res.Unchanged, c.Address)
+			a.res.Unchanged = append(a.res.Unchanged, c.Address)
 		}
 	}
-
 	if s.Serial >= MaxSerial {
-		return nil, nil, fmt.Errorf("the state's serial %d is at its limit (%d): the state file was edited", s.Serial, uint64(MaxSerial))
+		return nil, fmt.Errorf("the state's serial %d is at its limit (%d): the state file was edited", s.Serial, uint64(MaxSerial))
 	}
-	t := &txn{}
-	committed := false
-	defer func() {
-		if !committed {
-			t.rollback()
+	a.serial = s.Serial + 1
+	return a, nil
+}
+
+// finish closes the tables and the buffer opened from pins (the programs
+// hold what they use) and, unless the apply committed, undoes every step.
+func (a *applyTxn) finish() {
+	if a.buffer != nil && !a.buffer.made {
+		a.buffer.close()
+	}
+	for _, l := range a.tables {
+		if !l.made {
+			l.close()
 		}
-	}()
-	tables, err := w.liveTables(t, s, out, plan)
+	}
+	if !a.committed {
+		a.t.rollback()
+	}
+}
+
+// openShared makes or opens the tables and the event buffer the probes
+// share.
+func (a *applyTxn) openShared() error {
+	tables, err := a.w.liveTables(&a.t, a.s, a.out, a.plan)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	defer func() {
-		for _, l := range tables {
-			if !l.made {
-				l.close() // opened from pins: the programs hold what they use
-			}
-		}
-	}()
-	buffer, err := w.liveEvents(t, s, out, plan)
+	a.tables = tables
+	buffer, err := a.w.liveEvents(&a.t, a.s, a.out, a.plan)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	defer func() {
-		if buffer != nil && !buffer.made {
-			buffer.close()
-		}
-	}()
+	a.buffer = buffer
+	return nil
+}
+
+// bufferMade says whether this apply makes a new event buffer.
+func (a *applyTxn) bufferMade() bool { return a.buffer != nil && a.buffer.made }
+
+// loadAll loads every created or replaced probe, with the maps it shares.
+func (a *applyTxn) loadAll() error {
 	var kernelBTF *btf.Spec
-	for _, c := range changes {
-		if c.probe.Buffer != nil && buffer == nil {
-			return nil, nil, fmt.Errorf("%s: the plan has no event buffer for its events; plan again", c.probe.Address)
+	for _, c := range a.changes {
+		if c.probe.Buffer != nil && a.buffer == nil {
+			return fmt.Errorf("%s: the plan has no event buffer for its events; plan again", c.probe.Address)
 		}
-		c.shared = withBuffer(sharedMaps(c.probe, tables), c.probe, buffer)
-		if err := w.load(t, &c.live, &kernelBTF); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, c := range changes {
-		if err := w.attach(t, &c.live); err != nil {
-			return nil, nil, err
+		c.shared = withBuffer(sharedMaps(c.probe, a.tables), c.probe, a.buffer)
+		if err := a.w.load(&a.t, &c.live, &kernelBTF); err != nil {
+			return err
 		}
 	}
-	if len(changes) > 0 || (buffer != nil && buffer.made) {
-		if err := w.ensureIdentity(t, s); err != nil {
-			return nil, nil, err
+	return nil
+}
+
+// attachAll attaches every loaded probe.
+func (a *applyTxn) attachAll() error {
+	for _, c := range a.changes {
+		if err := a.w.attach(&a.t, &c.live); err != nil {
+			return err
 		}
 	}
-	serial := s.Serial + 1
-	for _, c := range changes {
-		ps, err := w.pin(t, c, serial)
+	return nil
+}
+
+// pinAll pins the probes, the new tables and the new event buffer under
+// the next serial, after the workspace's identity when anything is new.
+func (a *applyTxn) pinAll() error {
+	if len(a.changes) > 0 || a.bufferMade() {
+		if err := a.w.ensureIdentity(&a.t, a.s); err != nil {
+			return err
+		}
+	}
+	for _, c := range a.changes {
+		ps, err := a.w.pin(&a.t, c, a.serial)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		c.state = ps
 	}
-	var newTables []*TableState
-	for _, name := range sortedNames(tables) {
-		if l := tables[name]; l.made {
-			ts, err := w.pinTable(t, l, serial)
+	for _, name := range sortedNames(a.tables) {
+		if l := a.tables[name]; l.made {
+			ts, err := a.w.pinTable(&a.t, l, a.serial)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			newTables = append(newTables, ts)
+			a.newTables = append(a.newTables, ts)
 		}
 	}
-	var newEvents *EventsState
-	if buffer != nil && buffer.made {
-		if newEvents, err = w.pinBuffer(t, buffer, serial); err != nil {
-			return nil, nil, err
+	if a.bufferMade() {
+		ev, err := a.w.pinBuffer(&a.t, a.buffer, a.serial)
+		if err != nil {
+			return err
 		}
+		a.newEvents = ev
 	}
+	return nil
+}
 
-	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: serial, Workspace: w.Name, Facts: stripFacts(out.Facts)}
-	replaced := map[bpf.Address]bool{}
-	for _, c := range changes {
-		replaced[c.probe.Address] = true
-		next.Probes = append(next.Probes, c.state)
-		if c.old != nil {
-			res.Replaced = append(res.Replaced, c.probe.Address)
-		} else {
-			res.Created = append(res.Created, c.probe.Address)
-		}
-	}
+// nextState is the state the apply commits, and the pin directories of
+// what it replaces or deletes.
+func (a *applyTxn) nextState() (*State, []string) {
+	s := a.s
+	next := &State{Version: StateVersion, Lineage: s.Lineage, Serial: a.serial, Workspace: a.w.Name, Facts: stripFacts(a.out.Facts)}
+	replaced := a.newProbes(next)
 	var oldDirs []string
 	var goneProbes []*ProbeState
 	for _, p := range s.Probes {
-		if gone[p.Address] || replaced[p.Address] {
+		if a.gone[p.Address] || replaced[p.Address] {
 			oldDirs = append(oldDirs, p.PinDir)
 			goneProbes = append(goneProbes, p)
 		} else {
 			next.Probes = append(next.Probes, p)
 		}
 	}
-	for _, ts := range s.Tables {
-		if l := tables[ts.Address.Name]; l != nil && !l.made {
+	oldDirs = append(oldDirs, a.nextTables(next)...)
+	oldDirs = append(oldDirs, a.nextEvents(next, goneProbes)...)
+	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
+	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
+	return next, oldDirs
+}
+
+// newProbes adds the created and replaced probes to next and the result,
+// and says which addresses they replace.
+func (a *applyTxn) newProbes(next *State) map[bpf.Address]bool {
+	replaced := map[bpf.Address]bool{}
+	for _, c := range a.changes {
+		replaced[c.probe.Address] = true
+		next.Probes = append(next.Probes, c.state)
+		if c.old != nil {
+			a.res.Replaced = append(a.res.Replaced, c.probe.Address)
+		} else {
+			a.res.Created = append(a.res.Created, c.probe.Address)
+		}
+	}
+	return replaced
+}
+
+// nextTables gives next the kept and the new tables, and returns the pin
+// directories of those that go.
+func (a *applyTxn) nextTables(next *State) []string {
+	var oldDirs []string
+	for _, ts := range a.s.Tables {
+		if l := a.tables[ts.Address.Name]; l != nil && !l.made {
 			next.Tables = append(next.Tables, ts)
 		} else {
 			oldDirs = append(oldDirs, ts.PinDir)
 		}
 	}
-	next.Tables = append(next.Tables, newTables...)
-	// The event buffer: made anew (the old one goes, last, once the probes
-	// that wrote into it are gone), kept (with the layouts of the probes
-	// that leave it, whose records it may still hold), or gone.
+	next.Tables = append(next.Tables, a.newTables...)
+	return oldDirs
+}
+
+// nextEvents gives next its event buffer: made anew (the old one goes,
+// last, once the probes that wrote into it are gone), kept (with the
+// layouts of the probes that leave it, whose records it may still hold),
+// or gone. It returns the old buffer's pin directory when that goes.
+func (a *applyTxn) nextEvents(next *State, goneProbes []*ProbeState) []string {
+	s := a.s
 	switch {
-	case newEvents != nil:
-		next.Events = newEvents
-	case buffer != nil:
-		next.Events = s.Events.retire(goneProbes, next.Probes, serial)
+	case a.newEvents != nil:
+		next.Events = a.newEvents
+	case a.buffer != nil:
+		next.Events = s.Events.retire(goneProbes, next.Probes, a.serial)
 	}
 	if s.Events != nil && (next.Events == nil || next.Events.PinDir != s.Events.PinDir) {
-		oldDirs = append(oldDirs, s.Events.PinDir)
+		return []string{s.Events.PinDir}
 	}
-	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
-	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
-	if err := w.commit(next); err != nil {
-		return nil, nil, err
-	}
-	committed = true
+	return nil
+}
 
-	// Committed: the pins hold the objects, our descriptors can go, and
-	// what was replaced or deleted is removed. A failure to remove leaves
-	// directories the next command's Repair removes; the state is right.
-	for _, c := range changes {
+// commit writes next. Committed, the pins hold the objects and our
+// descriptors can go; a failure to remove what was replaced or deleted
+// afterwards leaves directories the next command's Repair removes: the
+// state is right.
+func (a *applyTxn) commit(next *State) error {
+	if err := a.w.commit(next); err != nil {
+		return err
+	}
+	a.committed = true
+	for _, c := range a.changes {
 		c.close()
 	}
-	for _, l := range tables {
+	for _, l := range a.tables {
 		if l.made {
 			l.close()
 		}
 	}
-	if buffer != nil && buffer.made {
-		buffer.close()
+	if a.bufferMade() {
+		a.buffer.close()
 	}
-	res.Leftovers = w.removeDirs(oldDirs)
-	return next, res, nil
+	return nil
 }
 
 // liveTables makes the tables the plan creates or replaces and opens those
@@ -324,26 +425,63 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err := w.step("load %s", p.Address); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint && p.Address.Kind != bpf.KindProfile {
-		return &LoadError{Probe: p, Err: errors.New("functions are not resolved; plan against the live kernel")}
+	if err := loadable(p); err != nil {
+		return &LoadError{Probe: p, Err: err}
 	}
-	if len(p.Deferred) > 0 {
-		return &LoadError{Probe: p, Err: fmt.Errorf("it was planned without the kernel's BTF, so %s %s resolved at apply: apply the specs, not a plan made against a profile",
-			strings.Join(p.Deferred, ", "), map[bool]string{true: "is", false: "are"}[len(p.Deferred) == 1])}
-	}
-	if *kernelBTF == nil && needsBTF(p) {
-		spec, err := bpf.KernelBTF()
-		if err != nil {
-			return fmt.Errorf("%s: kernel BTF: %w", p.Address, err)
-		}
-		*kernelBTF = spec
+	if err := lookupKernelBTF(p, kernelBTF); err != nil {
+		return err
 	}
 	cs, err := p.CollectionSpec(*kernelBTF, p.Functions)
 	if err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	// cilium/ebpf cannot load fsession programs: they are loaded after
-	// the collection, with its maps.
+	fsessions := takeFsessions(cs)
+	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
+		Cache: bpf.KernelBTFCache(),
+	})
+	if err != nil {
+		return loadError(p, err)
+	}
+	t.onUndo(coll.Close)
+	l.coll = coll
+	if err := loadFsessions(p, coll, l.shared, fsessions, *kernelBTF); err != nil {
+		return err
+	}
+	w.createdColl(coll)
+	return nil
+}
+
+// loadable refuses a probe planned without what its load needs: resolved
+// functions, and the kernel's BTF for what was deferred to apply.
+func loadable(p *compiled.Probe) error {
+	if p.Functions == nil && p.Address.Kind != bpf.KindTracepoint && p.Address.Kind != bpf.KindProfile {
+		return errors.New("functions are not resolved; plan against the live kernel")
+	}
+	if len(p.Deferred) > 0 {
+		return fmt.Errorf("it was planned without the kernel's BTF, so %s %s resolved at apply: apply the specs, not a plan made against a profile",
+			strings.Join(p.Deferred, ", "), map[bool]string{true: "is", false: "are"}[len(p.Deferred) == 1])
+	}
+	return nil
+}
+
+// lookupKernelBTF reads the kernel's BTF into *spec, once, when p needs it.
+func lookupKernelBTF(p *compiled.Probe, spec **btf.Spec) error {
+	if *spec != nil || !needsBTF(p) {
+		return nil
+	}
+	s, err := bpf.KernelBTF()
+	if err != nil {
+		return fmt.Errorf("%s: kernel BTF: %w", p.Address, err)
+	}
+	*spec = s
+	return nil
+}
+
+// takeFsessions removes the fsession programs from cs and returns them:
+// cilium/ebpf cannot load them, so they are loaded after the collection,
+// with its maps.
+func takeFsessions(cs *ebpf.CollectionSpec) map[string]*ebpf.ProgramSpec {
 	fsessions := map[string]*ebpf.ProgramSpec{}
 	for key, ps := range cs.Programs {
 		if ps.AttachType == bpf.AttachTraceFsession {
@@ -351,27 +489,25 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 			delete(cs.Programs, key)
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
-		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
-		Cache: bpf.KernelBTFCache(),
-	})
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			for _, prog := range p.Programs {
-				// cilium/ebpf names the failing program: "program ROLE[:FUNCTION]: ...".
-				if strings.Contains(err.Error(), "program "+string(prog.Role)) {
-					return &LoadError{Probe: p, Program: prog, Err: err}
-				}
+	return fsessions
+}
+
+// loadError names the program a verifier rejection belongs to, when it can.
+func loadError(p *compiled.Probe, err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		for _, prog := range p.Programs {
+			// cilium/ebpf names the failing program: "program ROLE[:FUNCTION]: ...".
+			if strings.Contains(err.Error(), "program "+string(prog.Role)) {
+				return &LoadError{Probe: p, Program: prog, Err: err}
 			}
 		}
-		return &LoadError{Probe: p, Err: err}
 	}
-	t.onUndo(coll.Close)
-	l.coll = coll
-	if err := loadFsessions(p, coll, l.shared, fsessions, *kernelBTF); err != nil {
-		return err
-	}
+	return &LoadError{Probe: p, Err: err}
+}
+
+// createdColl records the maps and programs of coll as created.
+func (w *Workspace) createdColl(coll *ebpf.Collection) {
 	for _, m := range coll.Maps {
 		if info, err := m.Info(); err == nil {
 			id, _ := info.ID()
@@ -384,7 +520,6 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 			w.created("prog", uint32(id))
 		}
 	}
-	return nil
 }
 
 // loadFsessions loads a probe's fsession programs, one per function, into
@@ -454,45 +589,77 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 			ps.BinaryFile = a.file
 		}
 	}
+	if err := w.pinMaps(d, c, ps); err != nil {
+		return nil, err
+	}
+	if err := w.pinLinks(d, c, ps); err != nil {
+		return nil, err
+	}
+	if err := w.pinPrograms(d, c, ps); err != nil {
+		return nil, err
+	}
+	if err := w.pinMeta(d, p, ps); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// pinMaps pins the probe's own maps in d and records them in ps.
+func (w *Workspace) pinMaps(d *dir, c *change, ps *ProbeState) error {
+	p := c.probe
 	for _, m := range p.Maps {
 		if err := w.step("pin %s map %s", p.Address, m.Ref); err != nil {
-			return nil, fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
+			return fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
 		}
 		pin := "map_" + m.Ref
 		path, err := d.procPath(pin)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		km := c.coll.Maps[m.Ref]
 		if err := km.Pin(path); err != nil {
-			return nil, fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
+			return fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
 		}
 		info, err := km.Info()
 		if err != nil {
-			return nil, fmt.Errorf("%s: map info: %w", p.Address, err)
+			return fmt.Errorf("%s: map info: %w", p.Address, err)
 		}
 		id, _ := info.ID()
 		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: pin})
 	}
+	return nil
+}
+
+// pinLinks pins the probe's links in d, in attach order, and records them
+// in ps.
+func (w *Workspace) pinLinks(d *dir, c *change, ps *ProbeState) error {
+	p := c.probe
 	for i, a := range c.links {
 		if err := w.step("pin %s link %d", p.Address, i); err != nil {
-			return nil, fmt.Errorf("%s: pin link: %w", p.Address, err)
+			return fmt.Errorf("%s: pin link: %w", p.Address, err)
 		}
 		pin := fmt.Sprintf("link_%d", i)
 		path, err := d.procPath(pin)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := a.link.Pin(path); err != nil {
-			return nil, fmt.Errorf("%s: pin %s link: %w", p.Address, a.family, err)
+			return fmt.Errorf("%s: pin %s link: %w", p.Address, a.family, err)
 		}
 		info, err := a.link.Info()
 		if err != nil {
-			return nil, fmt.Errorf("%s: link info: %w", p.Address, err)
+			return fmt.Errorf("%s: link info: %w", p.Address, err)
 		}
 		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: info.ID,
 			Program: a.program, ProgramID: info.Program, Pin: pin})
 	}
+	return nil
+}
+
+// pinPrograms pins the probe's programs in d, by name, and records them
+// in ps.
+func (w *Workspace) pinPrograms(d *dir, c *change, ps *ProbeState) error {
+	p := c.probe
 	names := make([]string, 0, len(c.coll.Programs))
 	for name := range c.coll.Programs {
 		names = append(names, name)
@@ -500,38 +667,43 @@ func (w *Workspace) pin(t *txn, c *change, serial uint64) (*ProbeState, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := w.step("pin %s program %s", p.Address, name); err != nil {
-			return nil, fmt.Errorf("%s: pin program: %w", p.Address, err)
+			return fmt.Errorf("%s: pin program: %w", p.Address, err)
 		}
 		pin := "prog_" + name
 		path, err := d.procPath(pin)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		prog := c.coll.Programs[name]
 		if err := prog.Pin(path); err != nil {
-			return nil, fmt.Errorf("%s: pin program %s: %w", p.Address, name, err)
+			return fmt.Errorf("%s: pin program %s: %w", p.Address, name, err)
 		}
 		info, err := prog.Info()
 		if err != nil {
-			return nil, fmt.Errorf("%s: program info: %w", p.Address, err)
+			return fmt.Errorf("%s: program info: %w", p.Address, err)
 		}
 		id, _ := info.ID()
 		ps.Programs = append(ps.Programs, ProgramState{Name: name, ID: id, Pin: pin})
 	}
+	return nil
+}
+
+// pinMeta pins ps itself in d, last, and records the blob's map ID in it.
+func (w *Workspace) pinMeta(d *dir, p *compiled.Probe, ps *ProbeState) error {
 	if err := w.step("pin %s meta", p.Address); err != nil {
-		return nil, fmt.Errorf("%s: pin meta: %w", p.Address, err)
+		return fmt.Errorf("%s: pin meta: %w", p.Address, err)
 	}
 	b, err := json.Marshal(ps)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mid, err := pinBlob(d, metaPin, "probectl.meta", b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: pin meta: %w", p.Address, err)
+		return fmt.Errorf("%s: pin meta: %w", p.Address, err)
 	}
 	w.created("map", uint32(mid))
 	ps.MetaID = mid
-	return ps, nil
+	return nil
 }
 
 // metaPin holds a probe's description in its pin directory, for
@@ -571,35 +743,17 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 	next.Serial++
 	res := &Result{}
 	var dirs []string
+	var gone []*ProbeState
 	for _, p := range s.Probes {
 		if len(want) == 0 || want[p.Address] {
 			dirs = append(dirs, p.PinDir)
 			res.Deleted = append(res.Deleted, p.Address)
+			gone = append(gone, p)
 			continue
 		}
 		next.Probes = append(next.Probes, p)
 	}
-	var gone []*ProbeState
-	for _, p := range s.Probes {
-		if len(want) == 0 || want[p.Address] {
-			gone = append(gone, p)
-		}
-	}
-	if len(next.Probes) == 0 {
-		for _, ts := range s.Tables {
-			dirs = append(dirs, ts.PinDir)
-			res.Deleted = append(res.Deleted, ts.Address)
-		}
-		next.Tables = nil
-		// The event buffer goes last, once the probes writing into it are
-		// gone: a reader drains what it holds and ends.
-		if s.Events != nil {
-			dirs = append(dirs, s.Events.PinDir)
-		}
-		next.Events = nil
-	} else {
-		next.Events = s.Events.retire(gone, next.Probes, next.Serial)
-	}
+	dirs = append(dirs, destroyShared(s, &next, res, gone)...)
 	if len(dirs) == 0 {
 		return s, res, nil
 	}
@@ -608,6 +762,29 @@ func (w *Workspace) Destroy(s *State, addrs []bpf.Address) (*State, *Result, err
 	}
 	res.Leftovers = w.removeDirs(dirs)
 	return &next, res, nil
+}
+
+// destroyShared gives next the tables and event buffer left once gone
+// are destroyed, and returns the pin directories of those that go: the
+// tables and the buffer go with the last probe, the buffer last, once the
+// probes writing into it are gone (a reader drains what it holds and
+// ends); otherwise the buffer keeps the layouts of gone.
+func destroyShared(s, next *State, res *Result, gone []*ProbeState) []string {
+	if len(next.Probes) > 0 {
+		next.Events = s.Events.retire(gone, next.Probes, next.Serial)
+		return nil
+	}
+	var dirs []string
+	for _, ts := range s.Tables {
+		dirs = append(dirs, ts.PinDir)
+		res.Deleted = append(res.Deleted, ts.Address)
+	}
+	next.Tables = nil
+	if s.Events != nil {
+		dirs = append(dirs, s.Events.PinDir)
+	}
+	next.Events = nil
+	return dirs
 }
 
 // release gives up a workspace whose pins hold no probes: its identity

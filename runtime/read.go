@@ -8,19 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
-	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler/compiled"
 )
@@ -450,64 +444,85 @@ func combine(kind compiled.AggregationKind, per [][]byte) (int64, bool) {
 // functions and events by their index.
 func decodeKey(fields []compiled.KeyField, b []byte, p *ProbeState) OrderedKey {
 	key := OrderedKey{}
-	var functions, events []string
-	if p != nil {
-		functions, events = p.Functions, p.Tracepoints
-		if len(events) == 0 && p.Event != "" {
-			events = []string{p.Event}
-		}
-	}
-	name := func(list []string, raw []byte) string {
-		idx := binary.LittleEndian.Uint64(raw)
-		if idx < uint64(len(list)) {
-			return list[idx]
-		}
-		return fmt.Sprintf("#%d", idx)
-	}
+	names := indexNames(p)
 	for _, f := range fields {
-		if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
-			key = append(key, KeyField{f.Name, "(out of the record)"})
-			continue
-		}
-		raw := b[f.Offset : f.Offset+f.Size]
-		if dec := decoders[f.Decode]; dec != nil {
-			key = append(key, KeyField{f.Name, dec(f, raw)})
-			continue
-		}
-		switch f.Kind {
-		case compiled.KeyComm, compiled.KeyString:
-			if i := bytes.IndexByte(raw, 0); i >= 0 {
-				raw = raw[:i]
-			}
-			key = append(key, KeyField{f.Name, string(raw)})
-		case compiled.KeyArgv:
-			var parts []string
-			for _, s := range bytes.Split(raw, []byte{0}) {
-				if len(s) == 0 {
-					break
-				}
-				parts = append(parts, string(s))
-			}
-			key = append(key, KeyField{f.Name, strings.Join(parts, " ")})
-		case compiled.KeyBytes:
-			key = append(key, KeyField{f.Name, hex.EncodeToString(raw)})
-		case compiled.KeyFunc:
-			key = append(key, KeyField{f.Name, name(functions, raw)})
-		case compiled.KeyEvent:
-			key = append(key, KeyField{f.Name, name(events, raw)})
-		case compiled.KeyKStack, compiled.KeyUStack:
-			if len(raw) < 8 {
-				key = append(key, KeyField{f.Name, "(out of the record)"})
-				continue
-			}
-			key = append(key, KeyField{f.Name, decodeStack(f, raw)})
-		case compiled.KeyUint:
-			key = append(key, KeyField{f.Name, uint64(decodeInt(raw))})
-		default:
-			key = append(key, KeyField{f.Name, decodeInt(raw)})
-		}
+		key = append(key, KeyField{f.Name, names.decodeField(f, b)})
 	}
 	return key
+}
+
+// keyNames are the lists a key's function and event indexes name.
+type keyNames struct{ functions, events []string }
+
+// indexNames are p's functions and events; none without p.
+func indexNames(p *ProbeState) keyNames {
+	if p == nil {
+		return keyNames{}
+	}
+	n := keyNames{functions: p.Functions, events: p.Tracepoints}
+	if len(n.events) == 0 && p.Event != "" {
+		n.events = []string{p.Event}
+	}
+	return n
+}
+
+// outOfRecord is the value of a field the record is too short for.
+const outOfRecord = "(out of the record)"
+
+// decodeField decodes one field of the record b.
+func (n keyNames) decodeField(f compiled.KeyField, b []byte) any {
+	if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(b) {
+		return outOfRecord
+	}
+	raw := b[f.Offset : f.Offset+f.Size]
+	if dec := decoders[f.Decode]; dec != nil {
+		return dec(f, raw)
+	}
+	switch f.Kind {
+	case compiled.KeyComm, compiled.KeyString:
+		if i := bytes.IndexByte(raw, 0); i >= 0 {
+			raw = raw[:i]
+		}
+		return string(raw)
+	case compiled.KeyArgv:
+		return decodeArgv(raw)
+	case compiled.KeyBytes:
+		return hex.EncodeToString(raw)
+	case compiled.KeyFunc:
+		return nameAt(n.functions, raw)
+	case compiled.KeyEvent:
+		return nameAt(n.events, raw)
+	case compiled.KeyKStack, compiled.KeyUStack:
+		if len(raw) < 8 {
+			return outOfRecord
+		}
+		return decodeStack(f, raw)
+	case compiled.KeyUint:
+		return uint64(decodeInt(raw))
+	}
+	return decodeInt(raw)
+}
+
+// decodeArgv joins the NUL-separated arguments of raw with spaces, up to
+// the first empty one.
+func decodeArgv(raw []byte) string {
+	var parts []string
+	for _, s := range bytes.Split(raw, []byte{0}) {
+		if len(s) == 0 {
+			break
+		}
+		parts = append(parts, string(s))
+	}
+	return strings.Join(parts, " ")
+}
+
+// nameAt is the name at the index raw holds in list, or #index outside it.
+func nameAt(list []string, raw []byte) string {
+	idx := binary.LittleEndian.Uint64(raw)
+	if idx < uint64(len(list)) {
+		return list[idx]
+	}
+	return fmt.Sprintf("#%d", idx)
 }
 
 // decodeInt reads a little-endian signed integer of 1, 2, 4 or 8 bytes.
@@ -583,270 +598,6 @@ func SortEntries(es []Entry) {
 		sorted[i] = es[j]
 	}
 	copy(es, sorted)
-}
-
-// ProbeStatus is one applied probe's health: the stable JSON of
-// "probectl status -json".
-type ProbeStatus struct {
-	compiled.Description
-	Links []LinkStatus `json:"links"`
-	// EntryHits and ExitHits count program runs; Missed is the kernel's
-	// count of hits it could not deliver: where the link type reports one
-	// (recursion, full rethook pools), and the runs of the probe's programs
-	// it skipped because another BPF program was running on the CPU.
-	EntryHits     uint64   `json:"entry_hits"`
-	ExitHits      uint64   `json:"exit_hits"`
-	Missed        uint64   `json:"missed"`
-	DroppedKeys   uint64   `json:"dropped_keys"`
-	DroppedEvents uint64   `json:"dropped_events"`
-	Drift         []string `json:"drift,omitempty"`
-	AppliedAtUnix int64    `json:"applied_at"`
-	PinDir        string   `json:"pin_dir"`
-}
-
-// LinkStatus is one link.
-type LinkStatus struct {
-	Family    compiled.Family `json:"family"`
-	Function  string          `json:"function,omitempty"`
-	ID        link.ID         `json:"id"`
-	ProgramID ebpf.ProgramID  `json:"program_id"`
-}
-
-// Status checks every probe of s against the kernel. It changes nothing.
-func (w *Workspace) Status(s *State) []ProbeStatus {
-	out := make([]ProbeStatus, len(s.Probes))
-	parallel(len(s.Probes), func(i int) {
-		p := s.Probes[i]
-		st := ProbeStatus{Description: p.Description, AppliedAtUnix: p.AppliedAt.Unix(), PinDir: filepath.Join(w.PinDir(), p.PinDir)}
-		var counts []uint64
-		st.Drift, st.Missed, counts = w.checkProbe(p, true)
-		for _, l := range p.Links {
-			st.Links = append(st.Links, LinkStatus{Family: l.Family, Function: l.Function, ID: l.ID, ProgramID: l.ProgramID})
-		}
-		if len(st.Drift) == 0 && counts != nil {
-			st.fill(p, counts)
-		}
-		out[i] = st
-	})
-	return out
-}
-
-// parallel runs f(0) ... f(n-1) on up to 2×GOMAXPROCS goroutines: checking
-// a probe is a dozen system calls, and a workspace may hold thousands.
-func parallel(n int, f func(i int)) {
-	workers := min(n, 2*goruntime.GOMAXPROCS(0))
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func (st *ProbeStatus) fill(p *ProbeState, counts []uint64) {
-	for _, agg := range p.Aggregations {
-		st.DroppedKeys += counts[agg.DroppedIndex]
-	}
-	st.DroppedEvents = counts[p.Stats.EventsDropped]
-	st.EntryHits, st.ExitHits = counts[p.Stats.EntryHits], counts[p.Stats.ExitHits]
-}
-
-// Drift checks every probe and table and returns what is damaged, by
-// address.
-func (w *Workspace) Drift(s *State) map[bpf.Address][]string {
-	out := map[bpf.Address][]string{}
-	drift := make([][]string, len(s.Probes))
-	parallel(len(s.Probes), func(i int) { drift[i], _, _ = w.checkProbe(s.Probes[i], false) })
-	for i, p := range s.Probes {
-		if len(drift[i]) > 0 {
-			out[p.Address] = drift[i]
-		}
-	}
-	for _, t := range s.Tables {
-		if d := w.checkTable(t); len(d) > 0 {
-			out[t.Address] = d
-		}
-	}
-	if s.Events != nil {
-		if d := w.checkEvents(s.Events); len(d) > 0 {
-			out[s.Events.Address] = d
-		}
-	}
-	return out
-}
-
-// checkTable checks a table's pins: there, and the maps recorded.
-func (w *Workspace) checkTable(t *TableState) []string {
-	d, err := w.tableDir(t)
-	if err != nil {
-		return []string{"pins gone"}
-	}
-	defer d.close()
-	var drift []string
-	for _, m := range t.Pins {
-		drift = append(drift, checkMapPin(d, m)...)
-	}
-	return drift
-}
-
-// checkMapPin checks that a map's pin is there and names the map
-// recorded.
-func checkMapPin(d *dir, m MapState) []string {
-	path, _ := d.procPath(m.Pin)
-	info, err := bpf.ReadPinnedObject(path)
-	switch {
-	case err != nil:
-		return []string{fmt.Sprintf("map %s: pin gone", m.Name)}
-	case ebpf.MapID(info.ID) != m.ID:
-		return []string{fmt.Sprintf("map %s: replaced (id %d, was %d)", m.Name, info.ID, m.ID)}
-	}
-	return nil
-}
-
-// recursionMisses is how many times the kernel did not run the program
-// because a BPF program was already running on the CPU: a tracepoint that
-// fires in an interrupt (sched_wakeup from a timer, block_rq_complete)
-// while a program runs in the interrupted context is skipped. 0 when the
-// program cannot be read.
-func recursionMisses(id ebpf.ProgramID) uint64 {
-	prog, err := ebpf.NewProgramFromID(id)
-	if err != nil {
-		return 0
-	}
-	defer prog.Close()
-	stats, err := prog.Stats()
-	if err != nil {
-		return 0
-	}
-	return stats.RecursionMisses
-}
-
-// checkProbe compares a probe's pins with the kernel: every pin must be
-// there, every link must still run the program probectl attached, and a
-// user probe's binary must still be the file it is attached to. With
-// counters, it also reads the probe's stats map (summed over the CPUs)
-// while it checks that map's pin. It opens every pin with raw bpf(2)
-// calls, two or three each: status does it for every probe.
-func (w *Workspace) checkProbe(p *ProbeState, counters bool) (drift []string, missed uint64, counts []uint64) {
-	if p.BinaryFile != nil {
-		now, err := fileID(p.Binary)
-		switch {
-		case err != nil:
-			drift = append(drift, fmt.Sprintf("binary %s: %v (the probes stay on the old file)", p.Binary, err))
-		case !now.Same(p.BinaryFile):
-			drift = append(drift, fmt.Sprintf("binary %s replaced (%s, was %s): the probes stay on the old file", p.Binary, now, p.BinaryFile))
-		}
-	}
-	d, err := w.probeDir(p)
-	if err != nil {
-		why := "pins gone"
-		if p.BootID != "" && p.BootID != bootID() {
-			why = "pins gone: the machine rebooted since it was applied"
-		}
-		return append(drift, why), 0, nil
-	}
-	defer d.close()
-	for _, m := range p.Maps {
-		if !counters || m.Ref != refStats {
-			drift = append(drift, checkMapPin(d, m)...)
-			continue
-		}
-		sums, why, err := readStatsPin(d, p, m)
-		if why != "" {
-			drift = append(drift, why)
-		} else if err == nil {
-			counts = sums
-		}
-	}
-	for _, pr := range p.Programs {
-		path, _ := d.procPath(pr.Pin)
-		info, err := bpf.ReadPinnedProgram(path) // programs open read-write only
-		if err != nil {
-			drift = append(drift, fmt.Sprintf("program %s: pin gone", pr.Name))
-			continue
-		}
-		if ebpf.ProgramID(info.ID) != pr.ID {
-			drift = append(drift, fmt.Sprintf("program %s: replaced (id %d, was %d)", pr.Name, info.ID, pr.ID))
-		}
-		missed += info.RecursionMisses
-	}
-	programs := map[ebpf.ProgramID]bool{}
-	for _, l := range p.Links {
-		what := string(l.Family)
-		if l.Function != "" {
-			what += " " + l.Function
-		}
-		if len(p.Programs) == 0 && !programs[l.ProgramID] {
-			// A state from before programs were pinned: by id (root).
-			programs[l.ProgramID] = true
-			missed += recursionMisses(l.ProgramID)
-		}
-		path, _ := d.procPath(l.Pin)
-		info, err := bpf.ReadPinnedObject(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				drift = append(drift, fmt.Sprintf("link %s: pin gone", what))
-			} else {
-				drift = append(drift, fmt.Sprintf("link %s: %v", what, err))
-			}
-			continue
-		}
-		if link.ID(info.ID) != l.ID {
-			drift = append(drift, fmt.Sprintf("link %s: replaced (id %d, was %d)", what, info.ID, l.ID))
-		}
-		if ebpf.ProgramID(info.ProgramID) != l.ProgramID {
-			drift = append(drift, fmt.Sprintf("link %s: program replaced (id %d, was %d)", what, info.ProgramID, l.ProgramID))
-		}
-		missed += linkMissed(l.Family, path)
-	}
-	return drift, missed, counts
-}
-
-// linkMissed is the count of hits the kernel reports it could not deliver
-// through a link of a family that reports one (kprobe.multi and
-// kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
-// info, which the other families need not pay for.
-func linkMissed(family compiled.Family, path string) uint64 {
-	switch family {
-	case compiled.FamilyKprobeMulti, compiled.FamilyKretprobeMulti, compiled.FamilyKprobeSession,
-		compiled.FamilyUprobeMulti, compiled.FamilyUretprobeMulti, compiled.FamilyUprobeSession, compiled.FamilyKprobe, compiled.FamilyKretprobe:
-	default:
-		return 0
-	}
-	lk, err := link.LoadPinnedLink(path, nil)
-	if err != nil {
-		return 0
-	}
-	defer lk.Close()
-	info, err := lk.Info()
-	if err != nil {
-		return 0
-	}
-	var missed uint64
-	if km := info.KprobeMulti(); km != nil {
-		missed += km.Missed
-	}
-	if um := info.UprobeMulti(); um != nil {
-		missed += um.Missed
-	}
-	if pe := info.PerfEvent(); pe != nil {
-		if k := pe.Kprobe(); k != nil {
-			missed += k.Missed
-		}
-	}
-	return missed
 }
 
 // Text is the field's value as text, as show and the metrics decode it:

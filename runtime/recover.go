@@ -22,23 +22,9 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	if !w.locked {
 		return nil, nil, errors.New("recover needs the workspace lock")
 	}
-	cur, err := w.State()
+	cur, id, dirs, err := w.recoverable()
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(cur.Probes) > 0 {
-		return nil, nil, fmt.Errorf("the state of workspace %q in %s records %d probes: there is nothing to recover", w.Name, w.dir(), len(cur.Probes))
-	}
-	id, err := readIdentity(w.pins)
-	if err != nil {
-		return nil, nil, err
-	}
-	dirs, err := probeDirs(w.pins)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(dirs) == 0 {
-		return nil, nil, fmt.Errorf("workspace %q has no probes pinned under %s: there is nothing to recover", w.Name, w.PinDir())
 	}
 	next := &State{Version: StateVersion, Workspace: w.Name, Serial: cur.Serial}
 	if id != nil {
@@ -46,62 +32,13 @@ func (w *Workspace) Recover() (*State, []string, error) {
 	} else {
 		next.Lineage = newLineage()
 	}
-	serialOf := func(name string) uint64 {
-		n, _ := strconv.ParseUint(name[strings.LastIndexByte(name, '-')+1:], 10, 64)
-		return n
-	}
-	sort.Slice(dirs, func(i, j int) bool { return serialOf(dirs[i]) < serialOf(dirs[j]) })
-	newest := map[bpf.Address]*ProbeState{}
-	tables := map[string]*TableState{}
-	var events *EventsState
-	var skipped []string
+	f := &found{newest: map[bpf.Address]*ProbeState{}, tables: map[string]*TableState{}}
+	sort.Slice(dirs, func(i, j int) bool { return dirSerial(dirs[i]) < dirSerial(dirs[j]) })
 	for _, name := range dirs {
-		next.Serial = max(next.Serial, serialOf(name))
-		if strings.HasPrefix(name, eventsPinDir) {
-			es, err := w.readEventsMeta(name)
-			if err != nil {
-				skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
-				continue
-			}
-			if events != nil {
-				skipped = append(skipped, events.PinDir+" (an older copy)")
-			}
-			events = es
-			continue
-		}
-		if strings.HasPrefix(name, "table-") {
-			ts, err := w.readTableMeta(name)
-			if err != nil {
-				skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
-				continue
-			}
-			if old := tables[ts.Address.Name]; old != nil {
-				skipped = append(skipped, old.PinDir+" (an older copy)")
-			}
-			tables[ts.Address.Name] = ts
-			continue
-		}
-		ps, err := w.readMeta(name)
-		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
-			continue
-		}
-		if old := newest[ps.Address]; old != nil {
-			skipped = append(skipped, old.PinDir+" (an older copy)")
-		}
-		newest[ps.Address] = ps
+		next.Serial = max(next.Serial, dirSerial(name))
+		w.adopt(f, name)
 	}
-	for _, ps := range newest {
-		next.Probes = append(next.Probes, ps)
-	}
-	for _, ts := range tables {
-		next.Tables = append(next.Tables, ts)
-	}
-	// The buffer's description is as it was made: the layouts of probes
-	// replaced since are not in it, and their records read as undecodable.
-	next.Events = events
-	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
-	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
+	f.fill(next)
 	if err := next.validate(w.Name); err != nil {
 		return nil, nil, fmt.Errorf("recover: %w", err)
 	}
@@ -114,7 +51,103 @@ func (w *Workspace) Recover() (*State, []string, error) {
 		t.rollback()
 		return nil, nil, err
 	}
-	return next, skipped, nil
+	return next, f.skipped, nil
+}
+
+// recoverable reads what a recovery starts from: the current state, which
+// must record no probes, the workspace's identity, and the pin
+// directories, of which there must be some.
+func (w *Workspace) recoverable() (*State, *identity, []string, error) {
+	cur, err := w.State()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(cur.Probes) > 0 {
+		return nil, nil, nil, fmt.Errorf("the state of workspace %q in %s records %d probes: there is nothing to recover", w.Name, w.dir(), len(cur.Probes))
+	}
+	id, err := readIdentity(w.pins)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dirs, err := probeDirs(w.pins)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(dirs) == 0 {
+		return nil, nil, nil, fmt.Errorf("workspace %q has no probes pinned under %s: there is nothing to recover", w.Name, w.PinDir())
+	}
+	return cur, id, dirs, nil
+}
+
+// dirSerial is the serial a pin directory is named for.
+func dirSerial(name string) uint64 {
+	n, _ := strconv.ParseUint(name[strings.LastIndexByte(name, '-')+1:], 10, 64)
+	return n
+}
+
+// found is what a recovery adopts: the newest description of each probe
+// and table, and of the event buffer, and the directories it skips.
+type found struct {
+	newest  map[bpf.Address]*ProbeState
+	tables  map[string]*TableState
+	events  *EventsState
+	skipped []string
+}
+
+// adopt reads the description in one pin directory into f; directories
+// are adopted oldest first, so a newer copy displaces an older one.
+func (w *Workspace) adopt(f *found, name string) {
+	switch {
+	case strings.HasPrefix(name, eventsPinDir):
+		es, err := w.readEventsMeta(name)
+		if err != nil {
+			f.skip(name, err)
+			return
+		}
+		if f.events != nil {
+			f.skipped = append(f.skipped, f.events.PinDir+" (an older copy)")
+		}
+		f.events = es
+	case strings.HasPrefix(name, "table-"):
+		ts, err := w.readTableMeta(name)
+		if err != nil {
+			f.skip(name, err)
+			return
+		}
+		if old := f.tables[ts.Address.Name]; old != nil {
+			f.skipped = append(f.skipped, old.PinDir+" (an older copy)")
+		}
+		f.tables[ts.Address.Name] = ts
+	default:
+		ps, err := w.readMeta(name)
+		if err != nil {
+			f.skip(name, err)
+			return
+		}
+		if old := f.newest[ps.Address]; old != nil {
+			f.skipped = append(f.skipped, old.PinDir+" (an older copy)")
+		}
+		f.newest[ps.Address] = ps
+	}
+}
+
+func (f *found) skip(name string, err error) {
+	f.skipped = append(f.skipped, fmt.Sprintf("%s (%v)", name, err))
+}
+
+// fill gives next what f adopted, in order. The buffer's description is
+// as it was made: the layouts of probes replaced since are not in it, and
+// their records read as undecodable.
+func (f *found) fill(next *State) {
+	for _, ps := range f.newest {
+		next.Probes = append(next.Probes, ps)
+	}
+	for _, ts := range f.tables {
+		next.Tables = append(next.Tables, ts)
+	}
+	next.Events = f.events
+	sort.Slice(next.Tables, func(i, j int) bool { return next.Tables[i].Address.Name < next.Tables[j].Address.Name })
+	sort.Slice(next.Probes, func(i, j int) bool { return next.Probes[i].Address.Less(next.Probes[j].Address) })
 }
 
 // readMeta reads the description pinned in a probe directory and checks

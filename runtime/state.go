@@ -184,69 +184,97 @@ func (s *State) validate(workspace string) error {
 	}
 	seen := map[bpf.Address]bool{}
 	for _, p := range s.Probes {
-		if p == nil {
-			return errors.New("a probe is null")
-		}
-		if !p.Address.Kind.Valid() || !bpf.ValidName(p.Address.Name) {
-			return fmt.Errorf("probe %q is not a probe address", p.Address)
-		}
-		if seen[p.Address] {
-			return fmt.Errorf("probe %s is listed twice", p.Address)
-		}
-		seen[p.Address] = true
-		prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
-		if !isProbeDir(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
-			return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
-		}
-		for _, m := range p.Maps {
-			if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
-				return fmt.Errorf("%s: map pin %q is not a map pin", p.Address, m.Pin)
-			}
-		}
-		for _, l := range p.Links {
-			if !isLinkPin(l.Pin) {
-				return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
-			}
-		}
-		// Counters index the stats map: every index within it.
-		st := p.Stats
-		if st.Size < 0 || st.Size > maxStats {
-			return fmt.Errorf("%s: %d stats counters", p.Address, st.Size)
-		}
-		in := func(i int) bool { return i >= 0 && i < st.Size }
-		if !in(st.EventsDropped) || !in(st.EntryHits) || !in(st.ExitHits) {
-			return fmt.Errorf("%s: a stats counter is out of the stats map", p.Address)
-		}
-		for _, a := range p.Aggregations {
-			if a == nil || !in(a.DroppedIndex) {
-				return fmt.Errorf("%s: an aggregation is null or counts drops out of the stats map", p.Address)
-			}
-		}
-		for _, e := range p.Events {
-			if e == nil {
-				return fmt.Errorf("%s: an event layout is null", p.Address)
-			}
+		if err := p.validate(seen); err != nil {
+			return err
 		}
 	}
 	for _, t := range s.Tables {
-		if t == nil {
-			return errors.New("a table is null")
-		}
-		if t.Address.Kind != bpf.KindTable || !bpf.ValidName(t.Address.Name) {
-			return fmt.Errorf("table %q is not a table address", t.Address)
-		}
-		if !isProbeDir(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
-			return fmt.Errorf("%s: pin_dir %q is not a pin directory of this table", t.Address, t.PinDir)
-		}
-		for _, m := range t.Pins {
-			if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
-				return fmt.Errorf("%s: map pin %q is not a map pin", t.Address, m.Pin)
-			}
+		if err := t.validate(); err != nil {
+			return err
 		}
 	}
 	if s.Events != nil {
 		if err := s.Events.validate(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validate checks one probe of a state file: its address (not in seen,
+// which it joins), its pin directory and pins, its counters and layouts.
+func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
+	if p == nil {
+		return errors.New("a probe is null")
+	}
+	if !p.Address.Kind.Valid() || !bpf.ValidName(p.Address.Name) {
+		return fmt.Errorf("probe %q is not a probe address", p.Address)
+	}
+	if seen[p.Address] {
+		return fmt.Errorf("probe %s is listed twice", p.Address)
+	}
+	seen[p.Address] = true
+	prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
+	if !isProbeDir(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
+		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
+	}
+	if err := validMapPins(p.Address, p.Maps); err != nil {
+		return err
+	}
+	for _, l := range p.Links {
+		if !isLinkPin(l.Pin) {
+			return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
+		}
+	}
+	if err := p.validateStats(); err != nil {
+		return err
+	}
+	for _, e := range p.Events {
+		if e == nil {
+			return fmt.Errorf("%s: an event layout is null", p.Address)
+		}
+	}
+	return nil
+}
+
+// validateStats checks that every counter indexes the stats map.
+func (p *ProbeState) validateStats() error {
+	st := p.Stats
+	if st.Size < 0 || st.Size > maxStats {
+		return fmt.Errorf("%s: %d stats counters", p.Address, st.Size)
+	}
+	in := func(i int) bool { return i >= 0 && i < st.Size }
+	if !in(st.EventsDropped) || !in(st.EntryHits) || !in(st.ExitHits) {
+		return fmt.Errorf("%s: a stats counter is out of the stats map", p.Address)
+	}
+	for _, a := range p.Aggregations {
+		if a == nil || !in(a.DroppedIndex) {
+			return fmt.Errorf("%s: an aggregation is null or counts drops out of the stats map", p.Address)
+		}
+	}
+	return nil
+}
+
+// validate checks one table of a state file: its address, its pin
+// directory and its pins.
+func (t *TableState) validate() error {
+	if t == nil {
+		return errors.New("a table is null")
+	}
+	if t.Address.Kind != bpf.KindTable || !bpf.ValidName(t.Address.Name) {
+		return fmt.Errorf("table %q is not a table address", t.Address)
+	}
+	if !isProbeDir(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
+		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this table", t.Address, t.PinDir)
+	}
+	return validMapPins(t.Address, t.Pins)
+}
+
+// validMapPins checks that each map pin is named for its map.
+func validMapPins(addr bpf.Address, maps []MapState) error {
+	for _, m := range maps {
+		if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
+			return fmt.Errorf("%s: map pin %q is not a map pin", addr, m.Pin)
 		}
 	}
 	return nil

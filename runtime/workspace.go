@@ -331,33 +331,43 @@ func (w *Workspace) claim(s *State) error {
 		return err
 	}
 	owned := id != nil && s.Lineage != "" && id.Lineage == s.Lineage
-	if !owned && len(dirs) > 0 {
-		recorded := false
-		for _, d := range dirs {
-			recorded = recorded || s.recorded(d)
-		}
-		// Pins from before identities existed: adopt them when the state
-		// records them.
-		if id != nil || s.Lineage == "" || !recorded {
-			return &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
-		}
+	if !owned && len(dirs) > 0 && !adoptable(id, s, dirs) {
+		return &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
 	}
 	if !owned || w.pins == nil {
-		boot := bootID()
-		var missing []string
-		for _, p := range s.Probes {
-			if p.BootID == boot && (w.pins == nil || !w.pins.exists(p.PinDir)) {
-				missing = append(missing, p.Address.String())
-			}
-		}
-		if len(missing) > 0 {
-			if !w.locked {
-				return nil // readers report them as drift
-			}
-			return &PinsMissingError{Workspace: w.Name, PinDir: w.PinDir(), Missing: missing}
-		}
+		return w.checkPinsPresent(s)
 	}
 	return nil
+}
+
+// adoptable says whether pins not owned by s are from before identities
+// existed, and s records them: then s adopts them.
+func adoptable(id *identity, s *State, dirs []string) bool {
+	if id != nil || s.Lineage == "" {
+		return false
+	}
+	for _, d := range dirs {
+		if s.recorded(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPinsPresent refuses, to a writer, a state whose probes of this boot
+// have no pins; readers report them as drift.
+func (w *Workspace) checkPinsPresent(s *State) error {
+	boot := bootID()
+	var missing []string
+	for _, p := range s.Probes {
+		if p.BootID == boot && (w.pins == nil || !w.pins.exists(p.PinDir)) {
+			missing = append(missing, p.Address.String())
+		}
+	}
+	if len(missing) == 0 || !w.locked {
+		return nil
+	}
+	return &PinsMissingError{Workspace: w.Name, PinDir: w.PinDir(), Missing: missing}
 }
 
 // ensureIdentity makes the workspace's pins s's before Apply pins anything:

@@ -11,20 +11,15 @@ import (
 // People who know bpftrace write its names and its syntax: these say what
 // probectl calls the same thing.
 
-// bpftraceNames are bpftrace's built-in values that probectl names
-// otherwise, with what to write instead.
+// bpftraceNames are bpftrace's built-in values that probectl has no value
+// for, with what to write instead; bpftrace's spellings of the values
+// probectl has are in the table of built-in values (Builtin.Bpftrace).
 var bpftraceNames = map[string]string{
-	"nsecs":    "ktime: nanoseconds since boot (bpf_ktime_get_ns)",
-	"retval":   "ret: the return value, in on_exit",
-	"curtask":  "task: the current task_struct, read field by field (task.real_parent.tgid)",
 	"elapsed":  "ktime, the time since boot: there is no start of the run in a spec that outlives it; for a duration subtract a time you saved (ktime - entry.start)",
 	"username": "uid: the kernel knows the numeric user ID only",
-	"probe":    "func (kernel and user probes: which function fired) or event (tracepoint probes: which event)",
 	"cpid":     "pid with a when filter: probectl starts no child process",
-	"cgroupid": "cgroup (the current task's cgroup v2 id), shown by path with cgroup_path(cgroup)",
 	"sarg0":    "arg0 to arg5: arguments on the stack cannot be read",
 	"rand":     "no such value: there is no random number",
-	"jiffies":  "ktime: nanoseconds since boot",
 }
 
 // bpftraceFunctions are bpftrace's functions that are blocks or other
@@ -48,7 +43,11 @@ var bpftraceFunctions = map[string]string{
 
 // bpftraceHint says what probectl calls bpftrace's name, or "".
 func bpftraceHint(name string) string {
-	if what, ok := bpftraceNames[name]; ok {
+	what, ok := bpftraceNames[name]
+	if !ok {
+		what, ok = bpftraceSpellings[name]
+	}
+	if ok {
 		return fmt.Sprintf(" %q is bpftrace's name; here it is %s.", name, what)
 	}
 	return ""

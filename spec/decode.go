@@ -89,21 +89,54 @@ func expandPath(p string) ([]string, error) {
 // are shared by every probe of the set, whichever file declares them.
 func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	cfg := &Config{Sources: files}
+	all, labels := tables{}, labelSets{}
+	parsedFiles, diags := parseFiles(cfg, files, all, labels)
+	// Labels after every table: a labels block may not take a table's name.
+	var bodies []*hclsyntax.Body
+	for _, pf := range parsedFiles {
+		for _, b := range pf.labels {
+			pf.dec.labelsBlock(b, labels, all)
+		}
+		bodies = append(bodies, pf.content)
+	}
+	inferTables(all, bodies)
+	diags = append(diags, decodeProbes(cfg, parsedFiles)...)
+	if !diags.HasErrors() {
+		diags = append(diags, checkTables(all)...)
+		diags = append(diags, checkEvents(cfg)...)
+		diags = append(diags, checkLabels(labels)...)
+	}
+	for _, t := range all {
+		cfg.Tables = append(cfg.Tables, t)
+	}
+	for _, ls := range labels {
+		cfg.Labels = append(cfg.Labels, ls)
+	}
+	sort.Slice(cfg.Labels, func(i, j int) bool { return cfg.Labels[i].Name < cfg.Labels[j].Name })
+	sort.Slice(cfg.Tables, func(i, j int) bool { return cfg.Tables[i].Name < cfg.Tables[j].Name })
+	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
+	return cfg, diags
+}
+
+// parsedFile is one spec file parsed, its tables and event buffer
+// decoded, its probe and labels blocks not yet.
+type parsedFile struct {
+	dec     *decoder
+	probes  []*hcl.Block
+	labels  []*hcl.Block
+	content *hclsyntax.Body
+}
+
+// parseFiles parses the files in name order and decodes their tables and
+// event buffers into all and cfg; files with syntax errors are left out.
+func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSets) ([]parsedFile, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	all := tables{}
-	labels := labelSets{}
-	type parsed struct {
-		dec     *decoder
-		probes  []*hcl.Block
-		labels  []*hcl.Block
-		content *hclsyntax.Body
-	}
-	var parsedFiles []parsed
+	var parsedFiles []parsedFile
 	for _, name := range names {
 		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
@@ -114,7 +147,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		dec := &decoder{src: &src, tables: all, labels: labels}
 		content, cd := f.Body.Content(fileSchema)
 		dec.diags = append(dec.diags, cd...)
-		pf := parsed{dec: dec, content: f.Body.(*hclsyntax.Body)}
+		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body)}
 		for _, b := range content.Blocks {
 			switch b.Type {
 			case "table":
@@ -129,17 +162,13 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		}
 		parsedFiles = append(parsedFiles, pf)
 	}
-	// Labels after every table: a labels block may not take a table's name.
-	for _, pf := range parsedFiles {
-		for _, b := range pf.labels {
-			pf.dec.labelsBlock(b, labels, all)
-		}
-	}
-	var bodies []*hclsyntax.Body
-	for _, pf := range parsedFiles {
-		bodies = append(bodies, pf.content)
-	}
-	inferTables(all, bodies)
+	return parsedFiles, diags
+}
+
+// decodeProbes decodes every file's probes into cfg, refusing a second
+// probe at an address, and returns each file's diagnostics.
+func decodeProbes(cfg *Config, parsedFiles []parsedFile) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	seen := map[bpf.Address]*Probe{}
 	for _, pf := range parsedFiles {
 		for _, b := range pf.probes {
@@ -162,21 +191,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		}
 		diags = append(diags, pf.dec.diags...)
 	}
-	if !diags.HasErrors() {
-		diags = append(diags, checkTables(all)...)
-		diags = append(diags, checkEvents(cfg)...)
-		diags = append(diags, checkLabels(labels)...)
-	}
-	for _, t := range all {
-		cfg.Tables = append(cfg.Tables, t)
-	}
-	for _, ls := range labels {
-		cfg.Labels = append(cfg.Labels, ls)
-	}
-	sort.Slice(cfg.Labels, func(i, j int) bool { return cfg.Labels[i].Name < cfg.Labels[j].Name })
-	sort.Slice(cfg.Tables, func(i, j int) bool { return cfg.Tables[i].Name < cfg.Tables[j].Name })
-	sort.Slice(cfg.Probes, func(i, j int) bool { return cfg.Probes[i].Addr.Less(cfg.Probes[j].Addr) })
-	return cfg, diags
+	return diags
 }
 
 var fileSchema = &hcl.BodySchema{
@@ -248,6 +263,27 @@ func (d *decoder) warnf(rng hcl.Range, summary, detail string, args ...any) {
 }
 
 func (d *decoder) probe(b *hcl.Block) *Probe {
+	p := d.probeAddress(b)
+	if p == nil {
+		return nil
+	}
+	content, diags := b.Body.Content(probeSchema)
+	d.diags = append(d.diags, diags...)
+	bodyOK := !diags.HasErrors() // a misspelt argument is not also a missing one
+	d.probeArgs(p, content)
+	d.checkRequired(p, b, content, bodyOK)
+	if p.Addr.Kind == bpf.KindProfile && bodyOK {
+		d.checkProfile(p, b, content)
+	}
+	d.handlers(p, content.Blocks)
+	d.checkHandlers(p, b, content)
+	d.checkActionNames(p)
+	return p
+}
+
+// probeAddress checks a probe block's labels and starts its probe with
+// the defaults of its kind; nil when a label is wrong.
+func (d *decoder) probeAddress(b *hcl.Block) *Probe {
 	kind, name := bpf.Kind(b.Labels[0]), b.Labels[1]
 	if !kind.Valid() {
 		d.errorf(b.LabelRanges[0], "Unknown probe kind",
@@ -263,13 +299,15 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 	if kind == bpf.KindProfile {
 		p.PerfEvent = "auto"
 	}
-	content, diags := b.Body.Content(probeSchema)
-	d.diags = append(d.diags, diags...)
-	bodyOK := !diags.HasErrors() // a misspelt argument is not also a missing one
+	return p
+}
 
-	allowed := kindAttrs[kind]
+// probeArgs decodes a probe's arguments, each by its decoder: those of
+// profile probes by profileAttr, the others by probeArgDecoders.
+func (d *decoder) probeArgs(p *Probe, content *hcl.BodyContent) {
+	kind := p.Addr.Kind
 	for attrName, attr := range content.Attributes {
-		if _, ok := allowed[attrName]; !ok {
+		if _, ok := kindAttrs[kind][attrName]; !ok {
 			d.errorf(attr.NameRange, "Argument not valid here",
 				"%q is not an argument of %s probes (it belongs to %s). Remove it.", attrName, kind, kindsTaking(attrName))
 			continue
@@ -278,96 +316,131 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 			d.profileAttr(p, attr)
 			continue
 		}
-		switch attrName {
-		case "functions":
-			p.FunctionsRange = attr.Expr.Range()
-			p.Functions = d.patterns(attr, false)
-		case "exclude":
-			p.Exclude = d.patterns(attr, true)
-		case "attach":
-			p.AttachRange = attr.Expr.Range()
-			if s, ok := d.stringAttr(attr); ok {
-				p.Attach = s
-				if !contains(attachFamilies[kind], s) {
-					d.errorf(attr.Expr.Range(), "Unknown attach family",
-						"%q is not an attach family for %s probes. Use one of: %s.", s, kind, quoteList(attachFamilies[kind]))
-				}
-			}
-		case "prefer":
-			p.PreferRange = attr.Expr.Range()
-			if s, ok := d.stringAttr(attr); ok {
-				if s != PreferHits && s != PreferAttach {
-					d.errorf(attr.Expr.Range(), "Unknown preference",
-						"%q is not a preference. Use \"hits\" (the family cheapest per hit, for few hot functions: trampolines where the kernel has them) or \"attach\" (the family fastest to attach and detach, for many functions: kprobe.multi), chosen by the measured cost table for the target's kernel; or remove prefer for the usual rule.", s)
-					continue
-				}
-				p.Prefer = s
-			}
-		case "entry_data_size":
-			p.EntryDataSizeRange = attr.Expr.Range()
-			if n, ok := d.intAttr(attr, 1, MaxEntryData); ok {
-				p.EntryDataSize = int(n)
-			}
-		case "binary":
-			p.BinaryRange = attr.Expr.Range()
-			if s, ok := d.stringAttr(attr); ok {
-				p.Binary = s
-				switch {
-				case strings.HasPrefix(s, "/"):
-				case strings.Contains(s, "/"):
-					d.errorf(attr.Expr.Range(), "Binary path must be absolute",
-						"%q is relative; probes are attached by the kernel, which needs an absolute path such as \"/usr/bin/bash\" (or a library's name, such as \"libc\", found as the dynamic linker finds it).", s)
-				case !validLibrary(s):
-					d.errorf(attr.Expr.Range(), "Invalid library name",
-						"%q is neither an absolute path nor a library name. Give a path such as \"/usr/bin/bash\", or a library as ld.so names it: \"libc\", \"libssl.so.3\".", s)
-				}
-			}
-		case "optional":
-			p.OptionalRange = attr.Expr.Range()
-			v, diags := attr.Expr.Value(nil)
-			if diags.HasErrors() || v.IsNull() || v.Type() != cty.Bool {
-				d.errorf(attr.Expr.Range(), "Expected true or false",
-					"optional = true lets the other probes attach when what this one names is not on the target; the plan says so.")
-				continue
-			}
-			p.Optional = v.True()
-		case "pid":
-			if n, ok := d.intAttr(attr, 0, 1<<22); ok {
-				p.PID = int(n)
-			}
-		case "event":
-			p.EventRange = attr.Expr.Range()
-			p.Events = d.events(attr)
-		}
+		probeArgDecoders[attrName](d, p, attr)
 	}
 	if p.Prefer != "" && p.Attach != "auto" && contains(attachFamilies[kind], p.Attach) {
 		d.errorf(p.PreferRange, "Conflicting route settings",
 			"prefer = %q asks probectl to choose the link family by its measured cost, and attach = %q names the family itself. Keep one: remove prefer, or set attach = \"auto\".", p.Prefer, p.Attach)
 	}
-	for attrName, required := range allowed {
-		if _, ok := content.Attributes[attrName]; required && !ok && bodyOK {
+}
+
+// probeArgDecoders decode the arguments of kernel, user and tracepoint
+// probes, by name; kindAttrs says which kind takes which.
+var probeArgDecoders = map[string]func(*decoder, *Probe, *hcl.Attribute){
+	"functions": func(d *decoder, p *Probe, attr *hcl.Attribute) {
+		p.FunctionsRange = attr.Expr.Range()
+		p.Functions = d.patterns(attr, false)
+	},
+	"exclude":         func(d *decoder, p *Probe, attr *hcl.Attribute) { p.Exclude = d.patterns(attr, true) },
+	"attach":          (*decoder).attachArg,
+	"prefer":          (*decoder).preferArg,
+	"entry_data_size": (*decoder).entryDataArg,
+	"binary":          (*decoder).binaryArg,
+	"optional":        (*decoder).optionalArg,
+	"pid": func(d *decoder, p *Probe, attr *hcl.Attribute) {
+		if n, ok := d.intAttr(attr, 0, 1<<22); ok {
+			p.PID = int(n)
+		}
+	},
+	"event": func(d *decoder, p *Probe, attr *hcl.Attribute) {
+		p.EventRange = attr.Expr.Range()
+		p.Events = d.events(attr)
+	},
+}
+
+func (d *decoder) attachArg(p *Probe, attr *hcl.Attribute) {
+	p.AttachRange = attr.Expr.Range()
+	s, ok := d.stringAttr(attr)
+	if !ok {
+		return
+	}
+	p.Attach = s
+	if kind := p.Addr.Kind; !contains(attachFamilies[kind], s) {
+		d.errorf(attr.Expr.Range(), "Unknown attach family",
+			"%q is not an attach family for %s probes. Use one of: %s.", s, kind, quoteList(attachFamilies[kind]))
+	}
+}
+
+func (d *decoder) preferArg(p *Probe, attr *hcl.Attribute) {
+	p.PreferRange = attr.Expr.Range()
+	s, ok := d.stringAttr(attr)
+	if !ok {
+		return
+	}
+	if s != PreferHits && s != PreferAttach {
+		d.errorf(attr.Expr.Range(), "Unknown preference",
+			"%q is not a preference. Use \"hits\" (the family cheapest per hit, for few hot functions: trampolines where the kernel has them) or \"attach\" (the family fastest to attach and detach, for many functions: kprobe.multi), chosen by the measured cost table for the target's kernel; or remove prefer for the usual rule.", s)
+		return
+	}
+	p.Prefer = s
+}
+
+func (d *decoder) entryDataArg(p *Probe, attr *hcl.Attribute) {
+	p.EntryDataSizeRange = attr.Expr.Range()
+	if n, ok := d.intAttr(attr, 1, MaxEntryData); ok {
+		p.EntryDataSize = int(n)
+	}
+}
+
+func (d *decoder) binaryArg(p *Probe, attr *hcl.Attribute) {
+	p.BinaryRange = attr.Expr.Range()
+	s, ok := d.stringAttr(attr)
+	if !ok {
+		return
+	}
+	p.Binary = s
+	switch {
+	case strings.HasPrefix(s, "/"):
+	case strings.Contains(s, "/"):
+		d.errorf(attr.Expr.Range(), "Binary path must be absolute",
+			"%q is relative; probes are attached by the kernel, which needs an absolute path such as \"/usr/bin/bash\" (or a library's name, such as \"libc\", found as the dynamic linker finds it).", s)
+	case !validLibrary(s):
+		d.errorf(attr.Expr.Range(), "Invalid library name",
+			"%q is neither an absolute path nor a library name. Give a path such as \"/usr/bin/bash\", or a library as ld.so names it: \"libc\", \"libssl.so.3\".", s)
+	}
+}
+
+func (d *decoder) optionalArg(p *Probe, attr *hcl.Attribute) {
+	p.OptionalRange = attr.Expr.Range()
+	v, diags := attr.Expr.Value(nil)
+	if diags.HasErrors() || v.IsNull() || v.Type() != cty.Bool {
+		d.errorf(attr.Expr.Range(), "Expected true or false",
+			"optional = true lets the other probes attach when what this one names is not on the target; the plan says so.")
+		return
+	}
+	p.Optional = v.True()
+}
+
+// checkRequired reports the arguments p's kind needs that the block
+// lacks, unless the body already had errors.
+func (d *decoder) checkRequired(p *Probe, b *hcl.Block, content *hcl.BodyContent, bodyOK bool) {
+	if !bodyOK {
+		return
+	}
+	for attrName, required := range kindAttrs[p.Addr.Kind] {
+		if _, ok := content.Attributes[attrName]; required && !ok {
 			d.errorf(b.DefRange, "Missing required argument",
-				"%s probes need %q. Add it to the probe block.", kind, attrName)
+				"%s probes need %q. Add it to the probe block.", p.Addr.Kind, attrName)
 		}
 	}
+}
 
-	if kind == bpf.KindProfile && bodyOK {
-		d.checkProfile(p, b, content)
-	}
+// noExit says, for the kinds of probe that have no exit, why and what to
+// do instead.
+var noExit = map[bpf.Kind][2]string{
+	bpf.KindTracepoint: {"Tracepoints have no exit", "A tracepoint fires once, so it has no on_exit. Move the actions into on_entry."},
+	bpf.KindProfile:    {"Samples have no exit", "A profile probe runs once per sample, so it has no on_exit. Move the actions into on_entry."},
+}
 
-	// on_entry first: on_exit reads what it saves.
-	blocks := append([]*hcl.Block(nil), content.Blocks...)
+// handlers decodes a probe's on_entry and on_exit blocks, on_entry first:
+// on_exit reads what it saves.
+func (d *decoder) handlers(p *Probe, hbs []*hcl.Block) {
+	blocks := append([]*hcl.Block(nil), hbs...)
 	sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].Type == "on_entry" && blocks[j].Type != "on_entry" })
 	for _, hb := range blocks {
 		exit := hb.Type == "on_exit"
-		if exit && kind == bpf.KindTracepoint {
-			d.errorf(hb.DefRange, "Tracepoints have no exit",
-				"A tracepoint fires once, so it has no on_exit. Move the actions into on_entry.")
-			continue
-		}
-		if exit && kind == bpf.KindProfile {
-			d.errorf(hb.DefRange, "Samples have no exit",
-				"A profile probe runs once per sample, so it has no on_exit. Move the actions into on_entry.")
+		if why, ok := noExit[p.Addr.Kind]; exit && ok {
+			d.errorf(hb.DefRange, why[0], "%s", why[1])
 			continue
 		}
 		slot := &p.Entry
@@ -381,6 +454,11 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		}
 		*slot = d.handler(p, hb, exit)
 	}
+}
+
+// checkHandlers reports handlers that do nothing, a probe without any,
+// and entry data that no exit reads or that is too small.
+func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
 	for _, h := range []*Handler{p.Entry, p.Exit} {
 		// An on_entry with only when or save still serves on_exit.
 		if h != nil && len(h.Actions) == 0 && !(!h.Exit && p.Exit != nil && (h.When != nil || h.Save != nil)) {
@@ -397,8 +475,6 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 		d.warnf(p.EntryDataSizeRange, "Entry data without an exit handler",
 			"entry_data_size only matters when there is an on_exit block to read the data. Remove it.")
 	}
-	d.checkActionNames(p)
-	return p
 }
 
 // MaxEntryData is the most entry data a probe can keep for its exit handler.
@@ -479,15 +555,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 	content, diags := b.Body.Content(actionSchema)
 	d.diags = append(d.diags, diags...)
 	bad := false // an lhist bound already reported
-	takes := map[ActionKind][]string{
-		Count: {"by", "when", "max_keys"},
-		Sum:   {"value", "by", "when", "max_keys"},
-		Min:   {"value", "by", "when", "max_keys"},
-		Max:   {"value", "by", "when", "max_keys"},
-		Hist:  {"value", "by", "when", "max_keys"},
-		LHist: {"value", "by", "when", "max_keys", "min", "max", "step"},
-		Event: {"fields", "when"},
-	}[a.Kind]
+	takes := actionTakes[a.Kind]
 	for name, attr := range content.Attributes {
 		if !contains(takes, name) {
 			hint := "Remove it."
@@ -497,56 +565,91 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 			d.errorf(attr.NameRange, "Argument not valid here", "%s takes %s, not %q. %s", a.Kind, quoteList(takes), name, hint)
 			continue
 		}
-		switch name {
-		case "value":
-			a.Value = sc.intExpr(attr.Expr, "value")
-		case "when":
-			a.When = sc.boolExpr(attr.Expr, "when")
-		case "by":
-			a.By, a.ByNames = sc.keys(attr)
-		case "max_keys":
-			if n, ok := d.intAttr(attr, 1, 1<<20); ok {
-				a.MaxKeys = int(n)
-			}
-		case "min", "max", "step":
-			n, ok := d.intAttr(attr, -1<<62, 1<<62)
-			if !ok {
-				bad = true
-				continue
-			}
-			switch name {
-			case "min":
-				a.Min = n
-			case "max":
-				a.Max = n
-			default:
-				a.Step = n
-			}
-		case "fields":
-			a.Fields = sc.fields(attr, "fields")
+		if !d.actionArg(sc, a, name, attr) {
+			bad = true
 		}
 	}
-	for _, req := range map[ActionKind][]string{
-		Sum: {"value"}, Min: {"value"}, Max: {"value"}, Hist: {"value"},
-		LHist: {"value", "min", "max", "step"}, Event: {"fields"},
-	}[a.Kind] {
+	for _, req := range actionNeeds[a.Kind] {
 		if _, ok := content.Attributes[req]; !ok {
 			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
 		}
 	}
-	if a.Kind == LHist && !bad && content.Attributes["step"] != nil && content.Attributes["min"] != nil && content.Attributes["max"] != nil {
-		rng := content.Attributes["step"].Expr.Range()
-		switch {
-		case a.Step <= 0:
-			d.errorf(rng, "Invalid lhist step", "step must be positive. Set it to the width of one bucket.")
-		case a.Max <= a.Min:
-			d.errorf(content.Attributes["max"].Expr.Range(), "Invalid lhist range", "max (%d) must be greater than min (%d).", a.Max, a.Min)
-		case span(a.Min, a.Max)/uint64(a.Step) > MaxLinearBuckets:
-			d.errorf(rng, "Too many lhist buckets",
-				"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", span(a.Min, a.Max)/uint64(a.Step), MaxLinearBuckets)
-		}
+	if a.Kind == LHist && !bad {
+		d.checkLHist(a, content.Attributes)
 	}
 	return a
+}
+
+// actionTakes are the arguments each kind of action takes.
+var actionTakes = map[ActionKind][]string{
+	Count: {"by", "when", "max_keys"},
+	Sum:   {"value", "by", "when", "max_keys"},
+	Min:   {"value", "by", "when", "max_keys"},
+	Max:   {"value", "by", "when", "max_keys"},
+	Hist:  {"value", "by", "when", "max_keys"},
+	LHist: {"value", "by", "when", "max_keys", "min", "max", "step"},
+	Event: {"fields", "when"},
+}
+
+// actionNeeds are the arguments each kind of action needs.
+var actionNeeds = map[ActionKind][]string{
+	Sum: {"value"}, Min: {"value"}, Max: {"value"}, Hist: {"value"},
+	LHist: {"value", "min", "max", "step"}, Event: {"fields"},
+}
+
+// actionArg decodes one argument of an action; false when an lhist bound
+// is not a number in range (already reported).
+func (d *decoder) actionArg(sc *scope, a *Action, name string, attr *hcl.Attribute) bool {
+	switch name {
+	case "value":
+		a.Value = sc.intExpr(attr.Expr, "value")
+	case "when":
+		a.When = sc.boolExpr(attr.Expr, "when")
+	case "by":
+		a.By, a.ByNames = sc.keys(attr)
+	case "max_keys":
+		if n, ok := d.intAttr(attr, 1, 1<<20); ok {
+			a.MaxKeys = int(n)
+		}
+	case "min", "max", "step":
+		n, ok := d.intAttr(attr, -1<<62, 1<<62)
+		if !ok {
+			return false
+		}
+		*lhistBound(a, name) = n
+	case "fields":
+		a.Fields = sc.fields(attr, "fields")
+	}
+	return true
+}
+
+// lhistBound is the field of a that the lhist argument name sets.
+func lhistBound(a *Action, name string) *int64 {
+	switch name {
+	case "min":
+		return &a.Min
+	case "max":
+		return &a.Max
+	}
+	return &a.Step
+}
+
+// checkLHist checks an lhist's bounds, when all three are given: a
+// positive step, max above min, and not too many buckets.
+func (d *decoder) checkLHist(a *Action, attrs map[string]*hcl.Attribute) {
+	if attrs["step"] == nil || attrs["min"] == nil || attrs["max"] == nil {
+		return
+	}
+	rng := attrs["step"].Expr.Range()
+	switch {
+	case a.Step <= 0:
+		d.errorf(rng, "Invalid lhist step", "step must be positive. Set it to the width of one bucket.")
+	case a.Max <= a.Min:
+		d.errorf(attrs["max"].Expr.Range(), "Invalid lhist range", "max (%d) must be greater than min (%d).", a.Max, a.Min)
+	case span(a.Min, a.Max)/uint64(a.Step) > MaxLinearBuckets:
+		d.errorf(rng, "Too many lhist buckets",
+			"(max - min) / step gives %d buckets; at most %d are allowed. Raise step.", span(a.Min, a.Max)/uint64(a.Step), MaxLinearBuckets)
+	}
 }
 
 // MaxLinearBuckets bounds the buckets of an lhist: (max - min) / step, the

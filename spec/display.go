@@ -104,7 +104,7 @@ func (d *decoder) labelsBlock(b *hcl.Block, all labelSets, tabs tables) {
 		d.errorf(b.LabelRanges[0], "Invalid labels name",
 			"%q is not a valid name. Use letters, digits and underscores, starting with a letter: for example \"capability\".", name)
 		return
-	case Vars[name] != (Type{}) || reserved[name] || tabs[name] != nil:
+	case builtinByName[name] != nil || reserved[name] || tabs[name] != nil:
 		d.errorf(b.LabelRanges[0], "Labels name taken",
 			"%q is already a built-in value or a table: labels(%s, x) could not tell them apart. Rename the labels.", name, name)
 		return

@@ -7,6 +7,12 @@
 // nesting and [MaxOperators] operators an expression, so that no pass over a
 // spec recurses without bound.
 //
+// The built-in values (pid, ret, task.FIELD, ...) are one table, [Builtins]:
+// each entry's type, the probe kinds and handler it exists in, the error
+// elsewhere, its BTF path, doc line and bpftrace spelling. The lowering, the
+// diagnostics' lists, the bpftrace hints and the README's list read it; the
+// compiler keeps each value's code under the same name.
+//
 // A [Policy] refuses classes of constructs ([DenyClasses]: a read of kernel
 // memory at a raw address is root on the machine); [Config.Enforce] checks
 // a spec set under one.

@@ -294,17 +294,6 @@ type Cond struct {
 	If, Then, Else Expr
 }
 
-// Vars are the built-in values, with their types. ret is typed by the
-// target on kernel probes (its BTF says what the function returns); event
-// is which event of a tracepoint probe fired; ppid is the parent's pid;
-// cgroup is the current task's cgroup v2 id.
-var Vars = map[string]Type{
-	"pid": TypeInt, "tid": TypeInt, "uid": TypeInt, "gid": TypeInt, "cpu": TypeInt,
-	"comm": TypeComm, "func": TypeInt, "ktime": TypeInt,
-	"arg0": TypeInt, "arg1": TypeInt, "arg2": TypeInt, "arg3": TypeInt, "arg4": TypeInt, "arg5": TypeInt,
-	"ret": TypeInt, "event": TypeInt, "ppid": TypeInt, "cgroup": TypeInt,
-}
-
 // Walk calls fn for e and every expression below it, parents first.
 func Walk(e Expr, fn func(Expr)) {
 	if e == nil {

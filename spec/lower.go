@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -261,112 +262,127 @@ func outOfRange(bf *big.Float) string {
 	return fmt.Sprintf("%s does not fit in 64 bits: %s.", text, limits)
 }
 
+// traversal lowers a name, or a name with fields: a path root (entry,
+// args, task), a table read, a stack, or a built-in value.
 func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	tr := e.Traversal
 	root := tr.RootName()
-	kind := s.probe.Addr.Kind
-	attrName := func() (string, bool) {
-		if len(tr) != 2 {
-			return "", false
-		}
-		a, ok := tr[1].(hcl.TraverseAttr)
-		return a.Name, ok
-	}
 	switch root {
 	case "entry":
-		name, ok := attrName()
-		if !ok {
-			return s.errorf(e.Range(), "Invalid entry reference", "Write entry.NAME, where NAME is saved by on_entry's save.")
-		}
-		if !s.exit {
-			return s.errorf(e.Range(), "entry is only for on_exit",
-				"entry.%s reads what on_entry saved, so it exists only in on_exit. In on_entry use the value itself.", name)
-		}
-		var saved []string
-		if s.probe.Entry != nil {
-			for _, f := range s.probe.Entry.Save {
-				if f.Name == name {
-					return &EntryRef{exprBase: s.base(e, f.Value.Type()), Name: name}
-				}
-				saved = append(saved, f.Name)
-			}
-		}
-		if len(saved) == 0 {
-			return s.errorf(e.Range(), "Nothing saved on entry",
-				"entry.%s is never saved. Add save = { %s = ... } to on_entry.", name, name)
-		}
-		return s.errorf(e.Range(), "Unknown entry value",
-			"on_entry saves %s, not %q. Add it to save, or use one of those.", quoteList(saved), name)
+		return s.entryRef(e)
 	case "args":
 		return s.args(e)
 	case "task":
-		if kind == bpf.KindUser {
-			return s.errorf(e.Range(), "task is for kernel data",
-				"task is the current task_struct, read through the kernel's BTF: kernel, tracepoint and profile probes have it.")
+		if x, refused := s.refused(e, builtinByName["task"]); refused {
+			return x
 		}
 		return &KernelPath{exprBase: s.base(e, TypeTarget), Root: RootTask, Fields: s.pathFields(tr[1:])}
 	}
 	if t := s.d.tables[root]; t != nil {
 		return s.tableTraversal(e, t)
 	}
-	if root == "kstack" || root == "ustack" {
+	b := builtinByName[root]
+	switch {
+	case b != nil && b.Form == FormStack:
 		return s.stackVar(e)
-	}
-	if len(tr) != 1 {
+	case len(tr) != 1:
 		hint := ""
-		if _, isVar := Vars[root]; isVar && kind == bpf.KindKernel && (root == "ret" || strings.HasPrefix(root, "arg")) {
+		if b != nil && b.Register && s.probe.Addr.Kind == bpf.KindKernel {
 			hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
 		}
 		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
+	case b == nil:
+		return s.unknownName(e, root)
 	}
-	t, ok := Vars[root]
-	if !ok {
-		hint := bpftraceHint(root)
-		if hint == "" {
-			hint = s.suggest(root)
+	return s.value(e, b)
+}
+
+// value lowers built-in value b, where the probe's kind and the handler
+// have it.
+func (s *scope) value(e hcl.Expression, b *Builtin) Expr {
+	if x, refused := s.refused(e, b); refused {
+		return x
+	}
+	if b.Phase == ExitOnly && !s.exit || b.Phase == EntryOnly && s.exit {
+		return s.refusal(e, b, b.PhaseRefusal)
+	}
+	return &Var{exprBase: s.base(e, b.TypeIn(s.probe.Addr.Kind)), Name: b.Name}
+}
+
+// unknownName reports a name that is no built-in value or table, with
+// what bpftrace's name is here or the closest name, and every value.
+func (s *scope) unknownName(e hcl.Expression, name string) Expr {
+	hint := bpftraceHint(name)
+	if hint == "" {
+		hint = s.suggest(name)
+	}
+	return s.errorf(e.Range(), "Unknown name", "%q is not a built-in value or a table.%s Available: %s, and the tables.", name, hint, knownValues)
+}
+
+// knownValues lists every built-in name, for the unknown name's error.
+var knownValues = func() string {
+	var names []string
+	for _, b := range builtinList {
+		if w := b.written(); !slices.Contains(names, w) {
+			names = append(names, w)
 		}
-		return s.errorf(e.Range(), "Unknown name",
-			"%q is not a built-in value or a table.%s Available: pid, tid, ppid, uid, gid, cpu, cgroup, comm, func, event, ktime, arg0..arg5, ret, kstack, ustack, entry.NAME, args.FIELD, task.FIELD, and the tables.",
-			root, hint)
 	}
-	if kind == bpf.KindProfile {
-		switch {
-		case root == "ret" || strings.HasPrefix(root, "arg") || root == "func":
-			return s.errorf(e.Range(), root+" is not available",
-				"A profile probe samples whatever each CPU is running: there is no probed function, so no %s. It has pid, tid, comm, cpu, ktime, kstack, ustack and task.", root)
-		case root == "event":
-			return s.errorf(e.Range(), "event is for tracepoints", "event says which of a tracepoint probe's events fired; a profile probe samples one perf event on every CPU.")
+	return strings.Join(names, ", ")
+}()
+
+// refused reports the error for b where the probe's kind lacks it.
+func (s *scope) refused(e hcl.Expression, b *Builtin) (Expr, bool) {
+	r, refused := b.Refused[s.probe.Addr.Kind]
+	if !refused {
+		return nil, false
+	}
+	return s.refusal(e, b, r), true
+}
+
+func (s *scope) refusal(e hcl.Expression, b *Builtin, r Refusal) Expr {
+	return s.errorf(e.Range(), b.expand(r.Summary), "%s", b.expand(r.Detail))
+}
+
+// entryRef lowers entry.NAME: what on_entry saved, read in on_exit.
+func (s *scope) entryRef(e *hclsyntax.ScopeTraversalExpr) Expr {
+	tr := e.Traversal
+	var name string
+	if len(tr) == 2 {
+		if a, ok := tr[1].(hcl.TraverseAttr); ok {
+			name = a.Name
 		}
 	}
-	switch {
-	case root == "ret" && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "ret is not available", "Tracepoints have no return value; read args.ret of a sys_exit_* event instead.")
-	case root == "ret" && !s.exit:
-		return s.errorf(e.Range(), "ret is only for on_exit",
-			"The return value exists only when the function returns. Move this into on_exit.")
-	case strings.HasPrefix(root, "arg") && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "argN is not for tracepoints", "Tracepoints have named fields: use args.FIELD.")
-	case strings.HasPrefix(root, "arg") && s.exit:
-		return s.errorf(e.Range(), "Arguments are gone in on_exit",
-			"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { %s = %s }) and read entry.%s.",
-			root, root, root)
-	case root == "func" && kind == bpf.KindTracepoint:
-		return s.errorf(e.Range(), "func is not for tracepoints", "func names the probed function of kernel and user probes; a tracepoint probe has event, which of its events fired.")
-	case root == "event" && kind != bpf.KindTracepoint:
-		return s.errorf(e.Range(), "event is for tracepoints", "event says which of a tracepoint probe's events fired; kernel and user probes have func.")
-	case root == "ret" && kind == bpf.KindKernel:
-		t = TypeTarget // its BTF says what the function returns
-	case root == "ppid" && kind == bpf.KindUser:
-		return s.errorf(e.Range(), "ppid is for kernel data", "ppid reads the current task's parent through the kernel's BTF: kernel and tracepoint probes have it.")
+	if name == "" {
+		return s.errorf(e.Range(), "Invalid entry reference", "Write entry.NAME, where NAME is saved by on_entry's save.")
 	}
-	return &Var{exprBase: s.base(e, t), Name: root}
+	if !s.exit {
+		return s.errorf(e.Range(), "entry is only for on_exit",
+			"entry.%s reads what on_entry saved, so it exists only in on_exit. In on_entry use the value itself.", name)
+	}
+	var saved []string
+	if s.probe.Entry != nil {
+		for _, f := range s.probe.Entry.Save {
+			if f.Name == name {
+				return &EntryRef{exprBase: s.base(e, f.Value.Type()), Name: name}
+			}
+			saved = append(saved, f.Name)
+		}
+	}
+	if len(saved) == 0 {
+		return s.errorf(e.Range(), "Nothing saved on entry",
+			"entry.%s is never saved. Add save = { %s = ... } to on_entry.", name, name)
+	}
+	return s.errorf(e.Range(), "Unknown entry value",
+		"on_entry saves %s, not %q. Add it to save, or use one of those.", quoteList(saved), name)
 }
 
 func (s *scope) suggest(name string) string {
 	best, bestDist := "", 3
 	candidates := []string{}
-	for v := range Vars {
-		candidates = append(candidates, v)
+	for _, b := range builtinList {
+		if b.Form == FormValue {
+			candidates = append(candidates, b.Name)
+		}
 	}
 	for t := range s.d.tables {
 		candidates = append(candidates, t)
@@ -474,74 +490,108 @@ func (s *scope) binary(e *hclsyntax.BinaryOpExpr) Expr {
 }
 
 func (s *scope) typeBinary(e hcl.Expression, op Op, l, r Expr) Expr {
-	mk := func(t Type) Expr { return &Binary{exprBase: s.base(e, t), Op: op, L: l, R: r} }
 	if s.stackMisuse(l, string(op)) || s.stackMisuse(r, string(op)) {
 		return &invalid{exprBase{rng: e.Range()}}
 	}
 	switch op {
 	case OpAnd, OpOr:
-		for _, x := range []Expr{l, r} {
-			if x.Type().Kind != KindBool {
-				return s.errorf(x.Range(), fmt.Sprintf("%s needs bools", op),
-					"%s is a %s. Compare it, for example %s != 0.", x.Text(), x.Type(), x.Text())
-			}
-		}
-		return mk(TypeBool)
+		return s.logical(e, op, l, r)
 	case OpEq, OpNe:
-		if isLiteral(l) && !isLiteral(r) {
-			l, r = r, l // the literal second
-		}
-		if isFunc(l) || isEvent(l) {
-			if isLiteral(r) {
-				return mk(TypeBool)
-			}
-		}
-		lit, _ := r.(*StringLit)
-		switch {
-		case lit != nil && isLiteral(l):
-			return s.errorf(e.Range(), "Comparison of two literals", "Both sides are constant strings: compare a string value with a literal.")
-		case lit != nil:
-			if lt := l.Type(); !lt.IsString() && lt.Kind != KindTarget {
-				return s.errorf(e.Range(), "Mismatched comparison",
-					"%s is a %s and %s is a string. Strings compare with strings: comm, str(...), a string field.", l.Text(), lt, r.Text())
-			}
-			if lt := l.Type(); lt.IsString() && len(lit.Value) >= lt.Size {
-				return s.errorf(lit.Range(), "String too long",
-					"%q has %d bytes; %s holds at most %d, so they are never equal. Compare with its first %d bytes, or read a longer string: str(x, %d).",
-					lit.Value, len(lit.Value), l.Text(), lt.Size-1, lt.Size-1, min(len(lit.Value)+1, MaxStrSize))
-			}
-			return mk(TypeBool)
-		case l.Type().IsString() != r.Type().IsString():
-			return s.errorf(e.Range(), "Mismatched comparison",
-				"%s is a %s and %s is a %s. Strings compare with string literals, such as comm == \"bash\".", l.Text(), l.Type(), r.Text(), r.Type())
-		case l.Type().IsString() || r.Type().IsString():
-			return s.errorf(e.Range(), "Unsupported string comparison",
-				"Strings compare with a literal, such as comm == \"bash\" (or starts_with(x, \"/tmp/\")); %s and %s are both values.", l.Text(), r.Text())
-		case l.Type().Kind == KindBool && r.Type().Kind == KindBool:
-			return mk(TypeBool)
-		case l.Type().Numeric() && r.Type().Numeric():
-			return mk(TypeBool)
-		}
-		return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), l.Type(), r.Text(), r.Type())
+		return s.equality(e, op, l, r)
 	case OpLt, OpLe, OpGt, OpGe:
-		for _, x := range []Expr{l, r} {
-			if !x.Type().Numeric() {
-				hint := ""
-				if x.Type().IsString() {
-					hint = " Strings compare only with == and != (and starts_with)."
-				}
-				return s.errorf(e.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s.%s", x.Text(), x.Type(), hint)
-			}
-		}
-		return mk(TypeBool)
-	default: // arithmetic and bit operations
-		for _, x := range []Expr{l, r} {
-			if !x.Type().Numeric() {
-				return s.errorf(x.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s, not an integer.", x.Text(), x.Type())
-			}
-		}
-		return mk(TypeInt)
+		return s.ordering(e, op, l, r)
 	}
+	return s.arithmetic(e, op, l, r) // and bit operations
+}
+
+func (s *scope) binaryOf(e hcl.Expression, t Type, op Op, l, r Expr) Expr {
+	return &Binary{exprBase: s.base(e, t), Op: op, L: l, R: r}
+}
+
+// logical checks && and ||: bools.
+func (s *scope) logical(e hcl.Expression, op Op, l, r Expr) Expr {
+	for _, x := range []Expr{l, r} {
+		if x.Type().Kind != KindBool {
+			return s.errorf(x.Range(), fmt.Sprintf("%s needs bools", op),
+				"%s is a %s. Compare it, for example %s != 0.", x.Text(), x.Type(), x.Text())
+		}
+	}
+	return s.binaryOf(e, TypeBool, op, l, r)
+}
+
+// equality checks == and !=: integers, bools, a string with a literal, a
+// named value (func, event) with its name.
+func (s *scope) equality(e hcl.Expression, op Op, l, r Expr) Expr {
+	if isLiteral(l) && !isLiteral(r) {
+		l, r = r, l // the literal second
+	}
+	if isNamed(l) && isLiteral(r) {
+		return s.binaryOf(e, TypeBool, op, l, r)
+	}
+	if lit, ok := r.(*StringLit); ok {
+		return s.literalEquality(e, op, l, lit)
+	}
+	lt, rt := l.Type(), r.Type()
+	switch {
+	case lt.IsString() != rt.IsString():
+		return s.errorf(e.Range(), "Mismatched comparison",
+			"%s is a %s and %s is a %s. Strings compare with string literals, such as comm == \"bash\".", l.Text(), lt, r.Text(), rt)
+	case lt.IsString() || rt.IsString():
+		return s.errorf(e.Range(), "Unsupported string comparison",
+			"Strings compare with a literal, such as comm == \"bash\" (or starts_with(x, \"/tmp/\")); %s and %s are both values.", l.Text(), r.Text())
+	case lt.Kind == KindBool && rt.Kind == KindBool, lt.Numeric() && rt.Numeric():
+		return s.binaryOf(e, TypeBool, op, l, r)
+	}
+	return s.errorf(e.Range(), "Mismatched comparison", "%s is a %s and %s is a %s.", l.Text(), lt, r.Text(), rt)
+}
+
+// literalEquality checks a comparison with a string literal: of a string
+// that can hold it, or of kernel data the target types.
+func (s *scope) literalEquality(e hcl.Expression, op Op, l Expr, lit *StringLit) Expr {
+	lt := l.Type()
+	switch {
+	case isLiteral(l):
+		return s.errorf(e.Range(), "Comparison of two literals", "Both sides are constant strings: compare a string value with a literal.")
+	case !lt.IsString() && lt.Kind != KindTarget:
+		return s.errorf(e.Range(), "Mismatched comparison",
+			"%s is a %s and %s is a string. Strings compare with strings: comm, str(...), a string field.", l.Text(), lt, lit.Text())
+	case lt.IsString() && len(lit.Value) >= lt.Size:
+		return s.errorf(lit.Range(), "String too long",
+			"%q has %d bytes; %s holds at most %d, so they are never equal. Compare with its first %d bytes, or read a longer string: str(x, %d).",
+			lit.Value, len(lit.Value), l.Text(), lt.Size-1, lt.Size-1, min(len(lit.Value)+1, MaxStrSize))
+	}
+	return s.binaryOf(e, TypeBool, op, l, lit)
+}
+
+// ordering checks < <= > >=: integers.
+func (s *scope) ordering(e hcl.Expression, op Op, l, r Expr) Expr {
+	for _, x := range []Expr{l, r} {
+		if !x.Type().Numeric() {
+			hint := ""
+			if x.Type().IsString() {
+				hint = " Strings compare only with == and != (and starts_with)."
+			}
+			return s.errorf(e.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s.%s", x.Text(), x.Type(), hint)
+		}
+	}
+	return s.binaryOf(e, TypeBool, op, l, r)
+}
+
+// arithmetic checks arithmetic and bit operations: integers.
+func (s *scope) arithmetic(e hcl.Expression, op Op, l, r Expr) Expr {
+	for _, x := range []Expr{l, r} {
+		if !x.Type().Numeric() {
+			return s.errorf(x.Range(), fmt.Sprintf("%s needs integers", op), "%s is a %s, not an integer.", x.Text(), x.Type())
+		}
+	}
+	return s.binaryOf(e, TypeInt, op, l, r)
+}
+
+// isNamed reports whether x is a built-in value that compares with a
+// name (func == "vfs_read"), which the compiler resolves.
+func isNamed(x Expr) bool {
+	v, ok := x.(*Var)
+	return ok && builtinByName[v.Name] != nil && builtinByName[v.Name].Named
 }
 
 func isEvent(x Expr) bool {
@@ -589,27 +639,34 @@ var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl
 const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, kstack, ustack, " +
 	"u8, u16, u32, u64, s8, s16, s32, s64, hex(\"0x..\"), and in by keys and event fields errno_name, signal_name, syscall_name, inet, inet6, hex, cgroup_path, labels, ksym, usym"
 
+// lowerer returns the lowering of a function that is not a bit operation
+// or an integer cast, by name; nil for the others.
+func lowerer(name string) func(*scope, *hclsyntax.FunctionCallExpr) Expr {
+	switch name {
+	case "str", "user_str", "kernel_str":
+		return (*scope).str
+	case "join":
+		return (*scope).join
+	case "starts_with":
+		return (*scope).startsWith
+	case "has":
+		return (*scope).has
+	case "ntohs", "ntohl", "htons", "htonl":
+		return (*scope).byteSwap
+	case "cast":
+		return func(s *scope, e *hclsyntax.FunctionCallExpr) Expr { return s.cast(e, nil) }
+	case "kstack", "ustack":
+		return (*scope).stackCall
+	}
+	return nil
+}
+
 func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 	if e.ExpandFinal {
 		return s.errorf(e.Range(), "Unsupported expansion", "Write the arguments out: %s(...) takes no \"...\".", e.Name)
 	}
-	switch e.Name {
-	case "str", "user_str", "kernel_str":
-		return s.str(e)
-	case "join":
-		return s.join(e)
-	case "starts_with":
-		return s.startsWith(e)
-	case "has":
-		return s.has(e)
-	case "ntohs", "ntohl":
-		return s.byteSwap(e)
-	case "cast":
-		return s.cast(e, nil)
-	case "htons", "htonl":
-		return s.byteSwap(e)
-	case "kstack", "ustack":
-		return s.stackCall(e)
+	if lower := lowerer(e.Name); lower != nil {
+		return lower(s, e)
 	}
 	if _, ok := casts[e.Name]; ok {
 		return s.intCast(e)
@@ -624,6 +681,11 @@ func (s *scope) call(e *hclsyntax.FunctionCallExpr) Expr {
 	if !ok {
 		return s.errorf(e.NameRange, "Unknown function", "%q is not a probe function.%s Available: %s.", e.Name, bpftraceFunction(e.Name), builtins)
 	}
+	return s.bitCall(e, op)
+}
+
+// bitCall lowers a bit operation: band(a, b), ..., bnot(a).
+func (s *scope) bitCall(e *hclsyntax.FunctionCallExpr, op Op) Expr {
 	want := 2
 	if op == OpBNot {
 		want = 1

@@ -38,12 +38,8 @@ func (s *scope) args(e *hclsyntax.ScopeTraversalExpr) Expr {
 		}
 		return &KernelPath{exprBase: s.base(e, TypeTarget), Root: RootArg, Arg: name.Name, Fields: s.pathFields(tr[2:])}
 	}
-	if s.probe.Addr.Kind == bpf.KindProfile {
-		return s.errorf(e.Range(), "args is not available",
-			"A profile probe samples whatever each CPU is running: there is no probed function or event, so no arguments. It has pid, tid, comm, cpu, ktime, kstack, ustack and task.")
-	}
-	return s.errorf(e.Range(), "args.NAME needs BTF",
-		"User functions have no BTF to name their arguments: read them as arg0 to arg5.")
+	x, _ := s.refused(e, builtinByName["args"]) // user and profile probes
+	return x
 }
 
 // pathFields lowers the .FIELD steps of a kernel path.

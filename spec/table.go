@@ -69,7 +69,7 @@ func (d *decoder) table(b *hcl.Block, all tables) {
 			"%q is not a valid table name. Use letters, digits and underscores, starting with a letter: for example \"queued_at\".", name)
 		return
 	}
-	if _, builtin := Vars[name]; builtin || reserved[name] {
+	if builtinByName[name] != nil || reserved[name] {
 		d.errorf(b.LabelRanges[0], "Table name taken",
 			"%q is a built-in name: a table called so could not be read. Rename the table.", name)
 		return
@@ -90,8 +90,8 @@ func (d *decoder) table(b *hcl.Block, all tables) {
 	all[name] = t
 }
 
-// reserved are names expressions use other than built-in values.
-var reserved = map[string]bool{"entry": true, "args": true, "task": true, "true": true, "false": true, "kstack": true, "ustack": true}
+// reserved are names expressions use other than the built-in values.
+var reserved = map[string]bool{"true": true, "false": true}
 
 // inferTables gives each table its types from what the probes store in
 // it, before any probe is lowered: the stores' key and value expressions
@@ -100,11 +100,32 @@ var reserved = map[string]bool{"entry": true, "args": true, "task": true, "true"
 // table, everything else an integer). Lowering then checks every store
 // and read against these types. Stores that disagree are reported there.
 func inferTables(all tables, files []*hclsyntax.Body) {
-	type store struct {
-		key, value hcl.Expression
-		probe      *hclsyntax.Block
+	stores := collectStores(files)
+	// A table's value may be read from another table: resolve in rounds.
+	names := make([]string, 0, len(all))
+	for n := range all {
+		names = append(names, n)
 	}
-	stores := map[string][]store{}
+	sort.Strings(names)
+	for changed := true; changed; {
+		changed = false
+		for _, name := range names {
+			if t := all[name]; t.Key == nil && inferTable(all, t, stores[name]) {
+				changed = true
+			}
+		}
+	}
+}
+
+// tableStore is one store action's key and value, in its probe.
+type tableStore struct {
+	key, value hcl.Expression
+	probe      *hclsyntax.Block
+}
+
+// collectStores lists the store actions of every probe, by table name.
+func collectStores(files []*hclsyntax.Body) map[string][]tableStore {
+	stores := map[string][]tableStore{}
 	for _, body := range files {
 		for _, pb := range body.Blocks {
 			if pb.Type != "probe" {
@@ -115,7 +136,7 @@ func inferTables(all tables, files []*hclsyntax.Body) {
 					if ab.Type != string(Store) || len(ab.Labels) != 1 {
 						continue
 					}
-					st := store{probe: pb}
+					st := tableStore{probe: pb}
 					if a := ab.Body.Attributes["key"]; a != nil {
 						st.key = a.Expr
 					}
@@ -127,52 +148,46 @@ func inferTables(all tables, files []*hclsyntax.Body) {
 			}
 		}
 	}
-	// A table's value may be read from another table: resolve in rounds.
-	names := make([]string, 0, len(all))
-	for n := range all {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for changed := true; changed; {
-		changed = false
-		for _, name := range names {
-			t := all[name]
-			if t.Key != nil {
+	return stores
+}
+
+// inferTable types t from the first of its stores whose key and value
+// can be typed; false when none can (yet).
+func inferTable(all tables, t *Table, stores []tableStore) bool {
+	for _, st := range stores {
+		g := guesser{tables: all, probe: st.probe}
+		key, ok := g.list(st.key)
+		if !ok {
+			continue
+		}
+		if obj, isObj := st.value.(*hclsyntax.ObjectConsExpr); isObj {
+			fields := g.fields(obj)
+			if fields == nil {
 				continue
 			}
-			for _, st := range stores[name] {
-				g := guesser{tables: all, probe: st.probe}
-				key, ok := g.list(st.key)
-				if !ok {
-					continue
-				}
-				if obj, isObj := st.value.(*hclsyntax.ObjectConsExpr); isObj {
-					var fields []*TableField
-					for _, item := range obj.Items {
-						fname := hcl.ExprAsKeyword(item.KeyExpr)
-						ft, ok := g.guess(item.ValueExpr)
-						if fname == "" || !ok {
-							fields = nil
-							break
-						}
-						fields = append(fields, &TableField{Name: fname, Type: ft})
-					}
-					if fields == nil {
-						continue
-					}
-					t.Key, t.Fields = key, fields
-				} else {
-					vt, ok := g.guess(st.value)
-					if !ok {
-						continue
-					}
-					t.Key, t.Value = key, vt
-				}
-				changed = true
-				break
-			}
+			t.Key, t.Fields = key, fields
+			return true
+		}
+		if vt, ok := g.guess(st.value); ok {
+			t.Key, t.Value = key, vt
+			return true
 		}
 	}
+	return false
+}
+
+// fields types the fields of a value object; nil when one cannot be.
+func (g guesser) fields(obj *hclsyntax.ObjectConsExpr) []*TableField {
+	var fields []*TableField
+	for _, item := range obj.Items {
+		fname := hcl.ExprAsKeyword(item.KeyExpr)
+		ft, ok := g.guess(item.ValueExpr)
+		if fname == "" || !ok {
+			return nil
+		}
+		fields = append(fields, &TableField{Name: fname, Type: ft})
+	}
+	return fields
 }
 
 // guesser types a store's expression by its shape.
@@ -214,88 +229,108 @@ func (g guesser) guess(e hcl.Expression) (Type, bool) {
 	case *hclsyntax.ParenthesesExpr:
 		return g.guess(e.Expression)
 	case *hclsyntax.LiteralValueExpr:
-		if e.Val.Type() == cty.Bool {
-			return TypeBool, true
-		}
-		return TypeInt, true
+		return boolOrInt(e.Val.Type() == cty.Bool), true
 	case *hclsyntax.BinaryOpExpr:
-		switch e.Op {
-		case hclsyntax.OpEqual, hclsyntax.OpNotEqual, hclsyntax.OpLessThan, hclsyntax.OpLessThanOrEqual,
-			hclsyntax.OpGreaterThan, hclsyntax.OpGreaterThanOrEqual, hclsyntax.OpLogicalAnd, hclsyntax.OpLogicalOr:
-			return TypeBool, true
-		}
-		return TypeInt, true
+		return boolOrInt(boolOps[e.Op]), true
 	case *hclsyntax.UnaryOpExpr:
-		if e.Op == hclsyntax.OpLogicalNot {
-			return TypeBool, true
-		}
-		return TypeInt, true
+		return boolOrInt(e.Op == hclsyntax.OpLogicalNot), true
 	case *hclsyntax.ConditionalExpr:
 		return g.guess(e.TrueResult)
 	case *hclsyntax.FunctionCallExpr:
-		switch e.Name {
-		case "str", "user_str", "kernel_str":
-			size := DefaultStrSize
-			if len(e.Args) == 2 {
-				if v, diags := e.Args[1].Value(nil); !diags.HasErrors() && v.Type() == cty.Number {
-					if n, acc := v.AsBigFloat().Int64(); acc == 0 && n > 0 && n <= MaxStrSize {
-						size = int(n)
-					}
-				}
-			}
-			return StringType(size), true
-		case "has", "starts_with":
-			return TypeBool, true
-		case "cast":
-			return TypeTarget, true
-		case "kstack", "ustack":
-			depth := MaxStackDepth
-			if len(e.Args) == 1 {
-				if v, diags := e.Args[0].Value(nil); !diags.HasErrors() && v.Type() == cty.Number {
-					if n, acc := v.AsBigFloat().Int64(); acc == 0 && n > 0 && n <= MaxStackDepth {
-						depth = int(n)
-					}
-				}
-			}
-			return StackType(e.Name == "ustack", depth), true
-		}
-		return TypeInt, true
+		return guessCall(e), true
 	case *hclsyntax.ScopeTraversalExpr:
-		root := e.Traversal.RootName()
-		switch {
-		case root == "comm":
-			return TypeComm, true
-		case root == "kstack" || root == "ustack":
-			return StackType(root == "ustack", MaxStackDepth), true
-		case root == "args", root == "task":
-			return TypeTarget, true
-		case root == "entry":
-			return g.entry(e.Traversal)
-		case g.tables[root] != nil:
-			var field string
-			if len(e.Traversal) == 3 {
-				if a, ok := e.Traversal[2].(hcl.TraverseAttr); ok {
-					field = a.Name
-				}
-			}
-			return g.tableValue(root, field)
-		}
-		return TypeInt, true
+		return g.traversal(e)
 	case *hclsyntax.IndexExpr:
 		if tr, ok := e.Collection.(*hclsyntax.ScopeTraversalExpr); ok && len(tr.Traversal) == 1 {
 			return g.tableValue(tr.Traversal.RootName(), "")
 		}
 	case *hclsyntax.RelativeTraversalExpr:
-		if ix, ok := e.Source.(*hclsyntax.IndexExpr); ok && len(e.Traversal) == 1 {
-			if tr, ok := ix.Collection.(*hclsyntax.ScopeTraversalExpr); ok {
-				if a, ok := e.Traversal[0].(hcl.TraverseAttr); ok {
-					return g.tableValue(tr.Traversal.RootName(), a.Name)
-				}
-			}
-		}
-		return TypeTarget, true
+		return g.relative(e)
 	}
 	return Type{}, false
+}
+
+func boolOrInt(isBool bool) Type {
+	if isBool {
+		return TypeBool
+	}
+	return TypeInt
+}
+
+// boolOps are the binary operators whose result is a bool.
+var boolOps = map[*hclsyntax.Operation]bool{
+	hclsyntax.OpEqual: true, hclsyntax.OpNotEqual: true, hclsyntax.OpLessThan: true, hclsyntax.OpLessThanOrEqual: true,
+	hclsyntax.OpGreaterThan: true, hclsyntax.OpGreaterThanOrEqual: true, hclsyntax.OpLogicalAnd: true, hclsyntax.OpLogicalOr: true,
+}
+
+// guessCall types a function call by the function's name.
+func guessCall(e *hclsyntax.FunctionCallExpr) Type {
+	switch e.Name {
+	case "str", "user_str", "kernel_str":
+		size := DefaultStrSize
+		if len(e.Args) == 2 {
+			size = constArg(e.Args[1], MaxStrSize, size)
+		}
+		return StringType(size)
+	case "has", "starts_with":
+		return TypeBool
+	case "cast":
+		return TypeTarget
+	case "kstack", "ustack":
+		depth := MaxStackDepth
+		if len(e.Args) == 1 {
+			depth = constArg(e.Args[0], MaxStackDepth, depth)
+		}
+		return StackType(e.Name == "ustack", depth)
+	}
+	return TypeInt
+}
+
+// constArg is the constant whole number in 1..limit that e is, or def.
+func constArg(e hcl.Expression, limit, def int) int {
+	if v, diags := e.Value(nil); !diags.HasErrors() && v.Type() == cty.Number {
+		if n, acc := v.AsBigFloat().Int64(); acc == 0 && n > 0 && n <= int64(limit) {
+			return int(n)
+		}
+	}
+	return def
+}
+
+// traversal types a name by its root: a builtin, entry.NAME, or a table.
+func (g guesser) traversal(e *hclsyntax.ScopeTraversalExpr) (Type, bool) {
+	root := e.Traversal.RootName()
+	switch b := builtinByName[root]; {
+	case b != nil && b.Type.IsString(): // comm
+		return b.Type, true
+	case root == "kstack" || root == "ustack":
+		return StackType(root == "ustack", MaxStackDepth), true
+	case root == "args", root == "task":
+		return TypeTarget, true
+	case root == "entry":
+		return g.entry(e.Traversal)
+	case g.tables[root] != nil:
+		var field string
+		if len(e.Traversal) == 3 {
+			if a, ok := e.Traversal[2].(hcl.TraverseAttr); ok {
+				field = a.Name
+			}
+		}
+		return g.tableValue(root, field)
+	}
+	return TypeInt, true
+}
+
+// relative types TABLE[key].FIELD by the table, and any other traversal
+// of a value as kernel data.
+func (g guesser) relative(e *hclsyntax.RelativeTraversalExpr) (Type, bool) {
+	if ix, ok := e.Source.(*hclsyntax.IndexExpr); ok && len(e.Traversal) == 1 {
+		if tr, ok := ix.Collection.(*hclsyntax.ScopeTraversalExpr); ok {
+			if a, ok := e.Traversal[0].(hcl.TraverseAttr); ok {
+				return g.tableValue(tr.Traversal.RootName(), a.Name)
+			}
+		}
+	}
+	return TypeTarget, true
 }
 
 // entry types entry.NAME by the on_entry save that sets it.
