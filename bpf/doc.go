@@ -6,7 +6,8 @@
 //   - kernel facts ([Facts]): one serialisable value describing a target kernel
 //     (architecture, version, link types, fprobe backend, helpers, BTF), detected
 //     on the live kernel ([Detect]), read from a file, or taken from a built-in
-//     profile ([Profile]);
+//     profile ([Profile]), with the display name of each link type
+//     ([LinkFacts]) that probectl target and the plan's header loop over;
 //   - context layouts per program type and architecture ([Regs]);
 //   - instruction emission ([Emitter]): labels, stack slots, source comments
 //     and origins on top of cilium/ebpf's asm package, every jump checked,

@@ -6,21 +6,22 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/spec"
 )
 
-// ctxKind is what R1 points at when a program starts.
-type ctxKind int
+// ctxKind is what R1 points at when a program starts (the family
+// table's Context).
+type ctxKind = compiled.Context
 
 const (
-	ctxRegs       ctxKind = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
-	ctxTracing                   // u64 array built by a BPF trampoline: fentry, fexit, fsession
-	ctxTracepoint                // the tracepoint's record
+	ctxRegs       = compiled.ContextRegs
+	ctxTracing    = compiled.ContextTracing
+	ctxTracepoint = compiled.ContextTracepoint
 )
 
 // Registers with a fixed job in generated code. R0-R5 are scratch (helper
@@ -145,35 +146,27 @@ func (g *gen) build(d decision) {
 		return
 	}
 	for _, fam := range d.families {
-		switch fam {
-		case FamilyKprobeSession:
-			g.program(RoleSession, fam, ebpf.Kprobe, ebpf.AttachTraceKprobeSession, ctxRegs, g.sessionBody)
-		case FamilyKprobeMulti:
-			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.entryBody)
-		case FamilyKretprobeMulti:
-			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachTraceKprobeMulti, ctxRegs, g.exitBody)
-		case FamilyFentry:
-			g.program(RoleEntry, fam, ebpf.Tracing, ebpf.AttachTraceFEntry, ctxTracing, g.entryBody)
-		case FamilyFexit:
-			g.program(RoleExit, fam, ebpf.Tracing, ebpf.AttachTraceFExit, ctxTracing, g.exitBody)
-		case FamilyFsession:
-			g.program(RoleSession, fam, ebpf.Tracing, bpf.AttachTraceFsession, ctxTracing, g.fsessionBody)
-		case FamilyKprobe, FamilyUprobe:
-			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.entryBody)
-		case FamilyKretprobe, FamilyUretprobe:
-			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachNone, ctxRegs, g.exitBody)
-		case FamilyUprobeMulti:
-			g.program(RoleEntry, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.entryBody)
-		case FamilyUretprobeMulti:
-			g.program(RoleExit, fam, ebpf.Kprobe, ebpf.AttachTraceUprobeMulti, ctxRegs, g.exitBody)
-		case FamilyUprobeSession:
-			g.program(RoleSession, fam, ebpf.Kprobe, AttachTraceUprobeSession, ctxRegs, g.sessionBody)
-		case FamilyTracepoint:
-			g.program(RoleEvent, fam, ebpf.TracePoint, ebpf.AttachNone, ctxTracepoint, g.entryBody)
-		case FamilyPerfEvent:
-			g.program(RoleSample, fam, ebpf.PerfEvent, ebpf.AttachNone, ctxRegs, g.entryBody)
+		fi, ok := fam.Info()
+		if !ok {
+			panic(fmt.Sprintf("compiler: link family %q has no entry in the family table", fam))
 		}
+		g.program(fi, g.bodyOf(fi))
 	}
+}
+
+// bodyOf is the code a family's program runs: a session program both
+// halves (fsession's on its trampoline), an exit program on_exit, every
+// other on_entry.
+func (g *gen) bodyOf(fi FamilyInfo) func() {
+	switch {
+	case fi.Role == RoleSession && fi.Context == ctxTracing:
+		return g.fsessionBody
+	case fi.Role == RoleSession:
+		return g.sessionBody
+	case fi.Role == RoleExit:
+		return g.exitBody
+	}
+	return g.entryBody
 }
 
 // programName is the kernel's name: the probe name cut to fit, and the role.
@@ -185,8 +178,9 @@ func programName(name string, role Role) string {
 	return name + suffix
 }
 
-func (g *gen) program(role Role, family Family, typ ebpf.ProgramType, at ebpf.AttachType, ctx ctxKind, body func()) {
-	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, ctx, nil
+func (g *gen) program(fi FamilyInfo, body func()) {
+	role, family := fi.Role, fi.Family
+	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, fi.Context, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
@@ -203,7 +197,7 @@ func (g *gen) program(role Role, family Family, typ ebpf.ProgramType, at ebpf.At
 	}
 	prog := &Program{
 		Name: programName(g.p.Addr.Name, role), Role: role, Family: family,
-		Type: typ, AttachType: at, PerFunction: family == FamilyFentry || family == FamilyFexit || family == FamilyFsession,
+		Type: fi.Type, AttachType: fi.AttachType, PerFunction: fi.PerFunction,
 		Instructions: insns, StackBytes: g.e.StackUsed(),
 	}
 	if g.checkLimits(prog) {
@@ -339,10 +333,6 @@ func (g *gen) exitHandler() {
 		g.e.Mark("exit_done")
 	}
 }
-
-// AttachTraceUprobeSession is BPF_TRACE_UPROBE_SESSION (6.13), which
-// cilium/ebpf v0.22 knows only internally.
-const AttachTraceUprobeSession = ebpf.AttachType(57)
 
 // sessionBody is one kprobe.session or uprobe.session program: bpf_session_is_return picks
 // the half. The entry half returns 1 to skip the exit (when false, or no

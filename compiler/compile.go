@@ -420,25 +420,15 @@ func (g *gen) resolveEventName(name string, rng hcl.Range) *hcl.Diagnostic {
 	return nil
 }
 
-// Kernel limits on the functions of one multi link.
-const (
-	MaxKprobeMulti = 1 << 20 // MAX_KPROBE_MULTI_CNT
-	MaxUprobeMulti = 1 << 20 // MAX_UPROBE_MULTI_CNT
-)
-
 // checkLinks checks the resolved functions against the limits of the link
 // families that attach them.
 func (g *gen) checkLinks(d decision) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	limits := map[Family]int{
-		FamilyKprobeMulti: MaxKprobeMulti, FamilyKretprobeMulti: MaxKprobeMulti, FamilyKprobeSession: MaxKprobeMulti,
-		FamilyUprobeMulti: MaxUprobeMulti, FamilyUretprobeMulti: MaxUprobeMulti, FamilyUprobeSession: MaxUprobeMulti,
-	}
 	for _, fam := range d.families {
-		if limit, ok := limits[fam]; ok && len(g.out.Functions) > limit {
+		if fi, _ := fam.Info(); fi.Limit > 0 && len(g.out.Functions) > fi.Limit {
 			diags = append(diags, diagf(g.p.FunctionsRange, "Too many functions for one link",
 				"These patterns match %d functions, and one %s link attaches at most %d. Narrow the patterns, or split the functions across probes.",
-				len(g.out.Functions), fam, limit))
+				len(g.out.Functions), fam, fi.Limit))
 			break
 		}
 	}

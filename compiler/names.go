@@ -21,6 +21,7 @@ type (
 	EventLayoutID   = compiled.EventLayoutID
 	EventsChange    = compiled.EventsChange
 	Family          = compiled.Family
+	FamilyInfo      = compiled.FamilyInfo
 	KeyField        = compiled.KeyField
 	KeyKind         = compiled.KeyKind
 	Map             = compiled.Map
@@ -43,65 +44,68 @@ type (
 
 // The compiled constants.
 const (
-	EventLayoutOffset    = compiled.EventLayoutOffset
-	EventTimeOffset      = compiled.EventTimeOffset
-	EventHeaderSize      = compiled.EventHeaderSize
-	RingbufHeaderSize    = compiled.RingbufHeaderSize
-	TableData            = compiled.TableData
-	TableStats           = compiled.TableStats
-	ActionCreate         = compiled.ActionCreate
-	ActionReplace        = compiled.ActionReplace
-	ActionDelete         = compiled.ActionDelete
-	ActionNoOp           = compiled.ActionNoOp
-	AggCount             = compiled.AggCount
-	AggSum               = compiled.AggSum
-	AggMin               = compiled.AggMin
-	AggMax               = compiled.AggMax
-	AggHist              = compiled.AggHist
-	AggLHist             = compiled.AggLHist
-	FamilyKprobeMulti    = compiled.FamilyKprobeMulti
-	FamilyKretprobeMulti = compiled.FamilyKretprobeMulti
-	FamilyKprobeSession  = compiled.FamilyKprobeSession
-	FamilyFentry         = compiled.FamilyFentry
-	FamilyFexit          = compiled.FamilyFexit
-	FamilyFsession       = compiled.FamilyFsession
-	FamilyKprobe         = compiled.FamilyKprobe
-	FamilyKretprobe      = compiled.FamilyKretprobe
-	FamilyUprobeMulti    = compiled.FamilyUprobeMulti
-	FamilyUretprobeMulti = compiled.FamilyUretprobeMulti
-	FamilyUprobeSession  = compiled.FamilyUprobeSession
-	FamilyUprobe         = compiled.FamilyUprobe
-	FamilyUretprobe      = compiled.FamilyUretprobe
-	FamilyTracepoint     = compiled.FamilyTracepoint
-	FamilyPerfEvent      = compiled.FamilyPerfEvent
-	KeyInt               = compiled.KeyInt
-	KeyUint              = compiled.KeyUint
-	KeyFunc              = compiled.KeyFunc
-	KeyEvent             = compiled.KeyEvent
-	KeyComm              = compiled.KeyComm
-	KeyString            = compiled.KeyString
-	KeyBytes             = compiled.KeyBytes
-	KeyArgv              = compiled.KeyArgv
-	KeyKStack            = compiled.KeyKStack
-	KeyUStack            = compiled.KeyUStack
-	RoleEntry            = compiled.RoleEntry
-	RoleExit             = compiled.RoleExit
-	RoleSession          = compiled.RoleSession
-	RoleEvent            = compiled.RoleEvent
-	RoleSample           = compiled.RoleSample
-	RouteFtrace          = compiled.RouteFtrace
-	RouteFgraph          = compiled.RouteFgraph
-	RouteRethook         = compiled.RouteRethook
-	RouteTrampoline      = compiled.RouteTrampoline
-	RouteKprobe          = compiled.RouteKprobe
-	RouteUprobe          = compiled.RouteUprobe
-	RouteTracepoint      = compiled.RouteTracepoint
-	RouteProfile         = compiled.RouteProfile
-	StorageNone          = compiled.StorageNone
-	StorageCookie        = compiled.StorageCookie
-	StorageMap           = compiled.StorageMap
-	License              = compiled.License
-	PlanFormatVersion    = compiled.PlanFormatVersion
+	EventLayoutOffset        = compiled.EventLayoutOffset
+	EventTimeOffset          = compiled.EventTimeOffset
+	EventHeaderSize          = compiled.EventHeaderSize
+	RingbufHeaderSize        = compiled.RingbufHeaderSize
+	TableData                = compiled.TableData
+	TableStats               = compiled.TableStats
+	ActionCreate             = compiled.ActionCreate
+	ActionReplace            = compiled.ActionReplace
+	ActionDelete             = compiled.ActionDelete
+	ActionNoOp               = compiled.ActionNoOp
+	AggCount                 = compiled.AggCount
+	AggSum                   = compiled.AggSum
+	AggMin                   = compiled.AggMin
+	AggMax                   = compiled.AggMax
+	AggHist                  = compiled.AggHist
+	AggLHist                 = compiled.AggLHist
+	FamilyKprobeMulti        = compiled.FamilyKprobeMulti
+	FamilyKretprobeMulti     = compiled.FamilyKretprobeMulti
+	FamilyKprobeSession      = compiled.FamilyKprobeSession
+	FamilyFentry             = compiled.FamilyFentry
+	FamilyFexit              = compiled.FamilyFexit
+	FamilyFsession           = compiled.FamilyFsession
+	FamilyKprobe             = compiled.FamilyKprobe
+	FamilyKretprobe          = compiled.FamilyKretprobe
+	FamilyUprobeMulti        = compiled.FamilyUprobeMulti
+	FamilyUretprobeMulti     = compiled.FamilyUretprobeMulti
+	FamilyUprobeSession      = compiled.FamilyUprobeSession
+	FamilyUprobe             = compiled.FamilyUprobe
+	FamilyUretprobe          = compiled.FamilyUretprobe
+	FamilyTracepoint         = compiled.FamilyTracepoint
+	FamilyPerfEvent          = compiled.FamilyPerfEvent
+	MaxKprobeMulti           = compiled.MaxKprobeMulti
+	MaxUprobeMulti           = compiled.MaxUprobeMulti
+	AttachTraceUprobeSession = compiled.AttachTraceUprobeSession
+	KeyInt                   = compiled.KeyInt
+	KeyUint                  = compiled.KeyUint
+	KeyFunc                  = compiled.KeyFunc
+	KeyEvent                 = compiled.KeyEvent
+	KeyComm                  = compiled.KeyComm
+	KeyString                = compiled.KeyString
+	KeyBytes                 = compiled.KeyBytes
+	KeyArgv                  = compiled.KeyArgv
+	KeyKStack                = compiled.KeyKStack
+	KeyUStack                = compiled.KeyUStack
+	RoleEntry                = compiled.RoleEntry
+	RoleExit                 = compiled.RoleExit
+	RoleSession              = compiled.RoleSession
+	RoleEvent                = compiled.RoleEvent
+	RoleSample               = compiled.RoleSample
+	RouteFtrace              = compiled.RouteFtrace
+	RouteFgraph              = compiled.RouteFgraph
+	RouteRethook             = compiled.RouteRethook
+	RouteTrampoline          = compiled.RouteTrampoline
+	RouteKprobe              = compiled.RouteKprobe
+	RouteUprobe              = compiled.RouteUprobe
+	RouteTracepoint          = compiled.RouteTracepoint
+	RouteProfile             = compiled.RouteProfile
+	StorageNone              = compiled.StorageNone
+	StorageCookie            = compiled.StorageCookie
+	StorageMap               = compiled.StorageMap
+	License                  = compiled.License
+	PlanFormatVersion        = compiled.PlanFormatVersion
 )
 
 // EventBufferAddress is compiled.EventBufferAddress.
@@ -109,6 +113,9 @@ var EventBufferAddress = compiled.EventBufferAddress
 
 // JoinFamilies is compiled.JoinFamilies.
 func JoinFamilies(fams []Family) string { return compiled.JoinFamilies(fams) }
+
+// Families is compiled.Families.
+func Families() []FamilyInfo { return compiled.Families() }
 
 // Multi is compiled.Multi.
 func Multi(family Family) bool { return compiled.Multi(family) }

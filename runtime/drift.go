@@ -200,14 +200,11 @@ func checkLinkPin(l LinkState, path string) (drift []string, ok bool) {
 }
 
 // linkMissed is the count of hits the kernel reports it could not deliver
-// through a link of a family that reports one (kprobe.multi and
-// kprobe.session, uprobe.multi, kprobe): read through cilium/ebpf's link
-// info, which the other families need not pay for.
+// through a link of a family that reports one (compiled.FamilyInfo's
+// CountsMisses): read through cilium/ebpf's link info, which the other
+// families need not pay for.
 func linkMissed(family compiled.Family, path string) uint64 {
-	switch family {
-	case compiled.FamilyKprobeMulti, compiled.FamilyKretprobeMulti, compiled.FamilyKprobeSession,
-		compiled.FamilyUprobeMulti, compiled.FamilyUretprobeMulti, compiled.FamilyUprobeSession, compiled.FamilyKprobe, compiled.FamilyKretprobe:
-	default:
+	if fi, _ := family.Info(); !fi.CountsMisses {
 		return 0
 	}
 	lk, err := link.LoadPinnedLink(path, nil)

@@ -337,3 +337,19 @@ func TestBuildIDIndexNotInAnotherUsersDirectory(t *testing.T) {
 		t.Errorf("the index is %q, want %q", got, want)
 	}
 }
+
+// TestAttachersCoverFamilies holds every link family of the compiler's
+// table to an attacher, and every attacher to a family of the table: a
+// family added to the table without one would plan and then fail at apply.
+func TestAttachersCoverFamilies(t *testing.T) {
+	for _, fi := range compiler.Families() {
+		if attachers[fi.Family] == nil {
+			t.Errorf("link family %s has no attacher", fi.Family)
+		}
+	}
+	for fam := range attachers {
+		if _, ok := fam.Info(); !ok {
+			t.Errorf("attacher for %q, a family the compiler's table lacks", fam)
+		}
+	}
+}

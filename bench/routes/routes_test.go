@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,23 +55,42 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// The families measured, in the order each round takes them (rotated).
-type family struct {
-	name compiler.Family
-	has  func(f *bpf.Facts) bool
+// The families measured, in the order each round takes them (rotated):
+// every kernel-function family of the compiler's table
+// (TestMeasuresEveryKernelFamily). fsession (7.0 on x86_64, later on
+// arm64) is one trampoline program per function, run at entry and exit.
+var allFamilies = []family{
+	{compiler.FamilyFentry}, {compiler.FamilyFexit}, {compiler.FamilyKprobeMulti}, {compiler.FamilyKretprobeMulti},
+	{compiler.FamilyKprobeSession}, {compiler.FamilyKprobe}, {compiler.FamilyKretprobe}, {compiler.FamilyFsession},
 }
 
-var allFamilies = []family{
-	{compiler.FamilyFentry, func(f *bpf.Facts) bool { return f.Links.Fentry }},
-	{compiler.FamilyFexit, func(f *bpf.Facts) bool { return f.Links.Fentry }},
-	{compiler.FamilyKprobeMulti, func(f *bpf.Facts) bool { return f.Links.KprobeMulti }},
-	{compiler.FamilyKretprobeMulti, func(f *bpf.Facts) bool { return f.Links.KprobeMulti }},
-	{compiler.FamilyKprobeSession, func(f *bpf.Facts) bool { return f.Links.KprobeSession }},
-	{compiler.FamilyKprobe, func(f *bpf.Facts) bool { return f.Links.Kprobe }},
-	{compiler.FamilyKretprobe, func(f *bpf.Facts) bool { return f.Links.Kprobe }},
-	// fsession (7.0 on x86_64, later on arm64): one trampoline program per
-	// function, run at entry and exit.
-	{compiler.FamilyFsession, func(f *bpf.Facts) bool { return f.Links.Fsession }},
+type family struct{ name compiler.Family }
+
+// has reports whether the kernel has the family, by the family table.
+func (fam family) has(f *bpf.Facts) bool {
+	fi, _ := fam.name.Info()
+	return fi.Available(f)
+}
+
+// TestMeasuresEveryKernelFamily holds the measured families to the
+// kernel-function families of the compiler's table, which prices every
+// one of them by the table this test writes.
+func TestMeasuresEveryKernelFamily(t *testing.T) {
+	var want []compiler.Family
+	for _, fi := range compiler.Families() {
+		if fi.Kind == bpf.KindKernel {
+			want = append(want, fi.Family)
+		}
+	}
+	var got []compiler.Family
+	for _, fam := range allFamilies {
+		got = append(got, fam.name)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("measured %v, the family table's kernel families are %v", got, want)
+	}
 }
 
 var trivial = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}

@@ -9,9 +9,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// targetArgs are probectl target's options.
+type targetArgs struct {
+	json   bool   // print the facts as JSON
+	output string // write them, with functions, tracepoint formats and BTF, to this file
+}
+
 func newTargetCmd() *cobra.Command {
-	var asJSON bool
-	var outFile string
+	var a targetArgs
 	cmd := &cobra.Command{
 		Use:   "target [-json] [-o FILE]",
 		Short: "Show the live kernel's facts, or write them to a file",
@@ -24,40 +29,51 @@ attaching them, so it needs root.
            args.NAME, struct fields and ret), for "probectl plan -target FILE"
            on another machine`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireBPF("target"); err != nil {
-				return err
-			}
-			facts, err := bpf.Detect(bpf.DetectOptions{Functions: outFile != "", BTF: outFile != "", Tracepoints: outFile != "", Fresh: true})
-			if err != nil {
-				return err
-			}
-			if outFile != "" {
-				if err := facts.WriteFile(outFile); err != nil {
-					return err
-				}
-				btf := "no BTF"
-				if len(facts.KernelBTF) > 0 {
-					btf = fmt.Sprintf("its BTF (%d KiB gzipped)", len(facts.KernelBTF)/1024)
-				}
-				cmd.Printf("Wrote the facts of %s, with %d functions, the formats of its tracepoints (%d KiB gzipped) and %s, to %s.\n",
-					facts.Label(), len(facts.Functions), len(facts.TracepointFormats)/1024, btf, outFile)
-				return nil
-			}
-			if asJSON {
-				b, _ := json.MarshalIndent(facts, "", "  ")
-				cmd.Println(string(b))
-				return nil
-			}
-			renderFacts(cmd, facts)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runTarget(cmd, a) },
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the facts as JSON")
-	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write the facts (with the function list, tracepoint formats and BTF) to FILE")
+	cmd.Flags().BoolVar(&a.json, "json", false, "print the facts as JSON")
+	cmd.Flags().StringVarP(&a.output, "output", "o", "", "write the facts (with the function list, tracepoint formats and BTF) to FILE")
 	return cmd
 }
 
+// runTarget detects the live kernel's facts (with what a facts file
+// carries when writing one) and writes, prints as JSON, or shows them.
+func runTarget(cmd *cobra.Command, a targetArgs) error {
+	if err := requireBPF("target"); err != nil {
+		return err
+	}
+	full := a.output != ""
+	facts, err := bpf.Detect(bpf.DetectOptions{Functions: full, BTF: full, Tracepoints: full, Fresh: true})
+	if err != nil {
+		return err
+	}
+	switch {
+	case full:
+		if err := facts.WriteFile(a.output); err != nil {
+			return err
+		}
+		renderFactsWritten(cmd, facts, a.output)
+	case a.json:
+		b, _ := json.MarshalIndent(facts, "", "  ")
+		cmd.Println(string(b))
+	default:
+		renderFacts(cmd, facts)
+	}
+	return nil
+}
+
+// renderFactsWritten says what a facts file holds.
+func renderFactsWritten(cmd *cobra.Command, facts *bpf.Facts, path string) {
+	btf := "no BTF"
+	if len(facts.KernelBTF) > 0 {
+		btf = fmt.Sprintf("its BTF (%d KiB gzipped)", len(facts.KernelBTF)/1024)
+	}
+	cmd.Printf("Wrote the facts of %s, with %d functions, the formats of its tracepoints (%d KiB gzipped) and %s, to %s.\n",
+		facts.Label(), len(facts.Functions), len(facts.TracepointFormats)/1024, btf, path)
+}
+
+// renderFacts shows the facts: the link types as every display names them
+// (bpf.LinkFacts), the ones the kernel has, then the ones it lacks.
 func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
 	yes := func(b bool) string {
 		if b {
@@ -73,22 +89,7 @@ func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
 		cmd.Print(", entry-only ftrace_ops fast path")
 	}
 	cmd.Printf(" (ftrace WITH_REGS %s, WITH_ARGS %s)\n", yes(f.FtraceWithRegs), yes(f.FtraceWithArgs))
-	links := []struct {
-		name string
-		ok   bool
-	}{
-		{"kprobe.multi", f.Links.KprobeMulti}, {"kprobe.session", f.Links.KprobeSession},
-		{"fentry/fexit", f.Links.Fentry}, {"fsession", f.Links.Fsession}, {"kprobe", f.Links.Kprobe},
-		{"uprobe.multi", f.Links.UprobeMulti}, {"uprobe", f.Links.Uprobe}, {"tracepoint", f.Links.Tracepoint},
-	}
-	var have, lack []string
-	for _, l := range links {
-		if l.ok {
-			have = append(have, l.name)
-		} else {
-			lack = append(lack, l.name)
-		}
-	}
+	have, lack := f.Links.Split()
 	cmd.Printf("Links:    %s\n", strings.Join(have, ", "))
 	if len(lack) > 0 {
 		cmd.Printf("Missing:  %s\n", strings.Join(lack, ", "))

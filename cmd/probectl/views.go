@@ -50,17 +50,7 @@ func fastPath(on bool) string {
 }
 
 func linkList(plan *compiler.Plan) string {
-	l := plan.Target.Links
-	var have []string
-	for _, x := range []struct {
-		n  string
-		ok bool
-	}{{"kprobe.multi", l.KprobeMulti}, {"kprobe.session", l.KprobeSession}, {"fentry/fexit", l.Fentry}, {"fsession", l.Fsession}, {"kprobe", l.Kprobe},
-		{"uprobe.multi", l.UprobeMulti}, {"uprobe", l.Uprobe}, {"tracepoint", l.Tracepoint}} {
-		if x.ok {
-			have = append(have, x.n)
-		}
-	}
+	have, _ := plan.Target.Links.Split()
 	return strings.Join(have, ", ")
 }
 

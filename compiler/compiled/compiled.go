@@ -2,7 +2,6 @@ package compiled
 
 import (
 	"math"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -23,46 +22,6 @@ const (
 	RouteTracepoint Route = "tracepoint"
 	RouteProfile    Route = "perf_event" // a sampling perf event on every CPU
 )
-
-// Family is a link family: the kind of link a program is attached with.
-type Family string
-
-// Link families, as plans name them.
-const (
-	FamilyKprobeMulti    Family = "kprobe.multi"
-	FamilyKretprobeMulti Family = "kretprobe.multi"
-	FamilyKprobeSession  Family = "kprobe.session"
-	FamilyFentry         Family = "fentry"
-	FamilyFexit          Family = "fexit"
-	FamilyFsession       Family = "fsession" // one trampoline program for entry and exit (7.0 on x86_64, later on arm64)
-	FamilyKprobe         Family = "kprobe"
-	FamilyKretprobe      Family = "kretprobe"
-	FamilyUprobeMulti    Family = "uprobe.multi"
-	FamilyUretprobeMulti Family = "uretprobe.multi"
-	FamilyUprobeSession  Family = "uprobe.session"
-	FamilyUprobe         Family = "uprobe"
-	FamilyUretprobe      Family = "uretprobe"
-	FamilyTracepoint     Family = "tracepoint"
-	FamilyPerfEvent      Family = "perf_event" // one BPF link per CPU's perf event
-)
-
-// JoinFamilies writes families as plans do: "kprobe.multi + kretprobe.multi".
-func JoinFamilies(fams []Family) string {
-	s := make([]string, len(fams))
-	for i, f := range fams {
-		s[i] = string(f)
-	}
-	return strings.Join(s, " + ")
-}
-
-// Multi reports whether one link of family covers every function.
-func Multi(family Family) bool {
-	switch family {
-	case FamilyKprobeMulti, FamilyKretprobeMulti, FamilyKprobeSession, FamilyUprobeMulti, FamilyUretprobeMulti, FamilyUprobeSession, FamilyTracepoint:
-		return true
-	}
-	return false
-}
 
 // Storage is where entry data lives between a call's entry and its exit.
 type Storage string

@@ -1,7 +1,9 @@
 // Package compiled is what the compiler outputs, as data: compiled probes
 // (programs, maps, and the layouts that decode them), the spec set's
-// tables and event buffer, their routes and link families, and the plan
-// made of them (what would change on a target, and its JSON).
+// tables and event buffer, their routes and link families (one table,
+// [Families], that the compiler, the plan, the runtime and the displays
+// read), and the plan made of them (what would change on a target, and
+// its JSON).
 //
 // It holds what runtime and metrics read, and nothing of the spec: a saved
 // plan is self-contained, and what a scrape or show decodes is what the

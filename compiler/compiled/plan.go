@@ -244,12 +244,13 @@ func attachTypeName(at ebpf.AttachType) string {
 func (p *Probe) LinkCount() *int {
 	n := 0
 	for _, fam := range p.Attach {
+		fi, _ := fam.Info()
 		switch {
-		case fam == FamilyPerfEvent:
+		case fi.Kind == bpf.KindProfile:
 			return nil // one per online CPU, counted at apply
-		case fam == FamilyTracepoint:
+		case fi.Kind == bpf.KindTracepoint:
 			n += max(len(p.Tracepoints), 1) // one link per event
-		case Multi(fam):
+		case fi.Multi:
 			n++
 		case p.Functions == nil:
 			return nil
