@@ -124,8 +124,10 @@ func eventFilter(s *runtime.State, args []string) (map[string]bool, error) {
 }
 
 // eventPrinter prints records, drop notices and the summary, as text or
-// NDJSON. Writes are buffered (a flood must not slow the reader into
-// dropping more) and serialized: run prints its results between them.
+// NDJSON: the views of events, run and the sinks (runtime.Follower and
+// eventfile print through it). Writes are buffered (a flood must not slow
+// the reader into dropping more) and serialized: run prints its results
+// between them.
 type eventPrinter struct {
 	mu     sync.Mutex
 	out    *bufio.Writer
@@ -142,6 +144,8 @@ type eventPrinter struct {
 	// sink read before it (dropped while it read, and before each began).
 	noticed, carried, carriedBefore map[string]uint64
 }
+
+var _ runtime.EventPrinter = (*eventPrinter)(nil)
 
 func newEventPrinter(stdout, stderr io.Writer, asJSON bool, filter map[string]bool) *eventPrinter {
 	sent := &countWriter{w: stdout}

@@ -17,8 +17,8 @@ type Options struct {
 	// how many rotated files are kept (PATH.1 the newest).
 	MaxSize int64
 	Keep    int
-	// Printer makes the view the sink writes with: NDJSON, as events
-	// -json prints, to out.
+	// Printer makes the view the sink writes with (required): NDJSON,
+	// as events -json prints, to out.
 	Printer func(out io.Writer) runtime.EventPrinter
 }
 
