@@ -424,42 +424,7 @@ func (l *flameLayout) render(w *bufio.Writer, title string) {
 	}
 	r.s(`<g id="frames">` + "\n")
 	for _, n := range l.nodes {
-		name := cutName(n.name, flameMaxName)
-		x1, x2 := r.x(n.start), r.x(n.start+n.n)
-		y := int64(flameTop + (l.maxDepth-n.depth)*flameFrameHeight)
-		r.s(`<g class="f" fg:s="`)
-		r.int(n.start)
-		r.s(`" fg:n="`)
-		r.int(n.n)
-		r.s(`" fg:d="`)
-		r.int(int64(n.depth))
-		r.s(`"><title>`)
-		r.text(name)
-		r.s(" (")
-		r.s(flameCount(n.n, "sample"))
-		r.s(", ")
-		r.s(strconv.FormatFloat(float64(n.n)*100/float64(l.total), 'f', 2, 64))
-		r.s(`%)</title><rect x="`)
-		r.px(x1)
-		r.s(`" y="`)
-		r.int(y)
-		r.s(`" width="`)
-		r.px(x2 - x1)
-		r.s(`" height="`)
-		r.int(flameFrameHeight - 1)
-		r.s(`" rx="2" fill="`)
-		if n.depth == 0 {
-			r.s(flameRootColor)
-		} else {
-			r.s(flameColor(n.name))
-		}
-		r.s(`"/><text x="`)
-		r.px(x1 + 300)
-		r.s(`" y="`)
-		r.int(y + flameFrameHeight - 4)
-		r.s(`">`)
-		r.text(fitLabel(name, float64(x2-x1)/100))
-		r.s("</text></g>\n")
+		l.frame(r, n)
 		if len(r.b) > 32<<10 {
 			r.flush()
 		}
@@ -468,6 +433,47 @@ func (l *flameLayout) render(w *bufio.Writer, title string) {
 	r.s(flameScript)
 	r.s("]]></script>\n</svg>\n")
 	r.flush()
+}
+
+// frame appends one frame: its group, with its position in samples, its
+// title, its box and its label.
+func (l *flameLayout) frame(r *flameRender, n flameNode) {
+	name := cutName(n.name, flameMaxName)
+	x1, x2 := r.x(n.start), r.x(n.start+n.n)
+	y := int64(flameTop + (l.maxDepth-n.depth)*flameFrameHeight)
+	r.s(`<g class="f" fg:s="`)
+	r.int(n.start)
+	r.s(`" fg:n="`)
+	r.int(n.n)
+	r.s(`" fg:d="`)
+	r.int(int64(n.depth))
+	r.s(`"><title>`)
+	r.text(name)
+	r.s(" (")
+	r.s(flameCount(n.n, "sample"))
+	r.s(", ")
+	r.s(strconv.FormatFloat(float64(n.n)*100/float64(l.total), 'f', 2, 64))
+	r.s(`%)</title><rect x="`)
+	r.px(x1)
+	r.s(`" y="`)
+	r.int(y)
+	r.s(`" width="`)
+	r.px(x2 - x1)
+	r.s(`" height="`)
+	r.int(flameFrameHeight - 1)
+	r.s(`" rx="2" fill="`)
+	if n.depth == 0 {
+		r.s(flameRootColor)
+	} else {
+		r.s(flameColor(n.name))
+	}
+	r.s(`"/><text x="`)
+	r.px(x1 + 300)
+	r.s(`" y="`)
+	r.int(y + flameFrameHeight - 4)
+	r.s(`">`)
+	r.text(fitLabel(name, float64(x2-x1)/100))
+	r.s("</text></g>\n")
 }
 
 // Write lets fmt write into the buffer.
