@@ -19,7 +19,7 @@ import (
 )
 
 func newEventsCmd(g *globals) *cobra.Command {
-	var asJSON, follow bool
+	var o eventsOptions
 	cmd := &cobra.Command{
 		Use:   "events [ADDRESS...] [-json] [-follow]",
 		Short: "Print the events of the applied probes, in the order they happened",
@@ -44,60 +44,78 @@ buffer (another size) moves the reader to it; destroy ends it.
 
 Exit status: 0, 1 errors.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireBPF("events"); err != nil {
-				return err
-			}
-			w, s, err := g.inspect()
-			if err != nil {
-				return err
-			}
-			defer w.Close()
-			filter, err := eventFilter(s, args)
-			if err != nil {
-				return err
-			}
-			if s.Events == nil {
-				switch {
-				case len(s.Probes) == 0:
-					fmt.Fprintln(cmd.ErrOrStderr(), "No probes applied in this workspace: there are no events to read.")
-				default:
-					fmt.Fprintln(cmd.ErrOrStderr(), "No applied probe emits events: this workspace has no event buffer.")
-				}
-				return nil
-			}
-			st, err := w.OpenEvents(s)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			pr := newEventPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, filter)
-			defer pr.Flush()
-			if follow {
-				mode := "following; Ctrl-C to stop"
-				fmt.Fprintf(cmd.ErrOrStderr(), "Reading the events of workspace %q (%s).\n", w.Name, mode)
-				f := runtime.NewFollower(w, st, pr, runtime.FollowOptions{Notices: cmd.ErrOrStderr()})
-				if err := f.Run(ctx); err != nil {
-					return err
-				}
-				return pr.Summary(st.Drops())
-			}
-			// Consumed once printed: a failed write leaves the records.
-			st.HoldRecords()
-			if err := st.ReadBuffered(pr.Record); err != nil {
-				return err
-			}
-			if err := pr.Summary(st.Drops()); err != nil {
-				return err
-			}
-			st.Commit()
-			return nil
+			o.addrs = args
+			return o.run(g, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON")
-	cmd.Flags().BoolVar(&follow, "follow", false, "wait for more events until interrupted")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print NDJSON")
+	cmd.Flags().BoolVar(&o.follow, "follow", false, "wait for more events until interrupted")
 	return cmd
+}
+
+// eventsOptions are the arguments of events.
+type eventsOptions struct {
+	json, follow bool
+	addrs        []string // only these probes' events
+}
+
+// run reads the workspace's event buffer: once, or following it.
+func (o *eventsOptions) run(g *globals, stdout, stderr io.Writer) error {
+	if err := requireBPF("events"); err != nil {
+		return err
+	}
+	w, s, err := g.inspect()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	filter, err := eventFilter(s, o.addrs)
+	if err != nil {
+		return err
+	}
+	if s.Events == nil {
+		switch {
+		case len(s.Probes) == 0:
+			fmt.Fprintln(stderr, "No probes applied in this workspace: there are no events to read.")
+		default:
+			fmt.Fprintln(stderr, "No applied probe emits events: this workspace has no event buffer.")
+		}
+		return nil
+	}
+	st, err := w.OpenEvents(s)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Held for the one-shot read too: an interrupt does not cut it short.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pr := newEventPrinter(stdout, stderr, o.json, filter)
+	defer pr.Flush()
+	if o.follow {
+		return followEvents(ctx, w, st, pr, stderr)
+	}
+	// Consumed once printed: a failed write leaves the records.
+	st.HoldRecords()
+	if err := st.ReadBuffered(pr.Record); err != nil {
+		return err
+	}
+	if err := pr.Summary(st.Drops()); err != nil {
+		return err
+	}
+	st.Commit()
+	return nil
+}
+
+// followEvents is events -follow: it prints until ctx ends (an
+// interrupt), or until the buffer is removed, then the summary.
+func followEvents(ctx context.Context, w *runtime.Workspace, st *runtime.EventStream, pr *eventPrinter, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "Reading the events of workspace %q (%s).\n", w.Name, "following; Ctrl-C to stop")
+	f := runtime.NewFollower(w, st, pr, runtime.FollowOptions{Notices: stderr})
+	if err := f.Run(ctx); err != nil {
+		return err
+	}
+	return pr.Summary(st.Drops())
 }
 
 // eventFilter checks the addresses given: applied probes that emit events.
