@@ -138,7 +138,7 @@ dashboards:
 fuzz:
 	cd spec && $(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) .
 	cd compiler && $(GO) test -run='^$$' -fuzz=FuzzCompileVerify -fuzztime=$(FUZZTIME) .
-	cd cmd/probectl && $(GO) test -run='^$$' -fuzz=FuzzFlameGraph -fuzztime=$(FUZZTIME) .
+	cd internal/flamegraph && $(GO) test -run='^$$' -fuzz=FuzzFlameGraph -fuzztime=$(FUZZTIME) .
 
 # Compiler benchmarks, then (root) start-up and per-hit overhead against
 # bpftrace, the scale of specs, and the per-hit overhead of kernel-function

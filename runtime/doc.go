@@ -2,7 +2,8 @@
 // the live kernel atomically (load everything, attach everything, pin,
 // commit state; undo on any error), keeps state in bpffs pins and a state
 // file with lineage and serial, diffs it against new plans, and reads what
-// the probes measured.
+// the probes measured: results, and the event buffer, read once or
+// followed through applies and destroys (Follower).
 //
 // Package runtime imports compiler/compiled and bpf. It never reaches spec
 // or HCL, directly or through another package: a saved plan is

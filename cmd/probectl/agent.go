@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/eventfile"
 	"github.com/probectl/probectl/metrics"
 	"github.com/spf13/cobra"
 )
@@ -257,7 +258,7 @@ func serveAgent(g *globals, o agentOptions, a *engine.DirAgent, ln net.Listener,
 // stopAgent stops the server, then the events' sink (failing when it
 // ended by itself with an error), then destroys the probes with
 // -destroy-on-exit.
-func stopAgent(a *engine.DirAgent, o agentOptions, srv *http.Server, sink *eventSink, sinkFailed bool, log *slog.Logger) error {
+func stopAgent(a *engine.DirAgent, o agentOptions, srv *http.Server, sink *eventfile.Sink, sinkFailed bool, log *slog.Logger) error {
 	log.Info("stopping")
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

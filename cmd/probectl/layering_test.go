@@ -83,15 +83,20 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"internal/termtext":      {},
-	"internal/engine":        {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
-	"cmd/probectl":           {"bpf", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext"},
+	"cmd/probectl":           {"bpf", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph"},
+
+	// The engines of commands, out of package main.
+	"internal/termtext":                  {},
+	"internal/engine":                    {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
+	"internal/eventfile":                 {"runtime", "bpf"},
+	"internal/flamegraph":                {"runtime", "bpf"},
+	"internal/flamegraph/flamegraphtest": {},
 }
 
 // specFree are the packages that must not reach spec or HCL, directly or
 // through any package they import: a saved plan is self-contained, and
 // what runtime and metrics read is what the state recorded.
-var specFree = []string{"bpf", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest"}
+var specFree = []string{"bpf", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest"}
 
 // importGraph maps a package's import path to its imports.
 type importGraph map[string][]string

@@ -136,7 +136,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 	// One reader of the session's event buffer prints the records in the
 	// order they were reserved, through the printer events uses.
 	pr := newEventPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, nil)
-	defer pr.flush()
+	defer pr.Flush()
 	st, err := sess.OpenEvents()
 	if err != nil {
 		return err
@@ -152,9 +152,9 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 				rec, err := st.Next(time.Now().Add(200 * time.Millisecond))
 				switch {
 				case err == nil:
-					err = pr.record(rec)
+					err = pr.Record(rec)
 				case errors.Is(err, runtime.ErrIdle):
-					pr.flush()
+					pr.Flush()
 					st.Housekeep()
 					err = nil
 				}
@@ -176,7 +176,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 		stopping.Store(true)
 		wg.Wait()
 		if st != nil {
-			return st.ReadBuffered(pr.record)
+			return st.ReadBuffered(pr.Record)
 		}
 		return nil
 	}
@@ -187,7 +187,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 	var last []runtime.ProbeResult
 	show := func(final bool) {
 		if st != nil {
-			pr.drops(st.Drops())
+			pr.Drops(st.Drops())
 		}
 		results := sess.Read()
 		tables := sess.Tables()
@@ -239,14 +239,14 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 				if !asJSON {
 					pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
 				}
-				pr.summary(st.Drops())
+				pr.Summary(st.Drops())
 			}
 			return nil
 		case <-tick:
 			show(false)
 		case <-dropTick.C:
 			if st != nil {
-				pr.drops(st.Drops())
+				pr.Drops(st.Drops())
 			}
 		}
 	}

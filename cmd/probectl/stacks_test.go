@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/internal/flamegraph/flamegraphtest"
 	"github.com/probectl/probectl/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -245,11 +246,11 @@ probe "profile" "burn" {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	doc, err := parseFlameGraph(f)
+	doc, err := flamegraphtest.Parse(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var proc, hot *flameRect
+	var proc, hot *flamegraphtest.Rect
 	for i := range doc.Frames {
 		fr := &doc.Frames[i]
 		switch {
@@ -518,37 +519,6 @@ func TestStackCpuwalk(t *testing.T) {
 	t.Logf("%d samples on cpu %d, %d elsewhere", on, cpu, off)
 	if on < 5 || off != 0 {
 		t.Errorf("%d samples on cpu %d and %d elsewhere: want them all on it\n%s", on, cpu, off, out)
-	}
-}
-
-// Folding: by fields in order, stacks root first, kernel frames marked,
-// unknown user functions by their file, separators kept out of names,
-// equal stacks merged; "no stack" adds nothing, a lost one says so.
-func TestFoldStacks(t *testing.T) {
-	v := func(n int64) *int64 { return &n }
-	user := &runtime.Stack{User: true, Frames: []bpf.Frame{
-		{Symbol: "hot", Offset: 4, Module: "/bin/w"}, {Symbol: "main", Offset: 9, Module: "/bin/w"}, {Addr: 0x1234, Module: "/lib/libc.so.6"}}}
-	user2 := &runtime.Stack{User: true, Frames: []bpf.Frame{
-		{Symbol: "hot", Offset: 8, Module: "/bin/w"}, {Symbol: "main", Offset: 9, Module: "/bin/w"}, {Addr: 0x1234, Module: "/lib/libc.so.6"}}}
-	kern := &runtime.Stack{Frames: []bpf.Frame{{Symbol: "irq;x"}, {Addr: 0xffff}}}
-	none := &runtime.Stack{Err: "no kernel stack"}
-	lost := &runtime.Stack{User: true, Err: "stack lost: stack map full"}
-	ar := &runtime.AggregationResult{Kind: "count", Entries: []runtime.Entry{
-		{Key: runtime.OrderedKey{{Name: "comm", Value: "w;1"}, {Name: "ustack", Value: user}, {Name: "kstack", Value: kern}}, Value: v(3)},
-		{Key: runtime.OrderedKey{{Name: "comm", Value: "w;1"}, {Name: "ustack", Value: user2}, {Name: "kstack", Value: kern}}, Value: v(4)},
-		{Key: runtime.OrderedKey{{Name: "comm", Value: "w;1"}, {Name: "ustack", Value: user}, {Name: "kstack", Value: none}}, Value: v(5)},
-		{Key: runtime.OrderedKey{{Name: "comm", Value: "k\n"}, {Name: "ustack", Value: lost}, {Name: "kstack", Value: none}}, Value: v(1)},
-	}}
-	var b bytes.Buffer
-	if err := writeFolded(&b, foldStacks(ar)); err != nil {
-		t.Fatal(err)
-	}
-	want := `k?;[stack lost: stack map full] 1
-w:1;[libc.so.6];main;hot 5
-w:1;[libc.so.6];main;hot;[unknown]_[k];irq:x_[k] 7
-`
-	if b.String() != want {
-		t.Errorf("folded:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ Exit status: 0 recovered, 1 errors.`,
 				cmd.Printf("  recovered %s (%s via %s)\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
 			}
 			if s.Events != nil {
-				cmd.Printf("  recovered %s (%s; records of probes replaced before the state was lost read as undecodable)\n", s.Events.Address, sizeName(s.Events.Size))
+				cmd.Printf("  recovered %s (%s; records of probes replaced before the state was lost read as undecodable)\n", s.Events.Address, bpf.SizeText(s.Events.Size))
 			}
 			for _, sk := range skipped {
 				cmd.Printf("  not adopted: %s\n", sk)

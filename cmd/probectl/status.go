@@ -7,6 +7,7 @@ import (
 	"github.com/probectl/probectl/compiler"
 	"strings"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/runtime"
 	"github.com/spf13/cobra"
 )
@@ -125,11 +126,11 @@ func renderEventsStatus(cmd *cobra.Command, ev *runtime.EventsStatus) {
 	cmd.Printf("\n  %s\n", ev.Address)
 	switch {
 	case len(ev.Drift) > 0:
-		cmd.Printf("    size       %s\n", sizeName(ev.Size))
+		cmd.Printf("    size       %s\n", bpf.SizeText(ev.Size))
 	case ev.Unread < 0:
-		cmd.Printf("    size       %s (how full cannot be read)\n", sizeName(ev.Size))
+		cmd.Printf("    size       %s (how full cannot be read)\n", bpf.SizeText(ev.Size))
 	default:
-		cmd.Printf("    size       %s; %s not read yet (%.1f%%)\n", sizeName(ev.Size), bytesString(ev.Unread), 100*float64(ev.Unread)/float64(ev.Size))
+		cmd.Printf("    size       %s; %s not read yet (%.1f%%)\n", bpf.SizeText(ev.Size), bytesString(ev.Unread), 100*float64(ev.Unread)/float64(ev.Size))
 	}
 	if ev.Reader != "" {
 		cmd.Printf("    reader     %s\n", printable(ev.Reader))

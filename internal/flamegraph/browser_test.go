@@ -1,4 +1,4 @@
-package main
+package flamegraph
 
 import (
 	"bytes"
@@ -22,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/probectl/probectl/internal/flamegraph/flamegraphtest"
 )
 
 // chromiumPath finds Debian's chromium (apt-get install chromium), or
@@ -43,6 +45,17 @@ func chromiumPath(t *testing.T) string {
 	}
 	missingTool(t, "chromium is not installed (/usr/bin/chromium, or set PROBECTL_CHROMIUM): apt-get install chromium")
 	return ""
+}
+
+// missingTool skips a test for a tool this machine lacks, or fails it in
+// CI (CI=true), where .ci/run installs every tool (as cmd/probectl's
+// tests do).
+func missingTool(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format+" (.ci/run installs it)", args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // keepArtifact writes a file a person may want to look at into the test's
@@ -97,7 +110,7 @@ const frameJS = `(function (name) {
 	return { found: false };
 })(%s)`
 
-// framesJS reads every frame, in document order (as parseFlameGraph), as
+// framesJS reads every frame, in document order (as flamegraphtest.Parse), as
 // rows of [x, y, width, height, hidden, faded] and the labels: plain
 // numbers keep the answer small for a graph of 20,000 frames.
 const framesJS = `(function () {
@@ -352,7 +365,7 @@ func near(t *testing.T, what string, got, want float64) {
 // z and its callees are drawn across the full width in proportion to their
 // samples, its callers span the full width, faded (except the root when
 // nothing is zoomed), and every other frame is hidden.
-func checkView(t *testing.T, doc *flameDoc, got []browserFrame, z int) {
+func checkView(t *testing.T, doc *flamegraphtest.Doc, got []browserFrame, z int) {
 	t.Helper()
 	if len(got) != len(doc.Frames) {
 		t.Fatalf("the page has %d frames, the SVG %d", len(got), len(doc.Frames))
@@ -396,12 +409,12 @@ func checkView(t *testing.T, doc *flameDoc, got []browserFrame, z int) {
 	}
 }
 
-// openFlameGraph starts chromium and opens svg, a graph writeFlameGraph
+// openFlameGraph starts chromium and opens svg, a graph Write
 // wrote, kept as the artifact name; it checks that every frame shows as
 // wide as its samples.
-func openFlameGraph(t *testing.T, svg []byte, name string) (*browser, *flameDoc) {
+func openFlameGraph(t *testing.T, svg []byte, name string) (*browser, *flamegraphtest.Doc) {
 	t.Helper()
-	doc, err := parseFlameGraph(bytes.NewReader(svg))
+	doc, err := flamegraphtest.Parse(bytes.NewReader(svg))
 	if err != nil {
 		t.Fatalf("the SVG does not parse: %v", err)
 	}
@@ -416,7 +429,7 @@ func openFlameGraph(t *testing.T, svg []byte, name string) (*browser, *flameDoc)
 
 // zoomInto clicks the widest frame named name and checks the view; it
 // returns the frame's index in doc.Frames.
-func (b *browser) zoomInto(doc *flameDoc, name string) int {
+func (b *browser) zoomInto(doc *flamegraphtest.Doc, name string) int {
 	b.t.Helper()
 	z := -1
 	for i, f := range doc.Frames {
@@ -439,7 +452,7 @@ func (b *browser) zoomInto(doc *flameDoc, name string) int {
 	return z
 }
 
-// checkFlameGraphInBrowser opens svg, a graph writeFlameGraph wrote, in
+// checkFlameGraphInBrowser opens svg, a graph Write wrote, in
 // headless chromium, clicks the widest frame named name and checks that
 // the view zoomed into it (it spans the full width, its callees scale
 // with it, its siblings and every frame outside it hide), then that Reset
@@ -464,7 +477,7 @@ func checkFlameGraphInBrowser(t *testing.T, svg []byte, prefix, name string) {
 // The SVGs and screenshots are kept as artifacts (the log names them).
 func TestFlameGraphBrowser(t *testing.T) {
 	var svg bytes.Buffer
-	if err := writeFlameGraph(&svg, "probectl flame graph: browser test", testStacks); err != nil {
+	if err := Write(&svg, "probectl flame graph: browser test", testStacks); err != nil {
 		t.Fatal(err)
 	}
 	b, doc := openFlameGraph(t, svg.Bytes(), "flamegraph.svg")
@@ -606,10 +619,10 @@ func TestFlameGraphBrowserLarge(t *testing.T) {
 		t.Skip("-short: a 4 MiB flame graph in chromium")
 	}
 	var svg bytes.Buffer
-	if err := writeFlameGraph(&svg, "probectl flame graph: 100,000 stacks", hugeStacks(100000)); err != nil {
+	if err := Write(&svg, "probectl flame graph: 100,000 stacks", hugeStacks(100000)); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := parseFlameGraph(bytes.NewReader(svg.Bytes()))
+	doc, err := flamegraphtest.Parse(bytes.NewReader(svg.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,12 +657,12 @@ func testFlameGraphHostileBrowser(t *testing.T, b *browser) {
 	prev := b.t
 	b.t = t
 	defer func() { b.t = prev }()
-	stacks := []flameStack{{[]string{"proc"}, 1}}
+	stacks := []Stack{{[]string{"proc"}, 1}}
 	for i, name := range hostileNames {
-		stacks = append(stacks, flameStack{[]string{"proc", name}, int64(10 + i)})
+		stacks = append(stacks, Stack{[]string{"proc", name}, int64(10 + i)})
 	}
 	var svg bytes.Buffer
-	if err := writeFlameGraph(&svg, `<script>window.flmInjected = "title"</script>`, stacks); err != nil {
+	if err := Write(&svg, `<script>window.flmInjected = "title"</script>`, stacks); err != nil {
 		t.Fatal(err)
 	}
 	b.open("flamegraph-hostile.svg", svg.Bytes())

@@ -1,8 +1,7 @@
-package main
+package flamegraph
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -17,166 +16,28 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/probectl/probectl/internal/flamegraph/flamegraphtest"
 )
 
-// flameRect is one frame of a flame graph SVG, as parseFlameGraph reads it.
-type flameRect struct {
-	Name    string // the frame's name, from its <title>
-	Title   string // the whole <title>: "NAME (N samples, P%)"
-	Samples int64  // fg:n
-	Start   int64  // fg:s: samples to its left
-	Depth   int    // fg:d: 0 for the root ("all")
-	X       float64
-	Width   float64
-	Fill    string
-	Label   string // the <text> shown on it
-}
-
-// flameDoc is what parseFlameGraph reads besides the frames.
-type flameDoc struct {
-	Frames []flameRect
-	Total  int64             // fg:total of the <svg>
-	Height int               // the <svg>'s height in pixels
-	Texts  map[string]string // the text of each <text> with an id
-	Script string            // the <script>'s text
-}
-
-// parseFlameGraph reads an SVG written by writeFlameGraph with
-// encoding/xml (strict): the frames in document order, and the document's
-// other texts. It fails on anything writeFlameGraph does not write: an
-// element it does not use, an event handler attribute, a second script.
-func parseFlameGraph(r io.Reader) (*flameDoc, error) {
-	const svgNS = "http://www.w3.org/2000/svg"
-	allowed := map[string]bool{"svg": true, "title": true, "desc": true, "style": true, "script": true, "rect": true, "text": true, "g": true}
-	d := xml.NewDecoder(r)
-	doc := &flameDoc{Texts: map[string]string{}}
-	var stack []xml.StartElement
-	var cur *flameRect
-	var text strings.Builder
-	scripts := 0
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch tok := tok.(type) {
-		case xml.StartElement:
-			if tok.Name.Space != svgNS || !allowed[tok.Name.Local] {
-				return nil, fmt.Errorf("element %s:%s", tok.Name.Space, tok.Name.Local)
-			}
-			attr := map[string]string{}
-			for _, a := range tok.Attr {
-				if strings.HasPrefix(strings.ToLower(a.Name.Local), "on") || strings.Contains(strings.ToLower(a.Name.Local), "href") {
-					return nil, fmt.Errorf("<%s> has the attribute %s", tok.Name.Local, a.Name.Local)
-				}
-				key := a.Name.Local
-				if a.Name.Space == flameNS {
-					key = "fg:" + key
-				}
-				attr[key] = a.Value
-			}
-			if len(stack) == 0 {
-				if tok.Name.Local != "svg" {
-					return nil, fmt.Errorf("root element %s", tok.Name.Local)
-				}
-				doc.Total, _ = strconv.ParseInt(attr["fg:total"], 10, 64)
-				doc.Height, _ = strconv.Atoi(attr["height"])
-			}
-			switch tok.Name.Local {
-			case "script":
-				scripts++
-			case "g":
-				if attr["class"] == "f" {
-					if cur != nil {
-						return nil, errors.New("a frame inside a frame")
-					}
-					cur = &flameRect{}
-					var err1, err2, err3 error
-					cur.Start, err1 = strconv.ParseInt(attr["fg:s"], 10, 64)
-					cur.Samples, err2 = strconv.ParseInt(attr["fg:n"], 10, 64)
-					cur.Depth, err3 = strconv.Atoi(attr["fg:d"])
-					if err := errors.Join(err1, err2, err3); err != nil {
-						return nil, fmt.Errorf("frame attributes: %w", err)
-					}
-				}
-			case "rect":
-				if cur != nil {
-					var err1, err2 error
-					cur.X, err1 = strconv.ParseFloat(attr["x"], 64)
-					cur.Width, err2 = strconv.ParseFloat(attr["width"], 64)
-					if err := errors.Join(err1, err2); err != nil {
-						return nil, fmt.Errorf("frame rect: %w", err)
-					}
-					cur.Fill = attr["fill"]
-				}
-			}
-			stack = append(stack, xml.StartElement{Name: tok.Name, Attr: []xml.Attr{{Name: xml.Name{Local: "id"}, Value: attr["id"]}}})
-			text.Reset()
-		case xml.CharData:
-			text.Write(tok)
-		case xml.EndElement:
-			top := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			s := text.String()
-			text.Reset()
-			switch top.Name.Local {
-			case "script":
-				doc.Script = s
-			case "title":
-				if cur != nil {
-					cur.Title = s
-					i := strings.LastIndex(s, " (")
-					if i < 0 {
-						return nil, fmt.Errorf("frame title %q", s)
-					}
-					cur.Name = s[:i]
-				}
-			case "text":
-				if cur != nil {
-					cur.Label = s
-				} else if id := top.Attr[0].Value; id != "" {
-					doc.Texts[id] = s
-				}
-			case "g":
-				if cur != nil {
-					doc.Frames = append(doc.Frames, *cur)
-					cur = nil
-				}
-			}
-		case xml.ProcInst, xml.Comment, xml.Directive:
-			if pi, ok := tok.(xml.ProcInst); ok && pi.Target == "xml" {
-				continue
-			}
-			return nil, fmt.Errorf("unexpected %T", tok)
-		}
-	}
-	if scripts != 1 {
-		return nil, fmt.Errorf("%d scripts", scripts)
-	}
-	return doc, nil
-}
-
-func renderFlame(t testing.TB, title string, stacks []flameStack) ([]byte, *flameDoc) {
+func renderFlame(t testing.TB, title string, stacks []Stack) ([]byte, *flamegraphtest.Doc) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := writeFlameGraph(&buf, title, stacks); err != nil {
+	if err := Write(&buf, title, stacks); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := parseFlameGraph(bytes.NewReader(buf.Bytes()))
+	doc, err := flamegraphtest.Parse(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatalf("the SVG does not parse: %v", err)
 	}
-	if doc.Script != flameScript {
+	if doc.Script != "\n"+flameScript {
 		t.Fatalf("the script is not the renderer's")
 	}
 	return buf.Bytes(), doc
 }
 
 // testStacks: a known profile of 100 samples.
-var testStacks = []flameStack{
+var testStacks = []Stack{
 	{[]string{"main", "run", "parse"}, 30},
 	{[]string{"main", "run", "eval", "add"}, 20},
 	{[]string{"worker", "loop", "vfs_read_[k]"}, 35},
@@ -188,13 +49,13 @@ var testStacks = []flameStack{
 // checkWidths checks that every frame is as wide as its samples (within
 // the rounding of its two edges to hundredths of a pixel) and that each
 // frame lies inside its caller.
-func checkWidths(t testing.TB, doc *flameDoc) {
+func checkWidths(t testing.TB, doc *flamegraphtest.Doc) {
 	t.Helper()
 	if len(doc.Frames) == 0 {
 		return
 	}
 	scale := float64(flameWidth) / float64(doc.Total)
-	byDepth := map[int][]flameRect{}
+	byDepth := map[int][]flamegraphtest.Rect{}
 	for _, f := range doc.Frames {
 		want := float64(f.Samples) * scale
 		if math.Abs(f.Width-want) > 0.0100001 {
@@ -210,7 +71,7 @@ func checkWidths(t testing.TB, doc *flameDoc) {
 	}
 	for depth := 1; len(byDepth[depth]) > 0; depth++ {
 		for _, f := range byDepth[depth] {
-			var parent *flameRect
+			var parent *flamegraphtest.Rect
 			for i, p := range byDepth[depth-1] {
 				if p.Start <= f.Start && f.Start < p.Start+p.Samples {
 					parent = &byDepth[depth-1][i]
@@ -305,7 +166,7 @@ func TestFlameGraphLayout(t *testing.T) {
 }
 
 func TestFlameGraphMerge(t *testing.T) {
-	stacks := []flameStack{
+	stacks := []Stack{
 		{[]string{"a", "b", "c"}, 1},
 		{[]string{"a", "b", "d"}, 2},
 		{[]string{"a", "b", "c"}, 3}, // the same stack again
@@ -358,11 +219,11 @@ func TestFlameGraphEscaping(t *testing.T) {
 		long,
 		"ünïcödé 函数",
 	}
-	var stacks []flameStack
+	var stacks []Stack
 	for i, h := range hostile {
-		stacks = append(stacks, flameStack{[]string{"proc", h}, int64(100 + i)})
+		stacks = append(stacks, Stack{[]string{"proc", h}, int64(100 + i)})
 	}
-	stacks = append(stacks, flameStack{[]string{"<comm>", "&"}, 50})
+	stacks = append(stacks, Stack{[]string{"<comm>", "&"}, 50})
 	out, doc := renderFlame(t, `<script>alert("title")</script>`+"\x00", stacks)
 	for _, bad := range []string{"<script>alert", "onload=\"", "\x00", "\x1b", "\xff", "\u202e"} {
 		if bytes.Contains(out, []byte(bad)) {
@@ -409,7 +270,7 @@ func TestFlameGraphEscaping(t *testing.T) {
 }
 
 func TestFlameGraphEmpty(t *testing.T) {
-	for _, stacks := range [][]flameStack{nil, {{[]string{"a"}, 0}}} {
+	for _, stacks := range [][]Stack{nil, {{[]string{"a"}, 0}}} {
 		_, doc := renderFlame(t, "nothing", stacks)
 		if len(doc.Frames) != 0 || doc.Total != 0 {
 			t.Errorf("frames of an empty graph: %+v", doc.Frames)
@@ -422,11 +283,11 @@ func TestFlameGraphEmpty(t *testing.T) {
 
 func TestFlameGraphErrors(t *testing.T) {
 	var buf bytes.Buffer
-	err := writeFlameGraph(&buf, "t", []flameStack{{[]string{"a"}, 1}, {[]string{"b"}, -1}})
+	err := Write(&buf, "t", []Stack{{[]string{"a"}, 1}, {[]string{"b"}, -1}})
 	if err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Errorf("a negative count: %v", err)
 	}
-	err = writeFlameGraph(&buf, "t", []flameStack{{[]string{"a"}, math.MaxInt64}, {[]string{"b"}, 1}})
+	err = Write(&buf, "t", []Stack{{[]string{"a"}, math.MaxInt64}, {[]string{"b"}, 1}})
 	if err == nil || !strings.Contains(err.Error(), "int64") {
 		t.Errorf("an overflowing total: %v", err)
 	}
@@ -434,20 +295,20 @@ func TestFlameGraphErrors(t *testing.T) {
 		t.Errorf("an error wrote %d bytes", buf.Len())
 	}
 	// A total of exactly MaxInt64 is fine.
-	_, doc := renderFlame(t, "t", []flameStack{{[]string{"a"}, math.MaxInt64 - 1}, {[]string{"b"}, 1}})
+	_, doc := renderFlame(t, "t", []Stack{{[]string{"a"}, math.MaxInt64 - 1}, {[]string{"b"}, 1}})
 	checkWidths(t, doc)
 }
 
 // hugeStacks is a profile of n distinct stacks, shaped like a real one: a
 // few processes, call trees that share their callers, Zipf-like weights.
-func hugeStacks(n int) []flameStack {
+func hugeStacks(n int) []Stack {
 	rng := rand.New(rand.NewPCG(1, 2))
 	funcs := make([]string, 2000)
 	for i := range funcs {
 		funcs[i] = fmt.Sprintf("pkg%d.function_%d", i%37, i)
 	}
 	seen := map[string]bool{}
-	var stacks []flameStack
+	var stacks []Stack
 	for len(stacks) < n {
 		depth := 3 + rng.IntN(30)
 		frames := []string{fmt.Sprintf("proc-%d", rng.IntN(8))}
@@ -461,7 +322,7 @@ func hugeStacks(n int) []flameStack {
 			continue
 		}
 		seen[key] = true
-		stacks = append(stacks, flameStack{frames, 1 + int64(1000/(1+rng.IntN(1000)))})
+		stacks = append(stacks, Stack{frames, 1 + int64(1000/(1+rng.IntN(1000)))})
 	}
 	return stacks
 }
@@ -470,11 +331,11 @@ func TestFlameGraphHuge(t *testing.T) {
 	stacks := hugeStacks(100000)
 	var buf bytes.Buffer
 	start, cpuStart := time.Now(), cpuTime()
-	if err := writeFlameGraph(&buf, "huge", stacks); err != nil {
+	if err := Write(&buf, "huge", stacks); err != nil {
 		t.Fatal(err)
 	}
 	took, cpu := time.Since(start), cpuTime()-cpuStart
-	doc, err := parseFlameGraph(bytes.NewReader(buf.Bytes()))
+	doc, err := flamegraphtest.Parse(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +375,7 @@ func BenchmarkFlameGraph(b *testing.B) {
 	stacks := hugeStacks(100000)
 	b.ResetTimer()
 	for b.Loop() {
-		if err := writeFlameGraph(io.Discard, "huge", stacks); err != nil {
+		if err := Write(io.Discard, "huge", stacks); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -530,7 +391,7 @@ func FuzzFlameGraph(f *testing.F) {
 	f.Add("x 0\ny -1\n")
 	f.Add(strings.Repeat("a;", 200) + "b 7\n")
 	f.Fuzz(func(t *testing.T, folded string) {
-		var stacks []flameStack
+		var stacks []Stack
 		for line := range strings.Lines(folded) {
 			line = strings.TrimSuffix(line, "\n")
 			frames, count, _ := strings.Cut(line, " ")
@@ -542,17 +403,17 @@ func FuzzFlameGraph(f *testing.F) {
 			if frames != "" {
 				fs = strings.Split(frames, ";")
 			}
-			stacks = append(stacks, flameStack{fs, n})
+			stacks = append(stacks, Stack{fs, n})
 		}
 		var buf bytes.Buffer
-		err := writeFlameGraph(&buf, folded, stacks)
+		err := Write(&buf, folded, stacks)
 		if err != nil {
 			if buf.Len() != 0 {
 				t.Fatalf("an error (%v) after writing", err)
 			}
 			return
 		}
-		doc, err := parseFlameGraph(bytes.NewReader(buf.Bytes()))
+		doc, err := flamegraphtest.Parse(bytes.NewReader(buf.Bytes()))
 		if err != nil {
 			t.Fatalf("the SVG does not parse: %v", err)
 		}
@@ -569,9 +430,9 @@ func FuzzFlameGraph(f *testing.F) {
 
 // TestFlameGraphWriteError: a failing writer's error comes back.
 func TestFlameGraphWriteError(t *testing.T) {
-	err := writeFlameGraph(failWriter{}, "t", testStacks)
+	err := Write(failWriter{}, "t", testStacks)
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
-		t.Errorf("writeFlameGraph to a failing writer: %v", err)
+		t.Errorf("Write to a failing writer: %v", err)
 	}
 }
 
@@ -583,13 +444,13 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full")
 // one another; the cap keeps flameMaxFrames of them, callers before
 // callees, rather than dropping every frame of the tied width.
 func TestFlameGraphCapTies(t *testing.T) {
-	var stacks []flameStack
+	var stacks []Stack
 	for i := range 5000 {
 		var frames []string
 		for d := range 10 {
 			frames = append(frames, fmt.Sprintf("s%d_f%d", i, d))
 		}
-		stacks = append(stacks, flameStack{frames, 1})
+		stacks = append(stacks, Stack{frames, 1})
 	}
 	_, doc := renderFlame(t, "ties", stacks)
 	if len(doc.Frames) != flameMaxFrames {
@@ -615,7 +476,7 @@ func TestFlameGraphFileIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(victim, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFlameFile(out, "t", testStacks); err != nil {
+	if err := WriteFile(out, "t", testStacks); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "root:x:0:0\n" {

@@ -1,8 +1,9 @@
-package main
+package flamegraph
 
 import (
 	"bufio"
 	"cmp"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -13,32 +14,9 @@ import (
 	"unicode/utf8"
 )
 
-// The flame graph: an SVG file that opens in a browser from disk and needs
-// nothing else (its JavaScript and CSS are embedded, constant, and never
-// see a frame name except through the DOM's text nodes).
-//
-// Layout, as flamegraph.pl draws it: the root ("all") at the bottom, each
-// frame above its caller, widths proportional to samples, children sorted
-// by name from left to right with the caller's own samples (self time) to
-// the right of its children. Frames narrower than flameMinWidth pixels are
-// not drawn, and at most flameMaxFrames frames are (the narrowest go
-// first); the graph says how many were left out.
-//
-// Colors are derived from the frame's name, so a function has the same
-// color everywhere and in every file: a warm red-to-yellow palette, and
-// blue-green for kernel frames, which are those whose name ends in "_[k]"
-// (the mark stackcollapse-perf.pl --kernel puts in the folded format) or
-// " [k]". A "+0x1f" offset and a " [module]" suffix are ignored for the
-// color. The root is grey; frames matched by a search are magenta.
-//
-// Every frame is a <g class="f"> holding a <title> ("NAME (N samples,
-// P%)"), a <rect> and a <text> label, with its position in samples as
-// attributes in the flameNS namespace: fg:s (samples to its left), fg:n
-// (its samples) and fg:d (its depth, the root being 0). The script zooms
-// and searches with those integers alone.
-
-// flameStack is one stack and its weight; Frames run from the root (outermost caller) to the leaf.
-type flameStack struct {
+// Stack is one stack and its weight; Frames run from the root (outermost
+// caller) to the leaf.
+type Stack struct {
 	Frames []string
 	Value  int64
 }
@@ -79,7 +57,7 @@ type flameLayout struct {
 	capped     bool  // frames were left out to keep flameMaxFrames
 }
 
-// writeFlameGraph writes an interactive SVG flame graph of stacks.
+// Write writes an interactive SVG flame graph of stacks.
 //
 // Equal prefixes merge into one frame; stacks with a zero value are
 // ignored, a negative value is an error, and so is a total that does not
@@ -88,7 +66,7 @@ type flameLayout struct {
 // are shown as \xNN or \uNNNN escapes, names are cut after 1,000
 // characters, and everything is escaped for XML. With no samples the file
 // is a valid SVG that says so.
-func writeFlameGraph(w io.Writer, title string, stacks []flameStack) error {
+func Write(w io.Writer, title string, stacks []Stack) error {
 	l, err := layoutFlame(stacks)
 	if err != nil {
 		return err
@@ -102,21 +80,44 @@ func writeFlameGraph(w io.Writer, title string, stacks []flameStack) error {
 // the stacks (frame by frame, names in byte order, a stack before its own
 // prefix), then walk them once, closing the frames where a stack leaves
 // the previous one and opening the frames it adds.
-func layoutFlame(stacks []flameStack) (*flameLayout, error) {
-	type item struct {
-		frames []string
-		value  int64
+func layoutFlame(stacks []Stack) (*flameLayout, error) {
+	items, total, err := cleanStacks(stacks)
+	if err != nil {
+		return nil, err
 	}
-	items := make([]item, 0, len(stacks))
+	l := &flameLayout{total: total}
+	if total == 0 {
+		return l, nil
+	}
+	slices.SortFunc(items, func(a, b Stack) int { return compareStacks(a.Frames, b.Frames) })
+	nodes := l.merge(items)
+	if len(nodes) > flameMaxFrames {
+		nodes = l.capFrames(nodes)
+	}
+	slices.SortFunc(nodes, func(a, b flameNode) int {
+		return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
+	})
+	for _, n := range nodes {
+		l.maxDepth = max(l.maxDepth, n.depth)
+	}
+	l.nodes = nodes
+	return l, nil
+}
+
+// cleanStacks checks the sample counts and sums them, leaves out the
+// stacks without samples, and makes every frame name safe to show
+// (cleanFrameName; the caller's stacks are not changed).
+func cleanStacks(stacks []Stack) ([]Stack, int64, error) {
+	items := make([]Stack, 0, len(stacks))
 	var total int64
 	for i, s := range stacks {
 		switch {
 		case s.Value < 0:
-			return nil, fmt.Errorf("flame graph: stack %d has a negative sample count (%d)", i, s.Value)
+			return nil, 0, fmt.Errorf("flame graph: stack %d has a negative sample count (%d)", i, s.Value)
 		case s.Value == 0:
 			continue
 		case s.Value > math.MaxInt64-total:
-			return nil, errors.New("flame graph: the sample counts add up to more than an int64 holds")
+			return nil, 0, errors.New("flame graph: the sample counts add up to more than an int64 holds")
 		}
 		total += s.Value
 		frames, cloned := s.Frames, false
@@ -128,16 +129,16 @@ func layoutFlame(stacks []flameStack) (*flameLayout, error) {
 				frames[j] = c
 			}
 		}
-		items = append(items, item{frames, s.Value})
+		items = append(items, Stack{frames, s.Value})
 	}
-	l := &flameLayout{total: total}
-	if total == 0 {
-		return l, nil
-	}
-	slices.SortFunc(items, func(a, b item) int { return compareStacks(a.frames, b.frames) })
+	return items, total, nil
+}
 
-	scale := float64(flameWidth) / float64(total)
-	nodes := []flameNode{{name: "all", depth: 0, start: 0, n: total}}
+// merge walks the sorted stacks once and returns the frames wide enough
+// to draw, the root first; the others are counted as elided.
+func (l *flameLayout) merge(items []Stack) []flameNode {
+	scale := float64(flameWidth) / float64(l.total)
+	nodes := []flameNode{{name: "all", depth: 0, start: 0, n: l.total}}
 	type open struct {
 		name  string
 		start int64
@@ -159,37 +160,31 @@ func layoutFlame(stacks []flameStack) (*flameLayout, error) {
 	}
 	for _, it := range items {
 		common := 0
-		for common < len(path) && common < len(it.frames) && path[common].name == it.frames[common] {
+		for common < len(path) && common < len(it.Frames) && path[common].name == it.Frames[common] {
 			common++
 		}
 		closeTo(common)
-		for _, f := range it.frames[common:] {
+		for _, f := range it.Frames[common:] {
 			path = append(path, open{f, offset})
 		}
-		offset += it.value
+		offset += it.Value
 	}
 	closeTo(0)
+	return nodes
+}
 
-	if len(nodes) > flameMaxFrames {
-		// Keep the widest, and of equally wide frames the shallowest: a
-		// caller is never narrower than its callees, so a callee never
-		// comes before its caller in this order, and what stays is a tree.
-		slices.SortFunc(nodes, func(a, b flameNode) int {
-			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
-		})
-		l.elided += len(nodes) - flameMaxFrames
-		l.elidedMaxN = max(l.elidedMaxN, nodes[flameMaxFrames].n)
-		nodes = nodes[:flameMaxFrames]
-		l.capped = true
-	}
+// capFrames keeps flameMaxFrames of the frames: the widest, and of
+// equally wide frames the shallowest. A caller is never narrower than its
+// callees, so a callee never comes before its caller in this order, and
+// what stays is a tree.
+func (l *flameLayout) capFrames(nodes []flameNode) []flameNode {
 	slices.SortFunc(nodes, func(a, b flameNode) int {
-		return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.depth, b.depth), cmp.Compare(a.start, b.start))
 	})
-	for _, n := range nodes {
-		l.maxDepth = max(l.maxDepth, n.depth)
-	}
-	l.nodes = nodes
-	return l, nil
+	l.elided += len(nodes) - flameMaxFrames
+	l.elidedMaxN = max(l.elidedMaxN, nodes[flameMaxFrames].n)
+	l.capped = true
+	return nodes[:flameMaxFrames]
 }
 
 // compareStacks orders stacks frame by frame, and a stack before its own
@@ -225,8 +220,7 @@ func cleanFrameName(s string) string {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r < 0x20:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x061c || r == 0x200e || r == 0x200f ||
-			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0xfffe || r == 0xffff:
+		case hidden(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -234,6 +228,18 @@ func cleanFrameName(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// hidden reports whether cleanFrameName shows r as \uNNNN: DEL, the C1
+// controls, the bidi controls and the XML non-characters U+FFFE, U+FFFF.
+func hidden(r rune) bool {
+	switch {
+	case r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return r == 0xfffe || r == 0xffff
 }
 
 // cutName keeps the first max runes of s, marking the cut.
@@ -391,7 +397,9 @@ func (l *flameLayout) render(w *bufio.Writer, title string) {
 		r.s(" left out")
 	}
 	r.s(". Click a frame to zoom into it, Search (or Ctrl-F) to highlight frames by regular expression.</desc>\n")
+	r.s("<style><![CDATA[\n")
 	r.s(flameStyle)
+	r.s("]]></style>\n")
 	r.s(`<rect width="100%" height="100%" fill="#f6f5ee"/>` + "\n")
 	r.s(`<text id="title" x="600" y="24" text-anchor="middle">`)
 	r.text(title)
@@ -416,50 +424,56 @@ func (l *flameLayout) render(w *bufio.Writer, title string) {
 	}
 	r.s(`<g id="frames">` + "\n")
 	for _, n := range l.nodes {
-		name := cutName(n.name, flameMaxName)
-		x1, x2 := r.x(n.start), r.x(n.start+n.n)
-		y := int64(flameTop + (l.maxDepth-n.depth)*flameFrameHeight)
-		r.s(`<g class="f" fg:s="`)
-		r.int(n.start)
-		r.s(`" fg:n="`)
-		r.int(n.n)
-		r.s(`" fg:d="`)
-		r.int(int64(n.depth))
-		r.s(`"><title>`)
-		r.text(name)
-		r.s(" (")
-		r.s(flameCount(n.n, "sample"))
-		r.s(", ")
-		r.s(strconv.FormatFloat(float64(n.n)*100/float64(l.total), 'f', 2, 64))
-		r.s(`%)</title><rect x="`)
-		r.px(x1)
-		r.s(`" y="`)
-		r.int(y)
-		r.s(`" width="`)
-		r.px(x2 - x1)
-		r.s(`" height="`)
-		r.int(flameFrameHeight - 1)
-		r.s(`" rx="2" fill="`)
-		if n.depth == 0 {
-			r.s(flameRootColor)
-		} else {
-			r.s(flameColor(n.name))
-		}
-		r.s(`"/><text x="`)
-		r.px(x1 + 300)
-		r.s(`" y="`)
-		r.int(y + flameFrameHeight - 4)
-		r.s(`">`)
-		r.text(fitLabel(name, float64(x2-x1)/100))
-		r.s("</text></g>\n")
+		l.frame(r, n)
 		if len(r.b) > 32<<10 {
 			r.flush()
 		}
 	}
-	r.s("</g>\n<script><![CDATA[")
+	r.s("</g>\n<script><![CDATA[\n")
 	r.s(flameScript)
 	r.s("]]></script>\n</svg>\n")
 	r.flush()
+}
+
+// frame appends one frame: its group, with its position in samples, its
+// title, its box and its label.
+func (l *flameLayout) frame(r *flameRender, n flameNode) {
+	name := cutName(n.name, flameMaxName)
+	x1, x2 := r.x(n.start), r.x(n.start+n.n)
+	y := int64(flameTop + (l.maxDepth-n.depth)*flameFrameHeight)
+	r.s(`<g class="f" fg:s="`)
+	r.int(n.start)
+	r.s(`" fg:n="`)
+	r.int(n.n)
+	r.s(`" fg:d="`)
+	r.int(int64(n.depth))
+	r.s(`"><title>`)
+	r.text(name)
+	r.s(" (")
+	r.s(flameCount(n.n, "sample"))
+	r.s(", ")
+	r.s(strconv.FormatFloat(float64(n.n)*100/float64(l.total), 'f', 2, 64))
+	r.s(`%)</title><rect x="`)
+	r.px(x1)
+	r.s(`" y="`)
+	r.int(y)
+	r.s(`" width="`)
+	r.px(x2 - x1)
+	r.s(`" height="`)
+	r.int(flameFrameHeight - 1)
+	r.s(`" rx="2" fill="`)
+	if n.depth == 0 {
+		r.s(flameRootColor)
+	} else {
+		r.s(flameColor(n.name))
+	}
+	r.s(`"/><text x="`)
+	r.px(x1 + 300)
+	r.s(`" y="`)
+	r.int(y + flameFrameHeight - 4)
+	r.s(`">`)
+	r.text(fitLabel(name, float64(x2-x1)/100))
+	r.s("</text></g>\n")
 }
 
 // Write lets fmt write into the buffer.
@@ -484,128 +498,15 @@ func flameCount(n int64, noun string) string {
 	return string(b) + " " + noun
 }
 
-const flameStyle = `<style><![CDATA[
-text { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; fill: #000; }
-#title { font-size: 17px; }
-.ctl { fill: #1a4fa0; cursor: pointer; }
-.ctl:hover { text-decoration: underline; }
-#note { fill: #666; font-size: 11px; }
-g.f { cursor: pointer; }
-g.f text { pointer-events: none; }
-g.f:hover rect { stroke: #000; stroke-width: 0.5; }
-g.p { opacity: 0.55; }
-.hide { display: none; }
-]]></style>
-`
+// flameStyle is the graph's CSS, inside a CDATA section of its <style>.
+//
+//go:embed flamegraph.css
+var flameStyle string
 
-// flameScript zooms and searches. It reads names only as text (textContent)
-// and writes them only as text, so nothing in a name can run.
-const flameScript = `
-(function () {
-"use strict";
-var NS = "` + flameNS + `";
-var svg = document.documentElement;
-function num(el, name) { return Number(el.getAttributeNS(NS, name)); }
-function byId(id) { return document.getElementById(id); }
-var xpad = num(svg, "xpad"), width = num(svg, "width"), cw = num(svg, "cw");
-var total = num(svg, "total"), hl = svg.getAttributeNS(NS, "hl");
-var resetCtl = byId("reset"), clearCtl = byId("clear"), searchCtl = byId("search");
-var details = byId("details"), matched = byId("matched");
-var frames = [], root = null, zoomed = null, re = null, term = "";
-var gs = document.querySelectorAll("g.f");
-for (var i = 0; i < gs.length; i++) {
-	var g = gs[i], t = g.querySelector("title").textContent, rect = g.querySelector("rect");
-	var f = { g: g, s: num(g, "s"), n: num(g, "n"), d: num(g, "d"), rect: rect,
-		label: g.querySelector("text"), title: t, name: t.slice(0, t.lastIndexOf(" (")),
-		fill: rect.getAttribute("fill"), match: false, chars: null };
-	g.flameFrame = f;
-	frames.push(f);
-	if (f.d === 0) root = f;
-}
-function show(el, on) { el.setAttribute("class", on ? "ctl" : "ctl hide"); }
-function fit(f, w) {
-	var room = Math.floor((w - 6) / cw);
-	if (room < 3) return "";
-	var chars = f.chars || (f.chars = Array.from(f.name));
-	if (chars.length <= room) return f.name;
-	return chars.slice(0, room - 2).join("") + "..";
-}
-function place(f, x, w) {
-	f.rect.setAttribute("x", x.toFixed(2));
-	f.rect.setAttribute("width", w.toFixed(2));
-	f.label.setAttribute("x", (x + 3).toFixed(2));
-	f.label.textContent = fit(f, w);
-}
-// zoom makes z span the full width: its callers stay (full width, faded),
-// its callees scale with it, and every other frame hides.
-function zoom(z) {
-	if (!z) return;
-	zoomed = z === root ? null : z;
-	var scale = width / z.n;
-	for (var i = 0; i < frames.length; i++) {
-		var f = frames[i], cls = "f";
-		if (f.d < z.d) {
-			if (f.s <= z.s && f.s + f.n >= z.s + z.n) { place(f, xpad, width); cls = "f p"; }
-			else cls = "f hide";
-		} else if (f.s >= z.s && f.s + f.n <= z.s + z.n) {
-			place(f, xpad + (f.s - z.s) * scale, f.n * scale);
-		} else cls = "f hide";
-		f.g.setAttribute("class", cls);
-	}
-	show(resetCtl, zoomed !== null);
-}
-// search highlights the frames whose name matches the regular expression
-// and says which share of all samples they cover (nested matches count once).
-function search(s) {
-	if (s === null) return;
-	if (s === "") { clearSearch(); return; }
-	var r;
-	try { r = new RegExp(s); } catch (e) { matched.textContent = "Invalid regular expression: " + e.message; return; }
-	re = r; term = s;
-	var hits = [];
-	for (var i = 0; i < frames.length; i++) {
-		var f = frames[i];
-		f.match = re.test(f.name);
-		f.rect.setAttribute("fill", f.match ? hl : f.fill);
-		if (f.match) hits.push(f);
-	}
-	hits.sort(function (a, b) { return a.s - b.s || b.n - a.n; });
-	var covered = 0, end = 0;
-	for (var j = 0; j < hits.length; j++) {
-		var h = hits[j], from = Math.max(h.s, end), to = h.s + h.n;
-		if (to > from) { covered += to - from; end = to; }
-	}
-	var pct = total > 0 ? covered * 100 / total : 0;
-	matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + covered.toLocaleString("en-US") + " of " +
-		total.toLocaleString("en-US") + " samples)";
-	show(clearCtl, true);
-}
-function clearSearch() {
-	re = null; term = "";
-	for (var i = 0; i < frames.length; i++) {
-		frames[i].match = false;
-		frames[i].rect.setAttribute("fill", frames[i].fill);
-	}
-	matched.textContent = "";
-	show(clearCtl, false);
-}
-function askSearch() { search(window.prompt("Search frames (regular expression):", term)); }
-function frameOf(el) { var g = el.closest ? el.closest("g.f") : null; return g ? g.flameFrame : null; }
-svg.addEventListener("click", function (e) {
-	var t = e.target;
-	if (t === resetCtl) zoom(root);
-	else if (t === searchCtl) askSearch();
-	else if (t === clearCtl) clearSearch();
-	else zoom(frameOf(t));
-});
-svg.addEventListener("mouseover", function (e) {
-	var f = frameOf(e.target);
-	details.textContent = f ? f.title : " ";
-});
-svg.addEventListener("mouseout", function () { details.textContent = " "; });
-document.addEventListener("keydown", function (e) {
-	if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); askSearch(); }
-	else if (e.key === "Escape") zoom(root);
-});
-})();
-`
+// flameScript zooms and searches, inside a CDATA section of its <script>.
+// It reads names only as text (textContent) and writes them only as text,
+// so nothing in a name can run. It names the attributes' namespace
+// (flameNS) itself.
+//
+//go:embed flamegraph.js
+var flameScript string
