@@ -102,11 +102,11 @@ func fsessionTarget(kernel *btf.Spec, fn string) (btf.TypeID, error) {
 	return id, nil
 }
 
-// fsessionCode returns the bytecode of insns, each map reference
+// fsessionCode returns the bytecode of src, each map reference
 // associated with the map that maps gives it.
-func fsessionCode(spec asm.Instructions, fn string, maps func(ref string) *ebpf.Map) ([]byte, error) {
-	insns := make(asm.Instructions, len(spec))
-	copy(insns, spec)
+func fsessionCode(src asm.Instructions, fn string, maps func(ref string) *ebpf.Map) ([]byte, error) {
+	insns := make(asm.Instructions, len(src))
+	copy(insns, src)
 	for i := range insns {
 		ins := &insns[i]
 		if !ins.IsLoadFromMap() || ins.Reference() == "" {
