@@ -95,14 +95,11 @@ func detectKernel(fresh bool) (*Facts, error) {
 		}
 	}
 	f := (&Facts{Source: "live", Name: release, Release: release}).shareTypes()
-	switch machine := unix.ByteSliceToString(uts.Machine[:]); machine {
-	case "x86_64":
-		f.Arch = ArchX86_64
-	case "aarch64", "arm64":
-		f.Arch = ArchArm64
-	default:
-		return nil, fmt.Errorf("unsupported architecture %q", machine)
+	arch, err := machineArch(unix.ByteSliceToString(uts.Machine[:]))
+	if err != nil {
+		return nil, err
 	}
+	f.Arch = arch
 	v, err := ParseVersion(release)
 	if err != nil {
 		return nil, err
@@ -119,6 +116,27 @@ func detectKernel(fresh bool) (*Facts, error) {
 	}
 
 	f.ISAv4 = supported(features.HaveV4ISA())
+	f.detectLinks(kernelBTF)
+	f.detectFtrace(release)
+	f.detectHelpers(v, kernelBTF)
+	f.Perf.Link = v.AtLeast(5, 15) && features.HaveProgramType(ebpf.PerfEvent) == nil
+	writeCachedFacts(f)
+	return f, nil
+}
+
+// machineArch returns the architecture uname's machine names.
+func machineArch(machine string) (Arch, error) {
+	switch machine {
+	case "x86_64":
+		return ArchX86_64, nil
+	case "aarch64", "arm64":
+		return ArchArm64, nil
+	}
+	return "", fmt.Errorf("unsupported architecture %q", machine)
+}
+
+// detectLinks sets the link types the running kernel offers.
+func (f *Facts) detectLinks(kernelBTF *btf.Spec) {
 	f.Links.Kprobe = exists("/sys/bus/event_source/devices/kprobe/type")
 	f.Links.Uprobe = exists("/sys/bus/event_source/devices/uprobe/type")
 	f.Links.Tracepoint = exists("/sys/bus/event_source/devices/tracepoint/type")
@@ -127,32 +145,38 @@ func detectKernel(fresh bool) (*Facts, error) {
 	f.Links.UprobeMulti = supported(features.HaveBPFLinkUprobeMulti())
 	f.Links.Fentry = haveFentry(kernelBTF)
 	f.Links.Fsession = f.Links.Fentry && haveFsession(kernelBTF)
+}
 
+// detectFtrace sets the ftrace features of the kernel's build config, or
+// the arches' defaults when there is no config to read.
+func (f *Facts) detectFtrace(release string) {
 	cfg := kernelConfig(release)
 	f.FtraceWithRegs, f.FtraceWithArgs = cfg["CONFIG_DYNAMIC_FTRACE_WITH_REGS"], cfg["CONFIG_DYNAMIC_FTRACE_WITH_ARGS"]
 	if cfg == nil { // no config to read: the arches' defaults
 		f.FtraceWithRegs = f.Arch == ArchX86_64
 		f.FtraceWithArgs = true
 	}
+}
 
+// detectHelpers sets the helpers and kfuncs of kernel v (kernelBTF: its
+// BTF, or nil).
+func (f *Facts) detectHelpers(v Version, kernelBTF *btf.Spec) {
 	f.Helpers = Helpers{
 		AttachCookie:        v.AtLeast(5, 15),
 		TracingAttachCookie: v.AtLeast(5, 19),
 		FuncArg:             v.AtLeast(5, 17),
 		Ringbuf:             supported(features.HaveMapType(ebpf.RingBuf)),
 	}
-	if kernelBTF != nil {
-		var fn *btf.Func
-		if kernelBTF.TypeByName("bpf_session_cookie", &fn) == nil {
-			f.Helpers.SessionKfuncs = true
-			if proto, ok := fn.Type.(*btf.FuncProto); ok && len(proto.Params) == 1 {
-				f.Helpers.SessionKfuncsCtxArg = true
-			}
+	if kernelBTF == nil {
+		return
+	}
+	var fn *btf.Func
+	if kernelBTF.TypeByName("bpf_session_cookie", &fn) == nil {
+		f.Helpers.SessionKfuncs = true
+		if proto, ok := fn.Type.(*btf.FuncProto); ok && len(proto.Params) == 1 {
+			f.Helpers.SessionKfuncsCtxArg = true
 		}
 	}
-	f.Perf.Link = v.AtLeast(5, 15) && features.HaveProgramType(ebpf.PerfEvent) == nil
-	writeCachedFacts(f)
-	return f, nil
 }
 
 func exists(path string) bool {

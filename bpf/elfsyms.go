@@ -454,45 +454,13 @@ func checkSectionNames(r *headerReaderAt) error {
 	if _, err := r.ReadAt(h[:], 0); err != nil && err != io.EOF {
 		return err
 	}
-	if string(h[:4]) != elf.ELFMAG {
+	t, ok := sectionTableOf(h[:])
+	if !ok {
 		return nil // debug/elf says what it is not
 	}
-	var bo binary.ByteOrder = binary.LittleEndian
-	if elf.Data(h[elf.EI_DATA]) == elf.ELFDATA2MSB {
-		bo = binary.BigEndian
-	}
-	var shoff, entsize, idx, off, size uint64
-	var hdr []byte
-	switch elf.Class(h[elf.EI_CLASS]) {
-	case elf.ELFCLASS64:
-		shoff, entsize, idx = bo.Uint64(h[0x28:]), uint64(bo.Uint16(h[0x3a:])), uint64(bo.Uint16(h[0x3e:]))
-		hdr = make([]byte, 64)
-	case elf.ELFCLASS32:
-		shoff, entsize, idx = uint64(bo.Uint32(h[0x20:])), uint64(bo.Uint16(h[0x2e:])), uint64(bo.Uint16(h[0x32:]))
-		hdr = make([]byte, 40)
-	default:
-		return nil
-	}
-	if shoff == 0 || idx == uint64(elf.SHN_UNDEF) || entsize < uint64(len(hdr)) {
-		return nil
-	}
-	if idx == uint64(elf.SHN_XINDEX) { // the index is section 0's link
-		if _, err := r.ReadAt(hdr, int64(shoff)); err != nil {
-			return nil
-		}
-		link := 24 // sh_link
-		if len(hdr) == 64 {
-			link = 40
-		}
-		idx = uint64(bo.Uint32(hdr[link:]))
-	}
-	if _, err := r.ReadAt(hdr, int64(shoff+idx*entsize)); err != nil {
+	off, size, ok := t.sectionNames(r)
+	if !ok {
 		return nil // debug/elf says what is wrong
-	}
-	if len(hdr) == 64 {
-		off, size = bo.Uint64(hdr[24:]), bo.Uint64(hdr[32:])
-	} else {
-		off, size = uint64(bo.Uint32(hdr[16:])), uint64(bo.Uint32(hdr[20:]))
 	}
 	switch {
 	case size > maxSectionNames:
@@ -501,4 +469,63 @@ func checkSectionNames(r *headerReaderAt) error {
 		return fmt.Errorf("its section names claim %s at offset %#x, past the end of the %s file", sizeText(size), off, sizeText(uint64(r.size)))
 	}
 	return nil
+}
+
+// sectionTable is where an ELF header puts its section headers, and
+// which holds the section names.
+type sectionTable struct {
+	bo                  binary.ByteOrder
+	shoff, entsize, idx uint64
+	hdrSize             int // of one section header: 64 or 40
+}
+
+// sectionTableOf reads the section table of the ELF header h, and whether
+// h has one with a name section (false too when h is no ELF header).
+func sectionTableOf(h []byte) (sectionTable, bool) {
+	if string(h[:4]) != elf.ELFMAG {
+		return sectionTable{}, false
+	}
+	t := sectionTable{bo: binary.LittleEndian}
+	if elf.Data(h[elf.EI_DATA]) == elf.ELFDATA2MSB {
+		t.bo = binary.BigEndian
+	}
+	bo := t.bo
+	switch elf.Class(h[elf.EI_CLASS]) {
+	case elf.ELFCLASS64:
+		t.shoff, t.entsize, t.idx = bo.Uint64(h[0x28:]), uint64(bo.Uint16(h[0x3a:])), uint64(bo.Uint16(h[0x3e:]))
+		t.hdrSize = 64
+	case elf.ELFCLASS32:
+		t.shoff, t.entsize, t.idx = uint64(bo.Uint32(h[0x20:])), uint64(bo.Uint16(h[0x2e:])), uint64(bo.Uint16(h[0x32:]))
+		t.hdrSize = 40
+	default:
+		return sectionTable{}, false
+	}
+	if t.shoff == 0 || t.idx == uint64(elf.SHN_UNDEF) || t.entsize < uint64(t.hdrSize) {
+		return sectionTable{}, false
+	}
+	return t, true
+}
+
+// sectionNames returns the offset and size of the section-name table,
+// and whether its section header could be read.
+func (t sectionTable) sectionNames(r *headerReaderAt) (off, size uint64, ok bool) {
+	hdr := make([]byte, t.hdrSize)
+	idx := t.idx
+	if idx == uint64(elf.SHN_XINDEX) { // the index is section 0's link
+		if _, err := r.ReadAt(hdr, int64(t.shoff)); err != nil {
+			return 0, 0, false
+		}
+		link := 24 // sh_link
+		if t.hdrSize == 64 {
+			link = 40
+		}
+		idx = uint64(t.bo.Uint32(hdr[link:]))
+	}
+	if _, err := r.ReadAt(hdr, int64(t.shoff+idx*t.entsize)); err != nil {
+		return 0, 0, false
+	}
+	if t.hdrSize == 64 {
+		return t.bo.Uint64(hdr[24:]), t.bo.Uint64(hdr[32:]), true
+	}
+	return uint64(t.bo.Uint32(hdr[16:])), uint64(t.bo.Uint32(hdr[20:])), true
 }

@@ -136,6 +136,17 @@ func writeCachedFacts(f *Facts) {
 	if !rootOnly(dir, true) {
 		return
 	}
+	b, err := json.Marshal(cacheEntries(f, path, boot, exe))
+	if err != nil {
+		return
+	}
+	replaceFile(dir, path, b)
+}
+
+// cacheEntries are the entries of the cache file at path once f, the
+// facts of executable exe in boot, is kept: f without what is read anew
+// each time, then the other executables' entries of this boot.
+func cacheEntries(f *Facts, path, boot, exe string) []cachedFacts {
 	c := *f
 	c.Functions, c.Events, c.Tracepoints, c.TracepointFormats, c.KernelBTF = nil, nil, nil, nil, nil
 	c.CPUs = 0
@@ -145,10 +156,13 @@ func writeCachedFacts(f *Facts) {
 			entries = append(entries, old)
 		}
 	}
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return
-	}
+	return entries
+}
+
+// replaceFile replaces the file at path, in dir, with b (mode 0644) by
+// renaming a temporary file over it; on any failure it leaves path as it
+// was.
+func replaceFile(dir, path string, b []byte) {
 	tmp, err := os.CreateTemp(dir, ".facts-*")
 	if err != nil {
 		return

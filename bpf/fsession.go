@@ -57,19 +57,56 @@ const fsessionLogSize = 4 << 20
 // ([ResolveKfuncs]), and maps gives the map of each reference. A verifier
 // rejection is an [ebpf.VerifierError] with the log; errors name fn.
 func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf.Map, kernel *btf.Spec) (*ebpf.Program, error) {
+	id, err := fsessionTarget(kernel, fn)
+	if err != nil {
+		return nil, err
+	}
+	code, err := fsessionCode(spec.Instructions, fn, maps)
+	if err != nil {
+		return nil, err
+	}
+	license := []byte(spec.License + "\x00")
+	attr := progLoadAttr{
+		progType: progTypeTracing, insnCnt: uint32(len(code) / asm.InstructionSize),
+		insns:              uint64(uintptr(unsafe.Pointer(&code[0]))),
+		license:            uint64(uintptr(unsafe.Pointer(&license[0]))),
+		expectedAttachType: uint32(AttachTraceFsession),
+		attachBTFID:        uint32(id),
+	}
+	copy(attr.progName[:15], spec.Name)
+	fd, err := loadFsessionAttr(&attr, code, license, fn)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := ebpf.NewProgramFromFD(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("fsession %s: %w", fn, err)
+	}
+	return prog, nil
+}
+
+// fsessionTarget returns the BTF id of the vmlinux function fn.
+func fsessionTarget(kernel *btf.Spec, fn string) (btf.TypeID, error) {
 	if kernel == nil {
-		return nil, fmt.Errorf("fsession %s: no kernel BTF", fn)
+		return 0, fmt.Errorf("fsession %s: no kernel BTF", fn)
 	}
 	var target *btf.Func
 	if err := kernel.TypeByName(fn, &target); err != nil {
-		return nil, fmt.Errorf("fsession %s: no such function in vmlinux's BTF (a kernel module's functions need attach = \"fentry\"): %w", fn, err)
+		return 0, fmt.Errorf("fsession %s: no such function in vmlinux's BTF (a kernel module's functions need attach = \"fentry\"): %w", fn, err)
 	}
 	id, err := kernel.TypeID(target)
 	if err != nil {
-		return nil, fmt.Errorf("fsession %s: %w", fn, err)
+		return 0, fmt.Errorf("fsession %s: %w", fn, err)
 	}
-	insns := make(asm.Instructions, len(spec.Instructions))
-	copy(insns, spec.Instructions)
+	return id, nil
+}
+
+// fsessionCode returns the bytecode of src, each map reference
+// associated with the map that maps gives it.
+func fsessionCode(src asm.Instructions, fn string, maps func(ref string) *ebpf.Map) ([]byte, error) {
+	insns := make(asm.Instructions, len(src))
+	copy(insns, src)
 	for i := range insns {
 		ins := &insns[i]
 		if !ins.IsLoadFromMap() || ins.Reference() == "" {
@@ -87,21 +124,18 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil { // amd64 and arm64; cilium/ebpf takes no NativeEndian
 		return nil, fmt.Errorf("fsession %s: %w", fn, err)
 	}
-	code := buf.Bytes()
-	if len(code) == 0 {
+	if buf.Len() == 0 {
 		return nil, fmt.Errorf("fsession %s: no instructions", fn)
 	}
-	license := []byte(spec.License + "\x00")
-	attr := progLoadAttr{
-		progType: progTypeTracing, insnCnt: uint32(len(code) / asm.InstructionSize),
-		insns:              uint64(uintptr(unsafe.Pointer(&code[0]))),
-		license:            uint64(uintptr(unsafe.Pointer(&license[0]))),
-		expectedAttachType: uint32(AttachTraceFsession),
-		attachBTFID:        uint32(id),
-	}
-	copy(attr.progName[:15], spec.Name)
+	return buf.Bytes(), nil
+}
+
+// loadFsessionAttr loads the program attr describes (its code and
+// license kept alive) and returns its descriptor; a refusal other than
+// EPERM is loaded again with the verifier's log, to say why.
+func loadFsessionAttr(attr *progLoadAttr, code, license []byte, fn string) (int, error) {
 	load := func() (int, error) {
-		fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		fd, _, errno := unix.Syscall(unix.SYS_BPF, bpfProgLoad, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
 		goruntime.KeepAlive(code)
 		goruntime.KeepAlive(license)
 		if errno != 0 {
@@ -120,19 +154,14 @@ func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf
 		if err != nil {
 			text := strings.TrimRight(unix.ByteSliceToString(log), "\n")
 			if text != "" {
-				return nil, &fsessionVerifierError{fn, &ebpf.VerifierError{Cause: err, Log: strings.Split(text, "\n")}}
+				return -1, &fsessionVerifierError{fn, &ebpf.VerifierError{Cause: err, Log: strings.Split(text, "\n")}}
 			}
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load fsession program on %s: %w", fn, err)
+		return -1, fmt.Errorf("load fsession program on %s: %w", fn, err)
 	}
-	prog, err := ebpf.NewProgramFromFD(fd)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("fsession %s: %w", fn, err)
-	}
-	return prog, nil
+	return fd, nil
 }
 
 // fsessionVerifierError is a verifier rejection of an fsession program:

@@ -35,40 +35,15 @@ var ldArch = map[Arch]uint32{ArchX86_64: 0x0300, ArchArm64: 0x0a00}
 // be the cached name exactly. It returns the path ld.so would load, or an
 // error that says what the cache holds.
 func ResolveLibrary(cache, name string, arch Arch) (string, error) {
-	f, err := os.Open(cache)
+	entries, err := readLDCache(cache)
 	if err != nil {
 		return "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLDCache+1))
-	if err != nil {
-		return "", err
-	}
-	if len(data) > maxLDCache {
-		return "", fmt.Errorf("%s is larger than %d MiB", cache, maxLDCache>>20)
-	}
-	entries, err := parseLDCache(data)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", cache, err)
 	}
 	want, ok := ldArch[arch]
 	if !ok {
 		return "", fmt.Errorf("no ld.so.cache flags known for %s", arch)
 	}
-	exact := strings.Contains(name, ".so")
-	found := map[string]string{} // cached name to its first path: the cache lists the preferred first
-	for _, e := range entries {
-		if e.flags&ldFlagTypeMask != ldFlagELFLibc6 || e.flags&ldFlagArchMask != want {
-			continue
-		}
-		match := e.name == name
-		if !exact {
-			match = e.name == name+".so" || strings.HasPrefix(e.name, name+".so.")
-		}
-		if _, seen := found[e.name]; match && !seen {
-			found[e.name] = e.path
-		}
-	}
+	found := matchLibraries(entries, name, want)
 	switch len(found) {
 	case 0:
 		return "", fmt.Errorf("%s lists no %s library %q (ldconfig -p lists what it holds)", cache, arch, name)
@@ -83,6 +58,49 @@ func ResolveLibrary(cache, name string, arch Arch) (string, error) {
 	}
 	sort.Strings(names)
 	return "", fmt.Errorf("%q is ambiguous in %s: %s; give one of them", name, cache, strings.Join(names, ", "))
+}
+
+// readLDCache reads the entries of the cache file at cache, of at most
+// maxLDCache bytes.
+func readLDCache(cache string) ([]ldEntry, error) {
+	f, err := os.Open(cache)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLDCache+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxLDCache {
+		return nil, fmt.Errorf("%s is larger than %d MiB", cache, maxLDCache>>20)
+	}
+	entries, err := parseLDCache(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cache, err)
+	}
+	return entries, nil
+}
+
+// matchLibraries maps each cached name that name matches, among the
+// libc6 entries of arch flag want, to its first path: the cache lists the
+// preferred first.
+func matchLibraries(entries []ldEntry, name string, want uint32) map[string]string {
+	exact := strings.Contains(name, ".so")
+	found := map[string]string{}
+	for _, e := range entries {
+		if e.flags&ldFlagTypeMask != ldFlagELFLibc6 || e.flags&ldFlagArchMask != want {
+			continue
+		}
+		match := e.name == name
+		if !exact {
+			match = e.name == name+".so" || strings.HasPrefix(e.name, name+".so.")
+		}
+		if _, seen := found[e.name]; match && !seen {
+			found[e.name] = e.path
+		}
+	}
+	return found
 }
 
 type ldEntry struct {

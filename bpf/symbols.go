@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -262,28 +263,16 @@ func newELFFile(f *os.File, charge *int64) (*elf.File, error) {
 // share when another has read them; a bound that stops them leaves the
 // file with fewer symbols or none, and a note that says why.
 func openELF(path string, b *symBudget) (*elfFile, error) {
-	switch {
-	case b.read <= 0:
-		return &elfFile{path: path, note: "symbols not read: " + errSpent().Error()}, nil
-	case b.held <= 0:
-		return &elfFile{path: path, note: "symbols not read: " + errHeld().Error()}, nil
+	if note := b.spentNote(); note != "" {
+		return &elfFile{path: path, note: note}, nil
 	}
 	ef, c, err := openELFFile(path, &b.read)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	e := &elfFile{path: path, buildID: elfBuildID(ef), owner: ^uint32(0)}
-	if st, err := c.Stat(); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			e.owner, e.perm = sys.Uid, st.Mode().Perm()
-		}
-	}
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD {
-			e.loads = append(e.loads, p.ProgHeader)
-		}
-	}
+	e := &elfFile{path: path, buildID: elfBuildID(ef), loads: loadSegments(ef)}
+	e.owner, e.perm = fileOwner(c)
 	id, err := statID(c)
 	if err != nil {
 		return nil, err
@@ -291,40 +280,101 @@ func openELF(path string, b *symBudget) (*elfFile, error) {
 	key := symKey{file: id}
 	// A stripped file (libc) has only its dynamic symbols: its debug
 	// file, when installed, has them all.
-	var def *elf.File
-	var dc *os.File
+	var dbg *debugELF
 	if sectionOfType(ef, elf.SHT_SYMTAB) == nil && e.buildID != "" {
-		if df, c, err := openELFFile(debugPath(e.buildID), &b.read); err == nil {
-			defer c.Close()
-			if did, err := statID(c); err == nil && elfBuildID(df) == e.buildID {
-				def, dc, key.debug = df, c, did
-			}
+		if dbg = openDebugELF(e.buildID, &b.read); dbg != nil {
+			defer dbg.c.Close()
+			key.debug = dbg.id
 		}
 	}
-	ent := sharedSymbols(key, func() *symEntry {
-		r := &tableReader{f: c, size: id.size, ef: ef, budget: b}
-		syms, note := r.readTables()
-		if def != nil {
-			d := &tableReader{f: dc, size: key.debug.size, ef: def, budget: b, kept: r.kept}
-			dsyms, dnote := d.readTables()
-			syms = append(syms, dsyms...)
-			if note == "" {
-				note = dnote
-			}
-			r.kept, r.cut = d.kept, r.cut || d.cut
-		}
-		syms.sort()
-		// A file written while it was read is not what its key names.
-		now, err := statID(c)
-		cost := entryCost + int64(len(note)) + r.kept
-		return &symEntry{syms: syms, note: note, cost: cost, cut: r.cut || err != nil || now != id}
-	})
+	ent := sharedSymbols(key, func() *symEntry { return readSymbols(c, id, ef, dbg, b) })
 	if why := b.hold(ent); why != "" {
 		e.note = why
 		return e, nil
 	}
 	e.syms, e.note = ent.syms, ent.note
 	return e, nil
+}
+
+// spentNote says why no symbols are read on budget b, or "" when some
+// may be.
+func (b *symBudget) spentNote() string {
+	switch {
+	case b.read <= 0:
+		return "symbols not read: " + errSpent().Error()
+	case b.held <= 0:
+		return "symbols not read: " + errHeld().Error()
+	}
+	return ""
+}
+
+// loadSegments returns the program headers of ef's loadable segments.
+func loadSegments(ef *elf.File) []elf.ProgHeader {
+	var loads []elf.ProgHeader
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			loads = append(loads, p.ProgHeader)
+		}
+	}
+	return loads
+}
+
+// fileOwner returns the owner and permissions of the open file c, or
+// ^0 (no one's) and none when they cannot be read.
+func fileOwner(c *os.File) (uint32, os.FileMode) {
+	st, err := c.Stat()
+	if err != nil {
+		return ^uint32(0), 0
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ^uint32(0), 0
+	}
+	return sys.Uid, st.Mode().Perm()
+}
+
+// debugELF is the open debug file of a stripped ELF file.
+type debugELF struct {
+	ef *elf.File
+	c  *os.File
+	id fileID
+}
+
+// openDebugELF opens the debug file of build id buildID, charged to
+// *charge, or returns nil when there is none or it has another build id.
+// The caller closes the file it returns.
+func openDebugELF(buildID string, charge *int64) *debugELF {
+	df, c, err := openELFFile(debugPath(buildID), charge)
+	if err != nil {
+		return nil
+	}
+	if did, err := statID(c); err == nil && elfBuildID(df) == buildID {
+		return &debugELF{ef: df, c: c, id: did}
+	}
+	c.Close()
+	return nil
+}
+
+// readSymbols reads the function symbols of ef (open as c, of identity
+// id) and of its debug file dbg (nil: none) on budget b, as the entry
+// the symbolizers share.
+func readSymbols(c *os.File, id fileID, ef *elf.File, dbg *debugELF, b *symBudget) *symEntry {
+	r := &tableReader{f: c, size: id.size, ef: ef, budget: b}
+	syms, note := r.readTables()
+	if dbg != nil {
+		d := &tableReader{f: dbg.c, size: dbg.id.size, ef: dbg.ef, budget: b, kept: r.kept}
+		dsyms, dnote := d.readTables()
+		syms = append(syms, dsyms...)
+		if note == "" {
+			note = dnote
+		}
+		r.kept, r.cut = d.kept, r.cut || d.cut
+	}
+	syms.sort()
+	// A file written while it was read is not what its key names.
+	now, err := statID(c)
+	cost := entryCost + int64(len(note)) + r.kept
+	return &symEntry{syms: syms, note: note, cost: cost, cut: r.cut || err != nil || now != id}
 }
 
 // frameAtOffset symbolizes a file offset (of an instruction in a mapped
@@ -353,6 +403,17 @@ func (e *elfFile) frameAtOffset(off uint64) Frame {
 // elfBuildID returns the hex GNU build id of an ELF file, or "": from its
 // note segments (a stripped file may have no section headers).
 func elfBuildID(ef *elf.File) string {
+	for _, b := range elfNotes(ef) {
+		if id := gnuBuildID(ef.ByteOrder, b); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// elfNotes returns the contents of ef's note segments, then of its note
+// sections, each under 64 KiB.
+func elfNotes(ef *elf.File) [][]byte {
 	var notes [][]byte
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_NOTE && p.Filesz < 1<<16 {
@@ -368,19 +429,23 @@ func elfBuildID(ef *elf.File) string {
 			}
 		}
 	}
-	for _, b := range notes {
-		for len(b) >= 12 {
-			nameSz, descSz, typ := ef.ByteOrder.Uint32(b), ef.ByteOrder.Uint32(b[4:]), ef.ByteOrder.Uint32(b[8:])
-			nameEnd := 12 + (int(nameSz)+3)&^3
-			descEnd := nameEnd + (int(descSz)+3)&^3
-			if nameSz > 1<<10 || descSz > 1<<10 || descEnd > len(b) || nameEnd+int(descSz) > len(b) {
-				break
-			}
-			if typ == 3 && string(bytes.TrimRight(b[12:12+nameSz], "\x00")) == "GNU" { // NT_GNU_BUILD_ID
-				return hex.EncodeToString(b[nameEnd : nameEnd+int(descSz)])
-			}
-			b = b[descEnd:]
+	return notes
+}
+
+// gnuBuildID returns the hex GNU build id among the notes b, or "": the
+// walk stops at the first note whose sizes overrun b or 1 KiB.
+func gnuBuildID(order binary.ByteOrder, b []byte) string {
+	for len(b) >= 12 {
+		nameSz, descSz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+		nameEnd := 12 + (int(nameSz)+3)&^3
+		descEnd := nameEnd + (int(descSz)+3)&^3
+		if nameSz > 1<<10 || descSz > 1<<10 || descEnd > len(b) || nameEnd+int(descSz) > len(b) {
+			return ""
 		}
+		if typ == 3 && string(bytes.TrimRight(b[12:12+nameSz], "\x00")) == "GNU" { // NT_GNU_BUILD_ID
+			return hex.EncodeToString(b[nameEnd : nameEnd+int(descSz)])
+		}
+		b = b[descEnd:]
 	}
 	return ""
 }
@@ -675,35 +740,77 @@ func (u *UserSymbols) FrameByBuildID(p Process, id string, off uint64) Frame {
 // directories, then the debug directory; none believed, the first file
 // seen claiming it (see [elfFile.distrust]), or nil.
 func (u *UserSymbols) byBuildID(id string, uid int) *elfFile {
-	believed := func(path string) *elfFile {
-		if e := u.file(path); e != nil && e.buildID == id && e.distrust(uid) == "" {
+	if e := u.indexed(id, uid); e != nil {
+		return e
+	}
+	if e := u.rescanProcesses(id, uid); e != nil {
+		return e
+	}
+	if e := u.searchDirs(id, uid); e != nil {
+		return e
+	}
+	// Only the debug file: its symbols, and offsets as laid out usually.
+	if e := u.believed(debugPath(id), id, uid); e != nil && len(e.loads) > 0 {
+		e.debugOnly = true
+		return e
+	}
+	if path, ok := u.claims[id]; ok {
+		if e := u.file(path); e != nil && e.buildID == id {
 			return e
 		}
+	}
+	return nil
+}
+
+// believed returns the file at path when it has build id id and no other
+// user than a process of uid controls it, or nil.
+func (u *UserSymbols) believed(path, id string, uid int) *elfFile {
+	if e := u.file(path); e != nil && e.buildID == id && e.distrust(uid) == "" {
+		return e
+	}
+	return nil
+}
+
+// indexed returns the believed file the index names for build id id, or
+// nil; an entry no longer believed leaves the index.
+func (u *UserSymbols) indexed(id string, uid int) *elfFile {
+	path, ok := u.index[id]
+	if !ok {
 		return nil
 	}
+	if e := u.believed(path, id, uid); e != nil {
+		return e
+	}
+	delete(u.index, id)
+	u.dirty = true
+	return nil
+}
+
+// rescanProcesses reads the maps of every running process again, at most
+// once a second, and returns the believed file the index then names for
+// build id id, or nil.
+func (u *UserSymbols) rescanProcesses(id string, uid int) *elfFile {
+	if time.Since(u.procsScanned) <= time.Second {
+		return nil
+	}
+	u.procsScanned = time.Now()
+	if ents, err := os.ReadDir("/proc"); err == nil {
+		u.maps = map[Process]*procMaps{} // the processes gone with them
+		for _, d := range ents {
+			if pid, err := strconv.Atoi(d.Name()); err == nil {
+				u.processMaps(Process{PID: pid})
+			}
+		}
+	}
 	if path, ok := u.index[id]; ok {
-		if e := believed(path); e != nil {
-			return e
-		}
-		delete(u.index, id)
-		u.dirty = true
+		return u.believed(path, id, uid)
 	}
-	if time.Since(u.procsScanned) > time.Second {
-		u.procsScanned = time.Now()
-		if ents, err := os.ReadDir("/proc"); err == nil {
-			u.maps = map[Process]*procMaps{} // the processes gone with them
-			for _, d := range ents {
-				if pid, err := strconv.Atoi(d.Name()); err == nil {
-					u.processMaps(Process{PID: pid})
-				}
-			}
-		}
-		if path, ok := u.index[id]; ok {
-			if e := believed(path); e != nil {
-				return e
-			}
-		}
-	}
+	return nil
+}
+
+// searchDirs looks for a believed file of build id id in the search
+// directories, $PATH and libDirs, each directory read once.
+func (u *UserSymbols) searchDirs(id string, uid int) *elfFile {
 	dirs := append([]string(nil), u.dirs...)
 	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
 	dirs = append(dirs, libDirs...)
@@ -712,33 +819,32 @@ func (u *UserSymbols) byBuildID(id string, uid int) *elfFile {
 			continue
 		}
 		u.scanned[dir] = true
-		ents, err := os.ReadDir(dir)
-		if err != nil {
+		if e := u.searchDir(dir, id, uid); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// searchDir looks for a believed file of build id id among the regular
+// files and symbolic links of dir that are not yet known.
+func (u *UserSymbols) searchDir(dir, id string, uid int) *elfFile {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, d := range ents {
+		if !d.Type().IsRegular() && d.Type()&os.ModeSymlink == 0 {
 			continue
 		}
-		for _, d := range ents {
-			if !d.Type().IsRegular() && d.Type()&os.ModeSymlink == 0 {
-				continue
-			}
-			path := filepath.Join(dir, d.Name())
-			if _, known := u.files[path]; known {
-				continue
-			}
-			if buildIDOf(path) == id {
-				if e := believed(path); e != nil {
-					return e
-				}
-			}
+		path := filepath.Join(dir, d.Name())
+		if _, known := u.files[path]; known {
+			continue
 		}
-	}
-	// Only the debug file: its symbols, and offsets as laid out usually.
-	if e := believed(debugPath(id)); e != nil && len(e.loads) > 0 {
-		e.debugOnly = true
-		return e
-	}
-	if path, ok := u.claims[id]; ok {
-		if e := u.file(path); e != nil && e.buildID == id {
-			return e
+		if buildIDOf(path) == id {
+			if e := u.believed(path, id, uid); e != nil {
+				return e
+			}
 		}
 	}
 	return nil

@@ -341,8 +341,17 @@ func SameType(a, b string) bool { return canonicalType(a) == canonicalType(b) }
 // "[unsigned ]char|signed char|short|int|long|long long", anything else with
 // its qualifiers dropped and single spaces.
 func canonicalType(t string) string {
-	var words []string
-	integer := true
+	words, integer := typeWords(t)
+	if !integer || len(words) == 0 {
+		return strings.Join(words, " ")
+	}
+	return canonicalInteger(words)
+}
+
+// typeWords returns the words of a declared type without its qualifiers,
+// and whether they are all words of an integer type.
+func typeWords(t string) (words []string, integer bool) {
+	integer = true
 	for _, w := range strings.Fields(t) {
 		switch w {
 		case "const", "volatile":
@@ -353,9 +362,11 @@ func canonicalType(t string) string {
 		}
 		words = append(words, w)
 	}
-	if !integer || len(words) == 0 {
-		return strings.Join(words, " ")
-	}
+	return words, integer
+}
+
+// canonicalInteger spells the integer type of words one way.
+func canonicalInteger(words []string) string {
 	var unsigned, signed, char, short bool
 	longs := 0
 	for _, w := range words {

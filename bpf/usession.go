@@ -26,6 +26,28 @@ func UprobeOffsets(f *os.File, functions []string) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
+	addr, err := functionAddrs(ef)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(functions))
+	for i, fn := range functions {
+		a, ok := addr[fn]
+		if !ok {
+			return nil, fmt.Errorf("function %s: no such symbol", fn)
+		}
+		off, found := executableOffset(ef, a)
+		if !found {
+			return nil, fmt.Errorf("function %s at %#x: in no executable segment", fn, a)
+		}
+		out[i] = off
+	}
+	return out, nil
+}
+
+// functionAddrs returns the address of each defined function symbol of
+// ef, from .symtab first, then .dynsym.
+func functionAddrs(ef *elf.File) (map[string]uint64, error) {
 	addr := map[string]uint64{}
 	for _, read := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
 		syms, err := read()
@@ -40,25 +62,18 @@ func UprobeOffsets(f *os.File, functions []string) ([]uint64, error) {
 			}
 		}
 	}
-	out := make([]uint64, len(functions))
-	for i, fn := range functions {
-		a, ok := addr[fn]
-		if !ok {
-			return nil, fmt.Errorf("function %s: no such symbol", fn)
+	return addr, nil
+}
+
+// executableOffset returns the file offset of address a in an executable
+// loadable segment of ef, and whether one holds it.
+func executableOffset(ef *elf.File, a uint64) (uint64, bool) {
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && a >= p.Vaddr && a < p.Vaddr+p.Memsz {
+			return a - p.Vaddr + p.Off, true
 		}
-		off, found := uint64(0), false
-		for _, p := range ef.Progs {
-			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && a >= p.Vaddr && a < p.Vaddr+p.Memsz {
-				off, found = a-p.Vaddr+p.Off, true
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("function %s at %#x: in no executable segment", fn, a)
-		}
-		out[i] = off
 	}
-	return out, nil
+	return 0, false
 }
 
 // UprobeSessionLink makes a uprobe.session link (6.13): prog runs at the

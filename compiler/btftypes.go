@@ -113,12 +113,6 @@ func prefixRange(rng hcl.Range, n int) hcl.Range {
 // cName spells a type as C declares it: "struct file *", "const char *".
 func cName(t btf.Type) string {
 	switch v := t.(type) {
-	case nil, *btf.Void:
-		return "void"
-	case *btf.Int:
-		return v.Name
-	case *btf.Float:
-		return v.Name
 	case *btf.Pointer:
 		if _, fn := btf.UnderlyingType(v.Target).(*btf.FuncProto); fn {
 			return "a function pointer"
@@ -126,6 +120,28 @@ func cName(t btf.Type) string {
 		return cName(v.Target) + " *"
 	case *btf.Array:
 		return fmt.Sprintf("%s[%d]", cName(v.Type), v.Nelems)
+	case *btf.Const:
+		return "const " + cName(v.Type)
+	case *btf.Volatile:
+		return "volatile " + cName(v.Type)
+	case *btf.Restrict:
+		return cName(v.Type) + " restrict"
+	case *btf.TypeTag:
+		return cName(v.Type)
+	}
+	return cNamedType(t)
+}
+
+// cNamedType spells a type that is not built of another as C declares
+// it: "void", "int", "struct file".
+func cNamedType(t btf.Type) string {
+	switch v := t.(type) {
+	case nil, *btf.Void:
+		return "void"
+	case *btf.Int:
+		return v.Name
+	case *btf.Float:
+		return v.Name
 	case *btf.Struct:
 		return "struct " + orAnonymous(v.Name)
 	case *btf.Union:
@@ -136,14 +152,6 @@ func cName(t btf.Type) string {
 		return v.Kind.String() + " " + v.Name
 	case *btf.Typedef:
 		return v.Name
-	case *btf.Const:
-		return "const " + cName(v.Type)
-	case *btf.Volatile:
-		return "volatile " + cName(v.Type)
-	case *btf.Restrict:
-		return cName(v.Type) + " restrict"
-	case *btf.TypeTag:
-		return cName(v.Type)
 	case *btf.FuncProto:
 		return "a function"
 	}

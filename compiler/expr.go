@@ -26,24 +26,6 @@ func (g *gen) expr(x spec.Expr) {
 	defer g.e.Release(mark)
 	g.e.Origin(x.Range())
 	switch x := x.(type) {
-	case *spec.IntLit:
-		g.imm(x.Value)
-	case *spec.BoolLit:
-		v := int64(0)
-		if x.Value {
-			v = 1
-		}
-		g.imm(v)
-	case *spec.Var:
-		g.variable(x)
-	case *spec.EntryRef:
-		g.e.Emit(asm.LoadMem(asm.R0, asm.RFP, g.entryArea+int16(g.entryFields[x.Name]), asm.DWord))
-	case *spec.ArgsField:
-		g.tracepointField(x)
-	case *spec.KernelPath:
-		g.kernelValue(x)
-	case *spec.TableRead:
-		g.tableValue(x)
 	case *spec.Has:
 		g.has(x)
 	case *spec.StartsWith:
@@ -64,6 +46,33 @@ func (g *gen) expr(x spec.Expr) {
 		g.expr(x.X) // the decoder is applied when the key is shown
 	case *spec.Cond:
 		g.choose(x)
+	default:
+		g.value(x)
+	}
+}
+
+// value evaluates a literal or a read of a named value (a variable, an
+// entry field, a tracepoint field, a kernel path, a table) into R0.
+func (g *gen) value(x spec.Expr) {
+	switch x := x.(type) {
+	case *spec.IntLit:
+		g.imm(x.Value)
+	case *spec.BoolLit:
+		v := int64(0)
+		if x.Value {
+			v = 1
+		}
+		g.imm(v)
+	case *spec.Var:
+		g.variable(x)
+	case *spec.EntryRef:
+		g.e.Emit(asm.LoadMem(asm.R0, asm.RFP, g.entryArea+int16(g.entryFields[x.Name]), asm.DWord))
+	case *spec.ArgsField:
+		g.tracepointField(x)
+	case *spec.KernelPath:
+		g.kernelValue(x)
+	case *spec.TableRead:
+		g.tableValue(x)
 	default:
 		panic(fmt.Sprintf("compiler: unchecked expression %T", x))
 	}

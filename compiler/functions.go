@@ -118,55 +118,17 @@ func withoutBTF(p *spec.Probe, f *bpf.Facts, names []string, from map[string]hcl
 func matchPatterns(p *spec.Probe, available []string, where string) ([]string, map[string]hcl.Range, []string, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var missing []string
-	size := len(p.Functions)
+	chosen := make(map[string]hcl.Range, chosenSize(p, available))
 	for _, pat := range p.Functions {
-		if isGlob(pat.Text) {
-			size = len(available) // a glob may choose them all: no rehashing
-			break
+		m, d := matchPattern(pat, available, where, chosen)
+		if m != "" {
+			missing = append(missing, m)
+		}
+		if d != nil {
+			diags = append(diags, d)
 		}
 	}
-	chosen := make(map[string]hcl.Range, size)
-	choose := func(name string, pat spec.Pattern) {
-		if _, ok := chosen[name]; !ok {
-			chosen[name] = pat.Range
-		}
-	}
-	for _, pat := range p.Functions {
-		n := 0
-		if !isGlob(pat.Text) {
-			i := sort.SearchStrings(available, pat.Text)
-			if i < len(available) && available[i] == pat.Text {
-				choose(pat.Text, pat)
-				continue
-			}
-			if pat.Optional {
-				missing = append(missing, fmt.Sprintf("optional(%q): not a probe-able function in %s", pat.Text, where))
-				continue
-			}
-			diags = append(diags, diagf(pat.Range, "Function not found",
-				"%q is not a probe-able function in %s.%s", pat.Text, where, nearest(pat.Text, available)))
-			continue
-		}
-		for _, name := range available {
-			if ok, _ := path.Match(pat.Text, name); ok {
-				choose(name, pat)
-				n++
-			}
-		}
-		if n == 0 && pat.Optional {
-			missing = append(missing, fmt.Sprintf("optional(%q): matches no function in %s", pat.Text, where))
-		} else if n == 0 {
-			diags = append(diags, diagf(pat.Range, "Pattern matches nothing",
-				"No function in %s matches %q. Check the spelling, or list the functions with probectl target -o FILE.", where, pat.Text))
-		}
-	}
-	for name := range chosen {
-		for _, ex := range p.Exclude {
-			if ok, _ := path.Match(ex.Text, name); ok {
-				delete(chosen, name)
-			}
-		}
-	}
+	excludeFunctions(chosen, p.Exclude)
 	if len(chosen) == 0 && !diags.HasErrors() && len(missing) < len(p.Functions) {
 		diags = append(diags, diagf(p.DeclRange, "Every function excluded", "exclude removes every function that functions matched. Narrow exclude."))
 	}
@@ -176,6 +138,68 @@ func matchPatterns(p *spec.Probe, available []string, where string) ([]string, m
 	}
 	sort.Strings(out)
 	return out, chosen, missing, diags
+}
+
+// chosenSize is the room to make for the names p's patterns choose: all
+// of available when a glob may choose them all (no rehashing).
+func chosenSize(p *spec.Probe, available []string) int {
+	for _, pat := range p.Functions {
+		if isGlob(pat.Text) {
+			return len(available)
+		}
+	}
+	return len(p.Functions)
+}
+
+// matchPattern adds the names of available that pat matches to chosen
+// (unless an earlier pattern chose them), and returns what the plan says
+// of an optional pattern that matches nothing, or the diagnostic of a
+// pattern that must match and does not.
+func matchPattern(pat spec.Pattern, available []string, where string, chosen map[string]hcl.Range) (string, *hcl.Diagnostic) {
+	choose := func(name string) {
+		if _, ok := chosen[name]; !ok {
+			chosen[name] = pat.Range
+		}
+	}
+	if !isGlob(pat.Text) {
+		i := sort.SearchStrings(available, pat.Text)
+		switch {
+		case i < len(available) && available[i] == pat.Text:
+			choose(pat.Text)
+			return "", nil
+		case pat.Optional:
+			return fmt.Sprintf("optional(%q): not a probe-able function in %s", pat.Text, where), nil
+		}
+		return "", diagf(pat.Range, "Function not found",
+			"%q is not a probe-able function in %s.%s", pat.Text, where, nearest(pat.Text, available))
+	}
+	n := 0
+	for _, name := range available {
+		if ok, _ := path.Match(pat.Text, name); ok {
+			choose(name)
+			n++
+		}
+	}
+	switch {
+	case n > 0:
+		return "", nil
+	case pat.Optional:
+		return fmt.Sprintf("optional(%q): matches no function in %s", pat.Text, where), nil
+	}
+	return "", diagf(pat.Range, "Pattern matches nothing",
+		"No function in %s matches %q. Check the spelling, or list the functions with probectl target -o FILE.", where, pat.Text)
+}
+
+// excludeFunctions removes from chosen the names an exclude pattern
+// matches.
+func excludeFunctions(chosen map[string]hcl.Range, exclude []spec.Pattern) {
+	for name := range chosen {
+		for _, ex := range exclude {
+			if ok, _ := path.Match(ex.Text, name); ok {
+				delete(chosen, name)
+			}
+		}
+	}
 }
 
 func isGlob(s string) bool { return strings.ContainsAny(s, "*?[") }

@@ -44,25 +44,11 @@ var legacyPrefixes = map[byte]string{
 // x86UprobeRefusal says why the kernel refuses a uprobe on the 64-bit
 // instruction code starts with, or returns "".
 func x86UprobeRefusal(code []byte) string {
-	i := 0
-	for i < len(code) {
-		why, ok := legacyPrefixes[code[i]]
-		if !ok {
-			break
-		}
-		if why != "" {
-			return "has " + why
-		}
-		i++
+	prefixes, why := x86Prefixes(code)
+	if why != "" {
+		return why
 	}
-	prefixes := code[:i]
-	if i < len(code) && code[i]&0xf0 == 0x40 { // REX
-		i++
-	}
-	if i < len(code) {
-		// VEX2, VEX3, EVEX: the opcode byte follows their payload.
-		i += map[byte]int{0xc5: 2, 0xc4: 3, 0x62: 4}[code[i]]
-	}
+	i := x86OpcodeIndex(code, len(prefixes))
 	if i >= len(code) {
 		return ""
 	}
@@ -81,6 +67,38 @@ func x86UprobeRefusal(code []byte) string {
 		return "is a branch with an operand-size prefix (66)"
 	}
 	return ""
+}
+
+// x86Prefixes returns the legacy prefixes code starts with, or why the
+// kernel refuses the first it refuses.
+func x86Prefixes(code []byte) ([]byte, string) {
+	i := 0
+	for i < len(code) {
+		why, ok := legacyPrefixes[code[i]]
+		if !ok {
+			break
+		}
+		if why != "" {
+			return nil, "has " + why
+		}
+		i++
+	}
+	return code[:i], ""
+}
+
+// x86OpcodeIndex returns the index of the opcode byte of the instruction
+// code starts with, after its n legacy prefixes, a REX prefix and a VEX
+// or EVEX payload; len(code) or more when code ends before it.
+func x86OpcodeIndex(code []byte, n int) int {
+	i := n
+	if i < len(code) && code[i]&0xf0 == 0x40 { // REX
+		i++
+	}
+	if i < len(code) {
+		// VEX2, VEX3, EVEX: the opcode byte follows their payload.
+		i += map[byte]int{0xc5: 2, 0xc4: 3, 0x62: 4}[code[i]]
+	}
+	return i
 }
 
 // x86Instruction names the instruction code starts with, in the syntax of

@@ -21,58 +21,78 @@ func Diff(s *State, out *compiled.Output, drift map[bpf.Address][]string) *compi
 	}
 	diffTables(s, out, plan, drift)
 	diffEvents(s, out, plan, drift)
-	bufferRemade := plan.Events != nil && plan.Events.Action == compiled.ActionReplace
-	// A table made anew is a new map: the probes that use it are loaded
-	// again with it.
-	remade := map[string]bool{}
-	for _, t := range plan.Tables {
-		if t.Action == compiled.ActionReplace {
-			remade[t.Address.Name] = true
-		}
-	}
+	remade := remadeMaps(plan)
 	seen := map[bpf.Address]bool{}
 	for _, p := range out.Probes {
 		seen[p.Address] = true
-		old := s.Probe(p.Address)
-		action, why := compiled.ActionCreate, ""
-		var uses []string
-		for _, name := range p.Tables {
-			if remade[name] {
-				uses = append(uses, name)
-			}
-		}
-		switch {
-		case old == nil:
-		case len(drift[p.Address]) > 0:
-			action, why = compiled.ActionReplace, "drift: "+strings.Join(drift[p.Address], "; ")
-		case len(uses) > 0:
-			action, why = compiled.ActionReplace, "its tables are made anew: "+strings.Join(uses, ", ")
-		case bufferRemade && p.Buffer != nil:
-			action, why = compiled.ActionReplace, "its event buffer is made anew"
-		case old.Digest == p.Digest:
-			action = compiled.ActionNoOp
-		default:
-			action, why = compiled.ActionReplace, whyReplace(old, p)
-		}
+		action, why := remade.probeAction(s.Probe(p.Address), p, drift[p.Address])
 		c := p.Change(action, out.Facts)
 		c.Why = why
 		plan.Changes = append(plan.Changes, c)
 	}
 	for _, old := range s.Probes {
-		if seen[old.Address] {
-			continue
+		if !seen[old.Address] {
+			plan.Changes = append(plan.Changes, DeleteChange(old, deleteWhy(old, out.Skipped)))
 		}
-		why := "no longer in the specs"
-		for _, sk := range out.Skipped {
-			if sk.Address == old.Address {
-				why = "optional, and it cannot attach now"
-			}
-		}
-		plan.Changes = append(plan.Changes, DeleteChange(old, why))
 	}
 	sort.Slice(plan.Changes, func(i, j int) bool { return plan.Changes[i].Address.Less(plan.Changes[j].Address) })
 	plan.Count()
 	return plan
+}
+
+// remade is what a plan makes anew that its probes use: a table made
+// anew is a new map, and so is an event buffer; the probes that use
+// one are loaded again with it.
+type remade struct {
+	tables map[string]bool
+	buffer bool
+}
+
+// remadeMaps returns the tables and the event buffer plan makes anew.
+func remadeMaps(plan *compiled.Plan) remade {
+	r := remade{tables: map[string]bool{}, buffer: plan.Events != nil && plan.Events.Action == compiled.ActionReplace}
+	for _, t := range plan.Tables {
+		if t.Action == compiled.ActionReplace {
+			r.tables[t.Address.Name] = true
+		}
+	}
+	return r
+}
+
+// probeAction decides what becomes of probe p, applied as old (nil: not
+// applied) and damaged by drift, and says why.
+func (r remade) probeAction(old *ProbeState, p *compiled.Probe, drift []string) (compiled.Action, string) {
+	var uses []string
+	for _, name := range p.Tables {
+		if r.tables[name] {
+			uses = append(uses, name)
+		}
+	}
+	switch {
+	case old == nil:
+		return compiled.ActionCreate, ""
+	case len(drift) > 0:
+		return compiled.ActionReplace, "drift: " + strings.Join(drift, "; ")
+	case len(uses) > 0:
+		return compiled.ActionReplace, "its tables are made anew: " + strings.Join(uses, ", ")
+	case r.buffer && p.Buffer != nil:
+		return compiled.ActionReplace, "its event buffer is made anew"
+	case old.Digest == p.Digest:
+		return compiled.ActionNoOp, ""
+	}
+	return compiled.ActionReplace, whyReplace(old, p)
+}
+
+// deleteWhy says why the applied probe old, no longer compiled, is
+// deleted.
+func deleteWhy(old *ProbeState, skipped []compiled.Skipped) string {
+	why := "no longer in the specs"
+	for _, sk := range skipped {
+		if sk.Address == old.Address {
+			why = "optional, and it cannot attach now"
+		}
+	}
+	return why
 }
 
 // DeleteChange is the plan entry that removes an applied probe: its

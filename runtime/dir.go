@@ -129,43 +129,55 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 	if !create && len(missing) > 0 {
 		// Check what exists all the same: a loose directory above a
 		// missing one is refused, not taken for absence.
-		for _, name := range elems {
-			next, err := d.sub(name, false, trustAncestor)
-			d.close()
-			if err != nil {
-				return nil, err
-			}
-			d = next
+		d, err := d.descend(elems, len(elems), trustAncestor)
+		if err != nil {
+			return nil, err
 		}
 		d.close()
 		return nil, fmt.Errorf("%s: %w", abs, os.ErrNotExist)
 	}
 	elems = append(elems, missing...)
-	for i, name := range elems {
-		t := trustAncestor
-		if i == len(elems)-1 {
-			t = final
-		}
-		next, err := d.sub(name, create && i >= len(elems)-len(missing), t)
-		d.close()
-		if err != nil {
-			return nil, err
-		}
-		d = next
+	d, err = d.descend(elems, len(elems)-len(missing), final)
+	if err != nil {
+		return nil, err
 	}
 	if len(elems) == 0 {
-		var st unix.Stat_t
-		if err := unix.Fstat(d.fd, &st); err != nil {
-			d.close()
-			return nil, err
-		}
-		if err := checkDir(&st, "/", final); err != nil {
+		if err := checkOpenDir(d, "/", final); err != nil {
 			d.close()
 			return nil, err
 		}
 	}
 	d.path = abs
 	return d, nil
+}
+
+// descend opens the directories elems one below the other from d, which
+// it closes, and returns the last (d when elems is empty): each checked
+// as an ancestor, the last with trust final, and those from index
+// createFrom on created when missing. On an error every one is closed.
+func (d *dir) descend(elems []string, createFrom int, final trust) (*dir, error) {
+	for i, name := range elems {
+		t := trustAncestor
+		if i == len(elems)-1 {
+			t = final
+		}
+		next, err := d.sub(name, i >= createFrom, t)
+		d.close()
+		if err != nil {
+			return nil, err
+		}
+		d = next
+	}
+	return d, nil
+}
+
+// checkOpenDir checks the open directory d, at path, with trust t.
+func checkOpenDir(d *dir, path string, t trust) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return err
+	}
+	return checkDir(&st, path, t)
 }
 
 // resolveExisting resolves the symlinks of the longest existing prefix of

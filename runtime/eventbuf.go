@@ -255,12 +255,7 @@ func (es *EventsState) retire(gone []*ProbeState, next []*ProbeState, serial uin
 	if es == nil {
 		return nil
 	}
-	live := map[string]bool{}
-	for _, p := range next {
-		for _, ev := range p.Events {
-			live[ev.Layout] = true
-		}
-	}
+	live := liveLayouts(next)
 	c := *es
 	c.Retired = append([]*RetiredLayout(nil), es.Retired...)
 	for _, p := range gone {
@@ -269,24 +264,47 @@ func (es *EventsState) retire(gone []*ProbeState, next []*ProbeState, serial uin
 				continue
 			}
 			live[ev.Layout] = true
-			r := &RetiredLayout{Probe: p.Address, Event: ev, Serial: serial}
-			for _, f := range ev.Fields {
-				switch f.Kind {
-				case compiled.KeyFunc:
-					r.Functions = p.Functions
-				case compiled.KeyEvent:
-					r.Tracepoints, r.TracepointEvent = p.Tracepoints, p.Event
-				}
-			}
-			c.Retired = append(c.Retired, r)
+			c.Retired = append(c.Retired, retiredLayout(p, ev, serial))
 		}
 	}
-	// A layout retired again (a probe put back, then replaced once more)
-	// is kept once, the newest.
+	c.Retired = newestRetired(c.Retired)
+	return &c
+}
+
+// liveLayouts is the set of event layouts the probes of next write.
+func liveLayouts(next []*ProbeState) map[string]bool {
+	live := map[string]bool{}
+	for _, p := range next {
+		for _, ev := range p.Events {
+			live[ev.Layout] = true
+		}
+	}
+	return live
+}
+
+// retiredLayout keeps the layout ev of probe p, retired at serial, with
+// the functions and tracepoints its fields name.
+func retiredLayout(p *ProbeState, ev *compiled.EventLayout, serial uint64) *RetiredLayout {
+	r := &RetiredLayout{Probe: p.Address, Event: ev, Serial: serial}
+	for _, f := range ev.Fields {
+		switch f.Kind {
+		case compiled.KeyFunc:
+			r.Functions = p.Functions
+		case compiled.KeyEvent:
+			r.Tracepoints, r.TracepointEvent = p.Tracepoints, p.Event
+		}
+	}
+	return r
+}
+
+// newestRetired returns the retired layouts, oldest first, each kept once
+// (the newest: a probe put back, then replaced once more, retires it
+// again) and at most MaxRetiredLayouts of them.
+func newestRetired(retired []*RetiredLayout) []*RetiredLayout {
 	seen := map[string]bool{}
-	kept := c.Retired[:0:0]
-	for i := len(c.Retired) - 1; i >= 0; i-- {
-		r := c.Retired[i]
+	kept := retired[:0:0]
+	for i := len(retired) - 1; i >= 0; i-- {
+		r := retired[i]
 		if r == nil || r.Event == nil || seen[r.Event.Layout] {
 			continue
 		}
@@ -299,8 +317,7 @@ func (es *EventsState) retire(gone []*ProbeState, next []*ProbeState, serial uin
 	if len(kept) > MaxRetiredLayouts {
 		kept = kept[len(kept)-MaxRetiredLayouts:]
 	}
-	c.Retired = kept
-	return &c
+	return kept
 }
 
 // checkEvents checks the event buffer's pins: there, and the map recorded.

@@ -234,20 +234,7 @@ func buildIDIndexFile() string {
 	// this user's, not writable by others, or sticky).
 	euid := uint32(os.Geteuid())
 	for p, first := filepath.Clean(dir), true; ; p, first = filepath.Dir(p), false {
-		st, err := os.Lstat(p)
-		if err != nil || !st.IsDir() {
-			return ""
-		}
-		sys, ok := st.Sys().(*syscall.Stat_t)
-		if !ok {
-			return ""
-		}
-		switch {
-		case first && (sys.Uid != euid || st.Mode().Perm()&0o022 != 0):
-			return ""
-		case sys.Uid != euid && sys.Uid != 0:
-			return ""
-		case st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0:
+		if !trustedCacheDir(p, first, euid) {
 			return ""
 		}
 		if p == "/" || p == "." {
@@ -255,6 +242,30 @@ func buildIDIndexFile() string {
 		}
 	}
 	return filepath.Join(dir, "buildids.json")
+}
+
+// trustedCacheDir reports whether p is a directory (not a symlink) that
+// no user but euid and root may change: euid's own and writable by no
+// other when own, else root's or euid's, and writable by others only when
+// sticky.
+func trustedCacheDir(p string, own bool, euid uint32) bool {
+	st, err := os.Lstat(p)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	switch {
+	case own && (sys.Uid != euid || st.Mode().Perm()&0o022 != 0):
+		return false
+	case sys.Uid != euid && sys.Uid != 0:
+		return false
+	case st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0:
+		return false
+	}
+	return true
 }
 
 // resolveStacks reads and symbolizes the stacks in an aggregation's keys.

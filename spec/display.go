@@ -99,53 +99,19 @@ var labelsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "val
 // an object.
 func (d *decoder) labelsBlock(b *hcl.Block, all labelSets, tabs tables) {
 	name := b.Labels[0]
-	switch {
-	case !bpf.ValidName(name):
-		d.errorf(b.LabelRanges[0], "Invalid labels name",
-			"%q is not a valid name. Use letters, digits and underscores, starting with a letter: for example \"capability\".", name)
-		return
-	case builtinByName[name] != nil || reserved[name] || tabs[name] != nil:
-		d.errorf(b.LabelRanges[0], "Labels name taken",
-			"%q is already a built-in value or a table: labels(%s, x) could not tell them apart. Rename the labels.", name, name)
-		return
-	case all[name] != nil:
-		d.errorf(b.DefRange, "Duplicate labels",
-			"Labels %q are already declared at %s. Names are unique in a spec set: rename one.", name, pos(all[name].DeclRange))
+	if !d.labelsNameFree(b, all, tabs) {
 		return
 	}
 	ls := &LabelSet{Name: name, DeclRange: b.DefRange, Values: map[int64]string{}}
 	all[name] = ls
-	content, diags := b.Body.Content(labelsSchema)
-	d.diags = append(d.diags, diags...)
-	attr := content.Attributes["values"]
-	if attr == nil {
-		return
-	}
-	pairs, diags := hcl.ExprMap(attr.Expr)
-	if diags.HasErrors() {
-		d.errorf(attr.Expr.Range(), "Expected an object", "values maps numbers to names: { 1 = \"SIGHUP\", 2 = \"SIGINT\" }.")
-		return
-	}
-	if len(pairs) > MaxLabels {
-		d.errorf(attr.Expr.Range(), "Too many labels", "values has %d entries; at most %d are allowed.", len(pairs), MaxLabels)
+	pairs, ok := d.labelPairs(b)
+	if !ok {
 		return
 	}
 	where := map[int64]hcl.Range{}
 	for _, kv := range pairs {
-		n, ok := labelKey(kv.Key)
+		n, text, ok := d.label(kv)
 		if !ok {
-			d.errorf(kv.Key.Range(), "Expected a number",
-				"Each key is a whole number written as it is (1, -1) or quoted (\"0x10\", \"-3\"), from %d to %d.", int64(math.MinInt64), int64(math.MaxInt64))
-			continue
-		}
-		text, ok := d.literalString(kv.Value)
-		switch {
-		case !ok:
-			d.errorf(kv.Value.Range(), "Expected a name", "Each value is a quoted name: 1 = \"SIGHUP\".")
-			continue
-		case text == "" || len(text) > MaxLabelLen || !Printable(text):
-			d.errorf(kv.Value.Range(), "Invalid label",
-				"A label is 1 to %d printable characters (no control characters, valid UTF-8); %q is not.", MaxLabelLen, text)
 			continue
 		}
 		if first, dup := where[n]; dup {
@@ -154,6 +120,82 @@ func (d *decoder) labelsBlock(b *hcl.Block, all labelSets, tabs tables) {
 		}
 		where[n] = kv.Key.Range()
 		ls.Values[n] = text
+	}
+}
+
+// labelsNameFree reports whether the name of labels block b is valid and
+// not yet taken by a built-in value, a table or other labels; it says
+// why not.
+func (d *decoder) labelsNameFree(b *hcl.Block, all labelSets, tabs tables) bool {
+	name := b.Labels[0]
+	switch {
+	case !bpf.ValidName(name):
+		d.errorf(b.LabelRanges[0], "Invalid labels name",
+			"%q is not a valid name. Use letters, digits and underscores, starting with a letter: for example \"capability\".", name)
+		return false
+	case builtinByName[name] != nil || reserved[name] || tabs[name] != nil:
+		d.errorf(b.LabelRanges[0], "Labels name taken",
+			"%q is already a built-in value or a table: labels(%s, x) could not tell them apart. Rename the labels.", name, name)
+		return false
+	case all[name] != nil:
+		d.errorf(b.DefRange, "Duplicate labels",
+			"Labels %q are already declared at %s. Names are unique in a spec set: rename one.", name, pos(all[name].DeclRange))
+		return false
+	}
+	return true
+}
+
+// labelPairs returns the entries of labels block b's values object, and
+// whether there is one within MaxLabels; it says why not.
+func (d *decoder) labelPairs(b *hcl.Block) ([]hcl.KeyValuePair, bool) {
+	content, diags := b.Body.Content(labelsSchema)
+	d.diags = append(d.diags, diags...)
+	attr := content.Attributes["values"]
+	if attr == nil {
+		return nil, false
+	}
+	pairs, diags := hcl.ExprMap(attr.Expr)
+	if diags.HasErrors() {
+		d.errorf(attr.Expr.Range(), "Expected an object", "values maps numbers to names: { 1 = \"SIGHUP\", 2 = \"SIGINT\" }.")
+		return nil, false
+	}
+	if len(pairs) > MaxLabels {
+		d.errorf(attr.Expr.Range(), "Too many labels", "values has %d entries; at most %d are allowed.", len(pairs), MaxLabels)
+		return nil, false
+	}
+	return pairs, true
+}
+
+// label reads one entry of a values object: its number and its label,
+// and whether both are valid; it says why not.
+func (d *decoder) label(kv hcl.KeyValuePair) (int64, string, bool) {
+	n, ok := labelKey(kv.Key)
+	if !ok {
+		d.errorf(kv.Key.Range(), "Expected a number",
+			"Each key is a whole number written as it is (1, -1) or quoted (\"0x10\", \"-3\"), from %d to %d.", int64(math.MinInt64), int64(math.MaxInt64))
+		return 0, "", false
+	}
+	text, ok := d.literalString(kv.Value)
+	switch {
+	case !ok:
+		d.errorf(kv.Value.Range(), "Expected a name", "Each value is a quoted name: 1 = \"SIGHUP\".")
+		return 0, "", false
+	case text == "" || len(text) > MaxLabelLen || !Printable(text):
+		d.errorf(kv.Value.Range(), "Invalid label",
+			"A label is 1 to %d printable characters (no control characters, valid UTF-8); %q is not.", MaxLabelLen, text)
+		return 0, "", false
+	}
+	return n, text, true
+}
+
+// unparen returns e without the parentheses around it.
+func unparen(e hcl.Expression) hcl.Expression {
+	for {
+		p, ok := e.(*hclsyntax.ParenthesesExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expression
 	}
 }
 
@@ -166,13 +208,7 @@ func labelKey(e hcl.Expression) (int64, bool) {
 		}
 		e = k.Wrapped
 	}
-	for {
-		p, ok := e.(*hclsyntax.ParenthesesExpr)
-		if !ok {
-			break
-		}
-		e = p.Expression
-	}
+	e = unparen(e)
 	neg := false
 	if u, ok := e.(*hclsyntax.UnaryOpExpr); ok && u.Op == hclsyntax.OpNegate {
 		neg, e = true, u.Val
@@ -267,13 +303,7 @@ func (s *scope) displayOnly(e *hclsyntax.FunctionCallExpr) Expr {
 // shown lowers a by key or an event field: a value, or a value shown
 // through a decoder.
 func (s *scope) shown(e hcl.Expression) Expr {
-	for {
-		p, ok := e.(*hclsyntax.ParenthesesExpr)
-		if !ok {
-			break
-		}
-		e = p.Expression
-	}
+	e = unparen(e)
 	call, ok := e.(*hclsyntax.FunctionCallExpr)
 	if !ok {
 		return s.lower(e)
@@ -291,6 +321,12 @@ func (s *scope) shown(e hcl.Expression) Expr {
 	case DecodeInet, DecodeInet6:
 		return s.inetCall(call, dec)
 	}
+	return s.intDecoderCall(call, dec)
+}
+
+// intDecoderCall lowers a decoder of one integer: hex(x), ksym(x),
+// usym(x) and the like.
+func (s *scope) intDecoderCall(call *hclsyntax.FunctionCallExpr, dec Decoder) Expr {
 	if len(call.Args) != 1 {
 		return s.errorf(call.Range(), "Wrong number of arguments", "%s takes one integer: %s(x).", call.Name, call.Name)
 	}
@@ -368,15 +404,8 @@ func (s *scope) inetCall(e *hclsyntax.FunctionCallExpr, dec Decoder) Expr {
 	if isInvalid(x) {
 		return x
 	}
-	switch t := x.Type(); {
-	case dec == DecodeInet && (t.Numeric() || t.Kind == KindBytes && t.Size == 4):
-	case dec == DecodeInet6 && (t.Kind == KindTarget || t.Kind == KindBytes && t.Size == 16):
-	case dec == DecodeInet:
-		return s.errorf(x.Range(), "inet needs an IPv4 address",
-			"inet shows an IPv4 address: a 32-bit integer as the kernel stores it (skc_daddr, sin_addr.s_addr) or 4 bytes (a tracepoint's u8[4]); %s is a %s.", x.Text(), t)
-	default:
-		return s.errorf(x.Range(), "inet6 needs an IPv6 address",
-			"inet6 shows an IPv6 address: 16 bytes (skc_v6_daddr.in6_u.u6_addr8, a tracepoint's u8[16]); %s is a %s.", x.Text(), t)
+	if bad := s.inetAddress(x, dec); bad != nil {
+		return bad
 	}
 	d := &Display{Decoder: dec, X: x}
 	t := x.Type()
@@ -397,6 +426,22 @@ func (s *scope) inetCall(e *hclsyntax.FunctionCallExpr, dec Decoder) Expr {
 	}
 	d.exprBase = s.base(e, t)
 	return d
+}
+
+// inetAddress returns nil when x is an address decoder dec shows (inet:
+// IPv4, inet6: IPv6), or the error that says what it takes.
+func (s *scope) inetAddress(x Expr, dec Decoder) Expr {
+	switch t := x.Type(); {
+	case dec == DecodeInet && (t.Numeric() || t.Kind == KindBytes && t.Size == 4):
+	case dec == DecodeInet6 && (t.Kind == KindTarget || t.Kind == KindBytes && t.Size == 16):
+	case dec == DecodeInet:
+		return s.errorf(x.Range(), "inet needs an IPv4 address",
+			"inet shows an IPv4 address: a 32-bit integer as the kernel stores it (skc_daddr, sin_addr.s_addr) or 4 bytes (a tracepoint's u8[4]); %s is a %s.", x.Text(), t)
+	default:
+		return s.errorf(x.Range(), "inet6 needs an IPv6 address",
+			"inet6 shows an IPv6 address: 16 bytes (skc_v6_daddr.in6_u.u6_addr8, a tracepoint's u8[16]); %s is a %s.", x.Text(), t)
+	}
+	return nil
 }
 
 // intCast lowers u8(x) ... s64(x).

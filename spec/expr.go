@@ -300,40 +300,41 @@ func Walk(e Expr, fn func(Expr)) {
 		return
 	}
 	fn(e)
+	for _, x := range operands(e) {
+		Walk(x, fn)
+	}
+}
+
+// operands returns the expressions e is built of, in source order (nil
+// for one left out, such as a Display's port).
+func operands(e Expr) []Expr {
 	switch e := e.(type) {
 	case *Unary:
-		Walk(e.X, fn)
+		return []Expr{e.X}
 	case *Binary:
-		Walk(e.L, fn)
-		Walk(e.R, fn)
+		return []Expr{e.L, e.R}
 	case *Cond:
-		Walk(e.If, fn)
-		Walk(e.Then, fn)
-		Walk(e.Else, fn)
+		return []Expr{e.If, e.Then, e.Else}
 	case *Str:
-		Walk(e.X, fn)
+		return []Expr{e.X}
 	case *StartsWith:
-		Walk(e.X, fn)
+		return []Expr{e.X}
 	case *ByteSwap:
-		Walk(e.X, fn)
+		return []Expr{e.X}
 	case *TableRead:
-		for _, k := range e.Key {
-			Walk(k, fn)
-		}
+		return e.Key
 	case *Has:
-		for _, k := range e.Key {
-			Walk(k, fn)
-		}
+		return e.Key
 	case *KernelPath:
-		Walk(e.Base, fn)
+		return []Expr{e.Base}
 	case *Join:
-		Walk(e.X, fn)
+		return []Expr{e.X}
 	case *Display:
-		Walk(e.X, fn)
-		Walk(e.Port, fn)
+		return []Expr{e.X, e.Port}
 	case *IntCast:
-		Walk(e.X, fn)
+		return []Expr{e.X}
 	}
+	return nil
 }
 
 // Uses reports whether e refers to the built-in value name.

@@ -192,16 +192,7 @@ func (s *scope) lower(e hcl.Expression) Expr {
 	case *hclsyntax.LiteralValueExpr:
 		return s.literal(e, e.Val)
 	case *hclsyntax.TemplateExpr:
-		if len(e.Parts) == 1 {
-			if lit, ok := e.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
-				v := lit.Val.AsString()
-				return &StringLit{exprBase: s.base(e, StringType(len(v)+1)), Value: v}
-			}
-		}
-		if len(e.Parts) == 0 {
-			return &StringLit{exprBase: s.base(e, StringType(1))}
-		}
-		return s.errorf(e.Range(), "Templates are not supported", "Strings are plain literals; \"${...}\" interpolation is not available in probes.")
+		return s.template(e)
 	case *hclsyntax.TemplateWrapExpr:
 		return s.errorf(e.Range(), "Templates are not supported", "Write the expression without \"${...}\" around it.")
 	case *hclsyntax.ScopeTraversalExpr:
@@ -221,6 +212,21 @@ func (s *scope) lower(e hcl.Expression) Expr {
 	}
 	return s.errorf(e.Range(), "Unsupported expression",
 		"Probe expressions are built from numbers, built-in values (pid, comm, arg0, ...), entry.NAME, args.FIELD, operators, cond ? a : b and bit functions (band, bor, bxor, shl, shr, bnot).")
+}
+
+// template lowers a quoted string: HCL parses "x" as a template, of which
+// only a plain literal is a probe value.
+func (s *scope) template(e *hclsyntax.TemplateExpr) Expr {
+	if len(e.Parts) == 1 {
+		if lit, ok := e.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
+			v := lit.Val.AsString()
+			return &StringLit{exprBase: s.base(e, StringType(len(v)+1)), Value: v}
+		}
+	}
+	if len(e.Parts) == 0 {
+		return &StringLit{exprBase: s.base(e, StringType(1))}
+	}
+	return s.errorf(e.Range(), "Templates are not supported", "Strings are plain literals; \"${...}\" interpolation is not available in probes.")
 }
 
 func (s *scope) literal(e hcl.Expression, v cty.Value) Expr {
