@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // LabelProbeSet is the label of a ProbeSetNode naming its ProbeSet.
@@ -105,48 +106,61 @@ func (a *NodeAgent) Run(ctx context.Context, resync time.Duration) error {
 		return fmt.Errorf("publish the facts of node %s: %w", a.Node, err)
 	}
 	for {
-		if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
-			a.log().Error("sync", "err", err)
+		a.syncLogged(ctx)
+		if !a.watch(ctx, resync) {
+			return nil
 		}
-		w, err := a.Client.Watch(ctx, &v1alpha1.ProbeSetList{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.log().Error("watch ProbeSets", "err", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
-			continue
+	}
+}
+
+// syncLogged syncs, logging an error unless ctx ended.
+func (a *NodeAgent) syncLogged(ctx context.Context) {
+	if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
+		a.log().Error("sync", "err", err)
+	}
+}
+
+// watch watches the ProbeSets, syncing at every change, until resync
+// passes or the watch ends (true: sync again) or ctx ends (false). A
+// watch that cannot start is retried after a second.
+func (a *NodeAgent) watch(ctx context.Context, resync time.Duration) bool {
+	w, err := a.Client.Watch(ctx, &v1alpha1.ProbeSetList{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
 		}
-		timer := time.NewTimer(resync)
-	wait:
-		for {
-			select {
-			case <-ctx.Done():
-				w.Stop()
-				timer.Stop()
-				return nil
-			case <-timer.C:
-				break wait
-			case _, ok := <-w.ResultChan():
-				if !ok {
-					break wait
-				}
-				// Let a burst of events settle, then sync once.
-				time.Sleep(100 * time.Millisecond)
-				for len(w.ResultChan()) > 0 {
-					<-w.ResultChan()
-				}
-				if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
-					a.log().Error("sync", "err", err)
-				}
-			}
+		a.log().Error("watch ProbeSets", "err", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
 		}
-		w.Stop()
-		timer.Stop()
+		return true
+	}
+	defer w.Stop()
+	timer := time.NewTimer(resync)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case _, ok := <-w.ResultChan():
+			if !ok {
+				return true
+			}
+			settle(w)
+			a.syncLogged(ctx)
+		}
+	}
+}
+
+// settle lets a burst of events settle, so that it is synced once.
+func settle(w watch.Interface) {
+	time.Sleep(100 * time.Millisecond)
+	for len(w.ResultChan()) > 0 {
+		<-w.ResultChan()
 	}
 }
 
@@ -182,11 +196,18 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("ProbeSet %s/%s: %w", ps.Namespace, ps.Name, err))
 		}
 	}
-	// Records of this node that nothing selects any more.
+	return errors.Join(append(errs, a.removeUnselected(ctx, keep)...)...)
+}
+
+// removeUnselected removes the records of this node that are not in keep
+// (nothing selects them any more), destroying their workspaces with an
+// Applier, and rolls up their ProbeSets.
+func (a *NodeAgent) removeUnselected(ctx context.Context, keep map[types.NamespacedName]bool) []error {
 	var records v1alpha1.ProbeSetNodeList
 	if err := a.Client.List(ctx, &records, ListOptions{}); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("list ProbeSetNodes: %w", err))...)
+		return []error{fmt.Errorf("list ProbeSetNodes: %w", err)}
 	}
+	var errs []error
 	for i := range records.Items {
 		r := &records.Items[i]
 		if r.Spec.NodeName != a.Node || keep[keyOf(r)] {
@@ -207,7 +228,7 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 			errs = append(errs, a.rollUp(ctx, &ps))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func recordName(probeSet, node string) string { return probeSet + "." + node }
@@ -226,97 +247,155 @@ func equalProbes(a, b []v1alpha1.ProbePlan) bool {
 
 // syncOne plans (or applies) one ProbeSet and writes the node's record.
 func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
-	key := types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}
-	var rec v1alpha1.ProbeSetNode
-	err := a.Client.Get(ctx, key, &rec)
-	if apierrors.IsNotFound(err) {
-		rec = v1alpha1.ProbeSetNode{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelProbeSet: ps.Name},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ProbeSet", Name: ps.Name, UID: ps.UID}}},
-			Spec: v1alpha1.ProbeSetNodeSpec{ProbeSet: ps.Name, NodeName: a.Node},
-		}
-		if err := a.Client.Create(ctx, &rec); err != nil {
-			return err
-		}
-	} else if err != nil {
+	rec, err := a.record(ctx, ps)
+	if err != nil {
 		return err
 	}
 	files, err := SpecFiles(ctx, a.Client, ps)
 	st := v1alpha1.ProbeSetNodeStatus{ObservedGeneration: ps.Generation, Kernel: a.Facts.Label(), Facts: a.Facts.Source + " " + a.Facts.Name,
 		AppliedDigest: rec.Status.AppliedDigest}
-	if err != nil {
+	switch {
+	case err != nil:
 		st.Phase, st.Errors = v1alpha1.PhaseFailed, []string{err.Error()}
-	} else {
+	default:
 		st.SpecDigest = Digest(files)
-		// The same spec failed to apply before: not retried (it would fail
-		// again, and count again) until it changes; the record keeps its
-		// errors, with the counters of the previous probes refreshed.
-		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase == v1alpha1.PhaseFailed &&
-			ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil {
-			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
-			if err == nil && !equalProbes(probes, rec.Status.Probes) {
-				rec.Status.Probes = probes
-				if err := a.Client.UpdateStatus(ctx, &rec); err != nil {
-					return fmt.Errorf("write the record: %w", err)
-				}
-			}
-			return a.rollUp(ctx, ps)
+		if done, err := a.unchanged(ctx, ps, rec, st.SpecDigest); done {
+			return err
 		}
-		if rec.Status.ObservedGeneration == ps.Generation && rec.Status.SpecDigest == st.SpecDigest && rec.Status.Phase != v1alpha1.PhaseFailed &&
-			(ps.Spec.Mode == v1alpha1.ModePlan || a.Applier == nil || rec.Status.AppliedDigest == st.SpecDigest) {
-			// Nothing changed but the counters of applied probes, unless
-			// the workspace lost probes (destroyed by hand, a reboot):
-			// then it is applied again below.
-			if ps.Spec.Mode != v1alpha1.ModeApply || a.Applier == nil {
-				return a.rollUp(ctx, ps)
-			}
-			probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
-			if err != nil {
-				return err
-			}
-			if len(probes) == len(rec.Status.Probes) {
-				if !equalProbes(probes, rec.Status.Probes) {
-					rec.Status.Probes = probes
-					if err := a.Client.UpdateStatus(ctx, &rec); err != nil {
-						return fmt.Errorf("write the record: %w", err)
-					}
-				}
-				return a.rollUp(ctx, ps)
-			}
-			a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
-		}
-		switch {
-		case ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil:
-			// The Applier compiles for the live kernel itself (and counts
-			// its failures); a failure leaves the previous probes, whose
-			// counters the record goes on showing.
-			res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), keyOf(ps), files)
-			if res.AppliedDigest != "" {
-				st.AppliedDigest = res.AppliedDigest
-			}
-			if res.Probes != nil {
-				st.Probes = res.Probes
-			}
-			st.Errors = res.Errors
-			if err != nil && len(st.Errors) == 0 {
-				st.Errors = []string{err.Error()}
-			}
-			st.Phase = v1alpha1.PhaseApplied
-			if err != nil {
-				st.Phase = v1alpha1.PhaseFailed
-				if live, perr := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps)); perr == nil {
-					st.Probes = live
-				}
-			}
-		default:
-			np := PlanNode(a.Node, files, a.Facts)
-			st.Probes, st.Errors = np.Probes, np.Errors
-			st.Phase = v1alpha1.PhasePlanned
-			if !np.OK() {
-				st.Phase = v1alpha1.PhaseFailed
-			}
+		if a.applies(ps) {
+			a.apply(ctx, ps, files, &st)
+		} else {
+			a.plan(files, &st)
 		}
 	}
+	return a.writeRecord(ctx, ps, rec, st)
+}
+
+// applies says whether ps is applied on this node (not only planned).
+func (a *NodeAgent) applies(ps *v1alpha1.ProbeSet) bool {
+	return ps.Spec.Mode == v1alpha1.ModeApply && a.Applier != nil
+}
+
+// record reads the node's record of ps, creating it when there is none.
+func (a *NodeAgent) record(ctx context.Context, ps *v1alpha1.ProbeSet) (*v1alpha1.ProbeSetNode, error) {
+	key := types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}
+	var rec v1alpha1.ProbeSetNode
+	err := a.Client.Get(ctx, key, &rec)
+	if !apierrors.IsNotFound(err) {
+		return &rec, err
+	}
+	rec = v1alpha1.ProbeSetNode{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelProbeSet: ps.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ProbeSet", Name: ps.Name, UID: ps.UID}}},
+		Spec: v1alpha1.ProbeSetNodeSpec{ProbeSet: ps.Name, NodeName: a.Node},
+	}
+	return &rec, a.Client.Create(ctx, &rec)
+}
+
+// unchanged handles a ProbeSet whose generation and spec the record has
+// seen already: it refreshes the record's counters and rolls up (done),
+// unless the spec must be planned or applied again (not done).
+func (a *NodeAgent) unchanged(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1alpha1.ProbeSetNode, digest string) (bool, error) {
+	if rec.Status.ObservedGeneration != ps.Generation || rec.Status.SpecDigest != digest {
+		return false, nil
+	}
+	if rec.Status.Phase == v1alpha1.PhaseFailed {
+		return a.failedBefore(ctx, ps, rec)
+	}
+	if ps.Spec.Mode == v1alpha1.ModePlan || a.Applier == nil || rec.Status.AppliedDigest == digest {
+		return a.settled(ctx, ps, rec)
+	}
+	return false, nil
+}
+
+// failedBefore handles a spec that failed to apply before: it is not
+// retried (it would fail again, and count again) until it changes; the
+// record keeps its errors, with the counters of the previous probes
+// refreshed. A plan that failed is planned again.
+func (a *NodeAgent) failedBefore(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1alpha1.ProbeSetNode) (bool, error) {
+	if !a.applies(ps) {
+		return false, nil
+	}
+	probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
+	if err == nil {
+		if err := a.refresh(ctx, rec, probes); err != nil {
+			return true, err
+		}
+	}
+	return true, a.rollUp(ctx, ps)
+}
+
+// settled handles a spec planned or applied already: nothing changed but
+// the counters of applied probes, unless the workspace lost probes
+// (destroyed by hand, a reboot): then it is applied again (not done).
+func (a *NodeAgent) settled(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1alpha1.ProbeSetNode) (bool, error) {
+	if !a.applies(ps) {
+		return true, a.rollUp(ctx, ps)
+	}
+	probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
+	if err != nil {
+		return true, err
+	}
+	if len(probes) != len(rec.Status.Probes) {
+		a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
+		return false, nil
+	}
+	if err := a.refresh(ctx, rec, probes); err != nil {
+		return true, err
+	}
+	return true, a.rollUp(ctx, ps)
+}
+
+// refresh writes the live probes' counters into the record when they
+// changed.
+func (a *NodeAgent) refresh(ctx context.Context, rec *v1alpha1.ProbeSetNode, probes []v1alpha1.ProbePlan) error {
+	if equalProbes(probes, rec.Status.Probes) {
+		return nil
+	}
+	rec.Status.Probes = probes
+	if err := a.Client.UpdateStatus(ctx, rec); err != nil {
+		return fmt.Errorf("write the record: %w", err)
+	}
+	return nil
+}
+
+// apply applies files through the Applier, which compiles for the live
+// kernel itself (and counts its failures); a failure leaves the previous
+// probes, whose counters the record goes on showing.
+func (a *NodeAgent) apply(ctx context.Context, ps *v1alpha1.ProbeSet, files map[string][]byte, st *v1alpha1.ProbeSetNodeStatus) {
+	res, err := a.Applier.Apply(ctx, Workspace(a.Node, ps), keyOf(ps), files)
+	if res.AppliedDigest != "" {
+		st.AppliedDigest = res.AppliedDigest
+	}
+	if res.Probes != nil {
+		st.Probes = res.Probes
+	}
+	st.Errors = res.Errors
+	if err != nil && len(st.Errors) == 0 {
+		st.Errors = []string{err.Error()}
+	}
+	st.Phase = v1alpha1.PhaseApplied
+	if err != nil {
+		st.Phase = v1alpha1.PhaseFailed
+		if live, perr := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps)); perr == nil {
+			st.Probes = live
+		}
+	}
+}
+
+// plan plans files for the node's facts.
+func (a *NodeAgent) plan(files map[string][]byte, st *v1alpha1.ProbeSetNodeStatus) {
+	np := PlanNode(a.Node, files, a.Facts)
+	st.Probes, st.Errors = np.Probes, np.Errors
+	st.Phase = v1alpha1.PhasePlanned
+	if !np.OK() {
+		st.Phase = v1alpha1.PhaseFailed
+	}
+}
+
+// writeRecord writes st into the record, keeping its transition time
+// while the phase stays, and rolls up the ProbeSet.
+func (a *NodeAgent) writeRecord(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1alpha1.ProbeSetNode, st v1alpha1.ProbeSetNodeStatus) error {
 	if rec.Status.Phase != st.Phase || rec.Status.LastTransitionTime == nil {
 		now := metav1.Now()
 		st.LastTransitionTime = &now
@@ -324,7 +403,7 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		st.LastTransitionTime = rec.Status.LastTransitionTime
 	}
 	rec.Status = st
-	if err := a.Client.UpdateStatus(ctx, &rec); err != nil {
+	if err := a.Client.UpdateStatus(ctx, rec); err != nil {
 		return fmt.Errorf("write the record: %w", err)
 	}
 	return a.rollUp(ctx, ps)
@@ -369,21 +448,13 @@ func RollUp(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (v1alpha1.Pro
 	if err := r.List(ctx, &nodes, ListOptions{}); err != nil {
 		return ps.Status, err
 	}
-	var facts v1alpha1.NodeFactsList
-	if err := r.List(ctx, &facts, ListOptions{}); err != nil {
+	published, err := publishedKernels(ctx, r)
+	if err != nil {
 		return ps.Status, err
 	}
-	published := map[string]string{}
-	for _, f := range facts.Items {
-		published[f.Name] = "linux " + f.Spec.Kernel + " " + f.Spec.Arch
-	}
-	var records v1alpha1.ProbeSetNodeList
-	if err := r.List(ctx, &records, ListOptions{Namespace: ps.Namespace, Labels: map[string]string{LabelProbeSet: ps.Name}}); err != nil {
+	byNode, err := recordsByNode(ctx, r, ps)
+	if err != nil {
 		return ps.Status, err
-	}
-	byNode := map[string]*v1alpha1.ProbeSetNode{}
-	for i := range records.Items {
-		byNode[records.Items[i].Spec.NodeName] = &records.Items[i]
 	}
 	st := v1alpha1.ProbeSetStatus{ObservedGeneration: ps.Generation}
 	for _, n := range nodes.Items {
@@ -391,27 +462,72 @@ func RollUp(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (v1alpha1.Pro
 		if !ok || !Selects(ps.Spec.NodeSelector, n.Labels) {
 			continue
 		}
-		st.Selected++
-		sum := v1alpha1.NodeSummary{Node: n.Name, Kernel: kernel, Phase: v1alpha1.PhasePending}
-		if rec := byNode[n.Name]; rec != nil && rec.Status.ObservedGeneration == ps.Generation {
-			sum.Phase, sum.Digest = rec.Status.Phase, rec.Status.AppliedDigest
-			if len(rec.Status.Errors) > 0 {
-				sum.Message = rec.Status.Errors[0]
-			}
-		}
-		switch sum.Phase {
-		case v1alpha1.PhasePlanned:
-			st.Planned++
-		case v1alpha1.PhaseApplied:
-			st.Planned++
-			st.Applied++
-		case v1alpha1.PhaseFailed:
-			st.Failed++
-		}
+		sum := nodeSummary(n.Name, kernel, byNode[n.Name], ps.Generation)
+		countPhase(&st, sum.Phase)
 		st.Nodes = append(st.Nodes, sum)
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
 	st.Conditions = append([]metav1.Condition(nil), ps.Status.Conditions...)
+	setConditions(&st, ps)
+	return st, nil
+}
+
+// publishedKernels maps each node that published facts to its kernel.
+func publishedKernels(ctx context.Context, r *Client) (map[string]string, error) {
+	var facts v1alpha1.NodeFactsList
+	if err := r.List(ctx, &facts, ListOptions{}); err != nil {
+		return nil, err
+	}
+	published := map[string]string{}
+	for _, f := range facts.Items {
+		published[f.Name] = "linux " + f.Spec.Kernel + " " + f.Spec.Arch
+	}
+	return published, nil
+}
+
+// recordsByNode maps each node to its record of ps.
+func recordsByNode(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (map[string]*v1alpha1.ProbeSetNode, error) {
+	var records v1alpha1.ProbeSetNodeList
+	if err := r.List(ctx, &records, ListOptions{Namespace: ps.Namespace, Labels: map[string]string{LabelProbeSet: ps.Name}}); err != nil {
+		return nil, err
+	}
+	byNode := map[string]*v1alpha1.ProbeSetNode{}
+	for i := range records.Items {
+		byNode[records.Items[i].Spec.NodeName] = &records.Items[i]
+	}
+	return byNode, nil
+}
+
+// nodeSummary sums up a selected node: pending until its record (rec,
+// nil when none) observed generation.
+func nodeSummary(node, kernel string, rec *v1alpha1.ProbeSetNode, generation int64) v1alpha1.NodeSummary {
+	sum := v1alpha1.NodeSummary{Node: node, Kernel: kernel, Phase: v1alpha1.PhasePending}
+	if rec != nil && rec.Status.ObservedGeneration == generation {
+		sum.Phase, sum.Digest = rec.Status.Phase, rec.Status.AppliedDigest
+		if len(rec.Status.Errors) > 0 {
+			sum.Message = rec.Status.Errors[0]
+		}
+	}
+	return sum
+}
+
+// countPhase counts a selected node in phase.
+func countPhase(st *v1alpha1.ProbeSetStatus, phase v1alpha1.Phase) {
+	st.Selected++
+	switch phase {
+	case v1alpha1.PhasePlanned:
+		st.Planned++
+	case v1alpha1.PhaseApplied:
+		st.Planned++
+		st.Applied++
+	case v1alpha1.PhaseFailed:
+		st.Failed++
+	}
+}
+
+// setConditions sets the Planned, Applied and Degraded conditions from
+// the counts.
+func setConditions(st *v1alpha1.ProbeSetStatus, ps *v1alpha1.ProbeSet) {
 	cond := func(typ string, ok bool, reason, msg string) {
 		s := metav1.ConditionFalse
 		if ok {
@@ -423,5 +539,4 @@ func RollUp(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (v1alpha1.Pro
 	cond(v1alpha1.ConditionPlanned, all && st.Planned == st.Selected, "Nodes", fmt.Sprintf("%d of %d selected nodes planned generation %d", st.Planned, st.Selected, ps.Generation))
 	cond(v1alpha1.ConditionApplied, all && ps.Spec.Mode == v1alpha1.ModeApply && st.Applied == st.Selected, "Nodes", fmt.Sprintf("%d of %d selected nodes applied generation %d", st.Applied, st.Selected, ps.Generation))
 	cond(v1alpha1.ConditionDegraded, st.Failed > 0, "Nodes", fmt.Sprintf("%d of %d selected nodes failed", st.Failed, st.Selected))
-	return st, nil
 }

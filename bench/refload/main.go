@@ -60,36 +60,9 @@ func run(obj, tp, up string) error {
 		}
 	}()
 	for name, p := range coll.Programs {
-		ps := spec.Programs[name]
-		var l link.Link
-		switch {
-		case tp != "":
-			group, event, ok := strings.Cut(tp, ":")
-			if !ok {
-				return errors.New("-tracepoint GROUP:EVENT")
-			}
-			l, err = link.Tracepoint(group, event, p, nil)
-		case up != "":
-			bin, fn, ok := strings.Cut(up, ":")
-			if !ok {
-				return errors.New("-uprobe BINARY:FUNCTION")
-			}
-			ex, err2 := link.OpenExecutable(bin)
-			if err2 != nil {
-				return err2
-			}
-			// uprobe.multi (6.6+), the link family probectl's plan
-			// chooses there: the same on both sides.
-			if strings.HasPrefix(ps.SectionName, "uretprobe") {
-				l, err = ex.UretprobeMulti([]string{fn}, p, nil)
-			} else {
-				l, err = ex.UprobeMulti([]string{fn}, p, nil)
-			}
-		default:
-			return errors.New("give -tracepoint or -uprobe")
-		}
+		l, err := attach(name, p, spec.Programs[name], tp, up)
 		if err != nil {
-			return fmt.Errorf("attach %s: %w", name, err)
+			return err
 		}
 		links = append(links, l)
 	}
@@ -108,6 +81,48 @@ func run(obj, tp, up string) error {
 	if calls == nil {
 		return errors.New("the object has no map named calls")
 	}
+	return printCalls(calls)
+}
+
+// attach attaches the program name, p (of spec ps), to the tracepoint
+// tp or the uprobe up.
+func attach(name string, p *ebpf.Program, ps *ebpf.ProgramSpec, tp, up string) (link.Link, error) {
+	attached := func(l link.Link, err error) (link.Link, error) {
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", name, err)
+		}
+		return l, nil
+	}
+	switch {
+	case tp != "":
+		group, event, ok := strings.Cut(tp, ":")
+		if !ok {
+			return nil, errors.New("-tracepoint GROUP:EVENT")
+		}
+		return attached(link.Tracepoint(group, event, p, nil))
+	case up != "":
+		bin, fn, ok := strings.Cut(up, ":")
+		if !ok {
+			return nil, errors.New("-uprobe BINARY:FUNCTION")
+		}
+		ex, err := link.OpenExecutable(bin)
+		if err != nil {
+			return nil, err
+		}
+		// uprobe.multi (6.6+), the link family probectl's plan
+		// chooses there: the same on both sides.
+		if strings.HasPrefix(ps.SectionName, "uretprobe") {
+			return attached(ex.UretprobeMulti([]string{fn}, p, nil))
+		}
+		return attached(ex.UprobeMulti([]string{fn}, p, nil))
+	default:
+		return nil, errors.New("give -tracepoint or -uprobe")
+	}
+}
+
+// printCalls prints each key of calls, as text (a comm) or a number, and
+// its value summed over CPUs.
+func printCalls(calls *ebpf.Map) error {
 	var key []byte
 	var values []uint64
 	it := calls.Iterate()

@@ -160,79 +160,10 @@ func newDashboard(title string, out *compiler.Output) map[string]any {
 		addrs = append(addrs, addr)
 		l.row(addr)
 		for j, agg := range p.Aggregations {
-			f := families[i][j]
-			sel := "{" + instanceSel + "}"
-			name := fmt.Sprintf("%s %q", agg.Kind, agg.Name)
-			switch agg.Kind {
-			case compiler.AggHist, compiler.AggLHist:
-				// Every key's buckets added: the distribution of all of them.
-				expr := fmt.Sprintf("sum by (le) (increase(%s_bucket%s[$__rate_interval]))", f.Name, sel)
-				l.panel(map[string]any{
-					"type": "heatmap", "title": name,
-					"description": fmt.Sprintf("%s of %s: observations per bucket and interval, every key added (le is the bucket's highest integer).", name, addr),
-					"targets":     []any{target("A", expr, "{{le}}", true)},
-					"options": map[string]any{
-						"calculate": false,
-						"yAxis":     map[string]any{"axisPlacement": "left"},
-						"cellGap":   1,
-						"color":     map[string]any{"mode": "scheme", "scheme": "Oranges", "scale": "exponential", "exponent": 0.5, "fill": "dark-orange", "steps": 64},
-						"rowsFrame": map[string]any{"layout": "auto"},
-						"tooltip":   map[string]any{"mode": "single", "yHistogram": false},
-						"legend":    map[string]any{"show": true},
-						"exemplars": map[string]any{"color": "rgba(255,0,255,0.7)"},
-					},
-				})
-			case compiler.AggCount, compiler.AggSum:
-				if !agg.Monotonic() { // a gauge: its value since it was applied
-					expr := fmt.Sprintf("sum %s(%s%s)", by(f.Labels), f.Name, sel)
-					if len(f.Labels) == 0 {
-						expr = fmt.Sprintf("sum(%s%s)", f.Name, sel)
-					}
-					l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied (a gauge: its values may be negative).", name, addr), "short",
-						target("A", expr, legend(f.Labels), false)))
-					continue
-				}
-				sum := "sum "
-				if len(f.Labels) > 0 {
-					sum += by(f.Labels)
-				}
-				expr := fmt.Sprintf("%s(rate(%s%s[$__rate_interval]))", sum, f.Name, sel)
-				unit := "ops" // count: calls per second
-				if agg.Kind == compiler.AggSum {
-					unit = "short"
-				}
-				l.panel(timeseries(name, fmt.Sprintf("%s of %s, per second.", name, addr), unit,
-					target("A", expr, legend(f.Labels), false)))
-			case compiler.AggMin, compiler.AggMax:
-				fn := string(agg.Kind)
-				expr := fmt.Sprintf("%s %s(%s%s)", fn, by(f.Labels), f.Name, sel)
-				if len(f.Labels) == 0 {
-					expr = fmt.Sprintf("%s(%s%s)", fn, f.Name, sel)
-				}
-				l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied.", name, addr), "short",
-					target("A", expr, legend(f.Labels), false)))
-			}
+			l.aggregation(addr, agg, families[i][j])
 		}
 	}
-	// The probes' own counters, for the probes of these specs.
-	quoted := make([]string, len(addrs))
-	for i, a := range addrs {
-		quoted[i] = regexp.QuoteMeta(a)
-	}
-	sel := fmt.Sprintf(`{%s, probe=~%s}`, instanceSel, strconv.Quote(strings.Join(quoted, "|")))
-	l.row("probes: hits, missed hits, drops")
-	for _, c := range []struct {
-		title, desc, metric string
-		labels              []string
-	}{
-		{"hits", "Runs of each probe's entry and exit handlers, per second.", metrics.ProbeHits, []string{"probe", "handler"}},
-		{"missed hits", "Hits the kernel did not deliver to the probe (recursion, full rethook pools, another BPF program on the CPU), per second.", metrics.ProbeMissedHits, []string{"probe"}},
-		{"dropped keys", "Observations dropped because an aggregation's map held max_keys keys, per second.", metrics.ProbeDroppedKeys, []string{"probe", "aggregation"}},
-		{"dropped events", "Events that found the event buffer full, per second.", metrics.ProbeDroppedEvents, []string{"probe"}},
-	} {
-		expr := fmt.Sprintf("sum %s(rate(%s%s[$__rate_interval]))", by(c.labels), c.metric, sel)
-		l.panel(timeseries(c.title, c.desc, "ops", target("A", expr, legend(c.labels), false)))
-	}
+	l.counters(addrs)
 
 	sum := sha256.Sum256([]byte(strings.Join(addrs, "\n") + "\n" + title))
 	return map[string]any{
@@ -250,19 +181,108 @@ func newDashboard(title string, out *compiler.Output) map[string]any {
 		"annotations":   map[string]any{"list": []any{}},
 		"links":         []any{},
 		"panels":        l.panels,
-		"templating": map[string]any{"list": []any{
-			map[string]any{
-				"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
-				"current": map[string]any{}, "hide": 0, "refresh": 1, "regex": "", "options": []any{},
-			},
-			map[string]any{
-				"name": "instance", "label": "Instance", "type": "query", "datasource": datasource,
-				"definition": "label_values(" + metrics.Up + ", instance)",
-				"query":      map[string]any{"query": "label_values(" + metrics.Up + ", instance)", "refId": "instance"},
-				"current":    map[string]any{}, "hide": 0, "refresh": 2, "regex": "", "options": []any{},
-				"includeAll": true, "multi": true, "allValue": ".*", "sort": 1,
-			},
-		}},
+		"templating":    dashboardVariables(),
+	}
+}
+
+// dashboardVariables are $datasource and $instance.
+func dashboardVariables() map[string]any {
+	return map[string]any{"list": []any{
+		map[string]any{
+			"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+			"current": map[string]any{}, "hide": 0, "refresh": 1, "regex": "", "options": []any{},
+		},
+		map[string]any{
+			"name": "instance", "label": "Instance", "type": "query", "datasource": datasource,
+			"definition": "label_values(" + metrics.Up + ", instance)",
+			"query":      map[string]any{"query": "label_values(" + metrics.Up + ", instance)", "refId": "instance"},
+			"current":    map[string]any{}, "hide": 0, "refresh": 2, "regex": "", "options": []any{},
+			"includeAll": true, "multi": true, "allValue": ".*", "sort": 1,
+		},
+	}}
+}
+
+// aggregation places the panel of one aggregation of the probe at addr,
+// whose metric family is f.
+func (l *dashboardLayout) aggregation(addr string, agg *compiler.Aggregation, f metrics.Family) {
+	sel := "{" + instanceSel + "}"
+	name := fmt.Sprintf("%s %q", agg.Kind, agg.Name)
+	switch agg.Kind {
+	case compiler.AggHist, compiler.AggLHist:
+		l.panel(heatmap(name, addr, f, sel))
+	case compiler.AggCount, compiler.AggSum:
+		if !agg.Monotonic() { // a gauge: its value since it was applied
+			expr := fmt.Sprintf("sum %s(%s%s)", by(f.Labels), f.Name, sel)
+			if len(f.Labels) == 0 {
+				expr = fmt.Sprintf("sum(%s%s)", f.Name, sel)
+			}
+			l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied (a gauge: its values may be negative).", name, addr), "short",
+				target("A", expr, legend(f.Labels), false)))
+			return
+		}
+		sum := "sum "
+		if len(f.Labels) > 0 {
+			sum += by(f.Labels)
+		}
+		expr := fmt.Sprintf("%s(rate(%s%s[$__rate_interval]))", sum, f.Name, sel)
+		unit := "ops" // count: calls per second
+		if agg.Kind == compiler.AggSum {
+			unit = "short"
+		}
+		l.panel(timeseries(name, fmt.Sprintf("%s of %s, per second.", name, addr), unit,
+			target("A", expr, legend(f.Labels), false)))
+	case compiler.AggMin, compiler.AggMax:
+		fn := string(agg.Kind)
+		expr := fmt.Sprintf("%s %s(%s%s)", fn, by(f.Labels), f.Name, sel)
+		if len(f.Labels) == 0 {
+			expr = fmt.Sprintf("%s(%s%s)", fn, f.Name, sel)
+		}
+		l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied.", name, addr), "short",
+			target("A", expr, legend(f.Labels), false)))
+	}
+}
+
+// heatmap is the heatmap panel of a hist or lhist: every key's buckets
+// added, the distribution of all of them.
+func heatmap(name, addr string, f metrics.Family, sel string) map[string]any {
+	expr := fmt.Sprintf("sum by (le) (increase(%s_bucket%s[$__rate_interval]))", f.Name, sel)
+	return map[string]any{
+		"type": "heatmap", "title": name,
+		"description": fmt.Sprintf("%s of %s: observations per bucket and interval, every key added (le is the bucket's highest integer).", name, addr),
+		"targets":     []any{target("A", expr, "{{le}}", true)},
+		"options": map[string]any{
+			"calculate": false,
+			"yAxis":     map[string]any{"axisPlacement": "left"},
+			"cellGap":   1,
+			"color":     map[string]any{"mode": "scheme", "scheme": "Oranges", "scale": "exponential", "exponent": 0.5, "fill": "dark-orange", "steps": 64},
+			"rowsFrame": map[string]any{"layout": "auto"},
+			"tooltip":   map[string]any{"mode": "single", "yHistogram": false},
+			"legend":    map[string]any{"show": true},
+			"exemplars": map[string]any{"color": "rgba(255,0,255,0.7)"},
+		},
+	}
+}
+
+// counters places the row of the probes' own counters, for the probes
+// at addrs.
+func (l *dashboardLayout) counters(addrs []string) {
+	quoted := make([]string, len(addrs))
+	for i, a := range addrs {
+		quoted[i] = regexp.QuoteMeta(a)
+	}
+	sel := fmt.Sprintf(`{%s, probe=~%s}`, instanceSel, strconv.Quote(strings.Join(quoted, "|")))
+	l.row("probes: hits, missed hits, drops")
+	for _, c := range []struct {
+		title, desc, metric string
+		labels              []string
+	}{
+		{"hits", "Runs of each probe's entry and exit handlers, per second.", metrics.ProbeHits, []string{"probe", "handler"}},
+		{"missed hits", "Hits the kernel did not deliver to the probe (recursion, full rethook pools, another BPF program on the CPU), per second.", metrics.ProbeMissedHits, []string{"probe"}},
+		{"dropped keys", "Observations dropped because an aggregation's map held max_keys keys, per second.", metrics.ProbeDroppedKeys, []string{"probe", "aggregation"}},
+		{"dropped events", "Events that found the event buffer full, per second.", metrics.ProbeDroppedEvents, []string{"probe"}},
+	} {
+		expr := fmt.Sprintf("sum %s(rate(%s%s[$__rate_interval]))", by(c.labels), c.metric, sel)
+		l.panel(timeseries(c.title, c.desc, "ops", target("A", expr, legend(c.labels), false)))
 	}
 }
 

@@ -73,6 +73,26 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 // takes a value is that value, left as written ("-workspace -x" names the
 // workspace "-x", which is then refused as a name, not read as a flag).
 func normalizeFlags(root *cobra.Command, args []string) []string {
+	takesValue := flagsTakingValues(root)
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		flag, valueNext := normalizeFlag(a, takesValue)
+		out = append(out, flag)
+		if valueNext && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+// flagsTakingValues maps the name of every flag of root and its
+// subcommands to whether it takes a value.
+func flagsTakingValues(root *cobra.Command) map[string]bool {
 	takesValue := map[string]bool{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -84,32 +104,21 @@ func normalizeFlags(root *cobra.Command, args []string) []string {
 		}
 	}
 	walk(root)
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
+	return takesValue
+}
+
+// normalizeFlag gives a long flag written with one dash its second, and
+// says whether the argument after it is its value.
+func normalizeFlag(a string, takesValue map[string]bool) (flag string, valueNext bool) {
+	if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+		name, _, hasValue := strings.Cut(a[1:], "=")
+		if needs, known := takesValue[name]; known && len(name) > 1 {
+			return "-" + a, needs && !hasValue
 		}
-		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
-			name, _, hasValue := strings.Cut(a[1:], "=")
-			if needs, known := takesValue[name]; known && len(name) > 1 {
-				out = append(out, "-"+a)
-				if needs && !hasValue && i+1 < len(args) {
-					i++
-					out = append(out, args[i])
-				}
-				continue
-			}
-		}
-		if len(a) > 2 && strings.HasPrefix(a, "--") {
-			name, _, hasValue := strings.Cut(a[2:], "=")
-			if takesValue[name] && !hasValue && i+1 < len(args) {
-				out = append(out, a, args[i+1])
-				i++
-				continue
-			}
-		}
-		out = append(out, a)
 	}
-	return out
+	if len(a) > 2 && strings.HasPrefix(a, "--") {
+		name, _, hasValue := strings.Cut(a[2:], "=")
+		return a, takesValue[name] && !hasValue
+	}
+	return a, false
 }

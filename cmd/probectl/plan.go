@@ -13,11 +13,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// planOptions are plan's flags.
+type planOptions struct {
+	target, outFile  string
+	asJSON, detailed bool
+	deny             denyFlag
+	cl               clusterPlanOptions
+}
+
+// check refuses the cluster's flags without -cluster.
+func (o *planOptions) check() error {
+	if !o.cl.cluster && (o.cl.probeSet != "" || o.cl.selector != "") {
+		return errors.New("-probeset and -selector plan for a cluster: add -cluster")
+	}
+	return nil
+}
+
 func newPlanCmd(g *globals) *cobra.Command {
-	var target, outFile string
-	var asJSON, detailed bool
-	var deny denyFlag
-	var cl clusterPlanOptions
+	var o planOptions
 	cmd := &cobra.Command{
 		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] PATH...",
 		Short: "Show what applying the specs would do on a kernel",
@@ -50,68 +63,75 @@ kubeconfig's (KUBECONFIG, ~/.kube/config, or in a pod its service account).
 Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 errors, 2 changes).
 With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors).`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if cl.cluster && cl.probeSet != "" {
+			if o.cl.cluster && o.cl.probeSet != "" {
 				return cobra.NoArgs(cmd, args)
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			if cl.cluster {
-				cl.json = asJSON
-				return runClusterPlan(cmd, cl, args)
-			}
-			if cl.probeSet != "" || cl.selector != "" {
-				return errors.New("-probeset and -selector plan for a cluster: add -cluster")
-			}
-			cfg, facts, out, err := compileTarget(cmd, target, args, deny.p)
-			if err != nil {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(); err != nil {
 				return err
 			}
-			plan := compiler.NewPlan(out)
-			var state *runtime.State
-			if facts.Source == "live" {
-				w, s, err := g.inspect()
-				if err != nil {
-					return err
-				}
-				state = s
-				plan = runtime.Diff(state, out, w.Drift(state))
-				w.Close()
+			if o.cl.cluster {
+				o.cl.json = o.asJSON
+				return runClusterPlan(cmd, o.cl, args)
 			}
-			if outFile != "" {
-				if err := runtime.NewSavedPlan(plan, facts, cfg.Sources, state).Write(outFile); err != nil {
-					return err
-				}
-			}
-			changes := plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete > 0
-			defer func() {
-				if detailed && changes && err == nil {
-					err = exitError{2}
-				}
-			}()
-			if asJSON {
-				b, _ := json.MarshalIndent(plan, "", "  ")
-				cmd.Println(string(b))
-				return nil
-			}
-			renderPlan(cmd.OutOrStdout(), plan)
-			if outFile != "" {
-				cmd.Printf("\nSaved the plan to %s. Apply it with: probectl apply %s\n", outFile, outFile)
-			}
-			return nil
+			return runPlan(cmd, g, &o, args)
 		},
 	}
-	cmd.Flags().StringVar(&target, "target", "auto", "auto, a profile name, or a facts file")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON")
-	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to FILE")
-	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
-	deny.add(cmd)
-	cmd.Flags().BoolVar(&cl.cluster, "cluster", false, "plan for the nodes of a Kubernetes cluster, from their published facts")
-	cmd.Flags().StringVar(&cl.probeSet, "probeset", "", "with -cluster: plan the specs and node selector of ProbeSet NS/NAME")
-	cmd.Flags().StringVar(&cl.selector, "selector", "", "with -cluster: the nodes to plan for, by label (K=V,...)")
-	cmd.Flags().StringVar(&cl.kubeconfig, "kubeconfig", "", "with -cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
-	cmd.Flags().StringVar(&cl.context, "context", "", "with -cluster: the kubeconfig context")
+	cmd.Flags().StringVar(&o.target, "target", "auto", "auto, a profile name, or a facts file")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the plan as JSON")
+	cmd.Flags().StringVar(&o.outFile, "out", "", "save the plan to FILE")
+	cmd.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	o.deny.add(cmd)
+	cmd.Flags().BoolVar(&o.cl.cluster, "cluster", false, "plan for the nodes of a Kubernetes cluster, from their published facts")
+	cmd.Flags().StringVar(&o.cl.probeSet, "probeset", "", "with -cluster: plan the specs and node selector of ProbeSet NS/NAME")
+	cmd.Flags().StringVar(&o.cl.selector, "selector", "", "with -cluster: the nodes to plan for, by label (K=V,...)")
+	cmd.Flags().StringVar(&o.cl.kubeconfig, "kubeconfig", "", "with -cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
+	cmd.Flags().StringVar(&o.cl.context, "context", "", "with -cluster: the kubeconfig context")
 	return cmd
+}
+
+// runPlan compiles the specs at args for -target and shows the plan: for
+// the running kernel, the diff against the workspace's state. With -out
+// it saves the plan.
+func runPlan(cmd *cobra.Command, g *globals, o *planOptions, args []string) (err error) {
+	cfg, facts, out, err := compileTarget(cmd, o.target, args, o.deny.p)
+	if err != nil {
+		return err
+	}
+	plan := compiler.NewPlan(out)
+	var state *runtime.State
+	if facts.Source == "live" {
+		w, s, err := g.inspect()
+		if err != nil {
+			return err
+		}
+		state = s
+		plan = runtime.Diff(state, out, w.Drift(state))
+		w.Close()
+	}
+	if o.outFile != "" {
+		if err := runtime.NewSavedPlan(plan, facts, cfg.Sources, state).Write(o.outFile); err != nil {
+			return err
+		}
+	}
+	changes := plan.Summary.Create+plan.Summary.Replace+plan.Summary.Delete > 0
+	defer func() {
+		if o.detailed && changes && err == nil {
+			err = exitError{2}
+		}
+	}()
+	if o.asJSON {
+		b, _ := json.MarshalIndent(plan, "", "  ")
+		cmd.Println(string(b))
+		return nil
+	}
+	renderPlan(cmd.OutOrStdout(), plan)
+	if o.outFile != "" {
+		cmd.Printf("\nSaved the plan to %s. Apply it with: probectl apply %s\n", o.outFile, o.outFile)
+	}
+	return nil
 }
 
 // compileTarget loads the specs at paths and compiles them for -target

@@ -22,10 +22,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// runOptions are run's flags.
+type runOptions struct {
+	duration, interval time.Duration
+	asJSON, totals     bool
+	flameFile, aggName string
+	symbolDirs         string
+}
+
+// check refuses what no run can do.
+func (o *runOptions) check() error {
+	if o.duration < 0 || o.interval < 0 {
+		return fmt.Errorf("-duration and -interval cannot be negative")
+	}
+	return nil
+}
+
 func newRunCmd() *cobra.Command {
-	var duration, interval time.Duration
-	var asJSON, totals bool
-	var flameFile, aggName, symbolDirs string
+	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-json] [-flamegraph FILE.svg]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
@@ -55,31 +69,33 @@ built-in example: tracepoints on system calls.
 			if err := requireBPF("run"); err != nil {
 				return err
 			}
-			if duration < 0 || interval < 0 {
-				return fmt.Errorf("-duration and -interval cannot be negative")
+			if err := o.check(); err != nil {
+				return err
 			}
-			var cfg *spec.Config
-			var out *compiler.Output
-			var err error
-			if len(args) == 0 {
-				cfg, out, err = compileDemo(cmd)
-			} else {
-				cfg, out, err = compileLive(cmd, args, spec.Policy{})
-			}
+			cfg, out, err := compileRun(cmd, args)
 			if err != nil {
 				return err
 			}
-			return runProbes(cmd, cfg, out, duration, interval, asJSON, totals, flameFile, aggName, filepath.SplitList(symbolDirs))
+			return runProbes(cmd, cfg, out, o)
 		},
 	}
-	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
-	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
-	cmd.Flags().BoolVar(&totals, "totals", false, "print totals since the start at each interval, not what the interval added")
-	cmd.Flags().StringVar(&flameFile, "flamegraph", "", "at the end, write an SVG flame graph of the aggregation keyed by stacks to this file")
-	cmd.Flags().StringVar(&aggName, "aggregation", "", "the aggregation -flamegraph draws, when several are keyed by stacks")
-	cmd.Flags().StringVar(&symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
+	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
+	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
+	cmd.Flags().BoolVar(&o.totals, "totals", false, "print totals since the start at each interval, not what the interval added")
+	cmd.Flags().StringVar(&o.flameFile, "flamegraph", "", "at the end, write an SVG flame graph of the aggregation keyed by stacks to this file")
+	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -flamegraph draws, when several are keyed by stacks")
+	cmd.Flags().StringVar(&o.symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
+}
+
+// compileRun compiles the specs at args for the live kernel, or with no
+// args the built-in example.
+func compileRun(cmd *cobra.Command, args []string) (*spec.Config, *compiler.Output, error) {
+	if len(args) == 0 {
+		return compileDemo(cmd)
+	}
+	return compileLive(cmd, args, spec.Policy{})
 }
 
 func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
@@ -94,130 +110,135 @@ func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
 	return compileFor(cmd, cfg, facts, spec.Policy{})
 }
 
-func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, duration, interval time.Duration, asJSON, totals bool, flameFile, aggName string, symbolDirs []string) (err error) {
+// probeRun is one run: its session, the printer its events and results
+// go through, and the reader of its event buffer.
+type probeRun struct {
+	cmd      *cobra.Command
+	o        runOptions
+	say      io.Writer // what run says: stderr with -json, where stdout is NDJSON alone
+	sess     *runtime.Session
+	pr       *eventPrinter
+	st       *runtime.EventStream // nil when no probe emits events
+	wg       sync.WaitGroup
+	stopping atomic.Bool
+	drained  bool
+	last     []runtime.ProbeResult // the results the last interval showed
+}
+
+func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o runOptions) (err error) {
 	for _, r := range runtime.CleanRuns() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
-	// With -json, stdout is NDJSON alone; what run says goes to stderr.
-	say := cmd.OutOrStdout()
-	if asJSON {
-		say = cmd.ErrOrStderr()
+	r := &probeRun{cmd: cmd, o: o, say: cmd.OutOrStdout()}
+	if o.asJSON {
+		r.say = cmd.ErrOrStderr()
 	}
-	sess, err := runtime.Attach(out)
+	r.sess, err = runtime.Attach(out)
 	if err != nil {
 		return reportApplyError(cmd, err, cfg)
 	}
-	sess.Symbols.Dirs = symbolDirs
+	r.sess.Symbols.Dirs = filepath.SplitList(o.symbolDirs)
 	defer func() {
-		if cerr := sess.Close(); cerr != nil && err == nil {
+		if cerr := r.sess.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("detach: %w", cerr)
 		}
 		if err == nil {
-			fmt.Fprintln(say, "\nDetached and removed every probe.")
+			fmt.Fprintln(r.say, "\nDetached and removed every probe.")
 		}
 	}()
-	for _, p := range sess.States {
-		fmt.Fprintf(say, "Attached %s: %s via %s.\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
+	r.announce()
+	ctx, stop := o.context()
+	defer stop()
+	r.pr = newEventPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.asJSON, nil)
+	defer r.pr.Flush()
+	if err := r.follow(); err != nil {
+		return err
+	}
+	if r.st != nil {
+		defer r.st.Close()
+	}
+	defer r.drain()
+	return r.loop(ctx)
+}
+
+// announce says what is attached, and for how long.
+func (r *probeRun) announce() {
+	for _, p := range r.sess.States {
+		fmt.Fprintf(r.say, "Attached %s: %s via %s.\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
 	}
 	until := "until Ctrl-C"
-	if duration > 0 {
-		until = "for " + duration.String()
+	if r.o.duration > 0 {
+		until = "for " + r.o.duration.String()
 	}
-	fmt.Fprintf(say, "Running %s.\n", until)
+	fmt.Fprintf(r.say, "Running %s.\n", until)
+}
 
+// context ends at Ctrl-C, SIGTERM or after -duration.
+func (o runOptions) context() (context.Context, context.CancelFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
-		defer cancel()
+	if o.duration <= 0 {
+		return ctx, stop
 	}
+	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	return ctx, func() { cancel(); stop() }
+}
 
-	// One reader of the session's event buffer prints the records in the
-	// order they were reserved, through the printer events uses.
-	pr := newEventPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, nil)
-	defer pr.Flush()
-	st, err := sess.OpenEvents()
+// follow starts the one reader of the session's event buffer, which
+// prints the records in the order they were reserved, through the
+// printer events uses.
+func (r *probeRun) follow() error {
+	st, err := r.sess.OpenEvents()
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var stopping atomic.Bool
+	r.st = st
 	if st != nil {
-		defer st.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stopping.Load() {
-				rec, err := st.Next(time.Now().Add(200 * time.Millisecond))
-				switch {
-				case err == nil:
-					err = pr.Record(rec)
-				case errors.Is(err, runtime.ErrIdle):
-					pr.Flush()
-					st.Housekeep()
-					err = nil
-				}
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "events: %v\n", err)
-					return
-				}
-			}
-		}()
+		r.wg.Add(1)
+		go r.readEvents()
 	}
-	drained := false
-	drain := func() error {
-		if drained {
-			return nil
+	return nil
+}
+
+func (r *probeRun) readEvents() {
+	defer r.wg.Done()
+	for !r.stopping.Load() {
+		rec, err := r.st.Next(time.Now().Add(200 * time.Millisecond))
+		switch {
+		case err == nil:
+			err = r.pr.Record(rec)
+		case errors.Is(err, runtime.ErrIdle):
+			r.pr.Flush()
+			r.st.Housekeep()
+			err = nil
 		}
-		drained = true
-		// Stop the producers, then read what the buffer holds.
-		_ = sess.Detach()
-		stopping.Store(true)
-		wg.Wait()
-		if st != nil {
-			return st.ReadBuffered(pr.Record)
+		if err != nil {
+			fmt.Fprintf(r.cmd.ErrOrStderr(), "events: %v\n", err)
+			return
 		}
+	}
+}
+
+// drain stops the producers, then reads what the buffer holds; once.
+func (r *probeRun) drain() error {
+	if r.drained {
 		return nil
 	}
-	defer drain()
-
-	// Each interval prints what it added (-totals: the totals); the end
-	// prints the totals.
-	var last []runtime.ProbeResult
-	show := func(final bool) {
-		if st != nil {
-			pr.Drops(st.Drops())
-		}
-		results := sess.Read()
-		tables := sess.Tables()
-		shown, title := results, "totals"
-		if !final && !totals {
-			shown, title = intervalResults(last, results), "the last "+interval.String()
-			if last == nil {
-				title = "the first " + interval.String()
-			}
-			last = results
-		}
-		pr.withPrinter(func(w io.Writer) {
-			if asJSON {
-				b, _ := json.Marshal(struct {
-					Type   string                `json:"type"`
-					Wall   string                `json:"wall"`
-					Shows  string                `json:"shows"`
-					Probes []runtime.ProbeResult `json:"probes"`
-					Tables []runtime.TableResult `json:"tables,omitempty"`
-				}{"results", runtime.WallText(time.Now()), title, shown, tables})
-				fmt.Fprintf(w, "%s\n", b)
-				return
-			}
-			fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
-			renderResults(w, shown)
-		})
+	r.drained = true
+	_ = r.sess.Detach()
+	r.stopping.Store(true)
+	r.wg.Wait()
+	if r.st != nil {
+		return r.st.ReadBuffered(r.pr.Record)
 	}
+	return nil
+}
+
+// loop shows the results every interval and the drops every second,
+// until ctx ends.
+func (r *probeRun) loop(ctx context.Context) error {
 	var tick <-chan time.Time
-	if interval > 0 {
-		t := time.NewTicker(interval)
+	if r.o.interval > 0 {
+		t := time.NewTicker(r.o.interval)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -226,28 +247,74 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, durat
 	for {
 		select {
 		case <-ctx.Done():
-			if err := drain(); err != nil {
-				return err
-			}
-			show(true)
-			if flameFile != "" {
-				if err := showStacks(cmd, sess.Read(), aggName, false, flameFile); err != nil {
-					return err
-				}
-			}
-			if st != nil {
-				if !asJSON {
-					pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
-				}
-				pr.Summary(st.Drops())
-			}
-			return nil
+			return r.finish()
 		case <-tick:
-			show(false)
+			r.show(false)
 		case <-dropTick.C:
-			if st != nil {
-				pr.Drops(st.Drops())
-			}
+			r.reportDrops()
 		}
 	}
+}
+
+// finish drains the events, shows the totals, writes the flame graph
+// and prints the events' summary.
+func (r *probeRun) finish() error {
+	if err := r.drain(); err != nil {
+		return err
+	}
+	r.show(true)
+	if r.o.flameFile != "" {
+		if err := showStacks(r.cmd, r.sess.Read(), r.o.aggName, false, r.o.flameFile); err != nil {
+			return err
+		}
+	}
+	if r.st != nil {
+		if !r.o.asJSON {
+			r.pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
+		}
+		r.pr.Summary(r.st.Drops())
+	}
+	return nil
+}
+
+func (r *probeRun) reportDrops() {
+	if r.st != nil {
+		r.pr.Drops(r.st.Drops())
+	}
+}
+
+// show prints what the interval added (-totals: the totals); final, the
+// totals.
+func (r *probeRun) show(final bool) {
+	r.reportDrops()
+	results := r.sess.Read()
+	tables := r.sess.Tables()
+	shown, title := results, "totals"
+	if !final && !r.o.totals {
+		shown, title = intervalResults(r.last, results), "the last "+r.o.interval.String()
+		if r.last == nil {
+			title = "the first " + r.o.interval.String()
+		}
+		r.last = results
+	}
+	r.pr.withPrinter(func(w io.Writer) {
+		if r.o.asJSON {
+			printResultsJSON(w, title, shown, tables)
+			return
+		}
+		fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
+		renderResults(w, shown)
+	})
+}
+
+// printResultsJSON prints a {"type": "results", ...} line.
+func printResultsJSON(w io.Writer, title string, shown []runtime.ProbeResult, tables []runtime.TableResult) {
+	b, _ := json.Marshal(struct {
+		Type   string                `json:"type"`
+		Wall   string                `json:"wall"`
+		Shows  string                `json:"shows"`
+		Probes []runtime.ProbeResult `json:"probes"`
+		Tables []runtime.TableResult `json:"tables,omitempty"`
+	}{"results", runtime.WallText(time.Now()), title, shown, tables})
+	fmt.Fprintf(w, "%s\n", b)
 }

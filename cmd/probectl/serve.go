@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/eventfile"
 	"github.com/probectl/probectl/metrics"
 	"github.com/probectl/probectl/runtime"
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,10 +34,32 @@ import (
 // defaultListen is serve's address: loopback only, on a port of its own.
 const defaultListen = "127.0.0.1:9479"
 
+// serveOptions are serve's flags.
+type serveOptions struct {
+	sf        *serveFlags
+	maxSeries int
+	events    *eventsOutFlags
+}
+
+// check refuses bad flags and a bad workspace name now, not at the first
+// scrape.
+func (o *serveOptions) check(g *globals) error {
+	if o.maxSeries < 1 {
+		return fmt.Errorf("-max-series %d: it must be at least 1", o.maxSeries)
+	}
+	if _, err := o.events.check(); err != nil {
+		return err
+	}
+	w, err := runtime.Open(g.stateDir, g.workspace)
+	if err != nil {
+		return err
+	}
+	w.Close()
+	return nil
+}
+
 func newServeCmd(g *globals) *cobra.Command {
-	var sf *serveFlags
-	var maxSeries int
-	var events *eventsOutFlags
+	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve [-listen ADDR|unix:PATH] [-web.config.file FILE] [-max-series N] [-events-out PATH|-]",
 		Short: "Serve what the applied probes measure as Prometheus metrics",
@@ -51,72 +74,75 @@ event buffer through applies and destroys.
 ` + eventsOutHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if maxSeries < 1 {
-				return fmt.Errorf("-max-series %d: it must be at least 1", maxSeries)
-			}
-			if _, err := events.check(); err != nil {
+			if err := o.check(g); err != nil {
 				return err
 			}
-			// The workspace name is checked now, not at the first scrape.
-			w, err := runtime.Open(g.stateDir, g.workspace)
-			if err != nil {
-				return err
-			}
-			w.Close()
 			if err := requireBPF("serve"); err != nil {
 				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, maxSeries))
-			mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/" {
-					http.NotFound(rw, r)
-					return
-				}
-				fmt.Fprintf(rw, "probectl serve: workspace %q; metrics at /metrics\n", g.workspace)
-			})
-			ln, err := sf.open()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			sink, err := startEventSink(ctx, g, events, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			srv, done := sf.serve(ln, mux, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
-			// With the events on stdout, stdout carries nothing else.
-			say := cmd.OutOrStdout()
-			if events.out == "-" {
-				say = cmd.ErrOrStderr()
-			}
-			fmt.Fprintf(say, "Serving workspace %q at %s/metrics\n", g.workspace, sf.base(ln))
-			var serr error
-			select {
-			case serr = <-done:
-			case <-sink.Done():
-			case <-ctx.Done():
-			}
-			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) && serr == nil {
-				serr = err
-			}
-			if err := sink.Stop(); err != nil && serr == nil {
-				serr = err
-			}
-			if errors.Is(serr, http.ErrServerClosed) {
-				serr = nil
-			}
-			return serr
+			return serveWorkspace(cmd, g, o)
 		},
 	}
-	sf = addServeFlags(cmd.Flags())
-	cmd.Flags().IntVar(&maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
-	events = addEventsOutFlags(cmd)
+	o.sf = addServeFlags(cmd.Flags())
+	cmd.Flags().IntVar(&o.maxSeries, "max-series", metrics.DefaultMaxSeries, "the most aggregation series one scrape returns")
+	o.events = addEventsOutFlags(cmd)
 	return cmd
+}
+
+// serveWorkspace serves the workspace's metrics (and, with -events-out, writes its
+// events) until SIGINT or SIGTERM, the server or the event sink ends.
+func serveWorkspace(cmd *cobra.Command, g *globals, o *serveOptions) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, o.maxSeries))
+	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(rw, r)
+			return
+		}
+		fmt.Fprintf(rw, "probectl serve: workspace %q; metrics at /metrics\n", g.workspace)
+	})
+	ln, err := o.sf.open()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	sink, err := startEventSink(ctx, g, o.events, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv, done := o.sf.serve(ln, mux, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	// With the events on stdout, stdout carries nothing else.
+	say := cmd.OutOrStdout()
+	if o.events.out == "-" {
+		say = cmd.ErrOrStderr()
+	}
+	fmt.Fprintf(say, "Serving workspace %q at %s/metrics\n", g.workspace, o.sf.base(ln))
+	var serr error
+	select {
+	case serr = <-done:
+	case <-sink.Done():
+	case <-ctx.Done():
+	}
+	return shutdown(srv, sink, serr)
+}
+
+// shutdown stops the server (waiting up to 5s for its requests) and the
+// event sink; serr is what ended serving.
+func shutdown(srv *http.Server, sink *eventfile.Sink, serr error) error {
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) && serr == nil {
+		serr = err
+	}
+	if err := sink.Stop(); err != nil && serr == nil {
+		serr = err
+	}
+	if errors.Is(serr, http.ErrServerClosed) {
+		serr = nil
+	}
+	return serr
 }
 
 // metricsHandler serves the workspace's metrics, probectl's own process

@@ -70,9 +70,39 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s probe %q %q {\n", actionSymbols[c.Action], c.Address.Kind, c.Address.Name)
-	row := func(key, format string, args ...any) {
+	row := rowWriter(w)
+	renderWhat(row, c)
+	renderWhere(row, c)
+	row("route", "%s", c.Route)
+	row("reason", "%s", c.Reason)
+	row("attach", "%s (%s)", compiler.JoinFamilies(c.Attach), linksText(c))
+	if c.Cost != nil {
+		row("cost", "%s", c.Cost)
+	}
+	row("entry_data", "%s", entryDataText(c.EntryData))
+	if len(c.Deferred) > 0 {
+		row("deferred", "%s (resolved at apply: the target carries no BTF)", printable(strings.Join(c.Deferred, ", ")))
+	}
+	renderPrograms(w, c.Programs)
+	renderMaps(w, c.Maps)
+	cpuNote := "for " + plural(cpus, "CPU")
+	if cpus == 0 {
+		cpuNote = "for 1 CPU: the profile does not say how many"
+	}
+	row("memory", "%s (%s)", bytesString(c.MemoryBytes), cpuNote)
+	fmt.Fprintln(w, "    }")
+}
+
+// rowWriter writes "key = value" rows of an entry to w.
+func rowWriter(w io.Writer) func(key, format string, args ...any) {
+	return func(key, format string, args ...any) {
 		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
 	}
+}
+
+// renderWhat writes what a probe attaches to: its events, functions or
+// sampler, and what it excludes.
+func renderWhat(row func(key, format string, args ...any), c *compiler.Change) {
 	switch {
 	case c.Event != "":
 		row("event", "%s", printable(c.Event))
@@ -90,6 +120,11 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	if len(c.Exclude) > 0 {
 		row("exclude", "%s", quoteAll(c.Exclude))
 	}
+}
+
+// renderWhere writes where a user probe attaches: its binary, the
+// functions missing from it, its process.
+func renderWhere(row func(key, format string, args ...any), c *compiler.Change) {
 	if c.Binary != "" && c.Library != "" {
 		row("binary", "%s (%s, from %s)", printable(c.Binary), printable(c.Library), bpf.LDCache)
 	} else if c.Binary != "" {
@@ -101,31 +136,34 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	if c.PID != 0 {
 		row("pid", "%d", c.PID)
 	}
-	row("route", "%s", c.Route)
-	row("reason", "%s", c.Reason)
-	links := "one per function"
-	if c.Sampler != nil {
-		links = "one per online CPU"
-	}
+}
+
+// linksText says how many links a change attaches.
+func linksText(c *compiler.Change) string {
 	if c.Links != nil {
-		links = plural(*c.Links, "link")
+		return plural(*c.Links, "link")
 	}
-	row("attach", "%s (%s)", compiler.JoinFamilies(c.Attach), links)
-	if c.Cost != nil {
-		row("cost", "%s", c.Cost)
+	if c.Sampler != nil {
+		return "one per online CPU"
 	}
-	switch c.EntryData.Storage {
+	return "one per function"
+}
+
+// entryDataText says where a probe keeps what its entry hands its exit.
+func entryDataText(d compiler.EntryData) string {
+	switch d.Storage {
 	case compiler.StorageCookie:
-		row("entry_data", "%d bytes in the session cookie", c.EntryData.Size)
+		return fmt.Sprintf("%d bytes in the session cookie", d.Size)
 	case compiler.StorageMap:
-		row("entry_data", "%d bytes in a per-call map slot (thread, function)", c.EntryData.Size)
+		return fmt.Sprintf("%d bytes in a per-call map slot (thread, function)", d.Size)
 	default:
-		row("entry_data", "none")
+		return "none"
 	}
-	if len(c.Deferred) > 0 {
-		row("deferred", "%s (resolved at apply: the target carries no BTF)", printable(strings.Join(c.Deferred, ", ")))
-	}
-	for i, p := range c.Programs {
+}
+
+// renderPrograms writes the "programs" rows, one per program.
+func renderPrograms(w io.Writer, programs []compiler.PlanProgram) {
+	for i, p := range programs {
 		key := ""
 		if i == 0 {
 			key = "programs"
@@ -136,7 +174,11 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		}
 		fmt.Fprintf(w, "      %-10s %s %s %q: %d instructions, %d bytes of stack%s\n", key, eqIf(i == 0), p.Role, p.Name, p.Instructions, p.StackBytes, per)
 	}
-	for i, m := range c.Maps {
+}
+
+// renderMaps writes the "maps" rows, one per map.
+func renderMaps(w io.Writer, maps []compiler.PlanMap) {
+	for i, m := range maps {
 		key := ""
 		if i == 0 {
 			key = "maps"
@@ -151,12 +193,6 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 		}
 		fmt.Fprintf(w, "      %-10s %s %s %s, %s: %s\n", key, eqIf(i == 0), m.Name, m.Type, limit, purpose)
 	}
-	cpuNote := "for " + plural(cpus, "CPU")
-	if cpus == 0 {
-		cpuNote = "for 1 CPU: the profile does not say how many"
-	}
-	row("memory", "%s (%s)", bytesString(c.MemoryBytes), cpuNote)
-	fmt.Fprintln(w, "    }")
 }
 
 // renderTable writes a table's entry: its layout, its users, its memory.

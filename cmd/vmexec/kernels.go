@@ -150,17 +150,11 @@ func (k Kernel) resolve() (string, error) {
 // network it falls back to the newest kernel of k already cached.
 func (k Kernel) Fetch() (string, error) {
 	kdir := filepath.Join(cacheDir(), "kernels", k.Name)
-	if err := aptUpdate(); err != nil {
-		if cached := newestCached(kdir); cached != "" {
-			fmt.Fprintf(os.Stderr, "vmexec: %v; using the cached %s\n", err, cached)
-			return cached, nil
-		}
-		return "", err
-	}
-	pkg, err := k.resolve()
+	pkg, err := k.resolveFresh()
 	if err != nil {
-		// sid keeps only its newest kernel: once it moves past this
-		// series, a cached one still tests the profile.
+		// Without network, or once sid (which keeps only its newest
+		// kernel) moves past this series, a cached one still tests the
+		// profile.
 		if cached := newestCached(kdir); cached != "" {
 			fmt.Fprintf(os.Stderr, "vmexec: %v; using the cached %s\n", err, cached)
 			return cached, nil
@@ -171,23 +165,58 @@ func (k Kernel) Fetch() (string, error) {
 	if _, err := os.Stat(vmlinuz); err == nil {
 		return vmlinuz, nil
 	}
+	if err := k.download(pkg, vmlinuz); err != nil {
+		return "", err
+	}
+	return vmlinuz, nil
+}
+
+// resolveFresh updates the package lists, then resolves k's package.
+func (k Kernel) resolveFresh() (string, error) {
+	if err := aptUpdate(); err != nil {
+		return "", err
+	}
+	return k.resolve()
+}
+
+// download downloads pkg and writes its vmlinuz to vmlinuz.
+func (k Kernel) download(pkg, vmlinuz string) error {
 	fmt.Fprintf(os.Stderr, "vmexec: downloading %s (%s)\n", pkg, k.Arch)
 	tmp, err := os.MkdirTemp("", "vmexec-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(tmp)
 	dl := exec.Command("apt-get", append(aptArgs(), "-qq", "download", pkg+":"+k.Arch)...)
 	dl.Dir = tmp
 	if out, err := dl.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("apt-get download %s: %v\n%s", pkg, err, out)
+		return fmt.Errorf("apt-get download %s: %v\n%s", pkg, err, out)
 	}
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if len(debs) != 1 {
-		return "", fmt.Errorf("apt-get download %s: got %v", pkg, debs)
+		return fmt.Errorf("apt-get download %s: got %v", pkg, debs)
 	}
-	x := filepath.Join(tmp, "x")
-	if out, err := exec.Command("dpkg-deb", "-x", debs[0], x).CombinedOutput(); err != nil {
+	found, err := extractVmlinuz(pkg, debs[0], filepath.Join(tmp, "x"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(vmlinuz), 0o755); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(found)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(vmlinuz+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(vmlinuz+".tmp", vmlinuz)
+}
+
+// extractVmlinuz unpacks the package pkg, deb, into x and returns the
+// path of its vmlinuz.
+func extractVmlinuz(pkg, deb, x string) (string, error) {
+	if out, err := exec.Command("dpkg-deb", "-x", deb, x).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("dpkg-deb -x: %v\n%s", err, out)
 	}
 	var found string
@@ -200,17 +229,7 @@ func (k Kernel) Fetch() (string, error) {
 	if found == "" {
 		return "", fmt.Errorf("%s holds no vmlinuz", pkg)
 	}
-	if err := os.MkdirAll(filepath.Dir(vmlinuz), 0o755); err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(found)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(vmlinuz+".tmp", b, 0o644); err != nil {
-		return "", err
-	}
-	return vmlinuz, os.Rename(vmlinuz+".tmp", vmlinuz)
+	return found, nil
 }
 
 func newestCached(kdir string) string {

@@ -31,49 +31,64 @@ func main() {
 		for _, k := range kernels {
 			fmt.Printf("%s\t%s\t%s\n", k.Name, k.Arch, k.Suite)
 		}
-		return
 	case len(args) > 0 && args[0] == "-fetch":
-		names := args[1:]
-		if len(names) == 0 {
-			for _, k := range kernels {
-				names = append(names, k.Name)
-			}
-		}
-		for _, n := range names {
-			k, err := kernelByName(n)
-			if err == nil {
-				_, err = k.Fetch()
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "vmexec: %v\n", err)
-				os.Exit(1)
-			}
-		}
-		return
+		exitOnError(fetchKernels(args[1:]))
 	case len(args) > 1 && args[0] == "-tracepoints":
-		if err := captureTracepoints(args[1], args[2:]); err != nil {
-			fmt.Fprintf(os.Stderr, "vmexec: %v\n", err)
-			os.Exit(1)
-		}
-		return
+		exitOnError(captureTracepoints(args[1], args[2:]))
 	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
 		fmt.Fprintln(os.Stderr, "usage: vmexec TESTBINARY [ARGS...] (with PROBECTL_VM_KERNEL set), vmexec -fetch [KERNEL...], vmexec -tracepoints DIR [KERNEL...], vmexec -list")
 		os.Exit(2)
+	default:
+		os.Exit(runTest(args[0], args[1:]))
 	}
+}
+
+// exitOnError exits 1 when err is not nil, saying why.
+func exitOnError(err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "vmexec: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// fetchKernels downloads the kernels named (default: all) into the cache,
+// stopping at the first that fails.
+func fetchKernels(names []string) error {
+	if len(names) == 0 {
+		for _, k := range kernels {
+			names = append(names, k.Name)
+		}
+	}
+	for _, n := range names {
+		k, err := kernelByName(n)
+		if err == nil {
+			_, err = k.Fetch()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTest runs testBin with args in the VM of PROBECTL_VM_KERNEL and
+// returns the exit code: the test's, 1 when the VM failed it, 2 without
+// a kernel.
+func runTest(testBin string, args []string) int {
 	name := os.Getenv("PROBECTL_VM_KERNEL")
 	if name == "" {
 		fmt.Fprintf(os.Stderr, "vmexec: set PROBECTL_VM_KERNEL to one of: %s\n", strings.Join(kernelNames(), ", "))
-		os.Exit(2)
+		return 2
 	}
 	k, err := kernelByName(name)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vmexec: %v\n", err)
-		os.Exit(2)
+		return 2
 	}
-	code, err := runVM(k, args[0], args[1:], nil)
+	code, err := runVM(k, testBin, args, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vmexec: %s: %v\n", k.Name, err)
-		os.Exit(1)
+		return 1
 	}
-	os.Exit(code)
+	return code
 }

@@ -42,38 +42,13 @@ func runVM(k Kernel, testBin string, args []string, consume func(line string) bo
 		return 0, err
 	}
 	defer os.RemoveAll(tmp)
-	init, err := buildInit(k.Arch, tmp)
+	initrd, err := buildInitrd(k, tmp, testBin, args)
 	if err != nil {
 		return 0, err
 	}
-	initrd := filepath.Join(tmp, "initrd.gz")
-	env := []string{"PROBECTL_VM_PROFILE=" + k.Name}
-	for _, e := range os.Environ() {
-		if strings.HasPrefix(e, "PROBECTL_TEST_") {
-			env = append(env, e)
-		}
-	}
-	if err := writeInitramfs(initrd, init, testBin, args, env); err != nil {
-		return 0, err
-	}
-	cmdline := "quiet panic=-1 oops=panic"
-	// Two vCPUs interleaved on one host thread: multi-threaded TCG races
-	// the kernel's live text patching (ftrace, jump labels), and a guest
-	// then trips over a stale int3 (seen on 7.2 amd64 in __schedule).
-	var qargs []string
-	switch k.Arch {
-	case "amd64":
-		qargs = []string{"-cpu", "max", "-append", "console=ttyS0 " + cmdline}
-	case "arm64":
-		qargs = []string{"-machine", "virt", "-cpu", "max", "-append", "console=ttyAMA0 " + cmdline}
-	}
-	qargs = append(qargs, "-accel", "tcg,thread=single", "-m", "1024", "-smp", "2", "-kernel", vmlinuz, "-initrd", initrd,
-		"-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio", "-display", "none")
-	// -nographic already routes the serial port to stdio.
-	qargs = removePair(qargs, "-serial")
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "vmexec: booting %s (%s) with %s\n", k.Name, filepath.Base(filepath.Dir(vmlinuz)), filepath.Base(testBin))
-	cmd := exec.Command(qemu, qargs...)
+	cmd := exec.Command(qemu, qemuArgs(k.Arch, vmlinuz, initrd)...)
 	cmd.Stdin = nil
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -85,6 +60,57 @@ func runVM(k Kernel, testBin string, args []string, consume func(line string) bo
 	}
 	timer := time.AfterFunc(vmTimeout, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
+	code := readConsole(stdout, consume)
+	werr := cmd.Wait()
+	elapsed := time.Since(start).Round(100 * time.Millisecond)
+	fmt.Fprintf(os.Stderr, "vmexec: %s: VM ran %s\n", k.Name, elapsed)
+	if code < 0 {
+		return 0, fmt.Errorf("the VM stopped without the test's exit status (qemu: %v); see the console above", werr)
+	}
+	return code, nil
+}
+
+// buildInitrd writes into tmp the initramfs of vminit with the test
+// binary, its args and the PROBECTL_TEST_ environment, and returns its
+// path.
+func buildInitrd(k Kernel, tmp, testBin string, args []string) (string, error) {
+	init, err := buildInit(k.Arch, tmp)
+	if err != nil {
+		return "", err
+	}
+	initrd := filepath.Join(tmp, "initrd.gz")
+	env := []string{"PROBECTL_VM_PROFILE=" + k.Name}
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "PROBECTL_TEST_") {
+			env = append(env, e)
+		}
+	}
+	return initrd, writeInitramfs(initrd, init, testBin, args, env)
+}
+
+// qemuArgs boots vmlinuz with initrd on a machine of arch.
+func qemuArgs(arch, vmlinuz, initrd string) []string {
+	cmdline := "quiet panic=-1 oops=panic"
+	// Two vCPUs interleaved on one host thread: multi-threaded TCG races
+	// the kernel's live text patching (ftrace, jump labels), and a guest
+	// then trips over a stale int3 (seen on 7.2 amd64 in __schedule).
+	var qargs []string
+	switch arch {
+	case "amd64":
+		qargs = []string{"-cpu", "max", "-append", "console=ttyS0 " + cmdline}
+	case "arm64":
+		qargs = []string{"-machine", "virt", "-cpu", "max", "-append", "console=ttyAMA0 " + cmdline}
+	}
+	qargs = append(qargs, "-accel", "tcg,thread=single", "-m", "1024", "-smp", "2", "-kernel", vmlinuz, "-initrd", initrd,
+		"-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio", "-display", "none")
+	// -nographic already routes the serial port to stdio.
+	return removePair(qargs, "-serial")
+}
+
+// readConsole reads the VM's console until it closes, handing each line
+// to consume (if not nil) and printing the lines it does not take. It
+// returns the test's exit status, -1 when the console never gave it.
+func readConsole(stdout io.Reader, consume func(line string) bool) int {
 	code := -1
 	r := bufio.NewReader(stdout)
 	for {
@@ -98,16 +124,9 @@ func runVM(k Kernel, testBin string, args []string, consume func(line string) bo
 			fmt.Println(line)
 		}
 		if err != nil {
-			break
+			return code
 		}
 	}
-	werr := cmd.Wait()
-	elapsed := time.Since(start).Round(100 * time.Millisecond)
-	fmt.Fprintf(os.Stderr, "vmexec: %s: VM ran %s\n", k.Name, elapsed)
-	if code < 0 {
-		return 0, fmt.Errorf("the VM stopped without the test's exit status (qemu: %v); see the console above", werr)
-	}
-	return code, nil
 }
 
 func removePair(args []string, flag string) []string {

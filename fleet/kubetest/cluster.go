@@ -157,13 +157,35 @@ func (c *Cluster) start(assets string) error {
 	if err := c.writeCerts(); err != nil {
 		return err
 	}
-	// etcd.
+	etcdURL, err := c.startEtcd(assets)
+	if err != nil {
+		return err
+	}
+	if err := c.startAPIServer(assets, etcdURL); err != nil {
+		return err
+	}
+	c.Admin = &rest.Config{Host: c.Host, TLSClientConfig: rest.TLSClientConfig{
+		CAData: c.caPEM, CertFile: c.adminCrt, KeyFile: c.adminKey}, QPS: 200, Burst: 400}
+	c.client, err = kubernetes.NewForConfig(c.Admin)
+	if err != nil {
+		return err
+	}
+	if err := c.waitDefaultNamespace(); err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	return c.WriteKubeconfig(c.Kubeconfig, c.Admin)
+}
+
+// startEtcd starts etcd on free ports, trying five times, and returns
+// its client URL.
+func (c *Cluster) startEtcd(assets string) (string, error) {
 	var etcdURL string
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		ports, perr := freePorts(2)
 		if perr != nil {
-			return perr
+			return "", perr
 		}
 		etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
 		peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
@@ -178,15 +200,18 @@ func (c *Cluster) start(assets string) error {
 			err = waitHTTP(nil, etcdURL+"/health", `"health":"true"`, 30*time.Second, c.procs[len(c.procs)-1])
 		}
 		if err == nil {
-			break
+			return etcdURL, nil
 		}
 		c.Stop()
 	}
-	if err != nil {
-		return fmt.Errorf("etcd: %w (log: %s)", err, tail(filepath.Join(c.Dir, "etcd.log")))
-	}
-	// kube-apiserver.
+	return "", fmt.Errorf("etcd: %w (log: %s)", err, tail(filepath.Join(c.Dir, "etcd.log")))
+}
+
+// startAPIServer starts kube-apiserver on etcdURL and waits until it is
+// ready, trying another port (five times) when its port was taken.
+func (c *Cluster) startAPIServer(assets, etcdURL string) error {
 	f := func(name string) string { return filepath.Join(c.Dir, name) }
+	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		ports, perr := freePorts(1)
 		if perr != nil {
@@ -225,26 +250,23 @@ func (c *Cluster) start(assets string) error {
 	if err != nil {
 		return fmt.Errorf("kube-apiserver: %w (log: %s)", err, tail(f("kube-apiserver.log")))
 	}
-	c.Admin = &rest.Config{Host: c.Host, TLSClientConfig: rest.TLSClientConfig{
-		CAData: c.caPEM, CertFile: c.adminCrt, KeyFile: c.adminKey}, QPS: 200, Burst: 400}
-	c.client, err = kubernetes.NewForConfig(c.Admin)
-	if err != nil {
-		return err
-	}
-	// The API server creates the default namespace just after /readyz.
+	return nil
+}
+
+// waitDefaultNamespace waits for the default namespace, which the API
+// server creates just after /readyz.
+func (c *Cluster) waitDefaultNamespace() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := c.client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
 		if err == nil {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("namespace default: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.Kubeconfig = f("admin.kubeconfig")
-	return c.WriteKubeconfig(c.Kubeconfig, c.Admin)
 }
 
 // run starts a binary in a process group of its own, killed when this
