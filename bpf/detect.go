@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
+	"github.com/probectl/probectl/bpf/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -207,6 +208,37 @@ func haveFentry(kernel *btf.Spec) bool {
 			return false
 		}
 		coll.Close()
+		return true
+	}
+	return false
+}
+
+// haveFsession loads (without attaching) an fsession program that calls
+// bpf_session_is_return(ctx) on a function every kernel has: kernels
+// before 7.0 refuse the kfunc in a tracing program, and arches whose JIT
+// lacks fsession refuse the attach type.
+func haveFsession(kernel *btf.Spec) bool {
+	if kernel == nil {
+		return false
+	}
+	insns, err := ResolveKfuncs(asm.Instructions{
+		KfuncCall("bpf_session_is_return"), // R1 = ctx on entry
+		asm.Mov.Imm(asm.R0, 0), asm.Return(),
+	}, kernel)
+	if err != nil {
+		return false
+	}
+	for _, fn := range []string{"vfs_read", "ksys_read", "do_sys_openat2"} {
+		var target *btf.Func
+		if kernel.TypeByName(fn, &target) != nil {
+			continue
+		}
+		prog, err := sys.LoadFsession(&ebpf.ProgramSpec{Name: "fsession_probe", Instructions: insns, License: "GPL"},
+			fn, func(string) *ebpf.Map { return nil }, kernel)
+		if err != nil {
+			return false
+		}
+		prog.Close()
 		return true
 	}
 	return false

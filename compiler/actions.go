@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -265,7 +266,7 @@ func (g *gen) actions(h *spec.Handler) {
 func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	key := g.e.Alloc(agg.KeySize)
 	if len(a.By) == 0 && !a.IsHistogram() {
-		g.e.Emit(bpf.StoreImm64(asm.RFP, key, 0))
+		g.e.Emit(emit.StoreImm64(asm.RFP, key, 0))
 	}
 	for i, b := range a.By {
 		g.e.At("by "+b.Text(), b.Range())
@@ -274,11 +275,11 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	g.e.Origin(a.DeclRange)
 	val := g.e.Alloc(ValueSize(a.Kind))
 	if ValueSize(a.Kind) == 16 {
-		g.e.Emit(bpf.StoreImm64(asm.RFP, val+8, 1)) // seen
+		g.e.Emit(emit.StoreImm64(asm.RFP, val+8, 1)) // seen
 	}
 	switch a.Kind {
 	case spec.Count:
-		g.e.Emit(bpf.StoreImm64(asm.RFP, val, 1))
+		g.e.Emit(emit.StoreImm64(asm.RFP, val, 1))
 	case spec.Hist, spec.LHist:
 		g.e.At("value "+a.Value.Text(), a.Value.Range())
 		g.expr(a.Value)
@@ -290,7 +291,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		}
 		g.e.Emit(
 			asm.StoreMem(asm.RFP, key+int16(agg.KeySize-8), asm.R0, asm.DWord),
-			bpf.StoreImm64(asm.RFP, val, 1),
+			emit.StoreImm64(asm.RFP, val, 1),
 		)
 	default:
 		g.e.At("value "+a.Value.Text(), a.Value.Range())
@@ -330,7 +331,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.e.Mark(set)
 		g.e.Emit(
 			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
-			bpf.StoreImm64(asm.R0, 8, 1),
+			emit.StoreImm64(asm.R0, 8, 1),
 		)
 	default:
 		g.e.Emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))

@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -228,7 +229,7 @@ func (g *gen) follow(a *access) {
 // reads as 0.
 func (g *gen) readKernel(off int32, size int) {
 	slot := g.e.Alloc(8)
-	g.e.Emit(bpf.StoreImm64(asm.RFP, slot, 0), asm.Mov.Reg(asm.R3, asm.R0))
+	g.e.Emit(emit.StoreImm64(asm.RFP, slot, 0), asm.Mov.Reg(asm.R3, asm.R0))
 	if off != 0 {
 		g.e.Emit(asm.Add.Imm(asm.R3, off))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler/compiled"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -71,7 +72,7 @@ type gen struct {
 	paths   map[string]*access
 
 	// Set per program.
-	e   *bpf.Emitter
+	e   *emit.Emitter
 	ctx ctxKind
 	// entryArea is the stack offset of the entry data in exit code;
 	// entryFields locate each saved value within it.
@@ -180,7 +181,7 @@ func programName(name string, role Role) string {
 
 func (g *gen) program(fi FamilyInfo, body func()) {
 	role, family := fi.Role, fi.Family
-	g.e, g.ctx, g.sizes = &bpf.Emitter{LongJumps: g.facts.ISAv4}, fi.Context, nil
+	g.e, g.ctx, g.sizes = &emit.Emitter{LongJumps: g.facts.ISAv4}, fi.Context, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	switch role {
@@ -208,13 +209,13 @@ func (g *gen) program(fi FamilyInfo, body func()) {
 // finishError reports a program the emitter could not finish at the
 // construct that caused it.
 func (g *gen) finishError(role Role, err error) {
-	var stack *bpf.StackError
-	var jump *bpf.JumpError
+	var stack *emit.StackError
+	var jump *emit.JumpError
 	switch {
 	case errors.As(err, &stack):
 		g.errorf(g.rangeOf(stack.Origin), "Too much stack",
 			"The %s program of %s needs %d bytes of stack, and BPF allows %d; the code for this takes it past the limit. Keys, values and the left operands of nested operators take stack: use fewer or smaller keys, or write a + (b + c) as a + b + c.",
-			role, g.p.Addr, stack.Used, bpf.MaxStack)
+			role, g.p.Addr, stack.Used, emit.MaxStack)
 	case errors.As(err, &jump):
 		g.errorf(g.rangeOf(jump.Origin), "Jump too long for the target",
 			"The code for this jumps over %d instructions. A BPF jump reaches %d; longer ones need gotol (BPF ISA v4, Linux 6.6), which the target (%s) lacks. Make the expression shorter, or split it across actions.",
@@ -400,7 +401,7 @@ func (g *gen) sessionBody() {
 		g.entryArea = g.e.Alloc(8)
 		g.e.At("entry data: the session cookie", g.p.Exit.DeclRange)
 		g.e.Emit(
-			bpf.StoreImm64(asm.RFP, g.entryArea, 0),
+			emit.StoreImm64(asm.RFP, g.entryArea, 0),
 			asm.Mov.Reg(asm.R1, regCtx),
 			bpf.KfuncCall("bpf_session_cookie"),
 			asm.JEq.Imm(asm.R0, 0, "cookie_done"),
@@ -437,7 +438,7 @@ func (g *gen) fsessionBody() {
 				asm.Mov.Reg(asm.R1, regCtx),
 				bpf.KfuncCall("bpf_session_cookie"),
 				asm.JEq.Imm(asm.R0, 0, "filtered"),
-				bpf.StoreImm64(asm.R0, 0, 1),
+				emit.StoreImm64(asm.R0, 0, 1),
 			)
 		case g.storage == StorageCookie:
 			g.saveToCookie("filtered")
@@ -527,7 +528,7 @@ func (g *gen) saveArea() int16 {
 	g.e.Origin(g.p.Entry.DeclRange)
 	area := g.e.Alloc(size)
 	for off := 0; off < size; off += 8 {
-		g.e.Emit(bpf.StoreImm64(asm.RFP, area+int16(off), 0))
+		g.e.Emit(emit.StoreImm64(asm.RFP, area+int16(off), 0))
 	}
 	for _, f := range g.p.Entry.Save {
 		g.measure(f.Range, func() {

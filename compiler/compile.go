@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -118,7 +119,7 @@ func skipReason(p *spec.Probe, g *gen, diags hcl.Diagnostics) string {
 func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	library := ""
 	if p.Addr.Kind == bpf.KindUser && p.Binary != "" && !strings.HasPrefix(p.Binary, "/") {
-		path, err := bpf.ResolveLibrary(bpf.LDCache, p.Binary, u.facts.Arch)
+		path, err := symbols.ResolveLibrary(symbols.LDCache, p.Binary, u.facts.Arch)
 		if err != nil {
 			return nil, hcl.Diagnostics{diagf(p.BinaryRange, "Library not found",
 				"binary = %q names a library, which is looked up in the dynamic linker's cache as ld.so and bpftrace do: %v. Give the library's absolute path, or its name as ldconfig -p lists it.", p.Binary, err)}

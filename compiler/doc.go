@@ -16,6 +16,8 @@
 // single-step), reported at the construct that crosses the limit.
 //
 // Its output is defined in package compiled (which the compiler's names
-// alias), free of spec and HCL. Package compiler imports spec, compiled
-// and bpf, never runtime.
+// alias), free of spec and HCL. Its instruction emitter is
+// compiler/internal/emit. Package compiler imports spec, compiled, emit,
+// bpf and bpf/symbols (a process slot's layout, ld.so.cache), never
+// runtime.
 package compiler

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -112,7 +113,7 @@ func (g *gen) choose(x *spec.Cond) {
 func (g *gen) tracingValue(fn asm.BuiltinFunc, n int) {
 	slot := g.e.Alloc(8)
 	g.e.Emit(
-		bpf.StoreImm64(asm.RFP, slot, 0),
+		emit.StoreImm64(asm.RFP, slot, 0),
 		asm.Mov.Reg(asm.R1, regCtx),
 	)
 	if n >= 0 {
@@ -151,7 +152,7 @@ func (g *gen) ctxLoad(off, size int) {
 	}
 	slot := g.e.Alloc(8)
 	g.e.Emit(
-		bpf.StoreImm64(asm.RFP, slot, 0),
+		emit.StoreImm64(asm.RFP, slot, 0),
 		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, int32(size)),
 		asm.Mov.Reg(asm.R3, regCtx), asm.Add.Imm(asm.R3, int32(off)),

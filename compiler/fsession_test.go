@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler"
 )
 
@@ -64,7 +65,7 @@ func TestFsessionGolden(t *testing.T) {
 			t.Fatalf("%s: %d programs, want one", v.name, len(p.Programs))
 		}
 		prog := p.Programs[0]
-		if prog.Role != compiler.RoleSession || prog.Type != ebpf.Tracing || prog.AttachType != bpf.AttachTraceFsession || !prog.PerFunction {
+		if prog.Role != compiler.RoleSession || prog.Type != ebpf.Tracing || prog.AttachType != sys.AttachTraceFsession || !prog.PerFunction {
 			t.Errorf("%s: program %s %v %v per-function %v, want a per-function session tracing program of attach type 58",
 				v.name, prog.Role, prog.Type, prog.AttachType, prog.PerFunction)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 )
 
 // optional("...") patterns may match nothing (the plan says which);
@@ -82,9 +83,9 @@ probe "kernel" "done" {
 
 // binary = "libc" is the library the dynamic linker's cache names.
 func TestBinaryLibrary(t *testing.T) {
-	want, err := bpf.ResolveLibrary(bpf.LDCache, "libc", bpf.ArchX86_64)
+	want, err := symbols.ResolveLibrary(symbols.LDCache, "libc", bpf.ArchX86_64)
 	if err != nil {
-		t.Skipf("no x86-64 libc in %s: %v", bpf.LDCache, err)
+		t.Skipf("no x86-64 libc in %s: %v", symbols.LDCache, err)
 	}
 	if _, err := os.Stat(want); err != nil {
 		t.Skip(err)

@@ -11,13 +11,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/spec"
 )
 
 // The process a usym key keeps, run in the kernel: compiled against the
 // host's BTF, the program records this process's tgid and, above it, its
 // start time as /proc/PID/stat's field 22 gives it (marked with
-// bpf.ProcessStarted), from a thread that is not the process's first (the
+// symbols.ProcessStarted), from a thread that is not the process's first (the
 // group leader's time, as /proc shows). Against a profile (no BTF) the
 // slot holds the tgid alone.
 func TestUsymKeepsStartTime(t *testing.T) {
@@ -81,14 +82,14 @@ func TestUsymKeepsStartTime(t *testing.T) {
 		}
 		slot := binary.LittleEndian.Uint64(k[8:16])
 		start := uint64(procStat(t, "self", 22))
-		want := uint64(os.Getpid()) | uint64(bpf.ProcessStarted|uint32(start)&(bpf.ProcessStarted-1))<<32
+		want := uint64(os.Getpid()) | uint64(symbols.ProcessStarted|uint32(start)&(symbols.ProcessStarted-1))<<32
 		if got := binary.LittleEndian.Uint64(k); got != addr || slot != want {
 			t.Errorf("key: address %#x process %#x, want %#x and %#x (tgid %d, start %d ticks)", got, slot, uint64(addr), want, os.Getpid(), start)
 		}
-		if got := bpf.ProcessOf(slot); got.PID != os.Getpid() {
+		if got := symbols.ProcessOf(slot); got.PID != os.Getpid() {
 			t.Errorf("ProcessOf(%#x) = %+v", slot, got)
 		}
-		if _, ok := bpf.ProcessOf(slot).Running(); !ok {
+		if _, ok := symbols.ProcessOf(slot).Running(); !ok {
 			t.Errorf("this process, as recorded, is not running")
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +48,7 @@ func runValue(t testing.TB, p *spec.Probe, a *spec.Action, bucket bool) int64 {
 	t.Helper()
 	regs, _ := bpf.RegsFor(bpf.ArchX86_64)
 	facts, _ := bpf.Profile("linux-7.2-amd64")
-	g := &gen{p: p, facts: facts, regs: regs, out: &Probe{}, e: &bpf.Emitter{}, ctx: ctxTracepoint}
+	g := &gen{p: p, facts: facts, regs: regs, out: &Probe{}, e: &emit.Emitter{}, ctx: ctxTracepoint}
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	g.expr(a.Value)
 	if bucket {
@@ -60,7 +61,7 @@ func runValue(t testing.TB, p *spec.Probe, a *spec.Action, bucket bool) int64 {
 	key, val := g.e.Alloc(8), g.e.Alloc(8)
 	g.e.Emit(
 		asm.StoreMem(asm.RFP, val, asm.R0, asm.DWord),
-		bpf.StoreImm64(asm.RFP, key, 0),
+		emit.StoreImm64(asm.RFP, key, 0),
 		asm.LoadMapPtr(asm.R1, 0).WithReference("out"),
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
 		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(val)),

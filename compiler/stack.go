@@ -7,6 +7,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -108,7 +110,7 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 		// A key the table does not hold reads as -ENOENT: no stack
 		// (0 is a stack id like any other).
 		g.zero(p, slotSize(t))
-		g.e.Emit(bpf.StoreImm64(p.base, p.off, -2))
+		g.e.Emit(emit.StoreImm64(p.base, p.off, -2))
 		g.tableText(x, p, slotSize(t))
 	default:
 		panic(fmt.Sprintf("compiler: a stack from %T", x))
@@ -196,7 +198,7 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 // storeProcess stores at p the process an address of user memory belongs
 // to: its tgid, and above it its start time (task.group_leader's
 // start_boottime, as /proc/PID/stat shows it) marked with
-// bpf.ProcessStarted, where the target's BTF says where that is. A pid alone
+// symbols.ProcessStarted, where the target's BTF says where that is. A pid alone
 // names whichever process has it when show reads: the start time tells
 // the process that recorded the address from one that got its pid since.
 func (g *gen) storeProcess(p place) {
@@ -214,9 +216,9 @@ func (g *gen) storeProcess(p place) {
 	g.readKernel(leader, 8)
 	g.readKernel(start, 8)
 	g.e.Emit(
-		asm.Div.Imm(asm.R0, bpf.ClockTickNS),
-		asm.And.Imm32(asm.R0, bpf.ProcessStarted-1),
-		asm.Or.Imm32(asm.R0, -bpf.ProcessStarted),
+		asm.Div.Imm(asm.R0, symbols.ClockTickNS),
+		asm.And.Imm32(asm.R0, symbols.ProcessStarted-1),
+		asm.Or.Imm32(asm.R0, -symbols.ProcessStarted),
 		asm.LSh.Imm(asm.R0, 32),
 		asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
 		asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -32,7 +33,7 @@ func (g *gen) addr(reg asm.Register, p place) {
 // zero clears size bytes (a multiple of 8) at p.
 func (g *gen) zero(p place, size int) {
 	for off := 0; off < size; off += 8 {
-		g.e.Emit(bpf.StoreImm64(p.base, p.off+int16(off), 0))
+		g.e.Emit(emit.StoreImm64(p.base, p.off+int16(off), 0))
 	}
 }
 
@@ -184,7 +185,7 @@ func (g *gen) join(x *spec.Join, p place, n int) {
 	done, copyOut := g.e.NewLabel("join"), g.e.NewLabel("join_copy")
 	g.e.Emit(
 		asm.StoreMem(asm.RFP, arr, asm.R0, asm.DWord),
-		bpf.StoreImm64(asm.RFP, pos, 0),
+		emit.StoreImm64(asm.RFP, pos, 0),
 		asm.StoreImm(asm.RFP, ptr, 0, asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(refJoin),
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(ptr)),
@@ -195,7 +196,7 @@ func (g *gen) join(x *spec.Join, p place, n int) {
 	for i := 0; i < x.Args; i++ {
 		// ptr = argv[i], from user memory; a NULL ends the array.
 		g.e.Emit(
-			bpf.StoreImm64(asm.RFP, ptr, 0),
+			emit.StoreImm64(asm.RFP, ptr, 0),
 			asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(ptr)),
 			asm.Mov.Imm(asm.R2, 8),
 			asm.LoadMem(asm.R3, asm.RFP, arr, asm.DWord), asm.Add.Imm(asm.R3, int32(8*i)),

@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -87,7 +87,7 @@ func originOf(insns asm.Instructions, insn int) (*hcl.Range, string) {
 		if int(iter.Offset) > insn && insn >= 0 {
 			break
 		}
-		if r, ok := bpf.Origin(iter.Ins).(hcl.Range); ok {
+		if r, ok := emit.Origin(iter.Ins).(hcl.Range); ok {
 			r := r
 			rng = &r
 			if src := iter.Ins.Source(); src != nil {

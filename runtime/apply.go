@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
@@ -484,7 +485,7 @@ func lookupKernelBTF(p *compiled.Probe, spec **btf.Spec) error {
 func takeFsessions(cs *ebpf.CollectionSpec) map[string]*ebpf.ProgramSpec {
 	fsessions := map[string]*ebpf.ProgramSpec{}
 	for key, ps := range cs.Programs {
-		if ps.AttachType == bpf.AttachTraceFsession {
+		if ps.AttachType == sys.AttachTraceFsession {
 			fsessions[key] = ps
 			delete(cs.Programs, key)
 		}
@@ -538,7 +539,7 @@ func loadFsessions(p *compiled.Probe, coll *ebpf.Collection, shared map[string]*
 	}
 	for _, key := range keys {
 		ps := specs[key]
-		prog, err := bpf.LoadFsession(ps, ps.AttachTo, maps, kernel)
+		prog, err := sys.LoadFsession(ps, ps.AttachTo, maps, kernel)
 		if err != nil {
 			for _, cp := range p.Programs {
 				if cp.Family == compiled.FamilyFsession {

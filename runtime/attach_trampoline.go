@@ -3,7 +3,7 @@ package runtime
 import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
 )
 
@@ -28,7 +28,7 @@ func (l *linker) tracing() error {
 func (l *linker) fsession() error {
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
-			fd, err := bpf.FsessionLink(pr.FD(), uint64(i))
+			fd, err := sys.FsessionLink(pr.FD(), uint64(i))
 			if err != nil {
 				return nil, err
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
@@ -63,11 +63,11 @@ func (l *linker) uprobeSession() error {
 	defer f.Close()
 	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
 		return func(pr *ebpf.Program) (link.Link, error) {
-			offsets, err := bpf.UprobeOffsets(f, fns)
+			offsets, err := sys.UprobeOffsets(f, fns)
 			if err != nil {
 				return nil, err
 			}
-			fd, err := bpf.UprobeSessionLink(pr.FD(), fmt.Sprintf("/proc/self/fd/%d", f.Fd()), offsets, cookies, uint32(l.p.PID))
+			fd, err := sys.UprobeSessionLink(pr.FD(), fmt.Sprintf("/proc/self/fd/%d", f.Fd()), offsets, cookies, uint32(l.p.PID))
 			if err != nil {
 				return nil, err
 			}

@@ -5,7 +5,8 @@
 // the probes measured: results, and the event buffer, read once or
 // followed through applies and destroys (Follower).
 //
-// Package runtime imports compiler/compiled and bpf. It never reaches spec
-// or HCL, directly or through another package: a saved plan is
-// self-contained.
+// Package runtime imports compiler/compiled, bpf, bpf/sys (the system
+// calls cilium/ebpf lacks) and bpf/symbols (stack frames, usym). It never
+// reaches spec or HCL, directly or through another package: a saved plan
+// is self-contained.
 package runtime

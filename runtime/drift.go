@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
 )
 
@@ -53,7 +54,7 @@ func (w *Workspace) checkTable(t *TableState) []string {
 // recorded.
 func checkMapPin(d *dir, m MapState) []string {
 	path, _ := d.procPath(m.Pin)
-	info, err := bpf.ReadPinnedObject(path)
+	info, err := sys.ReadPinnedObject(path)
 	switch {
 	case err != nil:
 		return []string{fmt.Sprintf("map %s: pin gone", m.Name)}
@@ -144,7 +145,7 @@ func checkMaps(d *dir, p *ProbeState, counters bool) (drift []string, counts []u
 func checkPrograms(d *dir, p *ProbeState) (drift []string, missed uint64) {
 	for _, pr := range p.Programs {
 		path, _ := d.procPath(pr.Pin)
-		info, err := bpf.ReadPinnedProgram(path) // programs open read-write only
+		info, err := sys.ReadPinnedProgram(path) // programs open read-write only
 		if err != nil {
 			drift = append(drift, fmt.Sprintf("program %s: pin gone", pr.Name))
 			continue
@@ -183,7 +184,7 @@ func checkLinkPin(l LinkState, path string) (drift []string, ok bool) {
 	if l.Function != "" {
 		what += " " + l.Function
 	}
-	info, err := bpf.ReadPinnedObject(path)
+	info, err := sys.ReadPinnedObject(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return []string{fmt.Sprintf("link %s: pin gone", what)}, false

@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/spec"
 )
@@ -170,13 +171,13 @@ func TestKernelFsession(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := &ebpf.ProgramSpec{Name: "fs_bad", License: "GPL", Instructions: asm.Instructions{asm.Return()}}
-	_, err = bpf.LoadFsession(bad, wfn, func(string) *ebpf.Map { return nil }, kernel)
+	_, err = sys.LoadFsession(bad, wfn, func(string) *ebpf.Map { return nil }, kernel)
 	var ve *ebpf.VerifierError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), wfn) || len(ve.Log) == 0 {
 		t.Fatalf("loading an fsession program that returns nothing: %v, want a verifier error naming %s with its log", err, wfn)
 	}
 	t.Logf("refused as it should be: %v", err)
-	if _, err := bpf.LoadFsession(bad, "no_such_function_xyz", func(string) *ebpf.Map { return nil }, kernel); err == nil || !strings.Contains(err.Error(), "no_such_function_xyz") {
+	if _, err := sys.LoadFsession(bad, "no_such_function_xyz", func(string) *ebpf.Map { return nil }, kernel); err == nil || !strings.Contains(err.Error(), "no_such_function_xyz") {
 		t.Errorf("fsession on a missing function: %v", err)
 	}
 }

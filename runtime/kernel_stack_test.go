@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -125,7 +125,7 @@ func TestKernelStacks(t *testing.T) {
 // frames when bpfFirst), and down to the system call entry: do_syscall_64
 // then entry_SYSCALL_64* on amd64, el0_svc* on arm64. Every frame has a
 // symbol.
-func checkKernelStack(t *testing.T, frames []bpf.Frame, top string, bpfFirst bool) {
+func checkKernelStack(t *testing.T, frames []symbols.Frame, top string, bpfFirst bool) {
 	t.Helper()
 	var names []string
 	for _, fr := range frames {

@@ -15,7 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
 )
 
@@ -205,7 +206,7 @@ func (w *Workspace) pinnedStats(p *ProbeState) ([]uint64, error) {
 }
 
 // readStatsPin reads p's stats map m, pinned in d, summed over the CPUs
-// (bpf.SumPinnedCounters), checking that the pin still names the map
+// (sys.SumPinnedCounters), checking that the pin still names the map
 // recorded: drift says what is wrong with the pin (with err, why it did
 // not open), err alone why the counters could not be read.
 func readStatsPin(d *dir, p *ProbeState, m MapState) (sums []uint64, drift string, err error) {
@@ -213,7 +214,7 @@ func readStatsPin(d *dir, p *ProbeState, m MapState) (sums []uint64, drift strin
 	if err != nil {
 		return nil, fmt.Sprintf("map %s: pin gone", m.Name), err
 	}
-	id, sums, err := bpf.SumPinnedCounters(path, p.Stats.Size)
+	id, sums, err := sys.SumPinnedCounters(path, p.Stats.Size)
 	switch {
 	case err != nil && id == 0: // not opened
 		return nil, fmt.Sprintf("map %s: pin gone", m.Name), err
@@ -228,7 +229,7 @@ const refStats = "stats"
 
 // readProbe reads a probe's aggregations from its maps; counters reads its
 // stats (nil: from its stats map through open).
-func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error), syms *bpf.UserSymbols, sorted bool) ProbeResult {
+func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error), syms *symbols.UserSymbols, sorted bool) ProbeResult {
 	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
 	if counters == nil {
 		counters = func() ([]uint64, error) { return stats(p, open) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +29,7 @@ type Session struct {
 	// Symbols say where Read finds the files of user stacks, as a
 	// workspace's do for show.
 	Symbols SymbolOptions
-	syms    *bpf.UserSymbols // symbolizes user stacks, once per session
+	syms    *symbols.UserSymbols // symbolizes user stacks, once per session
 }
 
 // Attach loads and attaches every probe of out. On any failure nothing is
@@ -94,7 +94,7 @@ func (s *Session) Read() []ProbeResult {
 	out := make([]ProbeResult, len(s.States))
 	for i, p := range s.States {
 		if s.syms == nil {
-			s.syms = bpf.NewUserSymbols(buildIDIndexFile(), s.Symbols.Dirs)
+			s.syms = symbols.NewUserSymbols(buildIDIndexFile(), s.Symbols.Dirs)
 		}
 		out[i] = readProbe(p, s.maps(i), nil, s.syms, true)
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cilium/ebpf"
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
@@ -24,9 +24,9 @@ type Stack struct {
 	User bool  `json:"-"`
 	ID   int64 `json:"-"`
 	// Proc is the process of a user stack: its pid and start time.
-	Proc   bpf.Process `json:"-"`
-	Frames []bpf.Frame `json:"-"`
-	Err    string      `json:"-"`
+	Proc   symbols.Process `json:"-"`
+	Frames []symbols.Frame `json:"-"`
+	Err    string          `json:"-"`
 
 	ref string // the stack map
 }
@@ -60,7 +60,7 @@ func decodeStack(f compiled.KeyField, raw []byte) *Stack {
 	s := &Stack{User: f.Kind == compiled.KeyUStack, ref: f.StackMap}
 	s.ID = int64(binary.LittleEndian.Uint64(raw[:8]))
 	if s.User && len(raw) >= 16 {
-		s.Proc = bpf.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
+		s.Proc = symbols.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
 	}
 	if s.ID < 0 {
 		s.Err = stackErr(s.ID, s.User)
@@ -98,15 +98,15 @@ type stackResolver struct {
 	open  mapSource
 	maps  map[string]*ebpf.Map
 	rels  []func()
-	kern  *bpf.KernelSymbols
+	kern  *symbols.KernelSymbols
 	kerr  error
 	kdone bool
-	user  *bpf.UserSymbols
-	cache map[string][]bpf.Frame
+	user  *symbols.UserSymbols
+	cache map[string][]symbols.Frame
 }
 
-func newStackResolver(open mapSource, user *bpf.UserSymbols) *stackResolver {
-	return &stackResolver{open: open, maps: map[string]*ebpf.Map{}, user: user, cache: map[string][]bpf.Frame{}}
+func newStackResolver(open mapSource, user *symbols.UserSymbols) *stackResolver {
+	return &stackResolver{open: open, maps: map[string]*ebpf.Map{}, user: user, cache: map[string][]symbols.Frame{}}
 }
 
 func (r *stackResolver) close() {
@@ -158,18 +158,18 @@ func (r *stackResolver) resolve(s *Stack) error {
 		s.Frames = r.kernelFrames(raw)
 	}
 	if s.Frames == nil {
-		s.Frames = []bpf.Frame{}
+		s.Frames = []symbols.Frame{}
 	}
 	r.cache[ck] = s.Frames
 	return nil
 }
 
-func (r *stackResolver) kernelFrames(raw []byte) []bpf.Frame {
+func (r *stackResolver) kernelFrames(raw []byte) []symbols.Frame {
 	if !r.kdone {
 		r.kdone = true
-		r.kern, r.kerr = bpf.LoadKernelSymbols()
+		r.kern, r.kerr = symbols.LoadKernelSymbols()
 	}
-	var out []bpf.Frame
+	var out []symbols.Frame
 	for off := 0; off+8 <= len(raw); off += 8 {
 		addr := binary.LittleEndian.Uint64(raw[off:])
 		if addr == 0 {
@@ -187,8 +187,8 @@ const (
 	buildIDIP    = 2
 )
 
-func (r *stackResolver) userFrames(raw []byte, p bpf.Process) []bpf.Frame {
-	var out []bpf.Frame
+func (r *stackResolver) userFrames(raw []byte, p symbols.Process) []symbols.Frame {
+	var out []symbols.Frame
 	size := compiled.StackFrameSize(true)
 	for off := 0; off+size <= len(raw); off += size {
 		e := raw[off : off+size]
@@ -212,8 +212,8 @@ func (r *stackResolver) userFrames(raw []byte, p bpf.Process) []bpf.Frame {
 // symbols returns a user symbolizer for show. Its build-id index is a
 // cache of the user's ($XDG_CACHE_HOME/probectl/buildids.json), not
 // state: show changes nothing in the workspace.
-func (w *Workspace) symbols() *bpf.UserSymbols {
-	return bpf.NewUserSymbols(buildIDIndexFile(), w.Symbols.Dirs)
+func (w *Workspace) symbols() *symbols.UserSymbols {
+	return symbols.NewUserSymbols(buildIDIndexFile(), w.Symbols.Dirs)
 }
 
 // buildIDIndexFile is the path of the build-id index, or "" (none).
@@ -269,7 +269,7 @@ func trustedCacheDir(p string, own bool, euid uint32) bool {
 }
 
 // resolveStacks reads and symbolizes the stacks in an aggregation's keys.
-func resolveStacks(ar *AggregationResult, open mapSource, syms *bpf.UserSymbols) error {
+func resolveStacks(ar *AggregationResult, open mapSource, syms *symbols.UserSymbols) error {
 	r := newStackResolver(open, syms)
 	defer r.close()
 	for _, e := range ar.Entries {
@@ -286,7 +286,7 @@ func resolveStacks(ar *AggregationResult, open mapSource, syms *bpf.UserSymbols)
 // decodes, so it does not close them).
 type eventStacks struct {
 	open      func(p *ProbeState) mapSource
-	syms      *bpf.UserSymbols
+	syms      *symbols.UserSymbols
 	resolvers map[*ProbeState]*stackResolver
 }
 
@@ -303,7 +303,7 @@ func (e *eventStacks) resolve(p *ProbeState, fields OrderedKey) {
 		return
 	}
 	if e.resolvers == nil {
-		e.resolvers, e.syms = map[*ProbeState]*stackResolver{}, bpf.NewUserSymbols("", nil)
+		e.resolvers, e.syms = map[*ProbeState]*stackResolver{}, symbols.NewUserSymbols("", nil)
 	}
 	r := e.resolvers[p]
 	if r == nil {

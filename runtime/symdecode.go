@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler/compiled"
 )
 
@@ -20,7 +20,7 @@ import (
 // loaded since.
 var kernelSyms struct {
 	mu     sync.Mutex
-	k      *bpf.KernelSymbols
+	k      *symbols.KernelSymbols
 	loaded time.Time
 }
 
@@ -31,7 +31,7 @@ func decodeKsym(_ compiled.KeyField, raw []byte) any {
 	defer kernelSyms.mu.Unlock()
 	if kernelSyms.k == nil || time.Since(kernelSyms.loaded) > time.Second {
 		if f := kernelSyms.k.Frame(addr); kernelSyms.k == nil || f.Symbol == "" {
-			if k, err := bpf.LoadKernelSymbols(); err == nil {
+			if k, err := symbols.LoadKernelSymbols(); err == nil {
 				kernelSyms.k = k
 			}
 			kernelSyms.loaded = time.Now()
@@ -46,7 +46,7 @@ func decodeKsym(_ compiled.KeyField, raw []byte) any {
 // pid be another's now).
 var userSyms struct {
 	mu      sync.Mutex
-	u       *bpf.UserSymbols
+	u       *symbols.UserSymbols
 	created time.Time
 }
 
@@ -60,7 +60,7 @@ func decodeUsym(_ compiled.KeyField, raw []byte) any {
 		return fmt.Sprintf("usym %x", raw)
 	}
 	addr := binary.LittleEndian.Uint64(raw[:8])
-	p := bpf.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
+	p := symbols.ProcessOf(binary.LittleEndian.Uint64(raw[8:16]))
 	switch {
 	case addr == 0:
 		return "0x0"
@@ -69,7 +69,7 @@ func decodeUsym(_ compiled.KeyField, raw []byte) any {
 	}
 	userSyms.mu.Lock()
 	if userSyms.u == nil || time.Since(userSyms.created) > time.Second {
-		userSyms.u, userSyms.created = bpf.NewUserSymbols("", nil), time.Now()
+		userSyms.u, userSyms.created = symbols.NewUserSymbols("", nil), time.Now()
 	}
 	u := userSyms.u
 	userSyms.mu.Unlock()

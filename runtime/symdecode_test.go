@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler"
 )
 
@@ -39,12 +39,12 @@ func TestDecodeUsym(t *testing.T) {
 	// from its maps (its file). With another start time, as when the pid
 	// is another process's now: its address, and that the process that
 	// recorded it has exited.
-	start, err := bpf.StartTime(os.Getpid())
+	start, err := symbols.StartTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tagged := func(start uint64) []byte {
-		proc := uint64(os.Getpid()) | uint64(bpf.ProcessStarted|uint32(start)&(bpf.ProcessStarted-1))<<32
+		proc := uint64(os.Getpid()) | uint64(symbols.ProcessStarted|uint32(start)&(symbols.ProcessStarted-1))<<32
 		return append(le(int64(here)), le(int64(proc))...)
 	}
 	self, err := os.Executable()

@@ -20,6 +20,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
@@ -145,7 +146,7 @@ type reference struct {
 	coll  *ebpf.Collection
 	links []link.Link
 	// fsession, which cilium/ebpf v0.22 cannot load: its maps, program
-	// and link, made as probectl makes its own (bpf.LoadFsession).
+	// and link, made as probectl makes its own (sys.LoadFsession).
 	maps  map[string]*ebpf.Map
 	progs []*ebpf.Program
 	fds   []int
@@ -243,12 +244,12 @@ func (x *reference) attachFsession() (err error) {
 			}
 			ins.Constant = int64(id)
 		}
-		p, err := bpf.LoadFsession(ps, x.fn, func(ref string) *ebpf.Map { return x.maps[ref] }, kernel)
+		p, err := sys.LoadFsession(ps, x.fn, func(ref string) *ebpf.Map { return x.maps[ref] }, kernel)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", x.r.obj, name, err)
 		}
 		x.progs = append(x.progs, p)
-		fd, err := bpf.FsessionLink(p.FD(), 0)
+		fd, err := sys.FsessionLink(p.FD(), 0)
 		if err != nil {
 			return fmt.Errorf("%s: link %s: %w", x.r.obj, name, err)
 		}

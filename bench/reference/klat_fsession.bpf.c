@@ -2,7 +2,7 @@
 // function's BPF trampoline at entry and exit (Linux 7.0), the start time
 // in the session's cookie. cilium/ebpf v0.22 cannot load fsession
 // programs; bench/kperhit loads it with probectl's raw loader
-// (bpf.LoadFsession), as probectl loads its own. The section names a
+// (bpf/sys.LoadFsession), as probectl loads its own. The section names a
 // placeholder; bench/kperhit gives the kernel's function.
 #define KLAT_COOKIE
 #include "klat.h"

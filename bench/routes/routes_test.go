@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler"
 	"golang.org/x/sys/unix"
 )
@@ -151,7 +152,7 @@ func newLoader(t *testing.T, f *bpf.Facts) *loader {
 func (l *loader) tracing(fam compiler.Family, fn string) (*ebpf.Program, error) {
 	if fam == compiler.FamilyFsession {
 		// cilium/ebpf cannot load attach type 58: the raw system call.
-		return bpf.LoadFsession(&ebpf.ProgramSpec{Name: "route_fsession", Instructions: l.fsess, License: "GPL"},
+		return sys.LoadFsession(&ebpf.ProgramSpec{Name: "route_fsession", Instructions: l.fsess, License: "GPL"},
 			fn, func(string) *ebpf.Map { return nil }, l.kspec)
 	}
 	at := ebpf.AttachTraceFEntry
@@ -221,7 +222,7 @@ func (l *loader) attach(a *attached, fam compiler.Family, fns []string) error {
 	case compiler.FamilyFsession:
 		// As runtime attaches it: BPF_LINK_CREATE by hand, one a function.
 		for i, fn := range fns {
-			fd, err := bpf.FsessionLink(a.progs[i].FD(), 0)
+			fd, err := sys.FsessionLink(a.progs[i].FD(), 0)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", fam, fn, err)
 			}

@@ -1,4 +1,4 @@
-package bpf
+package symbols
 
 import (
 	"container/list"

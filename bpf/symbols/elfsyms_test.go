@@ -1,4 +1,4 @@
-package bpf
+package symbols
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/probectl/probectl/bpf"
 )
 
 // testELF is a small 64-bit ELF file made by the tests: one executable
@@ -453,7 +455,7 @@ func TestTableReaderAgreesWithDebugELF(t *testing.T) {
 			}
 		}
 		ef.Close()
-		f, err := OpenRegular(path)
+		f, err := bpf.OpenRegular(path)
 		if err != nil {
 			t.Fatal(err)
 		}

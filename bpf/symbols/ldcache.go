@@ -1,4 +1,4 @@
-package bpf
+package symbols
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/probectl/probectl/bpf"
 )
 
 // LDCache is the dynamic linker's cache of libraries, as ldconfig writes
@@ -27,14 +29,14 @@ const (
 )
 
 // ldArch is the entry flag for a 64-bit library of each architecture.
-var ldArch = map[Arch]uint32{ArchX86_64: 0x0300, ArchArm64: 0x0a00}
+var ldArch = map[bpf.Arch]uint32{bpf.ArchX86_64: 0x0300, bpf.ArchArm64: 0x0a00}
 
 // ResolveLibrary finds a library of arch by name in the dynamic linker's
 // cache at cache: "libc" is the library libc.so or libc.so.N, as bpftrace
 // takes uprobe:libc:malloc; a name with ".so" in it ("libssl.so.3") must
 // be the cached name exactly. It returns the path ld.so would load, or an
 // error that says what the cache holds.
-func ResolveLibrary(cache, name string, arch Arch) (string, error) {
+func ResolveLibrary(cache, name string, arch bpf.Arch) (string, error) {
 	entries, err := readLDCache(cache)
 	if err != nil {
 		return "", err

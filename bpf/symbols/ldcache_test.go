@@ -1,4 +1,4 @@
-package bpf
+package symbols
 
 import (
 	"encoding/binary"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/probectl/probectl/bpf"
 )
 
 // "libc" resolves to the path ldconfig -p gives for libc.so.6 on this
@@ -22,15 +24,15 @@ func TestResolveLibraryHost(t *testing.T) {
 		t.Skip("ldconfig lists no x86-64 libc.so.6")
 	}
 	for _, name := range []string{"libc", "libc.so.6"} {
-		got, err := ResolveLibrary(LDCache, name, ArchX86_64)
+		got, err := ResolveLibrary(LDCache, name, bpf.ArchX86_64)
 		if err != nil || got != string(m[1]) {
 			t.Errorf("%s: %q, %v; ldconfig -p says %s", name, got, err, m[1])
 		}
 	}
-	if _, err := ResolveLibrary(LDCache, "libc.so", ArchX86_64); err == nil {
+	if _, err := ResolveLibrary(LDCache, "libc.so", bpf.ArchX86_64); err == nil {
 		t.Error("libc.so (a name with .so, not cached as it is) resolved")
 	}
-	if _, err := ResolveLibrary(LDCache, "libnosuch-key", ArchX86_64); err == nil || !strings.Contains(err.Error(), "ldconfig -p") {
+	if _, err := ResolveLibrary(LDCache, "libnosuch-key", bpf.ArchX86_64); err == nil || !strings.Contains(err.Error(), "ldconfig -p") {
 		t.Errorf("a missing library: %v", err)
 	}
 }
@@ -73,14 +75,14 @@ func TestResolveLibraryCache(t *testing.T) {
 	})
 	for _, c := range []struct {
 		name string
-		arch Arch
+		arch bpf.Arch
 		want string
 	}{
-		{"libfoo", ArchX86_64, "/x86/libfoo.so.1"},
-		{"libfoo", ArchArm64, "/arm/libfoo.so.1"},
-		{"libbar.so.2", ArchX86_64, "/x86/libbar.so.2"},
-		{"libbar", ArchX86_64, "ambiguous"},
-		{"libbar", ArchArm64, "no arm64 library"},
+		{"libfoo", bpf.ArchX86_64, "/x86/libfoo.so.1"},
+		{"libfoo", bpf.ArchArm64, "/arm/libfoo.so.1"},
+		{"libbar.so.2", bpf.ArchX86_64, "/x86/libbar.so.2"},
+		{"libbar", bpf.ArchX86_64, "ambiguous"},
+		{"libbar", bpf.ArchArm64, "no arm64 library"},
 	} {
 		got, err := ResolveLibrary(cache, c.name, c.arch)
 		if err != nil {

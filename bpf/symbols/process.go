@@ -1,4 +1,4 @@
-package bpf
+package symbols
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/probectl/probectl/bpf"
 )
 
 // Processes by more than their pid: a pid is another process's as soon as
@@ -67,7 +69,7 @@ func (p Process) Running() (uid int, ok bool) {
 // StartTime is when process pid started, in clock ticks after boot
 // (/proc/PID/stat's field 22).
 func StartTime(pid int) (uint64, error) {
-	b, err := ReadRegular(fmt.Sprintf("/proc/%d/stat", pid), 4096)
+	b, err := bpf.ReadRegular(fmt.Sprintf("/proc/%d/stat", pid), 4096)
 	if err != nil {
 		return 0, err
 	}

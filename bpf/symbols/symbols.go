@@ -1,4 +1,4 @@
-package bpf
+package symbols
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/probectl/probectl/bpf"
 )
 
 // Symbolization: stack frames to function names. Kernel addresses through
@@ -230,7 +232,7 @@ func debugPath(id string) string {
 // or a device is refused without blocking. Its symbol tables are read by
 // [tableReader], within bounds.
 func openELFFile(path string, charge *int64) (*elf.File, *os.File, error) {
-	f, err := OpenRegular(path)
+	f, err := bpf.OpenRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -855,7 +857,7 @@ var libDirs = []string{"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/l
 
 // buildIDOf reads only the build id of a file (cheaply: no symbols).
 func buildIDOf(path string) string {
-	f, err := OpenRegular(path)
+	f, err := bpf.OpenRegular(path)
 	if err != nil {
 		return ""
 	}

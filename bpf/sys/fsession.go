@@ -1,4 +1,4 @@
-package bpf
+package sys
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ const fsessionLogSize = 4 << 20
 
 // LoadFsession loads spec, a tracing program, as an fsession program on
 // the vmlinux function fn: kfunc calls must be resolved already
-// ([ResolveKfuncs]), and maps gives the map of each reference. A verifier
+// (bpf.ResolveKfuncs), and maps gives the map of each reference. A verifier
 // rejection is an [ebpf.VerifierError] with the log; errors name fn.
 func LoadFsession(spec *ebpf.ProgramSpec, fn string, maps func(ref string) *ebpf.Map, kernel *btf.Spec) (*ebpf.Program, error) {
 	id, err := fsessionTarget(kernel, fn)
@@ -193,35 +193,4 @@ func FsessionLink(prog int, cookie uint64) (int, error) {
 		return -1, errno
 	}
 	return int(fd), nil
-}
-
-// haveFsession loads (without attaching) an fsession program that calls
-// bpf_session_is_return(ctx) on a function every kernel has: kernels
-// before 7.0 refuse the kfunc in a tracing program, and arches whose JIT
-// lacks fsession refuse the attach type.
-func haveFsession(kernel *btf.Spec) bool {
-	if kernel == nil {
-		return false
-	}
-	insns, err := ResolveKfuncs(asm.Instructions{
-		KfuncCall("bpf_session_is_return"), // R1 = ctx on entry
-		asm.Mov.Imm(asm.R0, 0), asm.Return(),
-	}, kernel)
-	if err != nil {
-		return false
-	}
-	for _, fn := range []string{"vfs_read", "ksys_read", "do_sys_openat2"} {
-		var target *btf.Func
-		if kernel.TypeByName(fn, &target) != nil {
-			continue
-		}
-		prog, err := LoadFsession(&ebpf.ProgramSpec{Name: "fsession_probe", Instructions: insns, License: "GPL"},
-			fn, func(string) *ebpf.Map { return nil }, kernel)
-		if err != nil {
-			return false
-		}
-		prog.Close()
-		return true
-	}
-	return false
 }

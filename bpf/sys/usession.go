@@ -1,4 +1,4 @@
-package bpf
+package sys
 
 import (
 	"debug/elf"

@@ -63,12 +63,15 @@ const modPath = "github.com/probectl/probectl/"
 
 // layers says which of probectl's packages each package may import.
 var layers = map[string][]string{
-	"bpf":                    {},
+	"bpf":                    {"bpf/sys"},
+	"bpf/sys":                {},
+	"bpf/symbols":            {"bpf"},
 	"spec":                   {"bpf"},
 	"spec/spectest":          {"spec"},
-	"compiler/compiled":      {"bpf"},
-	"compiler":               {"spec", "compiler/compiled", "bpf"},
-	"runtime":                {"compiler/compiled", "bpf"},
+	"compiler/internal/emit": {},
+	"compiler/compiled":      {"bpf", "bpf/sys"},
+	"compiler":               {"spec", "compiler/compiled", "compiler/internal/emit", "bpf", "bpf/symbols"},
+	"runtime":                {"compiler/compiled", "bpf", "bpf/sys", "bpf/symbols"},
 	"examples":               {},
 	"cmd/vmexec":             {},
 	"cmd/vmexec/tpcapture":   {"bpf"},
@@ -83,20 +86,20 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"cmd/probectl":           {"bpf", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},
 	"internal/engine":                    {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
 	"internal/eventfile":                 {"runtime", "bpf"},
-	"internal/flamegraph":                {"runtime", "bpf"},
+	"internal/flamegraph":                {"runtime", "bpf", "bpf/symbols"},
 	"internal/flamegraph/flamegraphtest": {},
 }
 
 // specFree are the packages that must not reach spec or HCL, directly or
 // through any package they import: a saved plan is self-contained, and
 // what runtime and metrics read is what the state recorded.
-var specFree = []string{"bpf", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest"}
+var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest"}
 
 // importGraph maps a package's import path to its imports.
 type importGraph map[string][]string

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/internal/flamegraph/flamegraphtest"
 	"github.com/probectl/probectl/runtime"
 	"golang.org/x/sys/unix"
@@ -592,7 +593,7 @@ probe "tracepoint" "gp" {
 // sequences in a stack's frames reach root's terminal quoted, in events
 // as in show.
 func TestStackFramesPrintable(t *testing.T) {
-	s := &runtime.Stack{User: true, Frames: []bpf.Frame{{Symbol: "\x1b]0;owned\x07", Offset: 1, Module: "/tmp/\x1b[2Jlib.so"}}}
+	s := &runtime.Stack{User: true, Frames: []symbols.Frame{{Symbol: "\x1b]0;owned\x07", Offset: 1, Module: "/tmp/\x1b[2Jlib.so"}}}
 	got := keyText(runtime.OrderedKey{{Name: "ustack", Value: s}})
 	if strings.ContainsAny(got, "\x1b\x07") {
 		t.Errorf("events print %q", got)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 )
 
 // Which file and which process show believes, tried as a local user would
@@ -135,9 +135,9 @@ probe "tracepoint" "getppid" {
 	const n = 41
 	runWork(t, path, "getppid", fmt.Sprint(n))
 	forged := forgeCopy(t, path)
-	id := bpf.FileBuildID(path)
-	if id != unique || bpf.FileBuildID(forged) != id {
-		t.Fatalf("the forged file claims build id %q, the workload's is %q", bpf.FileBuildID(forged), id)
+	id := symbols.FileBuildID(path)
+	if id != unique || symbols.FileBuildID(forged) != id {
+		t.Fatalf("the forged file claims build id %q, the workload's is %q", symbols.FileBuildID(forged), id)
 	}
 	_, stopAttacker := startNobody(t, forged, "getppid", "1")
 	mark := fmt.Sprintf("[untrusted: %s owned by uid %d]", forged, nobody)
@@ -360,7 +360,7 @@ probe "user" "call" {
 	// exited within a tick is not told from a process started in that
 	// same tick (README, "Addresses"). This workload can do all that in a
 	// few milliseconds, so the attacker starts a tick later.
-	time.Sleep(2 * bpf.ClockTickNS * time.Nanosecond)
+	time.Sleep(2 * symbols.ClockTickNS * time.Nanosecond)
 
 	// nobody's copy, started as the pid's next owner.
 	forged := forgeCopy(t, path)
@@ -400,7 +400,7 @@ probe "user" "call" {
 	if !regexp.MustCompile(`^0x[0-9a-f]+ ` + regexp.QuoteMeta(exited) + `$`).MatchString(fn) {
 		t.Errorf("usym after the pid is nobody's: %q, want the address and %q", fn, exited)
 	}
-	if by := bpf.NewUserSymbols("", nil).FrameAt(bpf.Process{PID: pid}, fnAddr(fn)); by.Symbol != "atk_target" {
+	if by := symbols.NewUserSymbols("", nil).FrameAt(symbols.Process{PID: pid}, fnAddr(fn)); by.Symbol != "atk_target" {
 		t.Errorf("by pid alone the address is %+v, want nobody's atk_target (the attack did not take)", by)
 	}
 	// The workload's frames (no build id) are addresses of an exited

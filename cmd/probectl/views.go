@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler"
 )
 
@@ -126,7 +127,7 @@ func renderWhat(row func(key, format string, args ...any), c *compiler.Change) {
 // functions missing from it, its process.
 func renderWhere(row func(key, format string, args ...any), c *compiler.Change) {
 	if c.Binary != "" && c.Library != "" {
-		row("binary", "%s (%s, from %s)", printable(c.Binary), printable(c.Library), bpf.LDCache)
+		row("binary", "%s (%s, from %s)", printable(c.Binary), printable(c.Library), symbols.LDCache)
 	} else if c.Binary != "" {
 		row("binary", "%s", printable(c.Binary))
 	}

@@ -62,7 +62,7 @@ const (
 	// errno) of a stack in the probe's stack trace map KeyField.StackMap.
 	KeyKStack KeyKind = "kstack"
 	// KeyUStack is a user stack: its id, then the process (8 bytes
-	// each: the tgid, and above it the start time, see bpf.ProcessStarted).
+	// each: the tgid, and above it the start time, see bpf/symbols.ProcessStarted).
 	// Its stack trace map holds build ids and file offsets.
 	KeyUStack KeyKind = "ustack"
 )

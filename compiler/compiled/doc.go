@@ -9,7 +9,7 @@
 // plan is self-contained, and what a scrape or show decodes is what the
 // state recorded.
 //
-// Package compiled imports bpf, never spec or HCL (directly or through
-// any other package: cmd/probectl's TestLayering checks every package it
-// reaches).
+// Package compiled imports bpf and bpf/sys (the fsession attach type),
+// never spec or HCL (directly or through any other package:
+// cmd/probectl's TestLayering checks every package it reaches).
 package compiled

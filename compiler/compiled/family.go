@@ -5,6 +5,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/sys"
 )
 
 // Family is a link family: the kind of link a program is attached with.
@@ -91,7 +92,7 @@ var families = []FamilyInfo{
 		PerFunction: true, Fact: "fentry/fexit"},
 	{Family: FamilyFexit, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, Context: ContextTracing,
 		PerFunction: true, Fact: "fentry/fexit"},
-	{Family: FamilyFsession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Tracing, AttachType: bpf.AttachTraceFsession, Context: ContextTracing,
+	{Family: FamilyFsession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Tracing, AttachType: sys.AttachTraceFsession, Context: ContextTracing,
 		PerFunction: true, Fact: "fsession"},
 	{Family: FamilyKprobe, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
 		Fact: "kprobe", CountsMisses: true},

@@ -25,7 +25,8 @@
 // (its samples) and fg:d (its depth, the root being 0). The script zooms
 // and searches with those integers alone.
 //
-// Package flamegraph imports runtime (the aggregation results it folds)
-// and bpf (frames, and writing a file without following a link). Which
-// aggregation to draw, and the text view of stacks, are probectl show's.
+// Package flamegraph imports runtime (the aggregation results it folds),
+// bpf/symbols (frames) and bpf (writing a file without following a
+// link). Which aggregation to draw, and the text view of stacks, are
+// probectl show's.
 package flamegraph

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -18,7 +19,7 @@ import (
 // file for an unknown user function (and why, when a bound said so); a
 // frame's note as show prints it ("func [untrusted: /tmp/x owned by uid
 // 1000]", "[process 1234 exited]").
-func flameFrame(f bpf.Frame, user bool) string {
+func flameFrame(f symbols.Frame, user bool) string {
 	name := f.Symbol
 	switch {
 	case f.Note != "" && name != "":

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -13,11 +13,11 @@ import (
 // equal stacks merged; "no stack" adds nothing, a lost one says so.
 func TestFoldStacks(t *testing.T) {
 	v := func(n int64) *int64 { return &n }
-	user := &runtime.Stack{User: true, Frames: []bpf.Frame{
+	user := &runtime.Stack{User: true, Frames: []symbols.Frame{
 		{Symbol: "hot", Offset: 4, Module: "/bin/w"}, {Symbol: "main", Offset: 9, Module: "/bin/w"}, {Addr: 0x1234, Module: "/lib/libc.so.6"}}}
-	user2 := &runtime.Stack{User: true, Frames: []bpf.Frame{
+	user2 := &runtime.Stack{User: true, Frames: []symbols.Frame{
 		{Symbol: "hot", Offset: 8, Module: "/bin/w"}, {Symbol: "main", Offset: 9, Module: "/bin/w"}, {Addr: 0x1234, Module: "/lib/libc.so.6"}}}
-	kern := &runtime.Stack{Frames: []bpf.Frame{{Symbol: "irq;x"}, {Addr: 0xffff}}}
+	kern := &runtime.Stack{Frames: []symbols.Frame{{Symbol: "irq;x"}, {Addr: 0xffff}}}
 	none := &runtime.Stack{Err: "no kernel stack"}
 	lost := &runtime.Stack{User: true, Err: "stack lost: stack map full"}
 	ar := &runtime.AggregationResult{Kind: "count", Entries: []runtime.Entry{

@@ -1,4 +1,4 @@
-package bpf
+package emit
 
 import (
 	"encoding/binary"
