@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/probectl/probectl/internal/termtext"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/spf13/cobra"
 )
@@ -215,7 +217,7 @@ func (p *eventPrinter) Record(r *runtime.EventRecord) error {
 	if r.Type == runtime.RecordUndecodable {
 		_, err = fmt.Fprintf(p.out, "%s (undecodable: a record of layout %s, %d bytes, written by a probe replaced or destroyed whose layout the state no longer records)\n", at, r.Layout, r.Size)
 	} else {
-		_, err = fmt.Fprintf(p.out, "%s %s %s: %s\n", at, r.Probe, printable(r.Name), keyText(r.Fields))
+		_, err = fmt.Fprintf(p.out, "%s %s %s: %s\n", at, r.Probe, termtext.Printable(r.Name), views.KeyText(r.Fields))
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -21,7 +22,7 @@ func intervalResults(prev, cur []runtime.ProbeResult) []runtime.ProbeResult {
 		for _, ar := range pr.Aggregations {
 			m := map[string]runtime.Entry{}
 			for _, e := range ar.Entries {
-				m[keyText(e.Key)] = e
+				m[views.KeyText(e.Key)] = e
 			}
 			before[pr.Address+"\x00"+ar.Name] = m
 		}
@@ -39,7 +40,7 @@ func intervalResults(prev, cur []runtime.ProbeResult) []runtime.ProbeResult {
 			d := ar
 			d.Entries = []runtime.Entry{}
 			for _, e := range ar.Entries {
-				if e, ok := entryDelta(old[keyText(e.Key)], e); ok {
+				if e, ok := entryDelta(old[views.KeyText(e.Key)], e); ok {
 					d.Entries = append(d.Entries, e)
 				}
 			}

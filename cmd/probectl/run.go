@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/examples"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -299,22 +299,10 @@ func (r *probeRun) show(final bool) {
 	}
 	r.pr.withPrinter(func(w io.Writer) {
 		if r.o.asJSON {
-			printResultsJSON(w, title, shown, tables)
+			views.ResultsLine(w, title, shown, tables)
 			return
 		}
 		fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
-		renderResults(w, shown)
+		views.WriteResults(w, shown)
 	})
-}
-
-// printResultsJSON prints a {"type": "results", ...} line.
-func printResultsJSON(w io.Writer, title string, shown []runtime.ProbeResult, tables []runtime.TableResult) {
-	b, _ := json.Marshal(struct {
-		Type   string                `json:"type"`
-		Wall   string                `json:"wall"`
-		Shows  string                `json:"shows"`
-		Probes []runtime.ProbeResult `json:"probes"`
-		Tables []runtime.TableResult `json:"tables,omitempty"`
-	}{"results", runtime.WallText(time.Now()), title, shown, tables})
-	fmt.Fprintf(w, "%s\n", b)
 }

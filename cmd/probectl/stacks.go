@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/internal/flamegraph"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -14,50 +14,6 @@ import (
 // bpftrace prints them), the folded format of flamegraph.pl (show -folded),
 // and an SVG flame graph (show -flamegraph FILE), both drawn by
 // internal/flamegraph.
-
-// hasStacks reports whether an aggregation is keyed by a stack.
-func hasStacks(ar runtime.AggregationResult) bool {
-	for _, e := range ar.Entries {
-		for _, f := range e.Key {
-			if _, ok := f.Value.(*runtime.Stack); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// stackEntries prints the entries of an aggregation keyed by stacks: one
-// block per key, its stacks one frame a line, then the value.
-func stackEntries(w io.Writer, ar runtime.AggregationResult) {
-	for i, e := range ar.Entries {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		for _, f := range e.Key {
-			s, ok := f.Value.(*runtime.Stack)
-			if !ok {
-				fmt.Fprintf(w, "    %s: %s\n", printable(f.Name), value(f.Value))
-				continue
-			}
-			fmt.Fprintf(w, "    %s:\n", printable(f.Name))
-			switch {
-			case s.Err != "":
-				fmt.Fprintf(w, "        [%s]\n", s.Err)
-			case len(s.Frames) == 0:
-				fmt.Fprintln(w, "        (empty)")
-			}
-			for _, fr := range s.Frames {
-				fmt.Fprintf(w, "        %s\n", printable(fr.String()))
-			}
-		}
-		if ar.Kind.IsHistogram() {
-			drawHistogram(w, e.Buckets)
-			continue
-		}
-		fmt.Fprintf(w, "    %s: %d\n", ar.Kind, *e.Value)
-	}
-}
 
 // stackAggregation picks the one aggregation keyed by stacks that -folded
 // and -flamegraph draw: the one named, or the only one there is.
@@ -73,7 +29,7 @@ func stackAggregation(results []runtime.ProbeResult, name string) (*runtime.Aggr
 			if name != "" && ar.Name != name {
 				continue
 			}
-			if hasStacks(*ar) || name != "" {
+			if views.HasStacks(*ar) || name != "" {
 				all = append(all, found{results[i].Address, ar})
 			}
 		}
@@ -124,12 +80,4 @@ func showStacks(cmd interface {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d stacks.\n", flameFile, len(stacks))
 	}
 	return nil
-}
-
-// samplerText says what a profile probe samples.
-func samplerText(s *bpf.Sampler) string {
-	if s.PeriodNS > 0 {
-		return fmt.Sprintf("%s every %d ns on every CPU", s.Event, s.PeriodNS)
-	}
-	return fmt.Sprintf("%s at %d Hz on every CPU", s.Event, s.Frequency)
 }
