@@ -14,10 +14,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// showOptions are show's flags.
+type showOptions struct {
+	asJSON, folded                 bool
+	top                            int
+	flameFile, aggName, symbolDirs string
+}
+
+// check refuses a -top below 0, before anything is read.
+func (o *showOptions) check() error {
+	if o.top < 0 {
+		return fmt.Errorf("-top takes a number of keys, 1 or more (0: all)")
+	}
+	return nil
+}
+
 func newShowCmd(g *globals) *cobra.Command {
-	var asJSON, folded bool
-	var top int
-	var flameFile, aggName, symbolDirs string
+	var o showOptions
 	cmd := &cobra.Command{
 		Use:   "show [-json] [-top N] [-folded | -flamegraph FILE.svg] [ADDRESS...]",
 		Short: "Show what the applied probes measured",
@@ -41,58 +54,64 @@ first. An aggregation keyed by stacks also prints as:
                          besides the files running processes map, $PATH, the
                          library directories and /usr/lib/debug/.build-id`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// One write at the end, not one per line: a workspace may
-			// hold thousands of probes.
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			defer out.Flush()
-			cmd.SetOut(out)
-			if err := requireBPF("show"); err != nil {
+			if err := o.check(); err != nil {
 				return err
 			}
-			w, s, err := g.inspect()
-			if err != nil {
-				return err
-			}
-			defer w.Close()
-			probes, err := selectProbes(s, args)
-			if err != nil {
-				return err
-			}
-			if top < 0 {
-				return fmt.Errorf("-top takes a number of keys, 1 or more (0: all)")
-			}
-			w.Symbols.Dirs = filepath.SplitList(symbolDirs)
-			if folded || flameFile != "" {
-				return showStacks(cmd, w.Read(probes), aggName, folded, flameFile)
-			}
-			results := topResults(w.Read(probes), top)
-			var tables []runtime.TableResult
-			if len(args) == 0 {
-				tables = w.ReadTables(s.Tables)
-			}
-			if err := views.NewResults(asJSON, cmd.OutOrStdout()).Results(results, tables); err != nil {
-				return err
-			}
-			for _, r := range results {
-				if r.Error != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s cannot be read: %s\n", r.Address, r.Error)
-				}
-			}
-			for _, r := range results {
-				if r.Error != "" {
-					return exitError{1}
-				}
-			}
-			return nil
+			return runShow(cmd, g, o, args)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().IntVar(&top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
-	cmd.Flags().BoolVar(&folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
-	cmd.Flags().StringVar(&flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
-	cmd.Flags().StringVar(&aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
-	cmd.Flags().StringVar(&symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&o.top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
+	cmd.Flags().BoolVar(&o.folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
+	cmd.Flags().StringVar(&o.flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
+	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
+	cmd.Flags().StringVar(&o.symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
+}
+
+// runShow reads the applied probes (or those args name) and shows them:
+// their results, or the stacks of one aggregation.
+func runShow(cmd *cobra.Command, g *globals, o showOptions, args []string) error {
+	// One write at the end, not one per line: a workspace may
+	// hold thousands of probes.
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+	cmd.SetOut(out)
+	if err := requireBPF("show"); err != nil {
+		return err
+	}
+	w, s, err := g.inspect()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	probes, err := selectProbes(s, args)
+	if err != nil {
+		return err
+	}
+	w.Symbols.Dirs = filepath.SplitList(o.symbolDirs)
+	if o.folded || o.flameFile != "" {
+		return showStacks(cmd, w.Read(probes), o.aggName, o.folded, o.flameFile)
+	}
+	results := topResults(w.Read(probes), o.top)
+	var tables []runtime.TableResult
+	if len(args) == 0 {
+		tables = w.ReadTables(s.Tables)
+	}
+	if err := views.NewResults(o.asJSON, cmd.OutOrStdout()).Results(results, tables); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s cannot be read: %s\n", r.Address, r.Error)
+		}
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			return exitError{1}
+		}
+	}
+	return nil
 }
 
 func selectProbes(s *runtime.State, args []string) ([]*runtime.ProbeState, error) {
