@@ -9,6 +9,7 @@ import (
 
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -80,7 +81,9 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 				return err
 			}
 		}
-		renderPlan(cmd.OutOrStdout(), plan)
+		if err := (views.PlanHuman{W: cmd.OutOrStdout()}).Plan(plan); err != nil {
+			return err
+		}
 		if !engine.HasChanges(plan) {
 			cmd.Println("\nNo changes. The kernel matches the specs.")
 			return nil

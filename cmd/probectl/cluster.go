@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	"github.com/probectl/probectl/internal/termtext"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -71,7 +69,7 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	} else {
 		cfg, diags := spec.LoadPaths(args)
 		if diags.HasErrors() {
-			printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
+			termtext.Diagnostics(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 			return exitError{1}
 		}
 		files = cfg.Sources
@@ -84,11 +82,8 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	if o.json {
-		b, _ := json.MarshalIndent(cp, "", "  ")
-		cmd.Println(string(b))
-	} else {
-		renderClusterPlan(cmd.OutOrStdout(), what, detail, selector, cp)
+	if err := views.NewClusterPlan(o.json, cmd.OutOrStdout()).ClusterPlan(what, detail, selector, cp); err != nil {
+		return err
 	}
 	for _, n := range cp.Nodes {
 		if !n.OK() {
@@ -99,57 +94,4 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 		return exitError{1}
 	}
 	return nil
-}
-
-func renderClusterPlan(w io.Writer, what, detail string, selector map[string]string, cp *fleet.ClusterPlan) {
-	sel := "every node"
-	if len(selector) > 0 {
-		sel = "the nodes with " + labels.SelectorFromSet(selector).String()
-	}
-	ok, bad := 0, 0
-	for _, n := range cp.Nodes {
-		if n.OK() {
-			ok++
-		} else {
-			bad++
-		}
-	}
-	fmt.Fprintf(w, "Plan of %s (%sdigest %s) for %s: %d can run it, %d cannot, %d without facts.\n",
-		what, detail, cp.Digest, sel, ok, bad, len(cp.NoFacts)+len(cp.BadFacts))
-	for _, n := range cp.Nodes {
-		fmt.Fprintln(w)
-		if !n.OK() {
-			fmt.Fprintf(w, "%s  %s: cannot run it\n", n.Node, n.Kernel)
-			for _, e := range n.Errors {
-				fmt.Fprintf(w, "  error: %s\n", e)
-			}
-			continue
-		}
-		fmt.Fprintf(w, "%s  %s\n", n.Node, n.Kernel)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, p := range n.Probes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Address, p.Route, strings.Join(p.Attach, "+"), p.Reason)
-		}
-		tw.Flush()
-		for _, s := range n.Skipped {
-			fmt.Fprintf(w, "  skipped: %s\n", s)
-		}
-		for _, s := range n.Warnings {
-			fmt.Fprintf(w, "  warning: %s\n", s)
-		}
-	}
-	if len(cp.NoFacts) > 0 {
-		fmt.Fprintf(w, "\nNo published facts (no agent on the node yet): %s\n", strings.Join(cp.NoFacts, ", "))
-	}
-	if len(cp.BadFacts) > 0 {
-		names := make([]string, 0, len(cp.BadFacts))
-		for n := range cp.BadFacts {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		fmt.Fprintln(w, "\nFacts that cannot be read:")
-		for _, n := range names {
-			fmt.Fprintf(w, "  %s: %s\n", n, cp.BadFacts[n])
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/probectl/probectl/internal/eventfile"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/spf13/cobra"
 )
@@ -97,7 +98,7 @@ func startEventSink(ctx context.Context, g *globals, f *eventsOutFlags, stdout, 
 		return nil, err
 	}
 	o := eventfile.Options{Path: f.out, MaxSize: maxSize, Keep: f.keep, Printer: func(out io.Writer) runtime.EventPrinter {
-		return newEventPrinter(out, stderr, true, nil)
+		return views.NewEvents(out, stderr, true, nil)
 	}}
 	return eventfile.Start(ctx, g.stateDir, g.workspace, o, stdout, stderr)
 }

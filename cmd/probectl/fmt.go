@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/spec"
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/spf13/cobra"
@@ -34,14 +35,14 @@ Exit status: 0 done (or nothing to change), 1 a file does not parse or cannot be
 			for _, name := range files {
 				src, d := spec.ReadFile(name)
 				if d != nil {
-					printDiags(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
+					termtext.Diagnostics(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
 					failed = true
 					continue
 				}
 				// Parse first, within the limits validate has: hclwrite.Format
 				// only re-spaces tokens, even broken ones.
 				if _, diags := spec.ParseFile(name, src); diags.HasErrors() {
-					printDiags(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
+					termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 					failed = true
 					continue
 				}

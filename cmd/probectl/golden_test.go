@@ -9,6 +9,7 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/spec"
 	"github.com/rogpeppe/go-internal/diff"
 )
@@ -33,7 +34,7 @@ func TestGoldenPlans(t *testing.T) {
 				t.Fatal(diags)
 			}
 			var buf bytes.Buffer
-			renderPlan(&buf, compiler.NewPlan(out))
+			views.PlanHuman{W: &buf}.Plan(compiler.NewPlan(out))
 			path := filepath.Join("testdata/golden", name+".plan")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -35,7 +36,7 @@ func TestIntervalResults(t *testing.T) {
 	prev := results(10, 5, 0, 7, hist(1, 0, 3, 0, 2))
 	cur := results(10, 9, 20, 9, hist(1, 0, 4, 0, 2, 5))
 	var b bytes.Buffer
-	renderResults(&b, intervalResults(prev, cur))
+	views.WriteResults(&b, intervalResults(prev, cur))
 	want := `tracepoint.t
 
   count "calls"
@@ -61,7 +62,7 @@ func TestIntervalResults(t *testing.T) {
 	}
 	// Nothing new: no entries.
 	b.Reset()
-	renderResults(&b, intervalResults(cur, cur))
+	views.WriteResults(&b, intervalResults(cur, cur))
 	if n := strings.Count(b.String(), "(no data)"); n != 2 {
 		t.Errorf("an interval that added nothing:\n%s", b.String())
 	}

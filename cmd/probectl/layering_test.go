@@ -86,7 +86,7 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},
@@ -94,6 +94,7 @@ var layers = map[string][]string{
 	"internal/eventfile":                 {"runtime", "bpf"},
 	"internal/flamegraph":                {"runtime", "bpf", "bpf/symbols"},
 	"internal/flamegraph/flamegraphtest": {},
+	"internal/views":                     {"compiler/compiled", "runtime", "metrics", "bpf", "bpf/symbols", "fleet", "internal/termtext"},
 }
 
 // specFree are the packages that must not reach spec or HCL, directly or

@@ -8,7 +8,7 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
-	"github.com/spf13/cobra"
+	"github.com/probectl/probectl/internal/views"
 )
 
 // TestLinkDisplays replays the hand-kept lists that omitted uprobe.session:
@@ -17,16 +17,14 @@ import (
 func TestLinkDisplays(t *testing.T) {
 	header := func(f *bpf.Facts) string {
 		var b bytes.Buffer
-		renderPlan(&b, &compiler.Plan{Target: compiler.PlanTarget{Facts: f}})
+		views.PlanHuman{W: &b}.Plan(&compiler.Plan{Target: compiler.PlanTarget{Facts: f}})
 		line, _, _ := strings.Cut(b.String(), "\n\n")
 		_, links, _ := strings.Cut(line, "; links: ")
 		return links
 	}
 	target := func(f *bpf.Facts) (links, missing string) {
 		var b bytes.Buffer
-		cmd := &cobra.Command{}
-		cmd.SetOut(&b)
-		renderFacts(cmd, f)
+		views.FactsHuman{W: &b}.Facts(f)
 		for _, line := range strings.Split(b.String(), "\n") {
 			if v, ok := strings.CutPrefix(line, "Links:    "); ok {
 				links = v

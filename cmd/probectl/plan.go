@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/termtext"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -122,12 +123,9 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, args []string) (err
 			err = exitError{2}
 		}
 	}()
-	if o.asJSON {
-		b, _ := json.MarshalIndent(plan, "", "  ")
-		cmd.Println(string(b))
-		return nil
+	if err := views.NewPlan(o.asJSON, cmd.OutOrStdout()).Plan(plan); err != nil || o.asJSON {
+		return err
 	}
-	renderPlan(cmd.OutOrStdout(), plan)
 	if o.outFile != "" {
 		cmd.Printf("\nSaved the plan to %s. Apply it with: probectl apply %s\n", o.outFile, o.outFile)
 	}
@@ -142,7 +140,7 @@ func compileTarget(cmd *cobra.Command, target string, paths []string, policy spe
 		diags = append(diags, cfg.Enforce(policy)...)
 	}
 	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
+		termtext.Diagnostics(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 		return nil, nil, nil, exitError{1}
 	}
 	facts, err := engine.TargetFacts(target, cfg)
@@ -151,7 +149,7 @@ func compileTarget(cmd *cobra.Command, target string, paths []string, policy spe
 	}
 	out, more := compiler.Compile(cfg, facts)
 	diags = append(diags, more...)
-	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
+	termtext.Diagnostics(cmd.ErrOrStderr(), diags, cfg.Sources)
 	if diags.HasErrors() {
 		return nil, nil, nil, exitError{1}
 	}

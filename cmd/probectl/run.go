@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +17,7 @@ import (
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/examples"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -117,7 +118,7 @@ type probeRun struct {
 	o        runOptions
 	say      io.Writer // what run says: stderr with -json, where stdout is NDJSON alone
 	sess     *runtime.Session
-	pr       *eventPrinter
+	pr       *views.Events
 	st       *runtime.EventStream // nil when no probe emits events
 	wg       sync.WaitGroup
 	stopping atomic.Bool
@@ -149,7 +150,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	r.announce()
 	ctx, stop := o.context()
 	defer stop()
-	r.pr = newEventPrinter(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.asJSON, nil)
+	r.pr = views.NewEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.asJSON, nil)
 	defer r.pr.Flush()
 	if err := r.follow(); err != nil {
 		return err
@@ -270,7 +271,7 @@ func (r *probeRun) finish() error {
 	}
 	if r.st != nil {
 		if !r.o.asJSON {
-			r.pr.withPrinter(func(w io.Writer) { fmt.Fprintln(w) })
+			r.pr.WithPrinter(func(w io.Writer) { fmt.Fprintln(w) })
 		}
 		r.pr.Summary(r.st.Drops())
 	}
@@ -297,24 +298,101 @@ func (r *probeRun) show(final bool) {
 		}
 		r.last = results
 	}
-	r.pr.withPrinter(func(w io.Writer) {
+	r.pr.WithPrinter(func(w io.Writer) {
 		if r.o.asJSON {
-			printResultsJSON(w, title, shown, tables)
+			views.ResultsLine(w, title, shown, tables)
 			return
 		}
 		fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
-		renderResults(w, shown)
+		views.WriteResults(w, shown)
 	})
 }
 
-// printResultsJSON prints a {"type": "results", ...} line.
-func printResultsJSON(w io.Writer, title string, shown []runtime.ProbeResult, tables []runtime.TableResult) {
-	b, _ := json.Marshal(struct {
-		Type   string                `json:"type"`
-		Wall   string                `json:"wall"`
-		Shows  string                `json:"shows"`
-		Probes []runtime.ProbeResult `json:"probes"`
-		Tables []runtime.TableResult `json:"tables,omitempty"`
-	}{"results", runtime.WallText(time.Now()), title, shown, tables})
-	fmt.Fprintf(w, "%s\n", b)
+// intervalResults is what cur added since prev, for run -interval:
+// counts, sums and histogram buckets less what prev had for the same key
+// (a key that added nothing is left out; a histogram shows from its lowest
+// to its highest bucket that grew). Min and max cannot be taken back: they
+// are as cur has them, since the start. prev nil: cur as it is.
+func intervalResults(prev, cur []runtime.ProbeResult) []runtime.ProbeResult {
+	if prev == nil {
+		return cur
+	}
+	before := map[string]map[string]runtime.Entry{} // address and aggregation, then key
+	for _, pr := range prev {
+		for _, ar := range pr.Aggregations {
+			m := map[string]runtime.Entry{}
+			for _, e := range ar.Entries {
+				m[views.KeyText(e.Key)] = e
+			}
+			before[pr.Address+"\x00"+ar.Name] = m
+		}
+	}
+	out := make([]runtime.ProbeResult, len(cur))
+	for i, pr := range cur {
+		out[i] = pr
+		out[i].Aggregations = make([]runtime.AggregationResult, len(pr.Aggregations))
+		for j, ar := range pr.Aggregations {
+			old := before[pr.Address+"\x00"+ar.Name]
+			if ar.Kind == compiler.AggMin || ar.Kind == compiler.AggMax || old == nil {
+				out[i].Aggregations[j] = ar
+				continue
+			}
+			d := ar
+			d.Entries = []runtime.Entry{}
+			for _, e := range ar.Entries {
+				if e, ok := entryDelta(old[views.KeyText(e.Key)], e); ok {
+					d.Entries = append(d.Entries, e)
+				}
+			}
+			sort.SliceStable(d.Entries, func(a, b int) bool { return weight(d.Entries[a]) > weight(d.Entries[b]) })
+			out[i].Aggregations[j] = d
+		}
+	}
+	return out
+}
+
+// entryDelta is cur less old (old zero when the key is new); false when
+// nothing was added.
+func entryDelta(old, cur runtime.Entry) (runtime.Entry, bool) {
+	if cur.Value != nil {
+		v := *cur.Value
+		if old.Value != nil {
+			v -= *old.Value
+		}
+		cur.Value = &v
+		return cur, v != 0
+	}
+	was := map[int64]uint64{}
+	for _, b := range old.Buckets {
+		was[b.Low] = b.Count
+	}
+	var buckets []runtime.Bucket
+	first, last := -1, -1
+	for _, b := range cur.Buckets {
+		b.Count -= min(b.Count, was[b.Low])
+		if b.Count > 0 {
+			if first < 0 {
+				first = len(buckets)
+			}
+			last = len(buckets)
+		}
+		buckets = append(buckets, b)
+	}
+	if first < 0 {
+		return cur, false
+	}
+	cur.Buckets = buckets[first : last+1]
+	return cur, true
+}
+
+// weight orders entries: the value, or a histogram's count.
+func weight(e runtime.Entry) int64 {
+	if e.Value != nil {
+		return *e.Value
+	}
+	var n int64
+	for _, b := range e.Buckets {
+		n += int64(b.Count)
+	}
+	return n
 }

@@ -2,22 +2,35 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"strings"
 
+	"github.com/probectl/probectl/internal/flamegraph"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/spf13/cobra"
 )
 
+// showOptions are show's flags.
+type showOptions struct {
+	asJSON, folded                 bool
+	top                            int
+	flameFile, aggName, symbolDirs string
+}
+
+// check refuses a -top below 0, before anything is read.
+func (o *showOptions) check() error {
+	if o.top < 0 {
+		return fmt.Errorf("-top takes a number of keys, 1 or more (0: all)")
+	}
+	return nil
+}
+
 func newShowCmd(g *globals) *cobra.Command {
-	var asJSON, folded bool
-	var top int
-	var flameFile, aggName, symbolDirs string
+	var o showOptions
 	cmd := &cobra.Command{
 		Use:   "show [-json] [-top N] [-folded | -flamegraph FILE.svg] [ADDRESS...]",
 		Short: "Show what the applied probes measured",
@@ -41,80 +54,64 @@ first. An aggregation keyed by stacks also prints as:
                          besides the files running processes map, $PATH, the
                          library directories and /usr/lib/debug/.build-id`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// One write at the end, not one per line: a workspace may
-			// hold thousands of probes.
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			defer out.Flush()
-			cmd.SetOut(out)
-			if err := requireBPF("show"); err != nil {
+			if err := o.check(); err != nil {
 				return err
 			}
-			w, s, err := g.inspect()
-			if err != nil {
-				return err
-			}
-			defer w.Close()
-			probes, err := selectProbes(s, args)
-			if err != nil {
-				return err
-			}
-			if top < 0 {
-				return fmt.Errorf("-top takes a number of keys, 1 or more (0: all)")
-			}
-			w.Symbols.Dirs = filepath.SplitList(symbolDirs)
-			if folded || flameFile != "" {
-				return showStacks(cmd, w.Read(probes), aggName, folded, flameFile)
-			}
-			results := topResults(w.Read(probes), top)
-			var tables []runtime.TableResult
-			if len(args) == 0 {
-				tables = w.ReadTables(s.Tables)
-			}
-			if asJSON {
-				if err := writeResultsJSON(cmd.OutOrStdout(), results, tables); err != nil {
-					return err
-				}
-			} else if len(results) == 0 {
-				cmd.Println("No probes applied in this workspace.")
-			} else {
-				renderResults(cmd.OutOrStdout(), results)
-				renderTables(cmd.OutOrStdout(), tables)
-			}
-			for _, r := range results {
-				if r.Error != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s cannot be read: %s\n", r.Address, r.Error)
-				}
-			}
-			for _, r := range results {
-				if r.Error != "" {
-					return exitError{1}
-				}
-			}
-			return nil
+			return runShow(cmd, g, o, args)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().IntVar(&top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
-	cmd.Flags().BoolVar(&folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
-	cmd.Flags().StringVar(&flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
-	cmd.Flags().StringVar(&aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
-	cmd.Flags().StringVar(&symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&o.top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
+	cmd.Flags().BoolVar(&o.folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
+	cmd.Flags().StringVar(&o.flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
+	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
+	cmd.Flags().StringVar(&o.symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
 }
 
-func writeResultsJSON(w io.Writer, results []runtime.ProbeResult, tables []runtime.TableResult) error {
-	if results == nil {
-		results = []runtime.ProbeResult{}
+// runShow reads the applied probes (or those args name) and shows them:
+// their results, or the stacks of one aggregation.
+func runShow(cmd *cobra.Command, g *globals, o showOptions, args []string) error {
+	// One write at the end, not one per line: a workspace may
+	// hold thousands of probes.
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+	cmd.SetOut(out)
+	if err := requireBPF("show"); err != nil {
+		return err
 	}
-	b, err := json.MarshalIndent(struct {
-		Probes []runtime.ProbeResult `json:"probes"`
-		Tables []runtime.TableResult `json:"tables,omitempty"`
-	}{results, tables}, "", "  ")
+	w, s, err := g.inspect()
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
+	defer w.Close()
+	probes, err := selectProbes(s, args)
+	if err != nil {
+		return err
+	}
+	w.Symbols.Dirs = filepath.SplitList(o.symbolDirs)
+	if o.folded || o.flameFile != "" {
+		return showStacks(cmd, w.Read(probes), o.aggName, o.folded, o.flameFile)
+	}
+	results := topResults(w.Read(probes), o.top)
+	var tables []runtime.TableResult
+	if len(args) == 0 {
+		tables = w.ReadTables(s.Tables)
+	}
+	if err := views.NewResults(o.asJSON, cmd.OutOrStdout()).Results(results, tables); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s cannot be read: %s\n", r.Address, r.Error)
+		}
+	}
+	for _, r := range results {
+		if r.Error != "" {
+			return exitError{1}
+		}
+	}
+	return nil
 }
 
 func selectProbes(s *runtime.State, args []string) ([]*runtime.ProbeState, error) {
@@ -136,56 +133,6 @@ func selectProbes(s *runtime.State, args []string) ([]*runtime.ProbeState, error
 	return out, nil
 }
 
-// renderResults draws results as text, in the manner of bpftrace.
-func renderResults(w io.Writer, results []runtime.ProbeResult) {
-	for i, pr := range results {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "%s\n", pr.Address)
-		if pr.Error != "" {
-			fmt.Fprintf(w, "  (cannot be read: %s)\n", printable(pr.Error))
-			continue
-		}
-		switch {
-		case len(pr.Aggregations) > 0:
-		case pr.Events:
-			fmt.Fprintln(w, "  (events only: probectl run prints them as they arrive)")
-		default:
-			fmt.Fprintln(w, "  (no aggregations or events: it only updates tables)")
-		}
-		for _, ar := range pr.Aggregations {
-			fmt.Fprintf(w, "\n  %s %q", ar.Kind, ar.Name)
-			if ar.Dropped > 0 {
-				fmt.Fprintf(w, " (%d observations dropped: more keys than max_keys)", ar.Dropped)
-			}
-			fmt.Fprintln(w)
-			if len(ar.Entries) == 0 {
-				fmt.Fprintln(w, "    (no data)")
-				continue
-			}
-			if hasStacks(ar) {
-				stackEntries(w, ar)
-				continue
-			}
-			if ar.Kind.IsHistogram() {
-				for _, e := range ar.Entries {
-					if len(e.Key) > 0 {
-						fmt.Fprintf(w, "    [%s]\n", keyText(e.Key))
-					}
-					drawHistogram(w, e.Buckets)
-				}
-			} else {
-				table(w, ar)
-			}
-			if ar.Omitted > 0 {
-				more := strings.Replace(plural(ar.Omitted, "key"), " ", " more ", 1)
-				fmt.Fprintf(w, "    (%s, with smaller values)\n", more)
-			}
-		}
-	}
-}
-
 // topResults keeps the first n entries of each aggregation (they are
 // sorted, largest first) and counts the others; n 0 keeps all.
 func topResults(results []runtime.ProbeResult, n int) []runtime.ProbeResult {
@@ -204,106 +151,74 @@ func topResults(results []runtime.ProbeResult, n int) []runtime.ProbeResult {
 	return results
 }
 
-func keyText(k runtime.OrderedKey) string {
-	parts := make([]string, len(k))
-	for i, f := range k {
-		parts[i] = fmt.Sprintf("%s=%s", f.Name, value(f.Value))
-	}
-	return strings.Join(parts, ", ")
-}
+// Stacks in show: symbolized frames one per line (innermost first, as
+// bpftrace prints them; internal/views), the folded format of flamegraph.pl
+// (show -folded), and an SVG flame graph (show -flamegraph FILE), both drawn
+// by internal/flamegraph.
 
-func table(w io.Writer, ar runtime.AggregationResult) {
-	cols := append([]string{}, ar.ByFields...)
-	rows := [][]string{}
-	for _, e := range ar.Entries {
-		var row []string
-		for _, f := range e.Key {
-			row = append(row, value(f.Value))
-		}
-		row = append(row, fmt.Sprint(*e.Value))
-		rows = append(rows, row)
+// stackAggregation picks the one aggregation keyed by stacks that -folded
+// and -flamegraph draw: the one named, or the only one there is.
+func stackAggregation(results []runtime.ProbeResult, name string) (*runtime.AggregationResult, string, error) {
+	type found struct {
+		addr string
+		ar   *runtime.AggregationResult
 	}
-	cols = append(cols, string(ar.Kind))
-	widths := make([]int, len(cols))
-	for i, c := range cols {
-		widths[i] = len(c)
-		for _, r := range rows {
-			widths[i] = max(widths[i], len(r[i]))
-		}
-	}
-	line := func(cells []string) {
-		fmt.Fprint(w, "    ")
-		for i, c := range cells {
-			if i == len(cells)-1 {
-				fmt.Fprintf(w, "%*s", widths[i], c)
-			} else {
-				fmt.Fprintf(w, "%-*s  ", widths[i], c)
+	var all []found
+	for i := range results {
+		for j := range results[i].Aggregations {
+			ar := &results[i].Aggregations[j]
+			if name != "" && ar.Name != name {
+				continue
+			}
+			if views.HasStacks(*ar) || name != "" {
+				all = append(all, found{results[i].Address, ar})
 			}
 		}
-		fmt.Fprintln(w)
 	}
-	line(cols)
-	for _, r := range rows {
-		line(r)
+	switch {
+	case len(all) == 1:
+		if all[0].ar.Kind.IsHistogram() {
+			return nil, "", fmt.Errorf("%s %q is a histogram: a flame graph weighs stacks by a count or a sum", all[0].addr, name)
+		}
+		return all[0].ar, all[0].addr, nil
+	case len(all) == 0 && name != "":
+		return nil, "", fmt.Errorf("no aggregation %q in the probes shown", name)
+	case len(all) == 0:
+		return nil, "", fmt.Errorf("no aggregation of the probes shown is keyed by a stack (by = [kstack], by = [ustack])")
 	}
+	var names []string
+	for _, f := range all {
+		names = append(names, fmt.Sprintf("%s %q", f.addr, f.ar.Name))
+	}
+	return nil, "", fmt.Errorf("several aggregations are keyed by stacks (%s): name one with -aggregation NAME, or an address", strings.Join(names, ", "))
 }
 
-func bound(v int64) string {
-	switch v {
-	case math.MinInt64:
-		return "-inf"
-	case math.MaxInt64:
-		return "inf"
-	}
-	return humanInt(v)
-}
-
-// humanInt writes powers of two as bpftrace does: 1K, 4M.
-func humanInt(v int64) string {
-	for _, u := range []struct {
-		n int64
-		s string
-	}{{1 << 60, "E"}, {1 << 50, "P"}, {1 << 40, "T"}, {1 << 30, "G"}, {1 << 20, "M"}, {1 << 10, "K"}} {
-		if v != 0 && v%u.n == 0 {
-			return fmt.Sprintf("%d%s", v/u.n, u.s)
+// showStacks is show -folded and show -flamegraph.
+func showStacks(cmd interface {
+	OutOrStdout() io.Writer
+	ErrOrStderr() io.Writer
+}, results []runtime.ProbeResult, aggName string, folded bool, flameFile string) error {
+	for _, r := range results {
+		if r.Error != "" {
+			return fmt.Errorf("%s cannot be read: %s", r.Address, r.Error)
 		}
 	}
-	return fmt.Sprint(v)
-}
-
-func drawHistogram(w io.Writer, buckets []runtime.Bucket) {
-	var most uint64
-	for _, b := range buckets {
-		most = max(most, b.Count)
+	ar, addr, err := stackAggregation(results, aggName)
+	if err != nil {
+		return err
 	}
-	const width = 52
-	for _, b := range buckets {
-		label := fmt.Sprintf("[%s, %s)", bound(b.Low), bound(b.High))
-		if b.High == b.Low+1 {
-			label = fmt.Sprintf("[%s]", bound(b.Low))
-		}
-		bar := 0
-		if most > 0 {
-			bar = int(b.Count * width / most)
-		}
-		fmt.Fprintf(w, "    %-20s %8d |%-*s|\n", label, b.Count, width, strings.Repeat("@", bar))
-	}
-}
-
-// renderTables says how full each table is: tables are the probes' working
-// state, so show counts them (show -json lists what they hold).
-func renderTables(w io.Writer, tables []runtime.TableResult) {
-	for _, t := range tables {
-		fmt.Fprintf(w, "\n%s: ", t.Address)
-		switch {
-		case t.Error != "":
-			fmt.Fprintf(w, "cannot be read: %s\n", printable(t.Error))
-		default:
-			fmt.Fprintf(w, "%s", plural(len(t.Entries), "key"))
-			if t.Dropped > 0 {
-				fmt.Fprintf(w, "; %d stores refused (the table was full: raise max_keys)", t.Dropped)
-			}
-			fmt.Fprintln(w)
+	stacks := flamegraph.Fold(ar)
+	if folded {
+		if err := flamegraph.WriteFolded(cmd.OutOrStdout(), stacks); err != nil {
+			return err
 		}
 	}
+	if flameFile != "" {
+		title := fmt.Sprintf("%s %s %q", addr, ar.Kind, ar.Name)
+		if err := flamegraph.WriteFile(flameFile, title, stacks); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d stacks.\n", flameFile, len(stacks))
+	}
+	return nil
 }

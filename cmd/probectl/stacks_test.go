@@ -19,6 +19,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/internal/flamegraph/flamegraphtest"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -594,7 +595,7 @@ probe "tracepoint" "gp" {
 // as in show.
 func TestStackFramesPrintable(t *testing.T) {
 	s := &runtime.Stack{User: true, Frames: []symbols.Frame{{Symbol: "\x1b]0;owned\x07", Offset: 1, Module: "/tmp/\x1b[2Jlib.so"}}}
-	got := keyText(runtime.OrderedKey{{Name: "ustack", Value: s}})
+	got := views.KeyText(runtime.OrderedKey{{Name: "ustack", Value: s}})
 	if strings.ContainsAny(got, "\x1b\x07") {
 		t.Errorf("events print %q", got)
 	}

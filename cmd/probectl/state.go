@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/views"
 
 	"github.com/spf13/cobra"
 )
@@ -48,7 +49,7 @@ Exit status: 0 recovered, 1 errors.`,
 			for _, sk := range skipped {
 				cmd.Printf("  not adopted: %s\n", sk)
 			}
-			cmd.Printf("Recovered the state of workspace %q: %s, lineage %s, serial %d.\n", w.Name, plural(len(s.Probes), "probe"), shortLineage(s.Lineage), s.Serial)
+			cmd.Printf("Recovered the state of workspace %q: %s, lineage %s, serial %d.\n", w.Name, views.Plural(len(s.Probes), "probe"), shortLineage(s.Lineage), s.Serial)
 			return nil
 		},
 	}
@@ -81,7 +82,7 @@ Exit status: 0 done, 1 errors.`,
 			if _, err := w.Forget(addrs); err != nil {
 				return err
 			}
-			cmd.Printf("Forgot %s.\n", plural(len(addrs), "probe"))
+			cmd.Printf("Forgot %s.\n", views.Plural(len(addrs), "probe"))
 			return nil
 		},
 	}

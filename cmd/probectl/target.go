@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"strings"
-
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/spf13/cobra"
 )
 
@@ -47,57 +44,12 @@ func runTarget(cmd *cobra.Command, a targetArgs) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case full:
+	if full {
 		if err := facts.WriteFile(a.output); err != nil {
 			return err
 		}
-		renderFactsWritten(cmd, facts, a.output)
-	case a.json:
-		b, _ := json.MarshalIndent(facts, "", "  ")
-		cmd.Println(string(b))
-	default:
-		renderFacts(cmd, facts)
+		views.FactsWritten(cmd.OutOrStdout(), facts, a.output)
+		return nil
 	}
-	return nil
-}
-
-// renderFactsWritten says what a facts file holds.
-func renderFactsWritten(cmd *cobra.Command, facts *bpf.Facts, path string) {
-	btf := "no BTF"
-	if len(facts.KernelBTF) > 0 {
-		btf = fmt.Sprintf("its BTF (%d KiB gzipped)", len(facts.KernelBTF)/1024)
-	}
-	cmd.Printf("Wrote the facts of %s, with %d functions, the formats of its tracepoints (%d KiB gzipped) and %s, to %s.\n",
-		facts.Label(), len(facts.Functions), len(facts.TracepointFormats)/1024, btf, path)
-}
-
-// renderFacts shows the facts: the link types as every display names them
-// (bpf.LinkFacts), the ones the kernel has, then the ones it lacks.
-func renderFacts(cmd *cobra.Command, f *bpf.Facts) {
-	yes := func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "no"
-	}
-	cmd.Printf("Kernel:   linux %s (%s), %s\n", f.Kernel, f.Name, f.Arch)
-	cmd.Printf("BTF:      %s\n", yes(f.BTF))
-	cmd.Printf("ISA:      %s\n", map[bool]string{true: "v4 (gotol: jumps beyond 32767 instructions)", false: "before v4 (no gotol)"}[f.ISAv4])
-	cmd.Printf("fprobe:   %s", f.Fprobe)
-	if f.FprobeEntryFastPath {
-		cmd.Print(", entry-only ftrace_ops fast path")
-	}
-	cmd.Printf(" (ftrace WITH_REGS %s, WITH_ARGS %s)\n", yes(f.FtraceWithRegs), yes(f.FtraceWithArgs))
-	have, lack := f.Links.Split()
-	cmd.Printf("Links:    %s\n", strings.Join(have, ", "))
-	if len(lack) > 0 {
-		cmd.Printf("Missing:  %s\n", strings.Join(lack, ", "))
-	}
-	h := f.Helpers
-	cmd.Printf("Helpers:  attach cookies %s (fentry %s), func arg/ret %s, ring buffer %s, session kfuncs %s (ctx prototype %s)\n",
-		yes(h.AttachCookie), yes(h.TracingAttachCookie), yes(h.FuncArg), yes(h.Ringbuf), yes(h.SessionKfuncs), yes(h.SessionKfuncsCtxArg))
-	if f.CPUs > 0 {
-		cmd.Printf("CPUs:     %d\n", f.CPUs)
-	}
+	return views.NewFacts(a.json, cmd.OutOrStdout()).Facts(facts)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 
+	"github.com/probectl/probectl/internal/termtext"
+	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
 )
@@ -28,11 +30,11 @@ Exit status: 0 valid, 1 errors.`,
 			if cfg != nil {
 				sources = cfg.Sources
 			}
-			printDiags(cmd.ErrOrStderr(), diags, sources)
+			termtext.Diagnostics(cmd.ErrOrStderr(), diags, sources)
 			if diags.HasErrors() {
 				return exitError{1}
 			}
-			cmd.Printf("Valid: %d probe(s) in %s.\n", len(cfg.Probes), plural(len(cfg.Sources), "file"))
+			cmd.Printf("Valid: %d probe(s) in %s.\n", len(cfg.Probes), views.Plural(len(cfg.Sources), "file"))
 			return nil
 		},
 	}

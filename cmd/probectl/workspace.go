@@ -9,6 +9,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
@@ -95,10 +96,10 @@ func (g *globals) inspect() (*runtime.Workspace, *runtime.State, error) {
 func compileLive(cmd *cobra.Command, paths []string, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
 	cfg, diags := spec.LoadPaths(paths)
 	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
+		termtext.Diagnostics(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
 		return nil, nil, exitError{1}
 	}
-	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources) // warnings
+	termtext.Diagnostics(cmd.ErrOrStderr(), diags, cfg.Sources) // warnings
 	facts, err := engine.TargetFacts("auto", cfg)
 	if err != nil {
 		return nil, nil, err
@@ -110,7 +111,7 @@ func compileLive(cmd *cobra.Command, paths []string, policy spec.Policy) (*spec.
 func parseSources(cmd *cobra.Command, files map[string][]byte) (*spec.Config, error) {
 	cfg, diags := spec.Parse(files)
 	if diags.HasErrors() {
-		printDiags(cmd.ErrOrStderr(), diags, files)
+		termtext.Diagnostics(cmd.ErrOrStderr(), diags, files)
 		return nil, exitError{1}
 	}
 	return cfg, nil
@@ -120,7 +121,7 @@ func parseSources(cmd *cobra.Command, files map[string][]byte) (*spec.Config, er
 // not compiled), printing the diagnostics.
 func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy spec.Policy) (*spec.Config, *compiler.Output, error) {
 	out, diags := engine.Compile(cfg, facts, policy)
-	printDiags(cmd.ErrOrStderr(), diags, cfg.Sources)
+	termtext.Diagnostics(cmd.ErrOrStderr(), diags, cfg.Sources)
 	if diags.HasErrors() {
 		return nil, nil, exitError{1}
 	}
@@ -131,7 +132,7 @@ func compileFor(cmd *cobra.Command, cfg *spec.Config, facts *bpf.Facts, policy s
 // a verifier rejection as a diagnostic at the spec range.
 func reportApplyError(cmd *cobra.Command, err error, cfg *spec.Config) error {
 	if d := engine.Refusal(cfg, err); d != nil {
-		printDiags(cmd.ErrOrStderr(), hcl.Diagnostics{d}, sourcesOf(cfg))
+		termtext.Diagnostics(cmd.ErrOrStderr(), hcl.Diagnostics{d}, sourcesOf(cfg))
 		fmt.Fprintln(cmd.ErrOrStderr(), "Nothing was changed: the kernel holds what it held before.")
 		return exitError{1}
 	}

@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"bufio"
@@ -8,11 +8,40 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/symbols"
-	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/compiler/compiled"
 )
 
+// Plan shows a plan: the human view in the manner of terraform plan, the
+// JSON view as the README's "Plan JSON".
+type Plan interface {
+	Plan(plan *compiled.Plan) error
+}
+
+// NewPlan is the plan view -json selects, writing to w.
+func NewPlan(asJSON bool, w io.Writer) Plan {
+	if asJSON {
+		return PlanJSON{w}
+	}
+	return PlanHuman{w}
+}
+
+// PlanHuman is the plan as text.
+type PlanHuman struct{ W io.Writer }
+
+// PlanJSON is the plan as indented JSON.
+type PlanJSON struct{ W io.Writer }
+
+// Plan writes plan as JSON.
+func (v PlanJSON) Plan(plan *compiled.Plan) error { return writeJSON(v.W, plan) }
+
+// Plan writes plan as text.
+func (v PlanHuman) Plan(plan *compiled.Plan) error {
+	renderPlan(v.W, plan)
+	return nil
+}
+
 // renderPlan writes a plan in the manner of terraform plan.
-func renderPlan(out io.Writer, plan *compiler.Plan) {
+func renderPlan(out io.Writer, plan *compiled.Plan) {
 	// Buffered: a plan of thousands of probes is tens of thousands of
 	// small writes otherwise.
 	w := bufio.NewWriter(out)
@@ -50,21 +79,21 @@ func fastPath(on bool) string {
 	return ""
 }
 
-func linkList(plan *compiler.Plan) string {
+func linkList(plan *compiled.Plan) string {
 	have, _ := plan.Target.Links.Split()
 	return strings.Join(have, ", ")
 }
 
-var actionSymbols = map[compiler.Action]string{
-	compiler.ActionCreate: "+", compiler.ActionReplace: "-/+", compiler.ActionDelete: "-", compiler.ActionNoOp: " ",
+var actionSymbols = map[compiled.Action]string{
+	compiled.ActionCreate: "+", compiled.ActionReplace: "-/+", compiled.ActionDelete: "-", compiled.ActionNoOp: " ",
 }
 
-var actionWords = map[compiler.Action]string{
-	compiler.ActionCreate: "will be created", compiler.ActionReplace: "must be replaced",
-	compiler.ActionDelete: "will be destroyed", compiler.ActionNoOp: "is unchanged",
+var actionWords = map[compiled.Action]string{
+	compiled.ActionCreate: "will be created", compiled.ActionReplace: "must be replaced",
+	compiled.ActionDelete: "will be destroyed", compiled.ActionNoOp: "is unchanged",
 }
 
-func renderChange(w io.Writer, c *compiler.Change, cpus int) {
+func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 	fmt.Fprintf(w, "  # %s %s", c.Address, actionWords[c.Action])
 	if c.Why != "" {
 		fmt.Fprintf(w, " (%s)", c.Why)
@@ -76,7 +105,7 @@ func renderChange(w io.Writer, c *compiler.Change, cpus int) {
 	renderWhere(row, c)
 	row("route", "%s", c.Route)
 	row("reason", "%s", c.Reason)
-	row("attach", "%s (%s)", compiler.JoinFamilies(c.Attach), linksText(c))
+	row("attach", "%s (%s)", compiled.JoinFamilies(c.Attach), linksText(c))
 	if c.Cost != nil {
 		row("cost", "%s", c.Cost)
 	}
@@ -103,7 +132,7 @@ func rowWriter(w io.Writer) func(key, format string, args ...any) {
 
 // renderWhat writes what a probe attaches to: its events, functions or
 // sampler, and what it excludes.
-func renderWhat(row func(key, format string, args ...any), c *compiler.Change) {
+func renderWhat(row func(key, format string, args ...any), c *compiled.Change) {
 	switch {
 	case c.Event != "":
 		row("event", "%s", printable(c.Event))
@@ -125,7 +154,7 @@ func renderWhat(row func(key, format string, args ...any), c *compiler.Change) {
 
 // renderWhere writes where a user probe attaches: its binary, the
 // functions missing from it, its process.
-func renderWhere(row func(key, format string, args ...any), c *compiler.Change) {
+func renderWhere(row func(key, format string, args ...any), c *compiled.Change) {
 	if c.Binary != "" && c.Library != "" {
 		row("binary", "%s (%s, from %s)", printable(c.Binary), printable(c.Library), symbols.LDCache)
 	} else if c.Binary != "" {
@@ -140,7 +169,7 @@ func renderWhere(row func(key, format string, args ...any), c *compiler.Change) 
 }
 
 // linksText says how many links a change attaches.
-func linksText(c *compiler.Change) string {
+func linksText(c *compiled.Change) string {
 	if c.Links != nil {
 		return plural(*c.Links, "link")
 	}
@@ -151,11 +180,11 @@ func linksText(c *compiler.Change) string {
 }
 
 // entryDataText says where a probe keeps what its entry hands its exit.
-func entryDataText(d compiler.EntryData) string {
+func entryDataText(d compiled.EntryData) string {
 	switch d.Storage {
-	case compiler.StorageCookie:
+	case compiled.StorageCookie:
 		return fmt.Sprintf("%d bytes in the session cookie", d.Size)
-	case compiler.StorageMap:
+	case compiled.StorageMap:
 		return fmt.Sprintf("%d bytes in a per-call map slot (thread, function)", d.Size)
 	default:
 		return "none"
@@ -163,7 +192,7 @@ func entryDataText(d compiler.EntryData) string {
 }
 
 // renderPrograms writes the "programs" rows, one per program.
-func renderPrograms(w io.Writer, programs []compiler.PlanProgram) {
+func renderPrograms(w io.Writer, programs []compiled.PlanProgram) {
 	for i, p := range programs {
 		key := ""
 		if i == 0 {
@@ -178,7 +207,7 @@ func renderPrograms(w io.Writer, programs []compiler.PlanProgram) {
 }
 
 // renderMaps writes the "maps" rows, one per map.
-func renderMaps(w io.Writer, maps []compiler.PlanMap) {
+func renderMaps(w io.Writer, maps []compiled.PlanMap) {
 	for i, m := range maps {
 		key := ""
 		if i == 0 {
@@ -197,7 +226,7 @@ func renderMaps(w io.Writer, maps []compiler.PlanMap) {
 }
 
 // renderTable writes a table's entry: its layout, its users, its memory.
-func renderTable(w io.Writer, t *compiler.TableChange, cpus int) {
+func renderTable(w io.Writer, t *compiled.TableChange, cpus int) {
 	fmt.Fprintf(w, "  # %s %s", t.Address, actionWords[t.Action])
 	if t.Why != "" {
 		fmt.Fprintf(w, " (%s)", t.Why)
@@ -207,7 +236,7 @@ func renderTable(w io.Writer, t *compiler.TableChange, cpus int) {
 	row := func(key, format string, args ...any) {
 		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
 	}
-	slots := func(fields []compiler.KeyField) string {
+	slots := func(fields []compiled.KeyField) string {
 		var parts []string
 		for _, f := range fields {
 			parts = append(parts, fmt.Sprintf("%s %s (%d bytes)", f.Name, f.Kind, f.Size))
@@ -234,7 +263,7 @@ func renderTable(w io.Writer, t *compiler.TableChange, cpus int) {
 
 // renderEvents writes the event buffer's entry: its size, what it holds,
 // its users.
-func renderEvents(w io.Writer, e *compiler.EventsChange) {
+func renderEvents(w io.Writer, e *compiled.EventsChange) {
 	fmt.Fprintf(w, "  # %s %s", e.Address, actionWords[e.Action])
 	if e.Why != "" {
 		fmt.Fprintf(w, " (%s)", e.Why)
@@ -307,7 +336,7 @@ func bytesString(n int64) string {
 }
 
 // renderSkipped lists the optional probes that will not be attached.
-func renderSkipped(w io.Writer, skipped []compiler.Skipped) {
+func renderSkipped(w io.Writer, skipped []compiled.Skipped) {
 	for _, sk := range skipped {
 		fmt.Fprintf(w, "\n  # %s will not be attached (optional): %s\n", sk.Address, printable(sk.Why))
 	}
