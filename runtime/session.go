@@ -175,19 +175,27 @@ func CleanRuns() []string {
 	}
 	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "probectl-run-*"))
 	for _, t := range tmps {
-		var st unix.Stat_t
-		if unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) {
-			continue
-		}
-		entries, err := os.ReadDir(t)
-		if err != nil || len(entries) != 1 {
-			continue
-		}
-		if pid, ok := runPID(entries[0].Name()); ok && !alive(pid) && os.RemoveAll(t) == nil {
+		if leftByDeadRun(t) && os.RemoveAll(t) == nil {
 			removed = append(removed, t)
 		}
 	}
 	return removed
+}
+
+// leftByDeadRun says t is a temporary state directory of a run that is
+// gone: a directory of ours (no symlink) holding one entry, run-<pid>,
+// whose process is not alive.
+func leftByDeadRun(t string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) {
+		return false
+	}
+	entries, err := os.ReadDir(t)
+	if err != nil || len(entries) != 1 {
+		return false
+	}
+	pid, ok := runPID(entries[0].Name())
+	return ok && !alive(pid)
 }
 
 func runPID(name string) (int, bool) {

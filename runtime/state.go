@@ -221,10 +221,8 @@ func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
 	if err := validMapPins(p.Address, p.Maps); err != nil {
 		return err
 	}
-	for _, l := range p.Links {
-		if !isLinkPin(l.Pin) {
-			return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
-		}
+	if err := p.validateLinks(); err != nil {
+		return err
 	}
 	if err := p.validateStats(); err != nil {
 		return err
@@ -232,6 +230,16 @@ func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
 	for _, e := range p.Events {
 		if e == nil {
 			return fmt.Errorf("%s: an event layout is null", p.Address)
+		}
+	}
+	return nil
+}
+
+// validateLinks checks that every link pin is named as one.
+func (p *ProbeState) validateLinks() error {
+	for _, l := range p.Links {
+		if !isLinkPin(l.Pin) {
+			return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
 		}
 	}
 	return nil

@@ -171,22 +171,21 @@ func openPins(name string, create bool) (*dir, error) {
 	}
 	// /sys/fs/bpf is often mode 1777: like /tmp, fine above ours.
 	fs, err := openPathTrust(BPFFS, false, trustAncestor)
-	if errors.Is(err, os.ErrNotExist) && !create {
+	if readerFindsNone(err, create) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bpffs: %w", err)
 	}
 	defer fs.close()
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fs.fd, &sfs); err != nil || sfs.Type != unix.BPF_FS_MAGIC {
+	if !isBPFFS(fs) {
 		if !create {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%s is not a bpffs mount", BPFFS)
 	}
 	root, err := fs.sub("probectl", create, trustPrivate)
-	if errors.Is(err, os.ErrNotExist) && !create {
+	if readerFindsNone(err, create) {
 		return nil, nil
 	}
 	if err != nil {
@@ -194,13 +193,25 @@ func openPins(name string, create bool) (*dir, error) {
 	}
 	defer root.close()
 	d, err := root.sub(name, create, trustPrivate)
-	if errors.Is(err, os.ErrNotExist) && !create {
+	if readerFindsNone(err, create) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pin directory: %w", err)
 	}
 	return d, nil
+}
+
+// readerFindsNone says err is a missing directory met by a reader (not
+// create): no pins, no error.
+func readerFindsNone(err error, create bool) bool {
+	return !create && errors.Is(err, os.ErrNotExist)
+}
+
+// isBPFFS says d is on a bpffs mount.
+func isBPFFS(d *dir) bool {
+	var sfs unix.Statfs_t
+	return unix.Fstatfs(d.fd, &sfs) == nil && sfs.Type == unix.BPF_FS_MAGIC
 }
 
 // mountBPFFS mounts bpffs at /sys/fs/bpf when it is not mounted.
