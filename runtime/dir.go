@@ -330,6 +330,11 @@ func (d *dir) removeAll(name string) error {
 	case !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM):
 		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
 	}
+	return d.removeDir(name)
+}
+
+// removeDir removes the directory name: what it holds, then itself.
+func (d *dir) removeDir(name string) error {
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -338,20 +343,27 @@ func (d *dir) removeAll(name string) error {
 		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
 	}
 	sub := &dir{fd: fd, path: filepath.Join(d.path, name)}
-	names, err := sub.list()
-	if err == nil {
-		for _, n := range names {
-			if err = sub.removeAll(n); err != nil {
-				break
-			}
-		}
-	}
+	err = sub.empty()
 	sub.close()
 	if err != nil {
 		return err
 	}
 	if err := unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
+	}
+	return nil
+}
+
+// empty removes everything in d.
+func (d *dir) empty() error {
+	names, err := d.list()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := d.removeAll(n); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -382,10 +394,16 @@ func (d *dir) readFile(name string, limit int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	// Sized from the stat (a state file of thousands of probes is
-	// megabytes: growing from io.ReadAll's 512 bytes costs more than the
-	// read), bounded by the limit whatever the stat says.
-	b := make([]byte, 0, min(max(st.Size(), 0), limit)+1)
+	return readLimited(f, path, st.Size(), limit)
+}
+
+// readLimited reads f, of size bytes by its stat, to its end: at most limit
+// bytes, or an error that it is larger. The buffer is sized from the stat
+// (a state file of thousands of probes is megabytes: growing from
+// io.ReadAll's 512 bytes costs more than the read), bounded by the limit
+// whatever the stat says.
+func readLimited(f *os.File, path string, size, limit int64) ([]byte, error) {
+	b := make([]byte, 0, min(max(size, 0), limit)+1)
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

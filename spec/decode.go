@@ -818,30 +818,38 @@ func (d *decoder) events(attr *hcl.Attribute) []Pattern {
 		if e == nil {
 			continue
 		}
-		s, ok := d.literalString(e)
-		if !ok {
-			d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\" (or optional(\"GROUP:EVENT\"), which may be missing).")
-			continue
+		if s, ok := d.event(e); ok {
+			out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 		}
-		if group, rest, ok := strings.Cut(s, ":"); ok && (group == "tracepoint" || group == "t") && strings.Contains(rest, ":") {
-			d.errorf(e.Range(), "Probe type in the event",
-				"%q starts with bpftrace's probe type; here the probe's kind says it is a tracepoint, and event is only \"GROUP:EVENT\": write %q.", s, rest)
-			continue
-		}
-		if parts := strings.Split(s, ","); len(parts) > 1 {
-			for i, part := range parts {
-				parts[i] = strconv.Quote(strings.TrimSpace(part))
-			}
-			d.errorf(e.Range(), "Several events in one string",
-				"event takes a list for several events, one string each: event = [%s]. A glob matches several too (\"syscalls:sys_enter_open*\").", strings.Join(parts, ", "))
-			continue
-		}
-		if err := bpf.CheckEventPattern(s); err != nil {
-			d.errorf(e.Range(), "Invalid tracepoint event",
-				"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\", or a glob such as \"syscalls:sys_enter_exec*\"; the events are listed under /sys/kernel/tracing/events.", err)
-			continue
-		}
-		out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 	}
 	return out
+}
+
+// event reads one event of a tracepoint probe: a quoted "GROUP:EVENT" or
+// glob, with no probe type before it and no comma in it.
+func (d *decoder) event(e hcl.Expression) (string, bool) {
+	s, ok := d.literalString(e)
+	if !ok {
+		d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\" (or optional(\"GROUP:EVENT\"), which may be missing).")
+		return "", false
+	}
+	if group, rest, ok := strings.Cut(s, ":"); ok && (group == "tracepoint" || group == "t") && strings.Contains(rest, ":") {
+		d.errorf(e.Range(), "Probe type in the event",
+			"%q starts with bpftrace's probe type; here the probe's kind says it is a tracepoint, and event is only \"GROUP:EVENT\": write %q.", s, rest)
+		return "", false
+	}
+	if parts := strings.Split(s, ","); len(parts) > 1 {
+		for i, part := range parts {
+			parts[i] = strconv.Quote(strings.TrimSpace(part))
+		}
+		d.errorf(e.Range(), "Several events in one string",
+			"event takes a list for several events, one string each: event = [%s]. A glob matches several too (\"syscalls:sys_enter_open*\").", strings.Join(parts, ", "))
+		return "", false
+	}
+	if err := bpf.CheckEventPattern(s); err != nil {
+		d.errorf(e.Range(), "Invalid tracepoint event",
+			"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\", or a glob such as \"syscalls:sys_enter_exec*\"; the events are listed under /sys/kernel/tracing/events.", err)
+		return "", false
+	}
+	return s, true
 }

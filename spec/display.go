@@ -213,6 +213,12 @@ func labelKey(e hcl.Expression) (int64, bool) {
 	if u, ok := e.(*hclsyntax.UnaryOpExpr); ok && u.Op == hclsyntax.OpNegate {
 		neg, e = true, u.Val
 	}
+	return labelNumber(e, neg)
+}
+
+// labelNumber is the number e's constant value is, negated with neg: a
+// whole number, or a string of a decimal or hex one (not negated).
+func labelNumber(e hcl.Expression, neg bool) (int64, bool) {
 	v, diags := e.Value(nil)
 	if diags.HasErrors() || v.IsNull() || !v.IsKnown() {
 		return 0, false

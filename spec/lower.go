@@ -620,12 +620,33 @@ func EventName(b *Binary) (string, bool) {
 
 func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 	c, t, f := s.lower(e.Condition), s.lower(e.TrueResult), s.lower(e.FalseResult)
-	if isInvalid(c) || isInvalid(t) || isInvalid(f) || s.stackMisuse(c, "? :") || s.stackMisuse(t, "? :") || s.stackMisuse(f, "? :") {
+	if s.unusable("? :", c, t, f) {
 		return &invalid{exprBase{rng: e.Range()}}
 	}
 	if c.Type().Kind != KindBool {
 		return s.errorf(c.Range(), "Condition is not a bool", "%s is a %s. Compare it, for example %s != 0.", c.Text(), c.Type(), c.Text())
 	}
+	return s.choice(e, c, t, f)
+}
+
+// unusable says an operand of what is invalid (reported already) or a
+// stack (reported now: the first one).
+func (s *scope) unusable(what string, xs ...Expr) bool {
+	for _, x := range xs {
+		if isInvalid(x) {
+			return true
+		}
+	}
+	for _, x := range xs {
+		if s.stackMisuse(x, what) {
+			return true
+		}
+	}
+	return false
+}
+
+// choice types cond ? t : f by its branches: both bools or both integers.
+func (s *scope) choice(e *hclsyntax.ConditionalExpr, c, t, f Expr) Expr {
 	switch tt, ft := t.Type(), f.Type(); {
 	case tt.Kind == KindBool && ft.Kind == KindBool:
 		return &Cond{exprBase: s.base(e, TypeBool), If: c, Then: t, Else: f}
