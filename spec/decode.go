@@ -554,9 +554,23 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 	}
 	content, diags := b.Body.Content(actionSchema)
 	d.diags = append(d.diags, diags...)
-	bad := false // an lhist bound already reported
+	bad := d.actionArgs(sc, a, content.Attributes)
+	for _, req := range actionNeeds[a.Kind] {
+		if _, ok := content.Attributes[req]; !ok {
+			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
+		}
+	}
+	if a.Kind == LHist && !bad {
+		d.checkLHist(a, content.Attributes)
+	}
+	return a
+}
+
+// actionArgs decodes the arguments of an action, refusing those its kind
+// does not take; true when an lhist bound was reported.
+func (d *decoder) actionArgs(sc *scope, a *Action, attrs hcl.Attributes) (bad bool) {
 	takes := actionTakes[a.Kind]
-	for name, attr := range content.Attributes {
+	for name, attr := range attrs {
 		if !contains(takes, name) {
 			hint := "Remove it."
 			if name == "value" && a.Kind == Count {
@@ -569,15 +583,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 			bad = true
 		}
 	}
-	for _, req := range actionNeeds[a.Kind] {
-		if _, ok := content.Attributes[req]; !ok {
-			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
-		}
-	}
-	if a.Kind == LHist && !bad {
-		d.checkLHist(a, content.Attributes)
-	}
-	return a
+	return bad
 }
 
 // actionTakes are the arguments each kind of action takes.

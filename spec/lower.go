@@ -65,33 +65,9 @@ func (s *scope) intExpr(e hcl.Expression, what string) Expr {
 // object naming each column (by = { errno = -ret, file = str(args.filename) }).
 // A key may be shown through a decoder (errno_name(x), inet(a, p), ...).
 func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
-	var exprs []hcl.Expression
-	var names []string
-	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
-		seen := map[string]bool{}
-		for _, item := range obj.Items {
-			name := hcl.ExprAsKeyword(item.KeyExpr)
-			switch {
-			case name == "" || !bpf.ValidName(name):
-				s.errorf(item.KeyExpr.Range(), "Invalid key name",
-					"Key names are identifiers (letters, digits and underscores, starting with a letter), as metric labels need: by = { errno = -ret }.")
-				return nil, nil
-			case seen[name]:
-				s.errorf(item.KeyExpr.Range(), "Duplicate key name", "%q names two keys. Rename one.", name)
-				return nil, nil
-			}
-			seen[name] = true
-			names = append(names, name)
-			exprs = append(exprs, item.ValueExpr)
-		}
-	} else {
-		var diags hcl.Diagnostics
-		exprs, diags = hcl.ExprList(attr.Expr)
-		if diags.HasErrors() {
-			s.errorf(attr.Expr.Range(), "Expected a list or an object",
-				"by is a list of values to group by, for example [func, comm], or an object that names them: { fn = func, errno = -ret }.")
-			return nil, nil
-		}
+	exprs, names, ok := s.keyExprs(attr)
+	if !ok {
+		return nil, nil
 	}
 	if len(exprs) > MaxKeyFields {
 		s.errorf(attr.Expr.Range(), "Too many keys", "by takes at most %d values; drop some.", MaxKeyFields)
@@ -101,15 +77,7 @@ func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
 	var outNames []string
 	for i, e := range exprs {
 		x := s.shown(e)
-		if isInvalid(x) {
-			continue
-		}
-		switch {
-		case x.Type().Kind == KindBool:
-			s.errorf(x.Range(), "Key is a bool", "Group by a value, not a condition: use %s ? 1 : 0 to key by it.", x.Text())
-			continue
-		case isLiteral(x):
-			s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, str(...), or an integer value.")
+		if !s.validKey(x) {
 			continue
 		}
 		out = append(out, x)
@@ -118,6 +86,61 @@ func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
 		}
 	}
 	return out, outNames
+}
+
+// keyExprs reads by's expressions: a list, or an object (whose names it
+// returns too, nil for a list). It reports what it refuses (not ok).
+func (s *scope) keyExprs(attr *hcl.Attribute) ([]hcl.Expression, []string, bool) {
+	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
+		return s.namedKeys(obj)
+	}
+	exprs, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() {
+		s.errorf(attr.Expr.Range(), "Expected a list or an object",
+			"by is a list of values to group by, for example [func, comm], or an object that names them: { fn = func, errno = -ret }.")
+		return nil, nil, false
+	}
+	return exprs, nil, true
+}
+
+// namedKeys reads by = { NAME = VALUE, ... }: each name an identifier,
+// none twice.
+func (s *scope) namedKeys(obj *hclsyntax.ObjectConsExpr) ([]hcl.Expression, []string, bool) {
+	var exprs []hcl.Expression
+	var names []string
+	seen := map[string]bool{}
+	for _, item := range obj.Items {
+		name := hcl.ExprAsKeyword(item.KeyExpr)
+		switch {
+		case name == "" || !bpf.ValidName(name):
+			s.errorf(item.KeyExpr.Range(), "Invalid key name",
+				"Key names are identifiers (letters, digits and underscores, starting with a letter), as metric labels need: by = { errno = -ret }.")
+			return nil, nil, false
+		case seen[name]:
+			s.errorf(item.KeyExpr.Range(), "Duplicate key name", "%q names two keys. Rename one.", name)
+			return nil, nil, false
+		}
+		seen[name] = true
+		names = append(names, name)
+		exprs = append(exprs, item.ValueExpr)
+	}
+	return exprs, names, true
+}
+
+// validKey says x can be a key: valid, and neither a bool nor a constant
+// string (which it reports).
+func (s *scope) validKey(x Expr) bool {
+	switch {
+	case isInvalid(x):
+		return false
+	case x.Type().Kind == KindBool:
+		s.errorf(x.Range(), "Key is a bool", "Group by a value, not a condition: use %s ? 1 : 0 to key by it.", x.Text())
+		return false
+	case isLiteral(x):
+		s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, str(...), or an integer value.")
+		return false
+	}
+	return true
 }
 
 // MaxKeyFields is the most values a by list may have.
@@ -292,15 +315,21 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	case b != nil && b.Form == FormStack:
 		return s.stackVar(e)
 	case len(tr) != 1:
-		hint := ""
-		if b != nil && b.Register && s.probe.Addr.Kind == bpf.KindKernel {
-			hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
-		}
-		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
+		return s.plainFields(e, root, b)
 	case b == nil:
 		return s.unknownName(e, root)
 	}
 	return s.value(e, b)
+}
+
+// plainFields reports fields on root, a plain value (b, when it is a
+// built-in one): a kernel probe's register is cast to reach a struct.
+func (s *scope) plainFields(e hcl.Expression, root string, b *Builtin) Expr {
+	hint := ""
+	if b != nil && b.Register && s.probe.Addr.Kind == bpf.KindKernel {
+		hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
+	}
+	return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
 }
 
 // value lowers built-in value b, where the probe's kind and the handler

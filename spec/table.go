@@ -440,20 +440,7 @@ func (d *decoder) tableAction(sc *scope, b *hcl.Block, a *Action) *Action {
 		return a
 	}
 	if t.Fields != nil {
-		a.Fields = sc.fields(value, "value")
-		if len(a.Fields) != len(t.Fields) {
-			d.errorf(value.Expr.Range(), "Stores disagree",
-				"%q holds objects with %s; every store must set exactly those fields.", t.Name, quoteList(t.FieldNames()))
-			return a
-		}
-		for _, f := range a.Fields {
-			tf := t.Field(f.Name)
-			if tf == nil {
-				d.errorf(f.Range, "Stores disagree", "%q holds objects with %s, not %q.", t.Name, quoteList(t.FieldNames()), f.Name)
-				continue
-			}
-			sc.checkSlot(f.Value, tf.Type, fmt.Sprintf("%s.%s", t.Name, f.Name))
-		}
+		d.storeFields(sc, t, a, value)
 		return a
 	}
 	if _, obj := value.Expr.(*hclsyntax.ObjectConsExpr); obj {
@@ -463,6 +450,25 @@ func (d *decoder) tableAction(sc *scope, b *hcl.Block, a *Action) *Action {
 	a.Value = sc.lower(value.Expr)
 	sc.checkSlot(a.Value, t.Value, t.Name)
 	return a
+}
+
+// storeFields lowers the value of a store into a table of objects: every
+// field of the table, each of its type.
+func (d *decoder) storeFields(sc *scope, t *Table, a *Action, value *hcl.Attribute) {
+	a.Fields = sc.fields(value, "value")
+	if len(a.Fields) != len(t.Fields) {
+		d.errorf(value.Expr.Range(), "Stores disagree",
+			"%q holds objects with %s; every store must set exactly those fields.", t.Name, quoteList(t.FieldNames()))
+		return
+	}
+	for _, f := range a.Fields {
+		tf := t.Field(f.Name)
+		if tf == nil {
+			d.errorf(f.Range, "Stores disagree", "%q holds objects with %s, not %q.", t.Name, quoteList(t.FieldNames()), f.Name)
+			continue
+		}
+		sc.checkSlot(f.Value, tf.Type, fmt.Sprintf("%s.%s", t.Name, f.Name))
+	}
 }
 
 // tableKey lowers a table key: a list of values (or one bare value) whose
