@@ -122,10 +122,7 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 		return nil, fmt.Errorf("open /: %w", err)
 	}
 	d := &dir{fd: fd, path: "/"}
-	elems := strings.Split(strings.TrimPrefix(resolved, "/"), "/")
-	if resolved == "/" {
-		elems = nil
-	}
+	elems := pathElems(resolved)
 	if !create && len(missing) > 0 {
 		// Check what exists all the same: a loose directory above a
 		// missing one is refused, not taken for absence.
@@ -187,10 +184,7 @@ func checkOpenDir(d *dir, path string, t trust) error {
 // whatever the machine's sysctl says).
 func resolveExisting(abs string) (string, []string, error) {
 	euid := uint32(os.Geteuid())
-	rest := strings.Split(strings.Trim(abs, "/"), "/")
-	if abs == "/" {
-		rest = nil
-	}
+	rest := pathElems(abs)
 	cur := "/"
 	for hops := 0; len(rest) > 0; {
 		next := filepath.Join(cur, rest[0])
@@ -215,13 +209,17 @@ func resolveExisting(abs string) (string, []string, error) {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(cur, target)
 		}
-		parts := strings.Split(strings.Trim(filepath.Clean(target), "/"), "/")
-		if filepath.Clean(target) == "/" {
-			parts = nil
-		}
-		cur, rest = "/", append(parts, rest[1:]...)
+		cur, rest = "/", append(pathElems(filepath.Clean(target)), rest[1:]...)
 	}
 	return cur, nil, nil
+}
+
+// pathElems are the elements of the clean absolute path p; none for /.
+func pathElems(p string) []string {
+	if p == "/" {
+		return nil
+	}
+	return strings.Split(strings.Trim(p, "/"), "/")
 }
 
 // sub opens the directory name inside d without following a symlink,
@@ -244,13 +242,8 @@ func (d *dir) sub(name string, create bool, t trust) (*dir, error) {
 		}
 		fd, err = unix.Openat(d.fd, name, flags, 0)
 	}
-	switch {
-	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		return nil, fmt.Errorf("%s is a symlink or not a directory: probectl never follows a link it did not make; remove it", path)
-	case errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	if err != nil {
+		return nil, openDirError(path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -262,6 +255,18 @@ func (d *dir) sub(name string, create bool, t trust) (*dir, error) {
 		return nil, err
 	}
 	return &dir{fd: fd, path: path}, nil
+}
+
+// openDirError says why the directory path did not open: a symlink or
+// not a directory (refused), missing (os.ErrNotExist), or err.
+func openDirError(path string, err error) error {
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%s is a symlink or not a directory: probectl never follows a link it did not make; remove it", path)
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	}
+	return fmt.Errorf("open %s: %w", path, err)
 }
 
 // mkdirExcl creates name, failing when it exists: a command removes only

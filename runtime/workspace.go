@@ -341,7 +341,7 @@ func (w *Workspace) claim(s *State) error {
 	if err != nil {
 		return err
 	}
-	owned := id != nil && s.Lineage != "" && id.Lineage == s.Lineage
+	owned := id.names(s)
 	if !owned && len(dirs) > 0 && !adoptable(id, s, dirs) {
 		return &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
 	}
@@ -392,7 +392,7 @@ func (w *Workspace) ensureIdentity(t *txn, s *State) error {
 	if err != nil {
 		return err
 	}
-	if id != nil && s.Lineage != "" && id.Lineage == s.Lineage {
+	if id.names(s) {
 		return nil
 	}
 	if s.Lineage == "" {
@@ -401,10 +401,21 @@ func (w *Workspace) ensureIdentity(t *txn, s *State) error {
 			return err
 		}
 	}
+	return w.writeIdentity(t, s, id)
+}
+
+// names says the identity (nil when none is pinned) names s's lineage.
+func (id *identity) names(s *State) bool {
+	return id != nil && s.Lineage != "" && id.Lineage == s.Lineage
+}
+
+// writeIdentity pins s's identity in place of old, another lineage's or
+// nil; t undoes it.
+func (w *Workspace) writeIdentity(t *txn, s *State, old *identity) error {
 	if err := w.step("write identity"); err != nil {
 		return err
 	}
-	if id != nil { // another lineage's, over no probes: claim checked
+	if old != nil { // another lineage's, over no probes: claim checked
 		if err := w.pins.removeAll(identityPin); err != nil {
 			return err
 		}
