@@ -238,6 +238,21 @@ func (a *applyTxn) pinAll() error {
 		}
 		c.state = ps
 	}
+	if err := a.pinTables(); err != nil {
+		return err
+	}
+	if a.bufferMade() {
+		ev, err := a.w.pinBuffer(&a.t, a.buffer, a.serial)
+		if err != nil {
+			return err
+		}
+		a.newEvents = ev
+	}
+	return nil
+}
+
+// pinTables pins the tables the apply made, in name order.
+func (a *applyTxn) pinTables() error {
 	for _, name := range sortedNames(a.tables) {
 		if l := a.tables[name]; l.made {
 			ts, err := a.w.pinTable(&a.t, l, a.serial)
@@ -246,13 +261,6 @@ func (a *applyTxn) pinAll() error {
 			}
 			a.newTables = append(a.newTables, ts)
 		}
-	}
-	if a.bufferMade() {
-		ev, err := a.w.pinBuffer(&a.t, a.buffer, a.serial)
-		if err != nil {
-			return err
-		}
-		a.newEvents = ev
 	}
 	return nil
 }

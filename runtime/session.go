@@ -45,19 +45,8 @@ func Attach(out *compiled.Output) (*Session, error) {
 	}()
 	var kernelBTF *btf.Spec
 	s := &Session{tables: map[string]*liveTable{}}
-	for _, tb := range out.Tables {
-		l, err := w.makeTable(t, tb)
-		if err != nil {
-			return nil, err
-		}
-		s.tables[tb.Address.Name] = l
-	}
-	if out.Events != nil {
-		b, err := w.makeBuffer(t, out.Events)
-		if err != nil {
-			return nil, err
-		}
-		s.buffer = b
+	if err := s.makeShared(w, t, out); err != nil {
+		return nil, err
 	}
 	for _, p := range out.Probes {
 		l := &live{probe: p, shared: withBuffer(sharedMaps(p, s.tables), p, s.buffer)}
@@ -156,6 +145,27 @@ func (s *Session) Close() error {
 	s.buffer.close()
 	s.probes, s.tables, s.buffer = nil, nil, nil
 	return err
+}
+
+// makeShared makes what the session's probes share: out's tables and
+// event buffer.
+func (s *Session) makeShared(w *Workspace, t *txn, out *compiled.Output) error {
+	for _, tb := range out.Tables {
+		l, err := w.makeTable(t, tb)
+		if err != nil {
+			return err
+		}
+		s.tables[tb.Address.Name] = l
+	}
+	if out.Events == nil {
+		return nil
+	}
+	b, err := w.makeBuffer(t, out.Events)
+	if err != nil {
+		return err
+	}
+	s.buffer = b
+	return nil
 }
 
 // CleanRuns removes what probectl run of earlier versions left behind when

@@ -204,16 +204,9 @@ func (s *State) validate(workspace string) error {
 // validate checks one probe of a state file: its address (not in seen,
 // which it joins), its pin directory and pins, its counters and layouts.
 func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
-	if p == nil {
-		return errors.New("a probe is null")
+	if err := p.validateAddress(seen); err != nil {
+		return err
 	}
-	if !p.Address.Kind.Valid() || !bpf.ValidName(p.Address.Name) {
-		return fmt.Errorf("probe %q is not a probe address", p.Address)
-	}
-	if seen[p.Address] {
-		return fmt.Errorf("probe %s is listed twice", p.Address)
-	}
-	seen[p.Address] = true
 	prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
 	if !isProbeDir(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
 		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
@@ -232,6 +225,22 @@ func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
 			return fmt.Errorf("%s: an event layout is null", p.Address)
 		}
 	}
+	return nil
+}
+
+// validateAddress checks that p is a probe whose address is one and not
+// in seen, which it joins.
+func (p *ProbeState) validateAddress(seen map[bpf.Address]bool) error {
+	if p == nil {
+		return errors.New("a probe is null")
+	}
+	if !p.Address.Kind.Valid() || !bpf.ValidName(p.Address.Name) {
+		return fmt.Errorf("probe %q is not a probe address", p.Address)
+	}
+	if seen[p.Address] {
+		return fmt.Errorf("probe %s is listed twice", p.Address)
+	}
+	seen[p.Address] = true
 	return nil
 }
 

@@ -460,8 +460,7 @@ func (d *decoder) handlers(p *Probe, hbs []*hcl.Block) {
 // and entry data that no exit reads or that is too small.
 func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
 	for _, h := range []*Handler{p.Entry, p.Exit} {
-		// An on_entry with only when or save still serves on_exit.
-		if h != nil && len(h.Actions) == 0 && !(!h.Exit && p.Exit != nil && (h.When != nil || h.Save != nil)) {
+		if idle(h, p) {
 			d.errorf(h.DeclRange, "Handler does nothing", "Add an action to this block, such as count \"calls\" {}.")
 		}
 	}
@@ -475,6 +474,16 @@ func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent
 		d.warnf(p.EntryDataSizeRange, "Entry data without an exit handler",
 			"entry_data_size only matters when there is an on_exit block to read the data. Remove it.")
 	}
+}
+
+// idle says p's handler h (nil: none) does nothing: no action, and not an
+// on_entry whose when or save still serves on_exit.
+func idle(h *Handler, p *Probe) bool {
+	if h == nil || len(h.Actions) > 0 {
+		return false
+	}
+	servesExit := !h.Exit && p.Exit != nil && (h.When != nil || h.Save != nil)
+	return !servesExit
 }
 
 // MaxEntryData is the most entry data a probe can keep for its exit handler.
