@@ -692,21 +692,28 @@ func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 		if e == nil {
 			continue
 		}
-		s, ok := d.literalString(e)
-		if !ok {
-			d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\" (or optional(\"name\"), which may be missing).")
-			continue
+		if s, ok := d.function(e); ok {
+			out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 		}
-		// '/' is allowed: Go's symbols have it ("github.com/x/y.F"), and
-		// path.Match's * stops at it, as a Go package path wants.
-		if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " \t") {
-			d.errorf(e.Range(), "Invalid function pattern",
-				"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
-			continue
-		}
-		out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 	}
 	return out
+}
+
+// function reads one function name or glob of a list.
+func (d *decoder) function(e hcl.Expression) (string, bool) {
+	s, ok := d.literalString(e)
+	if !ok {
+		d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\" (or optional(\"name\"), which may be missing).")
+		return "", false
+	}
+	// '/' is allowed: Go's symbols have it ("github.com/x/y.F"), and
+	// path.Match's * stops at it, as a Go package path wants.
+	if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " \t") {
+		d.errorf(e.Range(), "Invalid function pattern",
+			"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
+		return "", false
+	}
+	return s, true
 }
 
 // optionalPattern unwraps optional("name"): a function or event that may

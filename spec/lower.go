@@ -184,22 +184,31 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 			continue
 		}
 		seen[name] = true
-		var x Expr
-		if what == "fields" {
-			x = s.shown(kv.Value)
-		} else {
-			x = s.lower(kv.Value)
+		if x := s.fieldValue(kv.Value, what); x != nil {
+			out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
 		}
-		if isInvalid(x) {
-			continue
-		}
-		if x.Type().Kind == KindBool || isLiteral(x) {
-			s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
-			continue
-		}
-		out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
 	}
 	return out
+}
+
+// fieldValue lowers the value of a field of what (an event's fields are
+// shown, a save's are not): an integer or a string that varies; nil
+// after an error.
+func (s *scope) fieldValue(e hcl.Expression, what string) Expr {
+	var x Expr
+	if what == "fields" {
+		x = s.shown(e)
+	} else {
+		x = s.lower(e)
+	}
+	if isInvalid(x) {
+		return nil
+	}
+	if x.Type().Kind == KindBool || isLiteral(x) {
+		s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
+		return nil
+	}
+	return x
 }
 
 func (s *scope) base(e hcl.Expression, t Type) exprBase {

@@ -133,22 +133,26 @@ func collectStores(files []*hclsyntax.Body) map[string][]tableStore {
 			}
 			for _, hb := range pb.Body.Blocks {
 				for _, ab := range hb.Body.Blocks {
-					if ab.Type != string(Store) || len(ab.Labels) != 1 {
-						continue
+					if ab.Type == string(Store) && len(ab.Labels) == 1 {
+						stores[ab.Labels[0]] = append(stores[ab.Labels[0]], storeOf(pb, ab))
 					}
-					st := tableStore{probe: pb}
-					if a := ab.Body.Attributes["key"]; a != nil {
-						st.key = a.Expr
-					}
-					if a := ab.Body.Attributes["value"]; a != nil {
-						st.value = a.Expr
-					}
-					stores[ab.Labels[0]] = append(stores[ab.Labels[0]], st)
 				}
 			}
 		}
 	}
 	return stores
+}
+
+// storeOf is the store action ab of probe pb.
+func storeOf(pb, ab *hclsyntax.Block) tableStore {
+	st := tableStore{probe: pb}
+	if a := ab.Body.Attributes["key"]; a != nil {
+		st.key = a.Expr
+	}
+	if a := ab.Body.Attributes["value"]; a != nil {
+		st.value = a.Expr
+	}
+	return st
 }
 
 // inferTable types t from the first of its stores whose key and value
