@@ -208,7 +208,7 @@ func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
 		return err
 	}
 	prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
-	if !isProbeDir(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
+	if !isPinDirOf(p.PinDir, prefix) {
 		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
 	}
 	if err := validMapPins(p.Address, p.Maps); err != nil {
@@ -281,10 +281,15 @@ func (t *TableState) validate() error {
 	if t.Address.Kind != bpf.KindTable || !bpf.ValidName(t.Address.Name) {
 		return fmt.Errorf("table %q is not a table address", t.Address)
 	}
-	if !isProbeDir(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
+	if !isPinDirOf(t.PinDir, "table-"+t.Address.Name+"-") {
 		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this table", t.Address, t.PinDir)
 	}
 	return validMapPins(t.Address, t.Pins)
+}
+
+// isPinDirOf says name is a pin directory whose name starts with prefix.
+func isPinDirOf(name, prefix string) bool {
+	return isProbeDir(name) && strings.HasPrefix(name, prefix)
 }
 
 // validMapPins checks that each map pin is named for its map.

@@ -94,26 +94,34 @@ func (w *Workspace) Lock() error {
 		st.close()
 		return err
 	}
+	pins, err := w.lockPins()
+	if err != nil {
+		st.close()
+		return err
+	}
+	w.state, w.pins, w.locked = st, pins, true
+	return nil
+}
+
+// lockPins opens the pin directory and locks it. The holder it waited for
+// may have released the workspace and removed the directory it locked:
+// then it locks the new one.
+func (w *Workspace) lockPins() (*dir, error) {
 	for {
 		pins, err := openPins(w.Name, true)
 		if err != nil {
-			st.close()
-			return err
+			return nil, err
 		}
 		if err := w.flock(pins); err != nil {
-			st.close()
 			pins.close()
-			return err
+			return nil, err
 		}
-		// The holder we waited for may have released the workspace and
-		// removed the directory we locked: lock the new one.
 		var fst unix.Stat_t
 		if err := unix.Fstat(pins.fd, &fst); err == nil && fst.Nlink == 0 {
 			pins.close()
 			continue
 		}
-		w.state, w.pins, w.locked = st, pins, true
-		return nil
+		return pins, nil
 	}
 }
 
