@@ -575,6 +575,12 @@ func (s *scope) equality(e hcl.Expression, op Op, l, r Expr) Expr {
 	if lit, ok := r.(*StringLit); ok {
 		return s.literalEquality(e, op, l, lit)
 	}
+	return s.valueEquality(e, op, l, r)
+}
+
+// valueEquality checks a comparison of two values: both integers or both
+// bools (strings compare with literals only).
+func (s *scope) valueEquality(e hcl.Expression, op Op, l, r Expr) Expr {
 	lt, rt := l.Type(), r.Type()
 	switch {
 	case lt.IsString() != rt.IsString():
