@@ -126,16 +126,7 @@ func (a *NodeAgent) syncLogged(ctx context.Context) {
 func (a *NodeAgent) watch(ctx context.Context, resync time.Duration) bool {
 	w, err := a.Client.Watch(ctx, &v1alpha1.ProbeSetList{})
 	if err != nil {
-		if ctx.Err() != nil {
-			return false
-		}
-		a.log().Error("watch ProbeSets", "err", err)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(time.Second):
-		}
-		return true
+		return a.retryWatch(ctx, err)
 	}
 	defer w.Stop()
 	timer := time.NewTimer(resync)
@@ -154,6 +145,21 @@ func (a *NodeAgent) watch(ctx context.Context, resync time.Duration) bool {
 			a.syncLogged(ctx)
 		}
 	}
+}
+
+// retryWatch logs a watch that did not start and waits a second: true to
+// retry, false when ctx ended.
+func (a *NodeAgent) retryWatch(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	a.log().Error("watch ProbeSets", "err", err)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Second):
+	}
+	return true
 }
 
 // settle lets a burst of events settle, so that it is synced once.
@@ -213,20 +219,28 @@ func (a *NodeAgent) removeUnselected(ctx context.Context, keep map[types.Namespa
 		if r.Spec.NodeName != a.Node || keep[keyOf(r)] {
 			continue
 		}
-		if a.Applier != nil {
-			ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.ProbeSet}}
-			if err := a.Applier.Destroy(ctx, Workspace(a.Node, ps)); err != nil {
-				errs = append(errs, fmt.Errorf("destroy %s: %w", Workspace(a.Node, ps), err))
-				continue
-			}
+		errs = append(errs, a.removeRecord(ctx, r)...)
+	}
+	return errs
+}
+
+// removeRecord removes the record r, destroying its workspace first with
+// an Applier (a record whose workspace stays is kept), and rolls up its
+// ProbeSet.
+func (a *NodeAgent) removeRecord(ctx context.Context, r *v1alpha1.ProbeSetNode) []error {
+	if a.Applier != nil {
+		ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.ProbeSet}}
+		if err := a.Applier.Destroy(ctx, Workspace(a.Node, ps)); err != nil {
+			return []error{fmt.Errorf("destroy %s: %w", Workspace(a.Node, ps), err)}
 		}
-		if err := a.Client.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-		var ps v1alpha1.ProbeSet
-		if err := a.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.ProbeSet}, &ps); err == nil {
-			errs = append(errs, a.rollUp(ctx, &ps))
-		}
+	}
+	var errs []error
+	if err := a.Client.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
+	}
+	var ps v1alpha1.ProbeSet
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.ProbeSet}, &ps); err == nil {
+		errs = append(errs, a.rollUp(ctx, &ps))
 	}
 	return errs
 }

@@ -57,15 +57,7 @@ func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan 
 	np := &NodePlan{Node: node, Kernel: facts.Label()}
 	cfg, diags := spec.Parse(files)
 	if !diags.HasErrors() && facts.Source == "live" {
-		// The live kernel's tracepoint formats are read from tracefs for
-		// the events the specs name, as "probectl plan" does.
-		var events []string
-		for _, p := range cfg.Probes {
-			for _, e := range p.Events {
-				events = append(events, e.Text)
-			}
-		}
-		if err := facts.LoadTracepoints(events); err != nil {
+		if err := loadTracepoints(cfg, facts); err != nil {
 			np.Errors = append(np.Errors, "read the tracepoint formats: "+err.Error())
 			return np
 		}
@@ -74,20 +66,7 @@ func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan 
 		out, more := compiler.Compile(cfg, facts)
 		diags = append(diags, more...)
 		if !diags.HasErrors() {
-			for _, p := range out.Probes {
-				pp := v1alpha1.ProbePlan{Address: p.Address.String(), Route: string(p.Route), Reason: p.Reason}
-				for _, fam := range p.Attach {
-					pp.Attach = append(pp.Attach, string(fam))
-				}
-				if n := p.LinkCount(); n != nil {
-					links := int32(*n)
-					pp.Links = &links
-				}
-				np.Probes = append(np.Probes, pp)
-			}
-			for _, s := range out.Skipped {
-				np.Skipped = append(np.Skipped, s.Address.String()+": "+s.Why)
-			}
+			np.record(out)
 		}
 	}
 	for _, d := range diags {
@@ -98,6 +77,37 @@ func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan 
 		}
 	}
 	return np
+}
+
+// loadTracepoints reads the live kernel's tracepoint formats from tracefs
+// for the events the specs name, as "probectl plan" does.
+func loadTracepoints(cfg *spec.Config, facts *bpf.Facts) error {
+	var events []string
+	for _, p := range cfg.Probes {
+		for _, e := range p.Events {
+			events = append(events, e.Text)
+		}
+	}
+	return facts.LoadTracepoints(events)
+}
+
+// record keeps what the node's record shows of a compiled plan: each
+// probe's route, families and link count, and the probes skipped.
+func (np *NodePlan) record(out *compiler.Output) {
+	for _, p := range out.Probes {
+		pp := v1alpha1.ProbePlan{Address: p.Address.String(), Route: string(p.Route), Reason: p.Reason}
+		for _, fam := range p.Attach {
+			pp.Attach = append(pp.Attach, string(fam))
+		}
+		if n := p.LinkCount(); n != nil {
+			links := int32(*n)
+			pp.Links = &links
+		}
+		np.Probes = append(np.Probes, pp)
+	}
+	for _, s := range out.Skipped {
+		np.Skipped = append(np.Skipped, s.Address.String()+": "+s.Why)
+	}
 }
 
 // DiagText is a diagnostic on one line: "file:line:col: summary: detail".

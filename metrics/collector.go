@@ -102,24 +102,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLeftovers, prometheus.GaugeValue, float64(len(left)), c.Workspace)
 	}
 	for _, st := range w.Status(s) {
-		probe := labelValue(st.Address.String())
-		attach := make([]string, len(st.Attach))
-		for i, f := range st.Attach {
-			attach[i] = string(f)
-		}
-		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1,
-			probe, labelValue(string(st.Route)), labelValue(strings.Join(attach, ",")), labelValue(st.Digest))
-		ch <- prometheus.MustNewConstMetric(descDrift, prometheus.GaugeValue, float64(len(st.Drift)), probe)
-		if len(st.Drift) > 0 {
-			// Its counters were not read: no series rather than zeros,
-			// which Prometheus would take for a counter reset.
-			continue
-		}
-		applied := appliedSerial(st.PinDir)
-		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.EntryHits), probe, "entry", applied)
-		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.ExitHits), probe, "exit", applied)
-		ch <- prometheus.MustNewConstMetric(descMissed, prometheus.CounterValue, float64(st.Missed), probe, applied)
-		ch <- prometheus.MustNewConstMetric(descDroppedEvents, prometheus.CounterValue, float64(st.DroppedEvents), probe, applied)
+		collectStatus(ch, st)
 	}
 	budget := c.MaxSeries
 	if budget <= 0 {
@@ -142,6 +125,29 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descCut, prometheus.GaugeValue, float64(cut))
+}
+
+// collectStatus sends one probe's info, drift and, when it has no drift,
+// its counters.
+func collectStatus(ch chan<- prometheus.Metric, st runtime.ProbeStatus) {
+	probe := labelValue(st.Address.String())
+	attach := make([]string, len(st.Attach))
+	for i, f := range st.Attach {
+		attach[i] = string(f)
+	}
+	ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1,
+		probe, labelValue(string(st.Route)), labelValue(strings.Join(attach, ",")), labelValue(st.Digest))
+	ch <- prometheus.MustNewConstMetric(descDrift, prometheus.GaugeValue, float64(len(st.Drift)), probe)
+	if len(st.Drift) > 0 {
+		// Its counters were not read: no series rather than zeros,
+		// which Prometheus would take for a counter reset.
+		return
+	}
+	applied := appliedSerial(st.PinDir)
+	ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.EntryHits), probe, "entry", applied)
+	ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(st.ExitHits), probe, "exit", applied)
+	ch <- prometheus.MustNewConstMetric(descMissed, prometheus.CounterValue, float64(st.Missed), probe, applied)
+	ch <- prometheus.MustNewConstMetric(descDroppedEvents, prometheus.CounterValue, float64(st.DroppedEvents), probe, applied)
 }
 
 // emitAggregation sends one aggregation's series while the budget lasts and
@@ -210,40 +216,52 @@ func sameLabelsMerged(kind compiled.AggregationKind, entries []runtime.Entry, n 
 	out := make([]labeledEntry, 0, len(entries))
 	at := make(map[string]int, len(entries))
 	for _, e := range entries {
-		values := make([]string, n)
-		var id strings.Builder
-		for i := range values {
-			if i < len(e.Key) {
-				values[i] = labelValue(e.Key[i].Text())
-			}
-			fmt.Fprintf(&id, "%d:%s", len(values[i]), values[i])
-		}
-		i, seen := at[id.String()]
+		values, id := labelValues(e, n)
+		i, seen := at[id]
 		if !seen {
-			at[id.String()] = len(out)
+			at[id] = len(out)
 			out = append(out, labeledEntry{entry: e, values: values})
 			continue
 		}
-		m := &out[i].entry
-		if kind.IsHistogram() {
-			m.Buckets = append(append([]runtime.Bucket(nil), m.Buckets...), e.Buckets...)
-			continue
-		}
-		if m.Value == nil || e.Value == nil {
-			continue
-		}
-		v := *m.Value
-		switch kind {
-		case compiled.AggMin:
-			v = min(v, *e.Value)
-		case compiled.AggMax:
-			v = max(v, *e.Value)
-		default:
-			v += *e.Value
-		}
-		m.Value = &v
+		merge(kind, &out[i].entry, e)
 	}
 	return out
+}
+
+// labelValues are e's n label values (empty past its key), and an id that
+// is equal for equal values.
+func labelValues(e runtime.Entry, n int) ([]string, string) {
+	values := make([]string, n)
+	var id strings.Builder
+	for i := range values {
+		if i < len(e.Key) {
+			values[i] = labelValue(e.Key[i].Text())
+		}
+		fmt.Fprintf(&id, "%d:%s", len(values[i]), values[i])
+	}
+	return values, id.String()
+}
+
+// merge adds e into m, an entry of the same labels: buckets and counts
+// add, min and max keep theirs.
+func merge(kind compiled.AggregationKind, m *runtime.Entry, e runtime.Entry) {
+	if kind.IsHistogram() {
+		m.Buckets = append(append([]runtime.Bucket(nil), m.Buckets...), e.Buckets...)
+		return
+	}
+	if m.Value == nil || e.Value == nil {
+		return
+	}
+	v := *m.Value
+	switch kind {
+	case compiled.AggMin:
+		v = min(v, *e.Value)
+	case compiled.AggMax:
+		v = max(v, *e.Value)
+	default:
+		v += *e.Value
+	}
+	m.Value = &v
 }
 
 func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, build func() (prometheus.Metric, error)) {

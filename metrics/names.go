@@ -46,13 +46,7 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiled.Aggregation) family 
 	// x next to probe h_x's hist sum). Prometheus's registry leaves the
 	// later family of such a clash out of the scrape, silently; it gets
 	// a number instead.
-	base := name
-	for i := 2; n.clash(series(name, agg)); i++ {
-		name = base + "_" + strconv.Itoa(i)
-	}
-	for _, s := range series(name, agg) {
-		n.used[s] = true
-	}
+	name = n.claim(name, agg)
 	if agg.Monotonic() {
 		name += "_total"
 	}
@@ -60,20 +54,7 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiled.Aggregation) family 
 	for i, f := range agg.Key {
 		cols[i] = f.Name
 	}
-	labels := LabelNames(cols, agg.Kind.IsHistogram())
-	{
-		taken := map[string]bool{}
-		for _, l := range labels {
-			taken[l] = true
-		}
-		for i, l := range labels {
-			for n.reserved[l] || l != labels[i] && taken[l] {
-				l = "by_" + l
-			}
-			taken[l] = true
-			labels[i] = l
-		}
-	}
+	labels := n.unreserved(LabelNames(cols, agg.Kind.IsHistogram()))
 	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
 	if agg.Kind == compiled.AggSum && !agg.Monotonic() {
 		help += " (a gauge: its values may be negative)"
@@ -139,6 +120,37 @@ func Families(probes []*runtime.ProbeState, reserved []string) [][]Family {
 func FamilyName(probeKind, probeName, aggKind, aggName string) string {
 	parts := []string{"probectl", sanitize(aggKind), sanitize(probeKind), sanitize(probeName), sanitize(aggName)}
 	return strings.Join(parts, "_")
+}
+
+// claim returns name, numbered when its series clash with a family named
+// before, and marks its series used.
+func (n *namer) claim(name string, agg *compiled.Aggregation) string {
+	base := name
+	for i := 2; n.clash(series(name, agg)); i++ {
+		name = base + "_" + strconv.Itoa(i)
+	}
+	for _, s := range series(name, agg) {
+		n.used[s] = true
+	}
+	return name
+}
+
+// unreserved puts "by_" before every label a reserved name takes, as
+// often as it takes to meet neither a reserved name nor another label.
+// It changes labels in place and returns them.
+func (n *namer) unreserved(labels []string) []string {
+	taken := map[string]bool{}
+	for _, l := range labels {
+		taken[l] = true
+	}
+	for i, l := range labels {
+		for n.reserved[l] || l != labels[i] && taken[l] {
+			l = "by_" + l
+		}
+		taken[l] = true
+		labels[i] = l
+	}
+	return labels
 }
 
 // LabelNames are the labels of an aggregation's by columns, in order:

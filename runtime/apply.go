@@ -239,6 +239,21 @@ func (a *applyTxn) pinAll() error {
 		}
 		c.state = ps
 	}
+	if err := a.pinTables(); err != nil {
+		return err
+	}
+	if a.bufferMade() {
+		ev, err := a.w.pinBuffer(&a.t, a.buffer, a.serial)
+		if err != nil {
+			return err
+		}
+		a.newEvents = ev
+	}
+	return nil
+}
+
+// pinTables pins the tables the apply made, in name order.
+func (a *applyTxn) pinTables() error {
 	for _, name := range sortedNames(a.tables) {
 		if l := a.tables[name]; l.made {
 			ts, err := a.w.pinTable(&a.t, l, a.serial)
@@ -247,13 +262,6 @@ func (a *applyTxn) pinAll() error {
 			}
 			a.newTables = append(a.newTables, ts)
 		}
-	}
-	if a.bufferMade() {
-		ev, err := a.w.pinBuffer(&a.t, a.buffer, a.serial)
-		if err != nil {
-			return err
-		}
-		a.newEvents = ev
 	}
 	return nil
 }
@@ -362,32 +370,45 @@ func (w *Workspace) liveTables(t *txn, s *State, out *compiled.Output, plan *com
 	}
 	tables := map[string]*liveTable{}
 	for _, tc := range plan.Tables {
-		name := tc.Address.Name
+		var l *liveTable
+		var err error
 		switch tc.Action {
 		case compiled.ActionCreate, compiled.ActionReplace:
-			tb := byName[name]
-			if tb == nil || tb.Digest != tc.Digest {
-				return nil, fmt.Errorf("%s: the plan does not match the compiled tables; plan again", tc.Address)
-			}
-			l, err := w.makeTable(t, tb)
-			if err != nil {
-				return nil, err
-			}
-			l.old = s.Table(name)
-			tables[name] = l
+			l, err = w.madeTable(t, s, tc, byName[tc.Address.Name])
 		case compiled.ActionNoOp:
-			ts := s.Table(name)
-			if ts == nil {
-				return nil, fmt.Errorf("%s: the plan keeps a table the state does not have; plan again", tc.Address)
-			}
-			l, err := w.openTable(ts)
-			if err != nil {
-				return nil, err
-			}
-			tables[name] = l
+			l, err = w.keptTable(s, tc)
+		default:
+			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		tables[tc.Address.Name] = l
 	}
 	return tables, nil
+}
+
+// madeTable makes tb, the table the plan's change tc creates or replaces
+// (nil when out has none of that name), after the table of s it replaces.
+func (w *Workspace) madeTable(t *txn, s *State, tc *compiled.TableChange, tb *compiled.Table) (*liveTable, error) {
+	if tb == nil || tb.Digest != tc.Digest {
+		return nil, fmt.Errorf("%s: the plan does not match the compiled tables; plan again", tc.Address)
+	}
+	l, err := w.makeTable(t, tb)
+	if err != nil {
+		return nil, err
+	}
+	l.old = s.Table(tc.Address.Name)
+	return l, nil
+}
+
+// keptTable opens the table of s that the plan's change tc keeps.
+func (w *Workspace) keptTable(s *State, tc *compiled.TableChange) (*liveTable, error) {
+	ts := s.Table(tc.Address.Name)
+	if ts == nil {
+		return nil, fmt.Errorf("%s: the plan keeps a table the state does not have; plan again", tc.Address)
+	}
+	return w.openTable(ts)
 }
 
 // sharedMaps gives a probe's programs the maps of the tables they use.

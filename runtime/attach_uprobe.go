@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -200,19 +201,27 @@ func buildID(ef *elf.File) string {
 		if err != nil {
 			continue
 		}
-		order := ef.ByteOrder
-		for len(b) >= 12 {
-			nameSz, descSz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
-			nameEnd := 12 + (int(nameSz)+3)&^3
-			descEnd := nameEnd + (int(descSz)+3)&^3
-			if nameSz > 1<<10 || descSz > 1<<10 || descEnd > len(b) {
-				break
-			}
-			if typ == 3 && bytes.Equal(bytes.TrimRight(b[12:12+nameSz], "\x00"), []byte("GNU")) { // NT_GNU_BUILD_ID
-				return hex.EncodeToString(b[nameEnd : nameEnd+int(descSz)])
-			}
-			b = b[descEnd:]
+		if id := noteBuildID(b, ef.ByteOrder); id != "" {
+			return id
 		}
+	}
+	return ""
+}
+
+// noteBuildID walks the notes of section data b for the GNU build-id
+// (NT_GNU_BUILD_ID), or "": it stops at a note too large or cut short.
+func noteBuildID(b []byte, order binary.ByteOrder) string {
+	for len(b) >= 12 {
+		nameSz, descSz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+		nameEnd := 12 + (int(nameSz)+3)&^3
+		descEnd := nameEnd + (int(descSz)+3)&^3
+		if nameSz > 1<<10 || descSz > 1<<10 || descEnd > len(b) {
+			return ""
+		}
+		if typ == 3 && bytes.Equal(bytes.TrimRight(b[12:12+nameSz], "\x00"), []byte("GNU")) { // NT_GNU_BUILD_ID
+			return hex.EncodeToString(b[nameEnd : nameEnd+int(descSz)])
+		}
+		b = b[descEnd:]
 	}
 	return ""
 }

@@ -61,6 +61,12 @@ func pinBlob(d *dir, name, mapName string, data []byte) (ebpf.MapID, error) {
 	return id, nil
 }
 
+// isBlob says m has the shape pinBlob gives a blob: an array of one value,
+// of 8 to maxBlob bytes.
+func isBlob(m *ebpf.Map) bool {
+	return m.Type() == ebpf.Array && m.KeySize() == 4 && m.MaxEntries() == 1 && m.ValueSize() >= 8 && m.ValueSize() <= maxBlob
+}
+
 // readBlob reads what pinBlob stored as name in d.
 func readBlob(d *dir, name string) ([]byte, error) {
 	path, err := d.procPath(name)
@@ -72,7 +78,7 @@ func readBlob(d *dir, name string) ([]byte, error) {
 		return nil, fmt.Errorf("open %s/%s: %w", d.path, name, err)
 	}
 	defer m.Close()
-	if m.Type() != ebpf.Array || m.KeySize() != 4 || m.MaxEntries() != 1 || m.ValueSize() < 8 || m.ValueSize() > maxBlob {
+	if !isBlob(m) {
 		return nil, fmt.Errorf("%s/%s is not a probectl blob", d.path, name)
 	}
 	value := make([]byte, m.ValueSize())

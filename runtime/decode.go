@@ -207,25 +207,31 @@ func scanCgroups() map[uint64]string {
 			if err != nil || !d.IsDir() {
 				return nil
 			}
-			rel, _ := filepath.Rel(root, path)
-			if len(out) >= maxCgroups || depth(rel) > maxCgroupDepth {
-				return filepath.SkipDir
-			}
-			info, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			if sys, ok := info.Sys().(*syscall.Stat_t); ok {
-				out[sys.Ino] = "/" + filepath.ToSlash(rel)
-				if rel == "." {
-					out[sys.Ino] = "/"
-				}
-			}
-			return nil
+			return addCgroup(out, root, path, d)
 		})
 		break
 	}
 	return out
+}
+
+// addCgroup records the cgroup directory d at path under root in out by
+// its inode, or skips it and what is below past the bounds.
+func addCgroup(out map[uint64]string, root, path string, d fs.DirEntry) error {
+	rel, _ := filepath.Rel(root, path)
+	if len(out) >= maxCgroups || depth(rel) > maxCgroupDepth {
+		return filepath.SkipDir
+	}
+	info, err := d.Info()
+	if err != nil {
+		return nil
+	}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		out[sys.Ino] = "/" + filepath.ToSlash(rel)
+		if rel == "." {
+			out[sys.Ino] = "/"
+		}
+	}
+	return nil
 }
 
 func depth(rel string) int {

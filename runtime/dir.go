@@ -122,10 +122,7 @@ func openPathTrust(path string, create bool, final trust) (*dir, error) {
 		return nil, fmt.Errorf("open /: %w", err)
 	}
 	d := &dir{fd: fd, path: "/"}
-	elems := strings.Split(strings.TrimPrefix(resolved, "/"), "/")
-	if resolved == "/" {
-		elems = nil
-	}
+	elems := pathElems(resolved)
 	if !create && len(missing) > 0 {
 		// Check what exists all the same: a loose directory above a
 		// missing one is refused, not taken for absence.
@@ -187,10 +184,7 @@ func checkOpenDir(d *dir, path string, t trust) error {
 // whatever the machine's sysctl says).
 func resolveExisting(abs string) (string, []string, error) {
 	euid := uint32(os.Geteuid())
-	rest := strings.Split(strings.Trim(abs, "/"), "/")
-	if abs == "/" {
-		rest = nil
-	}
+	rest := pathElems(abs)
 	cur := "/"
 	for hops := 0; len(rest) > 0; {
 		next := filepath.Join(cur, rest[0])
@@ -215,13 +209,17 @@ func resolveExisting(abs string) (string, []string, error) {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(cur, target)
 		}
-		parts := strings.Split(strings.Trim(filepath.Clean(target), "/"), "/")
-		if filepath.Clean(target) == "/" {
-			parts = nil
-		}
-		cur, rest = "/", append(parts, rest[1:]...)
+		cur, rest = "/", append(pathElems(filepath.Clean(target)), rest[1:]...)
 	}
 	return cur, nil, nil
+}
+
+// pathElems are the elements of the clean absolute path p; none for /.
+func pathElems(p string) []string {
+	if p == "/" {
+		return nil
+	}
+	return strings.Split(strings.Trim(p, "/"), "/")
 }
 
 // sub opens the directory name inside d without following a symlink,
@@ -244,13 +242,8 @@ func (d *dir) sub(name string, create bool, t trust) (*dir, error) {
 		}
 		fd, err = unix.Openat(d.fd, name, flags, 0)
 	}
-	switch {
-	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		return nil, fmt.Errorf("%s is a symlink or not a directory: probectl never follows a link it did not make; remove it", path)
-	case errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
-	case err != nil:
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	if err != nil {
+		return nil, openDirError(path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -262,6 +255,18 @@ func (d *dir) sub(name string, create bool, t trust) (*dir, error) {
 		return nil, err
 	}
 	return &dir{fd: fd, path: path}, nil
+}
+
+// openDirError says why the directory path did not open: a symlink or
+// not a directory (refused), missing (os.ErrNotExist), or err.
+func openDirError(path string, err error) error {
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%s is a symlink or not a directory: probectl never follows a link it did not make; remove it", path)
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	}
+	return fmt.Errorf("open %s: %w", path, err)
 }
 
 // mkdirExcl creates name, failing when it exists: a command removes only
@@ -330,6 +335,11 @@ func (d *dir) removeAll(name string) error {
 	case !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM):
 		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
 	}
+	return d.removeDir(name)
+}
+
+// removeDir removes the directory name: what it holds, then itself.
+func (d *dir) removeDir(name string) error {
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -338,20 +348,27 @@ func (d *dir) removeAll(name string) error {
 		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
 	}
 	sub := &dir{fd: fd, path: filepath.Join(d.path, name)}
-	names, err := sub.list()
-	if err == nil {
-		for _, n := range names {
-			if err = sub.removeAll(n); err != nil {
-				break
-			}
-		}
-	}
+	err = sub.empty()
 	sub.close()
 	if err != nil {
 		return err
 	}
 	if err := unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove %s: %w", filepath.Join(d.path, name), err)
+	}
+	return nil
+}
+
+// empty removes everything in d.
+func (d *dir) empty() error {
+	names, err := d.list()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := d.removeAll(n); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -382,10 +399,16 @@ func (d *dir) readFile(name string, limit int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	// Sized from the stat (a state file of thousands of probes is
-	// megabytes: growing from io.ReadAll's 512 bytes costs more than the
-	// read), bounded by the limit whatever the stat says.
-	b := make([]byte, 0, min(max(st.Size(), 0), limit)+1)
+	return readLimited(f, path, st.Size(), limit)
+}
+
+// readLimited reads f, of size bytes by its stat, to its end: at most limit
+// bytes, or an error that it is larger. The buffer is sized from the stat
+// (a state file of thousands of probes is megabytes: growing from
+// io.ReadAll's 512 bytes costs more than the read), bounded by the limit
+// whatever the stat says.
+func readLimited(f *os.File, path string, size, limit int64) ([]byte, error) {
+	b := make([]byte, 0, min(max(size, 0), limit)+1)
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

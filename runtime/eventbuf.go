@@ -365,17 +365,27 @@ func (es *EventsState) validate() error {
 	if es.Address != compiled.EventBufferAddress {
 		return fmt.Errorf("event buffer %q is not the event buffer's address", es.Address)
 	}
-	if !isProbeDir(es.PinDir) || len(es.PinDir) <= len(eventsPinDir) || es.PinDir[:len(eventsPinDir)] != eventsPinDir {
+	if !isEventsPinDir(es.PinDir) {
 		return fmt.Errorf("%s: pin_dir %q is not a pin directory of the event buffer", es.Address, es.PinDir)
 	}
 	if len(es.Maps) != 1 || es.Maps[0] == nil || !isMapRef(es.Maps[0].Ref) {
 		return fmt.Errorf("%s: the buffer is not one map", es.Address)
 	}
-	for _, m := range es.Pins {
-		if !isMapRef(m.Ref) || m.Pin != "map_"+m.Ref {
-			return fmt.Errorf("%s: map pin %q is not a map pin", es.Address, m.Pin)
-		}
+	if err := validMapPins(es.Address, es.Pins); err != nil {
+		return err
 	}
+	return es.validateRetired()
+}
+
+// isEventsPinDir says name is a pin directory of the event buffer: a probe
+// directory under the buffer's prefix, longer than it.
+func isEventsPinDir(name string) bool {
+	return isProbeDir(name) && len(name) > len(eventsPinDir) && name[:len(eventsPinDir)] == eventsPinDir
+}
+
+// validateRetired checks the retired layouts: at most MaxRetiredLayouts,
+// none null.
+func (es *EventsState) validateRetired() error {
 	if len(es.Retired) > MaxRetiredLayouts {
 		return fmt.Errorf("%s: %d retired layouts, more than %d", es.Address, len(es.Retired), MaxRetiredLayouts)
 	}

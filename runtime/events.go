@@ -413,9 +413,15 @@ func (st *EventStream) resolve(id compiled.EventLayoutID) (layoutRef, bool) {
 	if seen && time.Since(at) < time.Second {
 		return layoutRef{}, false
 	}
-	// Wait for a writer once per layout: records of a layout nobody
-	// records (a state rebuilt by recover) must not stall the stream
-	// each time while an apply waits at its prompt.
+	return st.await(id, seen)
+}
+
+// await reads the state for layout id until it is there, waiting while a
+// writer holds the workspace (at most resolveWait). It waits for a writer
+// once per layout (not when seen): records of a layout nobody records (a
+// state rebuilt by recover) must not stall the stream each time while an
+// apply waits at its prompt.
+func (st *EventStream) await(id compiled.EventLayoutID, seen bool) (layoutRef, bool) {
 	deadline := time.Now().Add(resolveWait)
 	for {
 		held := !seen && st.writerHolds()

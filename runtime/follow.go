@@ -159,15 +159,21 @@ func (f *Follower) pump(ctx context.Context) (removed bool, err error) {
 			return false, err
 		}
 		lastCheck = time.Now()
-		st.Housekeep()
-		pr.Drops(st.Drops())
-		if !st.Gone() {
-			continue
-		}
-		if removed, err := f.moveOn(); err != nil || removed {
+		if removed, err := f.check(st, pr); err != nil || removed {
 			return removed, err
 		}
 	}
+}
+
+// check samples the stream's clock and drops, and moves on when its
+// buffer was removed.
+func (f *Follower) check(st *EventStream, pr EventPrinter) (removed bool, err error) {
+	st.Housekeep()
+	pr.Drops(st.Drops())
+	if !st.Gone() {
+		return false, nil
+	}
+	return f.moveOn()
 }
 
 // moveOn finishes a stream whose buffer was removed: what it holds is

@@ -266,24 +266,14 @@ func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, s
 		ar.ByFields = append(ar.ByFields, f.Name)
 	}
 	hist := agg.Kind.IsHistogram()
-	type group struct {
-		key     OrderedKey
-		buckets map[int64]uint64
-		value   int64
-	}
-	groups := map[string]*group{}
+	groups := map[string]*aggGroup{}
 	var order []string
 	err = eachEntry(m, func(key []byte, per [][]byte) {
-		kb := key
-		bucket := int64(-1)
-		if hist && len(kb) >= 8 {
-			bucket = int64(binary.LittleEndian.Uint64(kb[len(kb)-8:]))
-			kb = kb[:len(kb)-8]
-		}
+		kb, bucket := splitBucket(key, hist)
 		id := string(kb)
 		g := groups[id]
 		if g == nil {
-			g = &group{key: decodeKey(agg.Key, kb, p)}
+			g = &aggGroup{key: decodeKey(agg.Key, kb, p)}
 			if hist {
 				g.buckets = map[int64]uint64{}
 			}
@@ -302,24 +292,46 @@ func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, s
 		return nil, fmt.Errorf("%s: read %s: %w", p.Address, agg.Name, err)
 	}
 	for _, id := range order {
-		g := groups[id]
-		e := Entry{Key: g.key}
-		if hist {
-			for _, b := range shownBuckets(g.buckets) {
-				lo, hi := bucketRange(agg, b)
-				e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: g.buckets[b]})
-			}
-			sort.Slice(e.Buckets, func(i, j int) bool { return e.Buckets[i].Low < e.Buckets[j].Low })
-		} else {
-			v := g.value
-			e.Value = &v
-		}
-		ar.Entries = append(ar.Entries, e)
+		ar.Entries = append(ar.Entries, groups[id].entry(agg, hist))
 	}
 	if sorted {
 		SortEntries(ar.Entries)
 	}
 	return ar, nil
+}
+
+// aggGroup is one key of an aggregation as read: a histogram's buckets,
+// or any other kind's value.
+type aggGroup struct {
+	key     OrderedKey
+	buckets map[int64]uint64
+	value   int64
+}
+
+// splitBucket cuts a histogram's bucket index, its last 8 bytes, off key;
+// -1 for a key of another kind.
+func splitBucket(key []byte, hist bool) ([]byte, int64) {
+	if !hist || len(key) < 8 {
+		return key, -1
+	}
+	return key[:len(key)-8], int64(binary.LittleEndian.Uint64(key[len(key)-8:]))
+}
+
+// entry is the group's entry of agg: its shown buckets in order of their
+// lower bounds, or its value.
+func (g *aggGroup) entry(agg *compiled.Aggregation, hist bool) Entry {
+	e := Entry{Key: g.key}
+	if !hist {
+		v := g.value
+		e.Value = &v
+		return e
+	}
+	for _, b := range shownBuckets(g.buckets) {
+		lo, hi := bucketRange(agg, b)
+		e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: g.buckets[b]})
+	}
+	sort.Slice(e.Buckets, func(i, j int) bool { return e.Buckets[i].Low < e.Buckets[j].Low })
+	return e
 }
 
 // batchSize is how many keys one batch lookup asks for.

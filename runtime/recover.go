@@ -195,6 +195,22 @@ func (w *Workspace) readDirMeta(name string, v any) error {
 	return nil
 }
 
+// checkPinOwner refuses when the pin directory holds probes of another
+// state (its identity names another lineage).
+func (w *Workspace) checkPinOwner(s *State) error {
+	id, err := readIdentity(w.pins)
+	if err != nil {
+		return err
+	}
+	if id == nil || id.Lineage == s.Lineage {
+		return nil
+	}
+	if dirs, _ := probeDirs(w.pins); len(dirs) > 0 {
+		return &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
+	}
+	return nil
+}
+
 // Forget removes probes from the state without touching the kernel, for
 // probes that are gone in a way probectl cannot see (pins removed by hand).
 // If their pins still exist where a later command sees them, that
@@ -207,12 +223,8 @@ func (w *Workspace) Forget(addrs []bpf.Address) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id, err := readIdentity(w.pins); err != nil {
+	if err := w.checkPinOwner(s); err != nil {
 		return nil, err
-	} else if id != nil && id.Lineage != s.Lineage {
-		if dirs, _ := probeDirs(w.pins); len(dirs) > 0 {
-			return nil, &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
-		}
 	}
 	drop := map[bpf.Address]bool{}
 	for _, a := range addrs {

@@ -51,36 +51,54 @@ func newRingReader(m *ebpf.Map) (*ringReader, error) {
 	if m.Type() != ebpf.RingBuf || size <= 0 || size&(size-1) != 0 {
 		return nil, fmt.Errorf("not a ring buffer (%s of %d bytes)", m.Type(), size)
 	}
-	page := os.Getpagesize()
 	r := &ringReader{ep: -1, wake: -1, events: make([]unix.EpollEvent, 2)}
-	var err error
-	if r.cons, err = unix.Mmap(m.FD(), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
-		return nil, fmt.Errorf("mmap the consumer page: %w", err)
-	}
-	if r.data, err = unix.Mmap(m.FD(), int64(page), page+2*size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+	if err := r.mapPages(m.FD(), size); err != nil {
 		r.close()
-		return nil, fmt.Errorf("mmap the data pages: %w", err)
+		return nil, err
+	}
+	if err := r.watch(m.FD()); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// mapPages maps the ring buffer of size bytes that fd is: its consumer
+// page read-write, its producer page and data (twice, so that a record
+// wrapping around reads in one piece) read-only.
+func (r *ringReader) mapPages(fd, size int) error {
+	page := os.Getpagesize()
+	var err error
+	if r.cons, err = unix.Mmap(fd, 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return fmt.Errorf("mmap the consumer page: %w", err)
+	}
+	if r.data, err = unix.Mmap(fd, int64(page), page+2*size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		return fmt.Errorf("mmap the data pages: %w", err)
 	}
 	r.consPos = (*uintptr)(unsafe.Pointer(&r.cons[0]))
 	r.prodPos = (*uintptr)(unsafe.Pointer(&r.data[0]))
 	r.ring, r.mask = r.data[page:], uintptr(size-1)
 	r.pos = atomic.LoadUintptr(r.consPos)
+	return nil
+}
+
+// watch makes the epoll instance that waits for the ring buffer fd and
+// for the wake-up eventfd.
+func (r *ringReader) watch(fd int) error {
+	var err error
 	if r.ep, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
-		r.close()
-		return nil, fmt.Errorf("epoll: %w", err)
+		return fmt.Errorf("epoll: %w", err)
 	}
 	if r.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
-		r.close()
-		return nil, fmt.Errorf("eventfd: %w", err)
+		return fmt.Errorf("eventfd: %w", err)
 	}
-	for _, fd := range []int{m.FD(), r.wake} {
+	for _, fd := range []int{fd, r.wake} {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 		if err := unix.EpollCtl(r.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-			r.close()
-			return nil, fmt.Errorf("epoll add: %w", err)
+			return fmt.Errorf("epoll add: %w", err)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // held reports whether records were returned and not committed.

@@ -73,15 +73,24 @@ func ReadSavedPlan(path string) (*SavedPlan, error) {
 	if err := dec.Decode(&sp); err != nil || sp.Plan == nil || sp.Facts == nil {
 		return nil, fmt.Errorf("%s is JSON but not a saved plan (make one with probectl plan -out FILE)", path)
 	}
+	if err := sp.validate(path); err != nil {
+		return nil, err
+	}
+	return &sp, nil
+}
+
+// validate checks what a saved plan read from path names: a known arch and
+// changes that each name a probe and an action.
+func (sp *SavedPlan) validate(path string) error {
 	if sp.Facts.Arch != bpf.ArchX86_64 && sp.Facts.Arch != bpf.ArchArm64 {
-		return nil, fmt.Errorf("%s: a saved plan for arch %q", path, sp.Facts.Arch)
+		return fmt.Errorf("%s: a saved plan for arch %q", path, sp.Facts.Arch)
 	}
 	for _, c := range sp.Plan.Changes {
 		if c == nil || !c.Address.Kind.Valid() || c.Action == "" {
-			return nil, fmt.Errorf("%s is damaged: a change is empty or names no probe; plan again", path)
+			return fmt.Errorf("%s is damaged: a change is empty or names no probe; plan again", path)
 		}
 	}
-	return &sp, nil
+	return nil
 }
 
 // ErrStale says a saved plan no longer applies.
@@ -113,13 +122,24 @@ func (sp *SavedPlan) CheckState(s *State, now *compiled.Plan) error {
 	if sp.Workspace != "" && sp.Workspace != s.Workspace {
 		return fmt.Errorf("saved plan is for workspace %q, not %q", sp.Workspace, s.Workspace)
 	}
-	// A plan made before the workspace's first write saw no lineage: the
-	// state it meant is one with no probes at serial 0.
-	fresh := sp.StateLineage == "" && sp.StateSerial == 0 && s.Serial == 0 && len(s.Probes) == 0
-	if !fresh && (sp.StateLineage != s.Lineage || sp.StateSerial != s.Serial) {
+	if sp.stateMoved(s) {
 		return fmt.Errorf("%w: the state moved since it was made (serial %d, now %d; lineage %s, now %s); plan again",
 			ErrStale, sp.StateSerial, s.Serial, short(sp.StateLineage), short(s.Lineage))
 	}
+	return sp.samePlan(now)
+}
+
+// stateMoved says s is not the state the plan was made against. A plan
+// made before the workspace's first write saw no lineage: the state it
+// meant is one with no probes at serial 0.
+func (sp *SavedPlan) stateMoved(s *State) bool {
+	fresh := sp.StateLineage == "" && sp.StateSerial == 0 && s.Serial == 0 && len(s.Probes) == 0
+	return !fresh && (sp.StateLineage != s.Lineage || sp.StateSerial != s.Serial)
+}
+
+// samePlan refuses the saved plan when now, the plan made from the same
+// input now, changes other probes, or the same ones differently.
+func (sp *SavedPlan) samePlan(now *compiled.Plan) error {
 	if len(sp.Plan.Changes) != len(now.Changes) {
 		return fmt.Errorf("%w: it no longer matches the kernel; plan again", ErrStale)
 	}

@@ -45,19 +45,8 @@ func Attach(out *compiled.Output) (*Session, error) {
 	}()
 	var kernelBTF *btf.Spec
 	s := &Session{tables: map[string]*liveTable{}}
-	for _, tb := range out.Tables {
-		l, err := w.makeTable(t, tb)
-		if err != nil {
-			return nil, err
-		}
-		s.tables[tb.Address.Name] = l
-	}
-	if out.Events != nil {
-		b, err := w.makeBuffer(t, out.Events)
-		if err != nil {
-			return nil, err
-		}
-		s.buffer = b
+	if err := s.makeShared(w, t, out); err != nil {
+		return nil, err
 	}
 	for _, p := range out.Probes {
 		l := &live{probe: p, shared: withBuffer(sharedMaps(p, s.tables), p, s.buffer)}
@@ -158,6 +147,27 @@ func (s *Session) Close() error {
 	return err
 }
 
+// makeShared makes what the session's probes share: out's tables and
+// event buffer.
+func (s *Session) makeShared(w *Workspace, t *txn, out *compiled.Output) error {
+	for _, tb := range out.Tables {
+		l, err := w.makeTable(t, tb)
+		if err != nil {
+			return err
+		}
+		s.tables[tb.Address.Name] = l
+	}
+	if out.Events == nil {
+		return nil
+	}
+	b, err := w.makeBuffer(t, out.Events)
+	if err != nil {
+		return err
+	}
+	s.buffer = b
+	return nil
+}
+
 // CleanRuns removes what probectl run of earlier versions left behind when
 // it was killed: pin directories run-<pid> under the pin root and their
 // temporary state directories, for processes that are gone. It returns
@@ -175,19 +185,27 @@ func CleanRuns() []string {
 	}
 	tmps, _ := filepath.Glob(filepath.Join(os.TempDir(), "probectl-run-*"))
 	for _, t := range tmps {
-		var st unix.Stat_t
-		if unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) {
-			continue
-		}
-		entries, err := os.ReadDir(t)
-		if err != nil || len(entries) != 1 {
-			continue
-		}
-		if pid, ok := runPID(entries[0].Name()); ok && !alive(pid) && os.RemoveAll(t) == nil {
+		if leftByDeadRun(t) && os.RemoveAll(t) == nil {
 			removed = append(removed, t)
 		}
 	}
 	return removed
+}
+
+// leftByDeadRun says t is a temporary state directory of a run that is
+// gone: a directory of ours (no symlink) holding one entry, run-<pid>,
+// whose process is not alive.
+func leftByDeadRun(t string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(t, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) {
+		return false
+	}
+	entries, err := os.ReadDir(t)
+	if err != nil || len(entries) != 1 {
+		return false
+	}
+	pid, ok := runPID(entries[0].Name())
+	return ok && !alive(pid)
 }
 
 func runPID(name string) (int, bool) {

@@ -293,15 +293,31 @@ type eventStacks struct {
 // resolve reads and symbolizes the stacks of a record of probe p. A stack
 // whose map cannot be read (its probe replaced since) says so.
 func (e *eventStacks) resolve(p *ProbeState, fields OrderedKey) {
-	has := false
-	for _, f := range fields {
-		if _, ok := f.Value.(*Stack); ok {
-			has = true
-		}
-	}
-	if !has || e.open == nil {
+	if !hasStack(fields) || e.open == nil {
 		return
 	}
+	r := e.resolver(p)
+	for _, f := range fields {
+		if s, ok := f.Value.(*Stack); ok {
+			if err := r.resolve(s); err != nil {
+				s.Err = "stack map unreadable: " + err.Error()
+			}
+		}
+	}
+}
+
+// hasStack says a field of fields is a stack.
+func hasStack(fields OrderedKey) bool {
+	for _, f := range fields {
+		if _, ok := f.Value.(*Stack); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// resolver is probe p's stack resolver, made at its first stack.
+func (e *eventStacks) resolver(p *ProbeState) *stackResolver {
 	if e.resolvers == nil {
 		e.resolvers, e.syms = map[*ProbeState]*stackResolver{}, symbols.NewUserSymbols("", nil)
 	}
@@ -310,13 +326,7 @@ func (e *eventStacks) resolve(p *ProbeState, fields OrderedKey) {
 		r = newStackResolver(e.open(p), e.syms)
 		e.resolvers[p] = r
 	}
-	for _, f := range fields {
-		if s, ok := f.Value.(*Stack); ok {
-			if err := r.resolve(s); err != nil {
-				s.Err = "stack map unreadable: " + err.Error()
-			}
-		}
-	}
+	return r
 }
 
 // stackMaps opens the maps of a session's probe.

@@ -204,6 +204,33 @@ func (s *State) validate(workspace string) error {
 // validate checks one probe of a state file: its address (not in seen,
 // which it joins), its pin directory and pins, its counters and layouts.
 func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
+	if err := p.validateAddress(seen); err != nil {
+		return err
+	}
+	prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
+	if !isPinDirOf(p.PinDir, prefix) {
+		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
+	}
+	if err := validMapPins(p.Address, p.Maps); err != nil {
+		return err
+	}
+	if err := p.validateLinks(); err != nil {
+		return err
+	}
+	if err := p.validateStats(); err != nil {
+		return err
+	}
+	for _, e := range p.Events {
+		if e == nil {
+			return fmt.Errorf("%s: an event layout is null", p.Address)
+		}
+	}
+	return nil
+}
+
+// validateAddress checks that p is a probe whose address is one and not
+// in seen, which it joins.
+func (p *ProbeState) validateAddress(seen map[bpf.Address]bool) error {
 	if p == nil {
 		return errors.New("a probe is null")
 	}
@@ -214,24 +241,14 @@ func (p *ProbeState) validate(seen map[bpf.Address]bool) error {
 		return fmt.Errorf("probe %s is listed twice", p.Address)
 	}
 	seen[p.Address] = true
-	prefix := fmt.Sprintf("%s-%s-", p.Address.Kind, p.Address.Name)
-	if !isProbeDir(p.PinDir) || !strings.HasPrefix(p.PinDir, prefix) {
-		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this probe", p.Address, p.PinDir)
-	}
-	if err := validMapPins(p.Address, p.Maps); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateLinks checks that every link pin is named as one.
+func (p *ProbeState) validateLinks() error {
 	for _, l := range p.Links {
 		if !isLinkPin(l.Pin) {
 			return fmt.Errorf("%s: link pin %q is not a link pin", p.Address, l.Pin)
-		}
-	}
-	if err := p.validateStats(); err != nil {
-		return err
-	}
-	for _, e := range p.Events {
-		if e == nil {
-			return fmt.Errorf("%s: an event layout is null", p.Address)
 		}
 	}
 	return nil
@@ -264,10 +281,15 @@ func (t *TableState) validate() error {
 	if t.Address.Kind != bpf.KindTable || !bpf.ValidName(t.Address.Name) {
 		return fmt.Errorf("table %q is not a table address", t.Address)
 	}
-	if !isProbeDir(t.PinDir) || !strings.HasPrefix(t.PinDir, "table-"+t.Address.Name+"-") {
+	if !isPinDirOf(t.PinDir, "table-"+t.Address.Name+"-") {
 		return fmt.Errorf("%s: pin_dir %q is not a pin directory of this table", t.Address, t.PinDir)
 	}
 	return validMapPins(t.Address, t.Pins)
+}
+
+// isPinDirOf says name is a pin directory whose name starts with prefix.
+func isPinDirOf(name, prefix string) bool {
+	return isProbeDir(name) && strings.HasPrefix(name, prefix)
 }
 
 // validMapPins checks that each map pin is named for its map.

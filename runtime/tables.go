@@ -202,24 +202,8 @@ const maxTableRead = 100000
 
 func readTable(ts *compiled.Table, open mapSource) TableResult {
 	res := TableResult{Address: ts.Address.String(), Entries: []TableEntry{}}
-	var data, stats string
-	for _, m := range ts.Maps {
-		switch m.Type {
-		case ebpf.Hash:
-			data = m.Ref
-		case ebpf.PerCPUArray:
-			stats = m.Ref
-		}
-	}
-	if m, release, err := open(stats); err == nil {
-		var per []uint64
-		if err := m.Lookup(uint32(0), &per); err == nil {
-			for _, v := range per {
-				res.Dropped += v
-			}
-		}
-		release()
-	}
+	data, stats := tableMapRefs(ts)
+	res.Dropped = tableDropped(open, stats)
 	m, release, err := open(data)
 	if err != nil {
 		res.Error = err.Error()
@@ -240,6 +224,38 @@ func readTable(ts *compiled.Table, open mapSource) TableResult {
 		return string(a) < string(b)
 	})
 	return res
+}
+
+// tableMapRefs are the refs of a table's data map (a hash) and its stats
+// map (a per-CPU array).
+func tableMapRefs(ts *compiled.Table) (data, stats string) {
+	for _, m := range ts.Maps {
+		switch m.Type {
+		case ebpf.Hash:
+			data = m.Ref
+		case ebpf.PerCPUArray:
+			stats = m.Ref
+		}
+	}
+	return data, stats
+}
+
+// tableDropped sums the stores a table's stats map counts as dropped over
+// every CPU; 0 when it cannot be read.
+func tableDropped(open mapSource, stats string) uint64 {
+	m, release, err := open(stats)
+	if err != nil {
+		return 0
+	}
+	defer release()
+	var per []uint64
+	var n uint64
+	if m.Lookup(uint32(0), &per) == nil {
+		for _, v := range per {
+			n += v
+		}
+	}
+	return n
 }
 
 // ReadTables returns what the applied tables hold.

@@ -94,26 +94,34 @@ func (w *Workspace) Lock() error {
 		st.close()
 		return err
 	}
+	pins, err := w.lockPins()
+	if err != nil {
+		st.close()
+		return err
+	}
+	w.state, w.pins, w.locked = st, pins, true
+	return nil
+}
+
+// lockPins opens the pin directory and locks it. The holder it waited for
+// may have released the workspace and removed the directory it locked:
+// then it locks the new one.
+func (w *Workspace) lockPins() (*dir, error) {
 	for {
 		pins, err := openPins(w.Name, true)
 		if err != nil {
-			st.close()
-			return err
+			return nil, err
 		}
 		if err := w.flock(pins); err != nil {
-			st.close()
 			pins.close()
-			return err
+			return nil, err
 		}
-		// The holder we waited for may have released the workspace and
-		// removed the directory we locked: lock the new one.
 		var fst unix.Stat_t
 		if err := unix.Fstat(pins.fd, &fst); err == nil && fst.Nlink == 0 {
 			pins.close()
 			continue
 		}
-		w.state, w.pins, w.locked = st, pins, true
-		return nil
+		return pins, nil
 	}
 }
 
@@ -171,22 +179,21 @@ func openPins(name string, create bool) (*dir, error) {
 	}
 	// /sys/fs/bpf is often mode 1777: like /tmp, fine above ours.
 	fs, err := openPathTrust(BPFFS, false, trustAncestor)
-	if errors.Is(err, os.ErrNotExist) && !create {
+	if readerFindsNone(err, create) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bpffs: %w", err)
 	}
 	defer fs.close()
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fs.fd, &sfs); err != nil || sfs.Type != unix.BPF_FS_MAGIC {
+	if !isBPFFS(fs) {
 		if !create {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%s is not a bpffs mount", BPFFS)
 	}
 	root, err := fs.sub("probectl", create, trustPrivate)
-	if errors.Is(err, os.ErrNotExist) && !create {
+	if readerFindsNone(err, create) {
 		return nil, nil
 	}
 	if err != nil {
@@ -194,13 +201,25 @@ func openPins(name string, create bool) (*dir, error) {
 	}
 	defer root.close()
 	d, err := root.sub(name, create, trustPrivate)
-	if errors.Is(err, os.ErrNotExist) && !create {
+	if readerFindsNone(err, create) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pin directory: %w", err)
 	}
 	return d, nil
+}
+
+// readerFindsNone says err is a missing directory met by a reader (not
+// create): no pins, no error.
+func readerFindsNone(err error, create bool) bool {
+	return !create && errors.Is(err, os.ErrNotExist)
+}
+
+// isBPFFS says d is on a bpffs mount.
+func isBPFFS(d *dir) bool {
+	var sfs unix.Statfs_t
+	return unix.Fstatfs(d.fd, &sfs) == nil && sfs.Type == unix.BPF_FS_MAGIC
 }
 
 // mountBPFFS mounts bpffs at /sys/fs/bpf when it is not mounted.
@@ -330,7 +349,7 @@ func (w *Workspace) claim(s *State) error {
 	if err != nil {
 		return err
 	}
-	owned := id != nil && s.Lineage != "" && id.Lineage == s.Lineage
+	owned := id.names(s)
 	if !owned && len(dirs) > 0 && !adoptable(id, s, dirs) {
 		return &OwnerError{Workspace: w.Name, PinDir: w.PinDir(), Owner: id, StateDir: w.dir(), Lineage: s.Lineage}
 	}
@@ -381,7 +400,7 @@ func (w *Workspace) ensureIdentity(t *txn, s *State) error {
 	if err != nil {
 		return err
 	}
-	if id != nil && s.Lineage != "" && id.Lineage == s.Lineage {
+	if id.names(s) {
 		return nil
 	}
 	if s.Lineage == "" {
@@ -390,10 +409,21 @@ func (w *Workspace) ensureIdentity(t *txn, s *State) error {
 			return err
 		}
 	}
+	return w.writeIdentity(t, s, id)
+}
+
+// names says the identity (nil when none is pinned) names s's lineage.
+func (id *identity) names(s *State) bool {
+	return id != nil && s.Lineage != "" && id.Lineage == s.Lineage
+}
+
+// writeIdentity pins s's identity in place of old, another lineage's or
+// nil; t undoes it.
+func (w *Workspace) writeIdentity(t *txn, s *State, old *identity) error {
 	if err := w.step("write identity"); err != nil {
 		return err
 	}
-	if id != nil { // another lineage's, over no probes: claim checked
+	if old != nil { // another lineage's, over no probes: claim checked
 		if err := w.pins.removeAll(identityPin); err != nil {
 			return err
 		}

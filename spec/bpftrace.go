@@ -73,23 +73,11 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 			Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: rng.Ptr(),
 		})
 	}
-	adjacent := func(a, b hclsyntax.Token) bool { return a.Range.End.Byte == b.Range.Start.Byte }
 	for i := 0; i < len(tokens); i++ {
 		tok := tokens[i]
-		var next hclsyntax.Token
-		if i+1 < len(tokens) {
-			next = tokens[i+1]
-		}
 		switch {
-		case tok.Type == hclsyntax.TokenIdent && len(tok.Bytes) > 1 && tok.Bytes[len(tok.Bytes)-1] == '-' &&
-			next.Type == hclsyntax.TokenGreaterThan && adjacent(tok, next):
-			base := strings.TrimSuffix(string(tok.Bytes), "-")
-			field := "FIELD"
-			rng := hcl.RangeBetween(tok.Range, next.Range)
-			if i+2 < len(tokens) && tokens[i+2].Type == hclsyntax.TokenIdent {
-				field = string(tokens[i+2].Bytes)
-				rng = hcl.RangeBetween(tok.Range, tokens[i+2].Range)
-			}
+		case isArrow(tokens, i):
+			rng, base, field := arrowField(tokens, i)
 			add(rng, "Use . for fields",
 				"bpftrace's -> is . in probectl, through pointers as well: write %s.%s.", base, field)
 			i++
@@ -104,6 +92,28 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// isArrow says tokens i and i+1 are bpftrace's -> as HCL reads it: a name
+// ending in '-' right before a '>'.
+func isArrow(tokens hclsyntax.Tokens, i int) bool {
+	if i+1 >= len(tokens) {
+		return false
+	}
+	tok, next := tokens[i], tokens[i+1]
+	return tok.Type == hclsyntax.TokenIdent && len(tok.Bytes) > 1 && tok.Bytes[len(tok.Bytes)-1] == '-' &&
+		next.Type == hclsyntax.TokenGreaterThan && tok.Range.End.Byte == next.Range.Start.Byte
+}
+
+// arrowField is the range of the -> at token i and the field after it, the
+// name before it, and the field's name (FIELD when none follows).
+func arrowField(tokens hclsyntax.Tokens, i int) (hcl.Range, string, string) {
+	tok := tokens[i]
+	base := strings.TrimSuffix(string(tok.Bytes), "-")
+	if i+2 < len(tokens) && tokens[i+2].Type == hclsyntax.TokenIdent {
+		return hcl.RangeBetween(tok.Range, tokens[i+2].Range), base, string(tokens[i+2].Bytes)
+	}
+	return hcl.RangeBetween(tok.Range, tokens[i+1].Range), base, "FIELD"
 }
 
 // skipLine returns the index of the last token of tok i's line, so that

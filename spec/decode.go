@@ -460,8 +460,7 @@ func (d *decoder) handlers(p *Probe, hbs []*hcl.Block) {
 // and entry data that no exit reads or that is too small.
 func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
 	for _, h := range []*Handler{p.Entry, p.Exit} {
-		// An on_entry with only when or save still serves on_exit.
-		if h != nil && len(h.Actions) == 0 && !(!h.Exit && p.Exit != nil && (h.When != nil || h.Save != nil)) {
+		if idle(h, p) {
 			d.errorf(h.DeclRange, "Handler does nothing", "Add an action to this block, such as count \"calls\" {}.")
 		}
 	}
@@ -475,6 +474,16 @@ func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent
 		d.warnf(p.EntryDataSizeRange, "Entry data without an exit handler",
 			"entry_data_size only matters when there is an on_exit block to read the data. Remove it.")
 	}
+}
+
+// idle says p's handler h (nil: none) does nothing: no action, and not an
+// on_entry whose when or save still serves on_exit.
+func idle(h *Handler, p *Probe) bool {
+	if h == nil || len(h.Actions) > 0 {
+		return false
+	}
+	servesExit := !h.Exit && p.Exit != nil && (h.When != nil || h.Save != nil)
+	return !servesExit
 }
 
 // MaxEntryData is the most entry data a probe can keep for its exit handler.
@@ -554,9 +563,23 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 	}
 	content, diags := b.Body.Content(actionSchema)
 	d.diags = append(d.diags, diags...)
-	bad := false // an lhist bound already reported
+	bad := d.actionArgs(sc, a, content.Attributes)
+	for _, req := range actionNeeds[a.Kind] {
+		if _, ok := content.Attributes[req]; !ok {
+			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
+		}
+	}
+	if a.Kind == LHist && !bad {
+		d.checkLHist(a, content.Attributes)
+	}
+	return a
+}
+
+// actionArgs decodes the arguments of an action, refusing those its kind
+// does not take; true when an lhist bound was reported.
+func (d *decoder) actionArgs(sc *scope, a *Action, attrs hcl.Attributes) (bad bool) {
 	takes := actionTakes[a.Kind]
-	for name, attr := range content.Attributes {
+	for name, attr := range attrs {
 		if !contains(takes, name) {
 			hint := "Remove it."
 			if name == "value" && a.Kind == Count {
@@ -569,15 +592,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 			bad = true
 		}
 	}
-	for _, req := range actionNeeds[a.Kind] {
-		if _, ok := content.Attributes[req]; !ok {
-			d.errorf(b.DefRange, "Missing required argument", "%s needs %q. Add it to the block.", a.Kind, req)
-		}
-	}
-	if a.Kind == LHist && !bad {
-		d.checkLHist(a, content.Attributes)
-	}
-	return a
+	return bad
 }
 
 // actionTakes are the arguments each kind of action takes.
@@ -677,21 +692,28 @@ func (d *decoder) patterns(attr *hcl.Attribute, allowEmpty bool) []Pattern {
 		if e == nil {
 			continue
 		}
-		s, ok := d.literalString(e)
-		if !ok {
-			d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\" (or optional(\"name\"), which may be missing).")
-			continue
+		if s, ok := d.function(e); ok {
+			out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 		}
-		// '/' is allowed: Go's symbols have it ("github.com/x/y.F"), and
-		// path.Match's * stops at it, as a Go package path wants.
-		if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " \t") {
-			d.errorf(e.Range(), "Invalid function pattern",
-				"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
-			continue
-		}
-		out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 	}
 	return out
+}
+
+// function reads one function name or glob of a list.
+func (d *decoder) function(e hcl.Expression) (string, bool) {
+	s, ok := d.literalString(e)
+	if !ok {
+		d.errorf(e.Range(), "Expected a function name", "Each entry is a quoted name or glob, for example \"vfs_read\" or \"ksys_*\" (or optional(\"name\"), which may be missing).")
+		return "", false
+	}
+	// '/' is allowed: Go's symbols have it ("github.com/x/y.F"), and
+	// path.Match's * stops at it, as a Go package path wants.
+	if _, err := path.Match(s, ""); err != nil || s == "" || strings.ContainsAny(s, " \t") {
+		d.errorf(e.Range(), "Invalid function pattern",
+			"%q is not a function name or glob. Use a name like \"vfs_read\", or *, ? and [...] as in \"ksys_*\".", s)
+		return "", false
+	}
+	return s, true
 }
 
 // optionalPattern unwraps optional("name"): a function or event that may
@@ -818,30 +840,38 @@ func (d *decoder) events(attr *hcl.Attribute) []Pattern {
 		if e == nil {
 			continue
 		}
-		s, ok := d.literalString(e)
-		if !ok {
-			d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\" (or optional(\"GROUP:EVENT\"), which may be missing).")
-			continue
+		if s, ok := d.event(e); ok {
+			out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 		}
-		if group, rest, ok := strings.Cut(s, ":"); ok && (group == "tracepoint" || group == "t") && strings.Contains(rest, ":") {
-			d.errorf(e.Range(), "Probe type in the event",
-				"%q starts with bpftrace's probe type; here the probe's kind says it is a tracepoint, and event is only \"GROUP:EVENT\": write %q.", s, rest)
-			continue
-		}
-		if parts := strings.Split(s, ","); len(parts) > 1 {
-			for i, part := range parts {
-				parts[i] = strconv.Quote(strings.TrimSpace(part))
-			}
-			d.errorf(e.Range(), "Several events in one string",
-				"event takes a list for several events, one string each: event = [%s]. A glob matches several too (\"syscalls:sys_enter_open*\").", strings.Join(parts, ", "))
-			continue
-		}
-		if err := bpf.CheckEventPattern(s); err != nil {
-			d.errorf(e.Range(), "Invalid tracepoint event",
-				"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\", or a glob such as \"syscalls:sys_enter_exec*\"; the events are listed under /sys/kernel/tracing/events.", err)
-			continue
-		}
-		out = append(out, Pattern{Text: s, Range: e.Range(), Optional: optional})
 	}
 	return out
+}
+
+// event reads one event of a tracepoint probe: a quoted "GROUP:EVENT" or
+// glob, with no probe type before it and no comma in it.
+func (d *decoder) event(e hcl.Expression) (string, bool) {
+	s, ok := d.literalString(e)
+	if !ok {
+		d.errorf(e.Range(), "Expected an event name", "Each event is a quoted \"GROUP:EVENT\" or a glob, for example \"syscalls:sys_enter_exec*\" (or optional(\"GROUP:EVENT\"), which may be missing).")
+		return "", false
+	}
+	if group, rest, ok := strings.Cut(s, ":"); ok && (group == "tracepoint" || group == "t") && strings.Contains(rest, ":") {
+		d.errorf(e.Range(), "Probe type in the event",
+			"%q starts with bpftrace's probe type; here the probe's kind says it is a tracepoint, and event is only \"GROUP:EVENT\": write %q.", s, rest)
+		return "", false
+	}
+	if parts := strings.Split(s, ","); len(parts) > 1 {
+		for i, part := range parts {
+			parts[i] = strconv.Quote(strings.TrimSpace(part))
+		}
+		d.errorf(e.Range(), "Several events in one string",
+			"event takes a list for several events, one string each: event = [%s]. A glob matches several too (\"syscalls:sys_enter_open*\").", strings.Join(parts, ", "))
+		return "", false
+	}
+	if err := bpf.CheckEventPattern(s); err != nil {
+		d.errorf(e.Range(), "Invalid tracepoint event",
+			"This is not a tracepoint: %s. Write the event as \"GROUP:EVENT\", for example \"syscalls:sys_enter_openat\", or a glob such as \"syscalls:sys_enter_exec*\"; the events are listed under /sys/kernel/tracing/events.", err)
+		return "", false
+	}
+	return s, true
 }

@@ -213,6 +213,12 @@ func labelKey(e hcl.Expression) (int64, bool) {
 	if u, ok := e.(*hclsyntax.UnaryOpExpr); ok && u.Op == hclsyntax.OpNegate {
 		neg, e = true, u.Val
 	}
+	return labelNumber(e, neg)
+}
+
+// labelNumber is the number e's constant value is, negated with neg: a
+// whole number, or a string of a decimal or hex one (not negated).
+func labelNumber(e hcl.Expression, neg bool) (int64, bool) {
 	v, diags := e.Value(nil)
 	if diags.HasErrors() || v.IsNull() || !v.IsKnown() {
 		return 0, false
@@ -432,8 +438,7 @@ func (s *scope) inetCall(e *hclsyntax.FunctionCallExpr, dec Decoder) Expr {
 // IPv4, inet6: IPv6), or the error that says what it takes.
 func (s *scope) inetAddress(x Expr, dec Decoder) Expr {
 	switch t := x.Type(); {
-	case dec == DecodeInet && (t.Numeric() || t.Kind == KindBytes && t.Size == 4):
-	case dec == DecodeInet6 && (t.Kind == KindTarget || t.Kind == KindBytes && t.Size == 16):
+	case isInetAddress(t, dec):
 	case dec == DecodeInet:
 		return s.errorf(x.Range(), "inet needs an IPv4 address",
 			"inet shows an IPv4 address: a 32-bit integer as the kernel stores it (skc_daddr, sin_addr.s_addr) or 4 bytes (a tracepoint's u8[4]); %s is a %s.", x.Text(), t)
@@ -442,6 +447,15 @@ func (s *scope) inetAddress(x Expr, dec Decoder) Expr {
 			"inet6 shows an IPv6 address: 16 bytes (skc_v6_daddr.in6_u.u6_addr8, a tracepoint's u8[16]); %s is a %s.", x.Text(), t)
 	}
 	return nil
+}
+
+// isInetAddress says a value of type t is an address dec shows: for inet
+// a 32-bit integer or 4 bytes, for inet6 16 bytes (or a kernel pointer).
+func isInetAddress(t Type, dec Decoder) bool {
+	if dec == DecodeInet {
+		return t.Numeric() || t.Kind == KindBytes && t.Size == 4
+	}
+	return dec == DecodeInet6 && (t.Kind == KindTarget || t.Kind == KindBytes && t.Size == 16)
 }
 
 // intCast lowers u8(x) ... s64(x).

@@ -67,25 +67,9 @@ func (d *decoder) bufferSize(attr *hcl.Attribute) (int, bool) {
 		d.errorf(rng, "Invalid buffer size", "buffer_size takes a size such as \"4MiB\" (KiB, MiB or GiB), or a number of bytes.")
 		return 0, false
 	}
-	var n *big.Int
-	if v.Type() == cty.Number {
-		bf := v.AsBigFloat()
-		if !bf.IsInt() {
-			d.errorf(rng, "Invalid buffer size", "buffer_size is a whole number of bytes, or a size such as \"4MiB\".")
-			return 0, false
-		}
-		n, _ = bf.Int(nil)
-	} else {
-		m := sizePattern().FindStringSubmatch(v.AsString())
-		if m == nil {
-			d.errorf(rng, "Invalid buffer size",
-				"%s is not a size: write a whole number with KiB, MiB or GiB (powers of 1024), such as \"4MiB\". MB and K are not accepted: they would leave the power of two in doubt.", strconv.Quote(v.AsString()))
-			return 0, false
-		}
-		units := map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-		n = new(big.Int).SetInt64(units[m[2]])
-		count, _ := new(big.Int).SetString(m[1], 10)
-		n.Mul(n, count)
+	n, ok := d.sizeBytes(rng, v)
+	if !ok {
+		return 0, false
 	}
 	if n.Cmp(big.NewInt(MinEventBuffer)) < 0 || n.Cmp(big.NewInt(MaxEventBuffer)) > 0 {
 		d.errorf(rng, "Buffer size out of range", "The event buffer is from 4KiB to 1GiB; %s bytes is outside. The default is 4MiB.", n)
@@ -102,6 +86,30 @@ func (d *decoder) bufferSize(attr *hcl.Attribute) (int, bool) {
 		return 0, false
 	}
 	return size, true
+}
+
+// sizeBytes is the number of bytes v says: a whole number, or a string of
+// one with a binary unit.
+func (d *decoder) sizeBytes(rng hcl.Range, v cty.Value) (*big.Int, bool) {
+	if v.Type() == cty.Number {
+		bf := v.AsBigFloat()
+		if !bf.IsInt() {
+			d.errorf(rng, "Invalid buffer size", "buffer_size is a whole number of bytes, or a size such as \"4MiB\".")
+			return nil, false
+		}
+		n, _ := bf.Int(nil)
+		return n, true
+	}
+	m := sizePattern().FindStringSubmatch(v.AsString())
+	if m == nil {
+		d.errorf(rng, "Invalid buffer size",
+			"%s is not a size: write a whole number with KiB, MiB or GiB (powers of 1024), such as \"4MiB\". MB and K are not accepted: they would leave the power of two in doubt.", strconv.Quote(v.AsString()))
+		return nil, false
+	}
+	units := map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+	n := new(big.Int).SetInt64(units[m[2]])
+	count, _ := new(big.Int).SetString(m[1], 10)
+	return n.Mul(n, count), true
 }
 
 // checkEvents warns of an events block in a spec set whose probes emit no

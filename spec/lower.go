@@ -65,33 +65,9 @@ func (s *scope) intExpr(e hcl.Expression, what string) Expr {
 // object naming each column (by = { errno = -ret, file = str(args.filename) }).
 // A key may be shown through a decoder (errno_name(x), inet(a, p), ...).
 func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
-	var exprs []hcl.Expression
-	var names []string
-	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
-		seen := map[string]bool{}
-		for _, item := range obj.Items {
-			name := hcl.ExprAsKeyword(item.KeyExpr)
-			switch {
-			case name == "" || !bpf.ValidName(name):
-				s.errorf(item.KeyExpr.Range(), "Invalid key name",
-					"Key names are identifiers (letters, digits and underscores, starting with a letter), as metric labels need: by = { errno = -ret }.")
-				return nil, nil
-			case seen[name]:
-				s.errorf(item.KeyExpr.Range(), "Duplicate key name", "%q names two keys. Rename one.", name)
-				return nil, nil
-			}
-			seen[name] = true
-			names = append(names, name)
-			exprs = append(exprs, item.ValueExpr)
-		}
-	} else {
-		var diags hcl.Diagnostics
-		exprs, diags = hcl.ExprList(attr.Expr)
-		if diags.HasErrors() {
-			s.errorf(attr.Expr.Range(), "Expected a list or an object",
-				"by is a list of values to group by, for example [func, comm], or an object that names them: { fn = func, errno = -ret }.")
-			return nil, nil
-		}
+	exprs, names, ok := s.keyExprs(attr)
+	if !ok {
+		return nil, nil
 	}
 	if len(exprs) > MaxKeyFields {
 		s.errorf(attr.Expr.Range(), "Too many keys", "by takes at most %d values; drop some.", MaxKeyFields)
@@ -101,15 +77,7 @@ func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
 	var outNames []string
 	for i, e := range exprs {
 		x := s.shown(e)
-		if isInvalid(x) {
-			continue
-		}
-		switch {
-		case x.Type().Kind == KindBool:
-			s.errorf(x.Range(), "Key is a bool", "Group by a value, not a condition: use %s ? 1 : 0 to key by it.", x.Text())
-			continue
-		case isLiteral(x):
-			s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, str(...), or an integer value.")
+		if !s.validKey(x) {
 			continue
 		}
 		out = append(out, x)
@@ -118,6 +86,61 @@ func (s *scope) keys(attr *hcl.Attribute) ([]Expr, []string) {
 		}
 	}
 	return out, outNames
+}
+
+// keyExprs reads by's expressions: a list, or an object (whose names it
+// returns too, nil for a list). It reports what it refuses (not ok).
+func (s *scope) keyExprs(attr *hcl.Attribute) ([]hcl.Expression, []string, bool) {
+	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
+		return s.namedKeys(obj)
+	}
+	exprs, diags := hcl.ExprList(attr.Expr)
+	if diags.HasErrors() {
+		s.errorf(attr.Expr.Range(), "Expected a list or an object",
+			"by is a list of values to group by, for example [func, comm], or an object that names them: { fn = func, errno = -ret }.")
+		return nil, nil, false
+	}
+	return exprs, nil, true
+}
+
+// namedKeys reads by = { NAME = VALUE, ... }: each name an identifier,
+// none twice.
+func (s *scope) namedKeys(obj *hclsyntax.ObjectConsExpr) ([]hcl.Expression, []string, bool) {
+	var exprs []hcl.Expression
+	var names []string
+	seen := map[string]bool{}
+	for _, item := range obj.Items {
+		name := hcl.ExprAsKeyword(item.KeyExpr)
+		switch {
+		case name == "" || !bpf.ValidName(name):
+			s.errorf(item.KeyExpr.Range(), "Invalid key name",
+				"Key names are identifiers (letters, digits and underscores, starting with a letter), as metric labels need: by = { errno = -ret }.")
+			return nil, nil, false
+		case seen[name]:
+			s.errorf(item.KeyExpr.Range(), "Duplicate key name", "%q names two keys. Rename one.", name)
+			return nil, nil, false
+		}
+		seen[name] = true
+		names = append(names, name)
+		exprs = append(exprs, item.ValueExpr)
+	}
+	return exprs, names, true
+}
+
+// validKey says x can be a key: valid, and neither a bool nor a constant
+// string (which it reports).
+func (s *scope) validKey(x Expr) bool {
+	switch {
+	case isInvalid(x):
+		return false
+	case x.Type().Kind == KindBool:
+		s.errorf(x.Range(), "Key is a bool", "Group by a value, not a condition: use %s ? 1 : 0 to key by it.", x.Text())
+		return false
+	case isLiteral(x):
+		s.errorf(x.Range(), "Key is a constant string", "A key must vary: group by comm, str(...), or an integer value.")
+		return false
+	}
+	return true
 }
 
 // MaxKeyFields is the most values a by list may have.
@@ -161,22 +184,31 @@ func (s *scope) fields(attr *hcl.Attribute, what string) []*Field {
 			continue
 		}
 		seen[name] = true
-		var x Expr
-		if what == "fields" {
-			x = s.shown(kv.Value)
-		} else {
-			x = s.lower(kv.Value)
+		if x := s.fieldValue(kv.Value, what); x != nil {
+			out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
 		}
-		if isInvalid(x) {
-			continue
-		}
-		if x.Type().Kind == KindBool || isLiteral(x) {
-			s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
-			continue
-		}
-		out = append(out, &Field{Name: name, Value: x, Range: hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
 	}
 	return out
+}
+
+// fieldValue lowers the value of a field of what (an event's fields are
+// shown, a save's are not): an integer or a string that varies; nil
+// after an error.
+func (s *scope) fieldValue(e hcl.Expression, what string) Expr {
+	var x Expr
+	if what == "fields" {
+		x = s.shown(e)
+	} else {
+		x = s.lower(e)
+	}
+	if isInvalid(x) {
+		return nil
+	}
+	if x.Type().Kind == KindBool || isLiteral(x) {
+		s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
+		return nil
+	}
+	return x
 }
 
 func (s *scope) base(e hcl.Expression, t Type) exprBase {
@@ -292,15 +324,21 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	case b != nil && b.Form == FormStack:
 		return s.stackVar(e)
 	case len(tr) != 1:
-		hint := ""
-		if b != nil && b.Register && s.probe.Addr.Kind == bpf.KindKernel {
-			hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
-		}
-		return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
+		return s.plainFields(e, root, b)
 	case b == nil:
 		return s.unknownName(e, root)
 	}
 	return s.value(e, b)
+}
+
+// plainFields reports fields on root, a plain value (b, when it is a
+// built-in one): a kernel probe's register is cast to reach a struct.
+func (s *scope) plainFields(e hcl.Expression, root string, b *Builtin) Expr {
+	hint := ""
+	if b != nil && b.Register && s.probe.Addr.Kind == bpf.KindKernel {
+		hint = fmt.Sprintf(" To read the struct it points to, cast it: cast(%s, \"struct NAME\").FIELD.", root)
+	}
+	return s.errorf(e.Range(), "Unsupported traversal", "Only entry.NAME, args.FIELD, task.FIELD and table reads have fields; %s is a plain value.%s", root, hint)
 }
 
 // value lowers built-in value b, where the probe's kind and the handler
@@ -537,6 +575,12 @@ func (s *scope) equality(e hcl.Expression, op Op, l, r Expr) Expr {
 	if lit, ok := r.(*StringLit); ok {
 		return s.literalEquality(e, op, l, lit)
 	}
+	return s.valueEquality(e, op, l, r)
+}
+
+// valueEquality checks a comparison of two values: both integers or both
+// bools (strings compare with literals only).
+func (s *scope) valueEquality(e hcl.Expression, op Op, l, r Expr) Expr {
 	lt, rt := l.Type(), r.Type()
 	switch {
 	case lt.IsString() != rt.IsString():
@@ -620,12 +664,33 @@ func EventName(b *Binary) (string, bool) {
 
 func (s *scope) conditional(e *hclsyntax.ConditionalExpr) Expr {
 	c, t, f := s.lower(e.Condition), s.lower(e.TrueResult), s.lower(e.FalseResult)
-	if isInvalid(c) || isInvalid(t) || isInvalid(f) || s.stackMisuse(c, "? :") || s.stackMisuse(t, "? :") || s.stackMisuse(f, "? :") {
+	if s.unusable("? :", c, t, f) {
 		return &invalid{exprBase{rng: e.Range()}}
 	}
 	if c.Type().Kind != KindBool {
 		return s.errorf(c.Range(), "Condition is not a bool", "%s is a %s. Compare it, for example %s != 0.", c.Text(), c.Type(), c.Text())
 	}
+	return s.choice(e, c, t, f)
+}
+
+// unusable says an operand of what is invalid (reported already) or a
+// stack (reported now: the first one).
+func (s *scope) unusable(what string, xs ...Expr) bool {
+	for _, x := range xs {
+		if isInvalid(x) {
+			return true
+		}
+	}
+	for _, x := range xs {
+		if s.stackMisuse(x, what) {
+			return true
+		}
+	}
+	return false
+}
+
+// choice types cond ? t : f by its branches: both bools or both integers.
+func (s *scope) choice(e *hclsyntax.ConditionalExpr, c, t, f Expr) Expr {
 	switch tt, ft := t.Type(), f.Type(); {
 	case tt.Kind == KindBool && ft.Kind == KindBool:
 		return &Cond{exprBase: s.base(e, TypeBool), If: c, Then: t, Else: f}

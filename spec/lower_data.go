@@ -168,14 +168,26 @@ func (s *scope) startsWith(e *hclsyntax.FunctionCallExpr) Expr {
 	if t := x.Type(); !t.IsString() && t.Kind != KindTarget || isLiteral(x) {
 		return s.errorf(x.Range(), "starts_with needs a string", "%s is a %s; give a string value: comm, str(...), a string field.", x.Text(), x.Type())
 	}
-	prefix, ok := s.d.literalString(e.Args[1])
-	if !ok || prefix == "" {
-		return s.errorf(e.Args[1].Range(), "Expected a prefix", "The prefix is a quoted, non-empty string literal.")
-	}
-	if t := x.Type(); t.IsString() && len(prefix) >= t.Size {
-		return s.errorf(e.Args[1].Range(), "Prefix too long", "%s holds at most %d bytes, so it never starts with these %d.", x.Text(), t.Size-1, len(prefix))
+	prefix, ok := s.prefix(e.Args[1], x)
+	if !ok {
+		return &invalid{exprBase{rng: e.Args[1].Range()}}
 	}
 	return &StartsWith{exprBase: s.base(e, TypeBool), X: x, Prefix: prefix}
+}
+
+// prefix reads starts_with's prefix a: a non-empty string literal shorter
+// than what x can hold.
+func (s *scope) prefix(a hcl.Expression, x Expr) (string, bool) {
+	prefix, ok := s.d.literalString(a)
+	if !ok || prefix == "" {
+		s.errorf(a.Range(), "Expected a prefix", "The prefix is a quoted, non-empty string literal.")
+		return "", false
+	}
+	if t := x.Type(); t.IsString() && len(prefix) >= t.Size {
+		s.errorf(a.Range(), "Prefix too long", "%s holds at most %d bytes, so it never starts with these %d.", x.Text(), t.Size-1, len(prefix))
+		return "", false
+	}
+	return prefix, true
 }
 
 func (s *scope) byteSwap(e *hclsyntax.FunctionCallExpr) Expr {

@@ -32,12 +32,7 @@ func parseApart(name string, src []byte, cuts []int) *hcl.File {
 	// Runs of whole items of about parseApartRun bytes: HCL's lexer grows
 	// one token slice per parse, so small runs allocate far less than
 	// the whole file (and stay in cache), and the CPUs share them.
-	starts := []int{0}
-	for _, c := range cuts {
-		if c-starts[len(starts)-1] >= parseApartRun {
-			starts = append(starts, c)
-		}
-	}
+	starts := runStarts(cuts)
 	files := make([]*hcl.File, len(starts))
 	bad := make([]bool, len(starts))
 	var next atomic.Int64
@@ -45,14 +40,7 @@ func parseApart(name string, src []byte, cuts []int) *hcl.File {
 	for range min(workers, len(starts)) {
 		wg.Go(func() {
 			for k := int(next.Add(1) - 1); k < len(starts); k = int(next.Add(1) - 1) {
-				start, end := starts[k], len(src)
-				if k+1 < len(starts) {
-					end = starts[k+1]
-				}
-				pos := hcl.Pos{Line: 1 + bytes.Count(src[:start], []byte{'\n'}), Column: 1, Byte: start}
-				f, diags := hclsyntax.ParseConfig(src[start:end:end], name, pos)
-				body, ok := f.Body.(*hclsyntax.Body)
-				files[k], bad[k] = f, len(diags) > 0 || !ok || len(body.Attributes) > 0
+				files[k], bad[k] = parseRun(name, src, starts, k)
 			}
 		})
 	}
@@ -74,4 +62,30 @@ func parseApart(name string, src []byte, cuts []int) *hcl.File {
 			EndRange:   last.EndRange,
 		},
 	}
+}
+
+// runStarts are where the runs start: at 0, then at each cut at least
+// parseApartRun bytes after the last start.
+func runStarts(cuts []int) []int {
+	starts := []int{0}
+	for _, c := range cuts {
+		if c-starts[len(starts)-1] >= parseApartRun {
+			starts = append(starts, c)
+		}
+	}
+	return starts
+}
+
+// parseRun parses run k of src, from its start to the next one's, at its
+// position in the file; bad when it has diagnostics or top-level
+// attributes.
+func parseRun(name string, src []byte, starts []int, k int) (f *hcl.File, bad bool) {
+	start, end := starts[k], len(src)
+	if k+1 < len(starts) {
+		end = starts[k+1]
+	}
+	pos := hcl.Pos{Line: 1 + bytes.Count(src[:start], []byte{'\n'}), Column: 1, Byte: start}
+	f, diags := hclsyntax.ParseConfig(src[start:end:end], name, pos)
+	body, ok := f.Body.(*hclsyntax.Body)
+	return f, len(diags) > 0 || !ok || len(body.Attributes) > 0
 }

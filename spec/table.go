@@ -133,22 +133,26 @@ func collectStores(files []*hclsyntax.Body) map[string][]tableStore {
 			}
 			for _, hb := range pb.Body.Blocks {
 				for _, ab := range hb.Body.Blocks {
-					if ab.Type != string(Store) || len(ab.Labels) != 1 {
-						continue
+					if ab.Type == string(Store) && len(ab.Labels) == 1 {
+						stores[ab.Labels[0]] = append(stores[ab.Labels[0]], storeOf(pb, ab))
 					}
-					st := tableStore{probe: pb}
-					if a := ab.Body.Attributes["key"]; a != nil {
-						st.key = a.Expr
-					}
-					if a := ab.Body.Attributes["value"]; a != nil {
-						st.value = a.Expr
-					}
-					stores[ab.Labels[0]] = append(stores[ab.Labels[0]], st)
 				}
 			}
 		}
 	}
 	return stores
+}
+
+// storeOf is the store action ab of probe pb.
+func storeOf(pb, ab *hclsyntax.Block) tableStore {
+	st := tableStore{probe: pb}
+	if a := ab.Body.Attributes["key"]; a != nil {
+		st.key = a.Expr
+	}
+	if a := ab.Body.Attributes["value"]; a != nil {
+		st.value = a.Expr
+	}
+	return st
 }
 
 // inferTable types t from the first of its stores whose key and value
@@ -440,20 +444,7 @@ func (d *decoder) tableAction(sc *scope, b *hcl.Block, a *Action) *Action {
 		return a
 	}
 	if t.Fields != nil {
-		a.Fields = sc.fields(value, "value")
-		if len(a.Fields) != len(t.Fields) {
-			d.errorf(value.Expr.Range(), "Stores disagree",
-				"%q holds objects with %s; every store must set exactly those fields.", t.Name, quoteList(t.FieldNames()))
-			return a
-		}
-		for _, f := range a.Fields {
-			tf := t.Field(f.Name)
-			if tf == nil {
-				d.errorf(f.Range, "Stores disagree", "%q holds objects with %s, not %q.", t.Name, quoteList(t.FieldNames()), f.Name)
-				continue
-			}
-			sc.checkSlot(f.Value, tf.Type, fmt.Sprintf("%s.%s", t.Name, f.Name))
-		}
+		d.storeFields(sc, t, a, value)
 		return a
 	}
 	if _, obj := value.Expr.(*hclsyntax.ObjectConsExpr); obj {
@@ -463,6 +454,25 @@ func (d *decoder) tableAction(sc *scope, b *hcl.Block, a *Action) *Action {
 	a.Value = sc.lower(value.Expr)
 	sc.checkSlot(a.Value, t.Value, t.Name)
 	return a
+}
+
+// storeFields lowers the value of a store into a table of objects: every
+// field of the table, each of its type.
+func (d *decoder) storeFields(sc *scope, t *Table, a *Action, value *hcl.Attribute) {
+	a.Fields = sc.fields(value, "value")
+	if len(a.Fields) != len(t.Fields) {
+		d.errorf(value.Expr.Range(), "Stores disagree",
+			"%q holds objects with %s; every store must set exactly those fields.", t.Name, quoteList(t.FieldNames()))
+		return
+	}
+	for _, f := range a.Fields {
+		tf := t.Field(f.Name)
+		if tf == nil {
+			d.errorf(f.Range, "Stores disagree", "%q holds objects with %s, not %q.", t.Name, quoteList(t.FieldNames()), f.Name)
+			continue
+		}
+		sc.checkSlot(f.Value, tf.Type, fmt.Sprintf("%s.%s", t.Name, f.Name))
+	}
 }
 
 // tableKey lowers a table key: a list of values (or one bare value) whose

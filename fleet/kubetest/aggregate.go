@@ -32,17 +32,9 @@ func (c *Cluster) AggregateRoles(ctx context.Context) error {
 			if agg.AggregationRule == nil {
 				continue
 			}
-			var rules []rbacv1.PolicyRule
-			for _, sel := range agg.AggregationRule.ClusterRoleSelectors {
-				s, err := metav1.LabelSelectorAsSelector(&sel)
-				if err != nil {
-					return fmt.Errorf("aggregate into %s: %w", agg.Name, err)
-				}
-				for _, r := range list.Items {
-					if r.Name != agg.Name && s.Matches(labels.Set(r.Labels)) {
-						rules = appendNew(rules, r.Rules...)
-					}
-				}
+			rules, err := aggregated(agg, list.Items)
+			if err != nil {
+				return err
 			}
 			if reflect.DeepEqual(rules, agg.Rules) || len(rules) == 0 && len(agg.Rules) == 0 {
 				continue
@@ -57,20 +49,41 @@ func (c *Cluster) AggregateRoles(ctx context.Context) error {
 	return nil
 }
 
+// aggregated are the rules of the roles (other than agg) that agg's
+// selectors match.
+func aggregated(agg *rbacv1.ClusterRole, roles []rbacv1.ClusterRole) ([]rbacv1.PolicyRule, error) {
+	var rules []rbacv1.PolicyRule
+	for _, sel := range agg.AggregationRule.ClusterRoleSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate into %s: %w", agg.Name, err)
+		}
+		for _, r := range roles {
+			if r.Name != agg.Name && s.Matches(labels.Set(r.Labels)) {
+				rules = appendNew(rules, r.Rules...)
+			}
+		}
+	}
+	return rules, nil
+}
+
 // appendNew appends the rules not already in rules, as the controller
 // does.
 func appendNew(rules []rbacv1.PolicyRule, more ...rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	for _, r := range more {
-		dup := false
-		for _, have := range rules {
-			if reflect.DeepEqual(have, r) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !hasRule(rules, r) {
 			rules = append(rules, r)
 		}
 	}
 	return rules
+}
+
+// hasRule says rules holds r.
+func hasRule(rules []rbacv1.PolicyRule, r rbacv1.PolicyRule) bool {
+	for _, have := range rules {
+		if reflect.DeepEqual(have, r) {
+			return true
+		}
+	}
+	return false
 }

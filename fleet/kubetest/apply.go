@@ -50,14 +50,7 @@ func ReadObjects(paths ...string) ([]*unstructured.Unstructured, error) {
 // files' order, and waits for every CustomResourceDefinition among them
 // to be established. dryRun asks the server to validate without storing.
 func Apply(ctx context.Context, cfg *rest.Config, dryRun bool, paths ...string) ([]*unstructured.Unstructured, error) {
-	scheme := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +74,19 @@ func Apply(ctx context.Context, cfg *rest.Config, dryRun bool, paths ...string) 
 		}
 	}
 	return objs, nil
+}
+
+// newClient is a client of cfg's cluster that knows the built-in kinds and
+// CustomResourceDefinitions.
+func newClient(cfg *rest.Config) (client.Client, error) {
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 func waitEstablished(ctx context.Context, c client.Client, name string) error {
