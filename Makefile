@@ -12,9 +12,13 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
+.PHONY: hooks all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
+
+# The commit-msg hook: subjects as "pkg: summary", the detail in the body.
+hooks:
+	git config core.hooksPath .githooks
 
 # One static binary: no cgo, so it runs on any Linux of its arch, the VMs included.
 build:
