@@ -27,6 +27,7 @@ the state is committed. On any failure the kernel and the state are left
 exactly as they were. Unchanged probes keep their links and counts;
 changed ones are replaced create-before-destroy.
 
+With no PATH it reads every *.hcl in the current directory.
 A saved plan (plan -out FILE) is applied as it was planned, and refused
 when the state or the kernel's facts moved since.
 
@@ -35,9 +36,12 @@ when the state or the kernel's facts moved since.
                 these classes: ` + denyClasses() + `
 
 Exit status: 0 applied (or nothing to do), 1 errors.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.paths = args
+			paths, err := specPaths(cmd, args)
+			if err != nil {
+				return err
+			}
+			o.paths = paths
 			return runApply(cmd, g, o)
 		},
 	}

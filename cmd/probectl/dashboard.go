@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 func newDashboardCmd() *cobra.Command {
 	var target, title string
 	cmd := &cobra.Command{
-		Use:   "dashboard [-target auto|PROFILE|FILE] [-title TITLE] PATH...",
+		Use:   "dashboard [-target auto|PROFILE|FILE] [-title TITLE] [PATH...]",
 		Short: "Print a Grafana dashboard for the metrics of the specs",
 		Long: `Dashboard compiles the specs as plan does, for the target kernel, and
 prints a Grafana dashboard (JSON, to import) for the metrics that
@@ -34,8 +35,11 @@ only these specs (names that meet get _2 in that order).
   -title TITLE     the dashboard's title (default: probectl and the files' names)
 
 Exit status: 0, 1 errors.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, err := specPaths(cmd, args)
+			if err != nil {
+				return err
+			}
 			_, _, out, err := compileTarget(cmd, target, args, spec.Policy{})
 			if err != nil {
 				return err
@@ -60,6 +64,9 @@ Exit status: 0, 1 errors.`,
 func dashboardTitle(paths []string) string {
 	names := make([]string, len(paths))
 	for i, p := range paths {
+		if wd, err := os.Getwd(); p == "." && err == nil {
+			p = wd // the default path: the directory's name
+		}
 		names[i] = strings.TrimSuffix(filepath.Base(p), ".hcl")
 	}
 	return "probectl: " + strings.Join(names, ", ")

@@ -16,18 +16,22 @@ import (
 func newFmtCmd() *cobra.Command {
 	var check, showDiff bool
 	cmd := &cobra.Command{
-		Use:   "fmt [-check] [-diff] PATH...",
+		Use:   "fmt [-check] [-diff] [PATH...]",
 		Short: "Rewrite specs in the canonical format",
-		Long: `Fmt rewrites spec files in the canonical HCL format and lists the files it changed.
+		Long: `Fmt rewrites spec files in the canonical HCL format and lists the files it changed
+(no PATH: every *.hcl in the current directory).
 A file that does not parse is reported and never rewritten.
 
   -check  change nothing; exit 3 when a file would change
   -diff   print the changes as a unified diff
 
 Exit status: 0 done (or nothing to change), 1 a file does not parse or cannot be written, 3 -check found changes.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files, err := spec.ExpandPaths(args)
+			paths, err := specPaths(cmd, args)
+			if err != nil {
+				return err
+			}
+			files, err := spec.ExpandPaths(paths)
 			if err != nil {
 				return err
 			}

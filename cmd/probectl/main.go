@@ -64,7 +64,38 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDashboardCmd(),
 		newAgentCmd(g),
 	)
+	for _, c := range root.Commands() {
+		requireVerbs(c)
+	}
 	return root
+}
+
+// requireVerbs makes every command under c that only groups verbs (as
+// state does) refuse to run without one: cobra would print its help and
+// exit 0, which a script reads as success. It exits 2 with the usage on
+// stderr instead.
+func requireVerbs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireVerbs(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		var verbs []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				verbs = append(verbs, sub.Name())
+			}
+		}
+		what := "needs a verb"
+		if len(args) > 0 {
+			what = fmt.Sprintf("has no verb %q", args[0])
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s %s: give one of %s.\n\n%s", cmd.CommandPath(), what, strings.Join(verbs, ", "), cmd.UsageString())
+		return exitError{2}
+	}
 }
 
 // normalizeFlags lets users write long flags with one dash, as in

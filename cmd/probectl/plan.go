@@ -33,12 +33,13 @@ func (o *planOptions) check() error {
 func newPlanCmd(g *globals) *cobra.Command {
 	var o planOptions
 	cmd := &cobra.Command{
-		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] PATH...",
+		Use:   "plan [-target auto|PROFILE|FILE] [-json] [-out FILE] [PATH...]",
 		Short: "Show what applying the specs would do on a kernel",
-		Long: `Plan compiles the specs for a target kernel and shows, per probe, the functions,
-the route and why, the link families and how many links, where entry data
-lives, the programs with their instruction counts, the maps with their key
-limits, and the locked memory. Nothing touches the kernel. For the running
+		Long: `Plan compiles the specs (no PATH: every *.hcl in the current directory)
+for a target kernel and shows, per probe, the functions, the route and
+why, the link families and how many links, where entry data lives, the
+programs with their instruction counts, the maps with their key limits,
+and the locked memory. Nothing touches the kernel. For the running
 kernel (-target auto) the plan is a diff against the workspace's state:
 create +, replace -/+ (with why), delete -, unchanged.
 
@@ -67,11 +68,18 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 			if o.cl.cluster && o.cl.probeSet != "" {
 				return cobra.NoArgs(cmd, args)
 			}
-			return cobra.MinimumNArgs(1)(cmd, args)
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.check(); err != nil {
 				return err
+			}
+			if !o.cl.cluster || o.cl.probeSet == "" {
+				paths, err := specPaths(cmd, args)
+				if err != nil {
+					return err
+				}
+				args = paths
 			}
 			if o.cl.cluster {
 				o.cl.json = o.asJSON

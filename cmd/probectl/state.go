@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"path"
+	"sort"
+
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/internal/views"
+	"github.com/probectl/probectl/runtime"
 
 	"github.com/spf13/cobra"
 )
@@ -11,7 +16,38 @@ import (
 func newStateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Repair a workspace's state: recover it from the pins, or forget probes",
+		Short: "List a workspace's state, recover it from the pins, or forget probes",
+	}
+	list := &cobra.Command{
+		Use:   "list [PATTERN...]",
+		Short: "List the addresses the state records, one a line",
+		Long: `State list prints the address of every probe, table and event buffer the
+workspace's state records, one a line, in address order (as terraform
+state list). With PATTERNs (globs: kernel.*, *.vfs_*, user.calls) it
+prints only the addresses that match one of them. It changes nothing: no
+lock, no repair.
+
+Exit status: 0 (even when nothing matches), 1 errors.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkPatterns(args); err != nil {
+				return err
+			}
+			if err := requireBPF("state list"); err != nil {
+				return err
+			}
+			w, s, err := g.inspect()
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			for _, a := range stateAddresses(s) {
+				if matchesAny(a.String(), args) {
+					cmd.Println(a)
+				}
+			}
+			return nil
+		},
 	}
 	recover := &cobra.Command{
 		Use:   "recover",
@@ -88,7 +124,7 @@ Exit status: 0 done, 1 errors.`,
 	}
 	g.addLockTimeout(recover)
 	g.addLockTimeout(rm)
-	cmd.AddCommand(recover, rm)
+	cmd.AddCommand(list, recover, rm)
 	return cmd
 }
 
@@ -97,4 +133,41 @@ func shortLineage(l string) string {
 		return l[:8]
 	}
 	return l
+}
+
+// stateAddresses is every address s records, in address order.
+func stateAddresses(s *runtime.State) []bpf.Address {
+	var out []bpf.Address
+	for _, p := range s.Probes {
+		out = append(out, p.Address)
+	}
+	for _, t := range s.Tables {
+		out = append(out, t.Address)
+	}
+	if s.Events != nil {
+		out = append(out, s.Events.Address)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// checkPatterns refuses a pattern path.Match cannot read.
+func checkPatterns(patterns []string) error {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("pattern %q: %w (a glob of addresses: kernel.*, *.vfs_*)", p, err)
+		}
+	}
+	return nil
+}
+
+// matchesAny reports whether addr matches one of patterns; no patterns
+// match everything.
+func matchesAny(addr string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, addr); ok {
+			return true
+		}
+	}
+	return len(patterns) == 0
 }

@@ -12,17 +12,21 @@ import (
 func newValidateCmd() *cobra.Command {
 	var deny denyFlag
 	cmd := &cobra.Command{
-		Use:   "validate PATH...",
+		Use:   "validate [PATH...]",
 		Short: "Check specs for errors, without a target kernel",
-		Long: `Validate reads spec files (a directory means every *.hcl in it) and reports
+		Long: `Validate reads spec files (a directory means every *.hcl in it; no PATH, the
+current directory) and reports
 every error as FILE:LINE:COL: error: SUMMARY, with the detail and the fix.
 
   -deny CLASS[,CLASS]  refuse constructs of these classes: ` + denyClasses() + `
 
 Exit status: 0 valid, 1 errors.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, diags := spec.LoadPaths(args)
+			paths, err := specPaths(cmd, args)
+			if err != nil {
+				return err
+			}
+			cfg, diags := spec.LoadPaths(paths)
 			if cfg != nil {
 				diags = append(diags, cfg.Enforce(deny.p)...)
 			}

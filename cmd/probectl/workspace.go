@@ -146,6 +146,25 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
+// specPaths is the spec paths a command was given or, with none, the
+// current directory (every *.hcl in it), as terraform reads its working
+// directory. A current directory without specs is refused by name, with
+// what to do.
+func specPaths(cmd *cobra.Command, args []string) ([]string, error) {
+	if len(args) > 0 {
+		return args, nil
+	}
+	if names, err := spec.ExpandPaths([]string{"."}); err == nil && len(names) > 0 {
+		return []string{"."}, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		dir = "."
+	}
+	return nil, fmt.Errorf("no specs in the current directory %s: it has no *.hcl files; give the specs' paths (%s PATH..., a .hcl file or a directory of them), or run it in the specs' directory",
+		termtext.Printable(dir), cmd.CommandPath())
+}
+
 func parseAddresses(args []string) ([]bpf.Address, error) {
 	var out []bpf.Address
 	for _, a := range args {
