@@ -1,0 +1,87 @@
+package buildinfo
+
+import (
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// version is the version make build and make static give the binary:
+//
+//	-ldflags "-X github.com/probectl/probectl/internal/buildinfo.version=$(git describe --always --dirty)"
+//
+// Without it the main module's version stands (go build stamps one from
+// the commit; "(devel)" when there is none).
+var version string
+
+// Unknown is the commit of a build without VCS information (go test, a
+// build outside the repository or with -buildvcs=false).
+const Unknown = "unknown"
+
+// Info is one build of probectl.
+type Info struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"` // vcs.revision, or Unknown
+	// Modified says whether the tree had changes not committed; null
+	// when the build has no VCS information.
+	Modified  *bool  `json:"modified"`
+	GoVersion string `json:"go"`
+}
+
+// Read returns the running binary's build.
+func Read() Info {
+	bi, _ := debug.ReadBuildInfo()
+	return From(bi, version)
+}
+
+// From returns the build bi describes (nil: nothing known), with ldVersion
+// (the -X version, if set) before the main module's.
+func From(bi *debug.BuildInfo, ldVersion string) Info {
+	in := Info{Version: ldVersion, Commit: Unknown, GoVersion: Unknown}
+	if bi == nil {
+		if in.Version == "" {
+			in.Version = "(devel)"
+		}
+		return in
+	}
+	if in.Version == "" {
+		in.Version = bi.Main.Version
+	}
+	if in.Version == "" {
+		in.Version = "(devel)"
+	}
+	if bi.GoVersion != "" {
+		in.GoVersion = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if s.Value != "" {
+				in.Commit = s.Value
+			}
+		case "vcs.modified":
+			m := s.Value == "true"
+			in.Modified = &m
+		}
+	}
+	if in.Commit == Unknown {
+		in.Modified = nil
+	}
+	return in
+}
+
+// Collector is probectl_build_info{version,commit,goversion} 1, the
+// Prometheus convention for saying which build a process runs.
+func (in Info) Collector() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "probectl_build_info",
+		Help: "The build of probectl serving: version, commit and Go version as labels; always 1.",
+		ConstLabels: prometheus.Labels{
+			"version":   in.Version,
+			"commit":    in.Commit,
+			"goversion": in.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
+}
