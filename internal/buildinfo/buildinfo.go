@@ -6,13 +6,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// version is the version make build and make static give the binary:
-//
-//	-ldflags "-X github.com/probectl/probectl/internal/buildinfo.version=$(git describe --always --dirty)"
-//
-// Without it the main module's version stands (go build stamps one from
-// the commit; "(devel)" when there is none).
-var version string
+// version, commit and modified are what make build and make static give
+// the binary from git (-ldflags "-X .../internal/buildinfo.version=...":
+// git describe --always --dirty, git rev-parse HEAD, and "true" or "false"
+// from git status). Without them the main module's version and go build's
+// VCS stamp stand; go build stamps nothing in a git worktree (its .git is
+// a file, golang/go#58218), and a worktree inside another checkout gets
+// that checkout's commit, so make's are believed first.
+var version, commit, modified string
 
 // Unknown is the commit of a build without VCS information (go test, a
 // build outside the repository or with -buildvcs=false).
@@ -31,13 +32,22 @@ type Info struct {
 // Read returns the running binary's build.
 func Read() Info {
 	bi, _ := debug.ReadBuildInfo()
-	return From(bi, version)
+	return From(bi, Info{Version: version, Commit: commit, Modified: parseModified(modified)})
 }
 
-// From returns the build bi describes (nil: nothing known), with ldVersion
-// (the -X version, if set) before the main module's.
-func From(bi *debug.BuildInfo, ldVersion string) Info {
-	in := Info{Version: ldVersion, Commit: Unknown, GoVersion: Unknown}
+// parseModified is the -X modified: "true", "false", or unknown (nil).
+func parseModified(s string) *bool {
+	if s != "true" && s != "false" {
+		return nil
+	}
+	m := s == "true"
+	return &m
+}
+
+// From returns the build bi describes (nil: nothing known), with what ld
+// sets (the -X version, commit and modified, where not empty) before it.
+func From(bi *debug.BuildInfo, ld Info) Info {
+	in := Info{Version: ld.Version, Commit: Unknown, GoVersion: Unknown}
 	if bi == nil {
 		if in.Version == "" {
 			in.Version = "(devel)"
@@ -63,6 +73,9 @@ func From(bi *debug.BuildInfo, ldVersion string) Info {
 			m := s.Value == "true"
 			in.Modified = &m
 		}
+	}
+	if ld.Commit != "" {
+		in.Commit, in.Modified = ld.Commit, ld.Modified
 	}
 	if in.Commit == Unknown {
 		in.Modified = nil

@@ -9,25 +9,30 @@ import (
 )
 
 // TestFrom: the -X version wins, then the main module's, then "(devel)";
-// the commit and modified come from the VCS settings, and a build without
-// them says the commit is unknown, not that the tree was clean.
+// the -X commit and modified win over go build's VCS stamp (wrong in a
+// worktree nested in another checkout), and a build with neither says the
+// commit is unknown, not that the tree was clean.
 func TestFrom(t *testing.T) {
 	vcs := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "b02118b5c0ffee"}, {Key: "vcs.modified", Value: "true"}}
 	for _, c := range []struct {
 		name string
 		bi   *debug.BuildInfo
-		ld   string
+		ld   Info
 		want string // as JSON
 	}{
-		{"ldflags", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261202-b02118b5c0ff+dirty"}, Settings: vcs}, "v1.2-3-gb02118b-dirty",
+		{"ldflags", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261202-b02118b5c0ff+dirty"}, Settings: vcs}, Info{Version: "v1.2-3-gb02118b-dirty"},
 			`{"version":"v1.2-3-gb02118b-dirty","commit":"b02118b5c0ffee","modified":true,"go":"go1.26.8"}`},
-		{"module version", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261202-b02118b5c0ff"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "b02118b5c0ffee"}, {Key: "vcs.modified", Value: "false"}}}, "",
+		{"ldflags commit over the enclosing checkout's", &debug.BuildInfo{GoVersion: "go1.26.8", Settings: vcs}, Info{Version: "84f2c6c", Commit: "84f2c6cb71e1", Modified: parseModified("false")},
+			`{"version":"84f2c6c","commit":"84f2c6cb71e1","modified":false,"go":"go1.26.8"}`},
+		{"ldflags commit, modified unreadable", &debug.BuildInfo{GoVersion: "go1.26.8"}, Info{Commit: "84f2c6cb71e1", Modified: parseModified("")},
+			`{"version":"(devel)","commit":"84f2c6cb71e1","modified":null,"go":"go1.26.8"}`},
+		{"module version", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261202-b02118b5c0ff"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "b02118b5c0ffee"}, {Key: "vcs.modified", Value: "false"}}}, Info{},
 			`{"version":"v0.0.0-20261202-b02118b5c0ff","commit":"b02118b5c0ffee","modified":false,"go":"go1.26.8"}`},
-		{"go test", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "",
+		{"go test", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, Info{},
 			`{"version":"(devel)","commit":"unknown","modified":null,"go":"go1.26.8"}`},
-		{"modified without a revision", &debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{{Key: "vcs.modified", Value: "true"}}}, "",
+		{"modified without a revision", &debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{{Key: "vcs.modified", Value: "true"}}}, Info{},
 			`{"version":"(devel)","commit":"unknown","modified":null,"go":"go1.26.8"}`},
-		{"no build info", nil, "", `{"version":"(devel)","commit":"unknown","modified":null,"go":"unknown"}`},
+		{"no build info", nil, Info{}, `{"version":"(devel)","commit":"unknown","modified":null,"go":"unknown"}`},
 	} {
 		b, err := json.Marshal(From(c.bi, c.ld))
 		if err != nil {
