@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,5 +121,21 @@ func TestVersionOfMakeBuild(t *testing.T) {
 	check.Stdin = strings.NewReader(string(body))
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics of the scrape (%s): %v\n%s", metricsFile, err, out)
+	}
+}
+
+// TestRegistryServesBuildInfo: the one registry of serve, agent and the
+// node agent (registryHandler) serves probectl_build_info of this build,
+// once, with or without other collectors.
+func TestRegistryServesBuildInfo(t *testing.T) {
+	bi := buildinfo.Read()
+	sample := fmt.Sprintf("\nprobectl_build_info{commit=%q,goversion=%q,version=%q} 1\n", bi.Commit, bi.GoVersion, bi.Version)
+	for _, h := range []http.Handler{registryHandler(), metricsHandler(t.TempDir(), "buildinfo", 10)} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body := rec.Body.String()
+		if n := strings.Count(body, "\nprobectl_build_info{"); n != 1 || !strings.Contains(body, sample) {
+			t.Errorf("%d probectl_build_info samples, want exactly %q:\n%s", n, sample, body)
+		}
 	}
 }
