@@ -20,13 +20,23 @@ all: build
 hooks:
 	git config core.hooksPath .githooks
 
+# The build probectl version and probectl_build_info show, from git (go
+# build's own VCS stamp misses worktrees); outside git the binary says the
+# main module's version and an unknown commit.
+PROBECTL_VERSION  ?= $(shell git describe --always --dirty 2>/dev/null)
+PROBECTL_COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+PROBECTL_MODIFIED ?= $(shell git status --porcelain >/dev/null 2>&1 && { test -z "$$(git status --porcelain)" && echo false || echo true; })
+BUILDINFO := github.com/probectl/probectl/internal/buildinfo
+VERSION_LDFLAGS = -X $(BUILDINFO).version=$(PROBECTL_VERSION) -X $(BUILDINFO).commit=$(PROBECTL_COMMIT) -X $(BUILDINFO).modified=$(PROBECTL_MODIFIED)
+BINDIR ?= bin
+
 # One static binary: no cgo, so it runs on any Linux of its arch, the VMs included.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/probectl ./cmd/probectl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(VERSION_LDFLAGS)' -o $(BINDIR)/probectl ./cmd/probectl
 
 static:
 	@for arch in $(ARCHES); do \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o dist/probectl-linux-$$arch ./cmd/probectl || exit 1; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(VERSION_LDFLAGS)' -o dist/probectl-linux-$$arch ./cmd/probectl || exit 1; \
 		if readelf -lW dist/probectl-linux-$$arch | grep -q 'INTERP'; then \
 			echo "dist/probectl-linux-$$arch is dynamically linked" >&2; exit 1; \
 		fi; \

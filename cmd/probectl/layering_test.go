@@ -86,21 +86,22 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},
+	"internal/buildinfo":                 {},
 	"internal/engine":                    {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
 	"internal/eventfile":                 {"runtime", "bpf"},
 	"internal/flamegraph":                {"runtime", "bpf", "bpf/symbols"},
 	"internal/flamegraph/flamegraphtest": {},
-	"internal/views":                     {"compiler/compiled", "runtime", "metrics", "bpf", "bpf/symbols", "fleet", "internal/termtext"},
+	"internal/views":                     {"compiler/compiled", "runtime", "metrics", "bpf", "bpf/symbols", "fleet", "internal/termtext", "internal/buildinfo"},
 }
 
 // specFree are the packages that must not reach spec or HCL, directly or
 // through any package they import: a saved plan is self-contained, and
 // what runtime and metrics read is what the state recorded.
-var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest"}
+var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo"}
 
 // importGraph maps a package's import path to its imports.
 type importGraph map[string][]string

@@ -63,6 +63,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newServeCmd(g),
 		newDashboardCmd(),
 		newAgentCmd(g),
+		newVersionCmd(),
 	)
 	for _, c := range root.Commands() {
 		requireVerbs(c)

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/probectl/probectl/internal/buildinfo"
 	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/internal/eventfile"
 	"github.com/probectl/probectl/metrics"
@@ -152,12 +153,14 @@ func metricsHandler(stateDir, workspace string, maxSeries int, extra ...promethe
 }
 
 // registryHandler serves cs and probectl's own process and Go runtime
-// metrics (the node agent's collectors are its ProbeSets').
+// metrics and probectl_build_info (the node agent's collectors are its
+// ProbeSets').
 func registryHandler(cs ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
+		buildinfo.Read().Collector(),
 	)
 	reg.MustRegister(cs...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{

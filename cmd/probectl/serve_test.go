@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/probectl/probectl/internal/buildinfo"
 )
 
 // prometheusBinary finds a program of Debian's prometheus package
@@ -289,6 +291,9 @@ scrape_configs:
 	expect(`probectl_scrape_series_cut`, map[string]float64{"": 0})
 	expect(`probectl_up`, map[string]float64{"": 1})
 	expect(`probectl_probe_drift`, map[string]float64{"": 0})
+	// The build serving: here the test binary's (go test stamps no commit).
+	bi := buildinfo.Read()
+	expect(fmt.Sprintf(`count(probectl_build_info{version=%q,commit=%q,goversion=%q} == 1)`, bi.Version, bi.Commit, bi.GoVersion), map[string]float64{"": 1})
 
 	// The maps are read at each scrape: more work shows at the next one.
 	waitFor := func(q string, want map[string]float64) {
