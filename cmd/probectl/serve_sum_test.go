@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -82,24 +80,7 @@ func TestServeSignedSumIsGauge(t *testing.T) {
 		t.Fatalf("workload: %v\n%s", err, out)
 	}
 
-	serve := exec.Command("probectl", "-state-dir", state, "-workspace", ws, "serve", "-listen", "127.0.0.1:0")
-	stdout, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve.Stderr = os.Stderr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		serve.Process.Signal(syscall.SIGTERM)
-		serve.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.Contains(line, "http://") {
-		t.Fatalf("serve said %q: %v", line, err)
-	}
-	url := strings.TrimSpace(line[strings.Index(line, "http://"):])
+	url := startServe(t, "probectl", "-state-dir", state, "-workspace", ws)
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)

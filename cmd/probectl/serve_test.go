@@ -144,26 +144,7 @@ func TestServePrometheus(t *testing.T) {
 	}
 
 	// probectl serve, as its own process (the test binary runs as probectl).
-	serve := exec.Command("probectl", "-state-dir", state, "-workspace", ws, "serve", "-listen", "127.0.0.1:0")
-	stdout, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve.Stderr = os.Stderr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		serve.Process.Signal(syscall.SIGTERM)
-		if err := serve.Wait(); err != nil {
-			t.Errorf("probectl serve on SIGTERM: %v (want exit 0)", err)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	target := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line[strings.Index(line, "http://"):]), "http://"), "/metrics")
+	target := strings.TrimSuffix(strings.TrimPrefix(startServe(t, "probectl", "-state-dir", state, "-workspace", ws), "http://"), "/metrics")
 
 	// Prometheus on loopback, with its own config and data directory.
 	port := freePort(t)
@@ -497,4 +478,31 @@ func TestServeReplacedProbeIsNewSeries(t *testing.T) {
 	if label(before[0]) == label(after[0]) || !strings.Contains(before[0], `applied="`) {
 		t.Errorf("the replaced probe's series has the labels of the old one: %s → %s", before[0], after[0])
 	}
+}
+
+// startServe starts bin's serve (the test binary runs as probectl) on a
+// loopback port with the global flags args, and returns the metrics URL
+// it printed; at the test's end it is stopped with SIGTERM and must exit 0.
+func startServe(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	serve := exec.Command(bin, append(args, "serve", "-listen", "127.0.0.1:0")...)
+	stdout, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.Stderr = os.Stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		if err := serve.Wait(); err != nil {
+			t.Errorf("probectl serve on SIGTERM: %v (want exit 0)", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, "http://") {
+		t.Fatalf("serve said %q: %v", line, err)
+	}
+	return strings.TrimSpace(line[strings.Index(line, "http://"):])
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,26 +77,7 @@ func TestVersionOfMakeBuild(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("serve needs CAP_BPF and CAP_PERFMON: the scrape needs root")
 	}
-	serve := exec.Command(bin, "-state-dir", filepath.Join(dir, "state"), "-workspace", fmt.Sprintf("version-%d", os.Getpid()), "serve", "-listen", "127.0.0.1:0")
-	stdout, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	serve.Stderr = os.Stderr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		serve.Process.Signal(syscall.SIGTERM)
-		if err := serve.Wait(); err != nil {
-			t.Errorf("probectl serve on SIGTERM: %v (want exit 0)", err)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	url := strings.TrimSpace(line[strings.Index(line, "http://"):])
+	url := startServe(t, bin, "-state-dir", filepath.Join(dir, "state"), "-workspace", fmt.Sprintf("version-%d", os.Getpid()))
 	client := &http.Client{Timeout: time.Minute}
 	resp, err := client.Get(url)
 	if err != nil {
