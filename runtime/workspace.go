@@ -172,6 +172,24 @@ func (w *Workspace) Unlock() {
 // missing and the directories are created; without it (readers) nothing
 // changes and a missing directory is nil, no error.
 func openPins(name string, create bool) (*dir, error) {
+	root, err := openPinRoot(create)
+	if root == nil || err != nil {
+		return nil, err
+	}
+	defer root.close()
+	d, err := root.sub(name, create, trustPrivate)
+	if readerFindsNone(err, create) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pin directory: %w", err)
+	}
+	return d, nil
+}
+
+// openPinRoot opens PinRoot as openPins does: for a reader (not create),
+// nil when bpffs or the root is missing.
+func openPinRoot(create bool) (*dir, error) {
 	if create {
 		if err := mountBPFFS(); err != nil {
 			return nil, err
@@ -199,15 +217,7 @@ func openPins(name string, create bool) (*dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pin root: %w", err)
 	}
-	defer root.close()
-	d, err := root.sub(name, create, trustPrivate)
-	if readerFindsNone(err, create) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pin directory: %w", err)
-	}
-	return d, nil
+	return root, nil
 }
 
 // readerFindsNone says err is a missing directory met by a reader (not
