@@ -56,6 +56,35 @@ type ConfigMap struct {
 	Data              map[string]string `json:"data,omitempty"`
 }
 
+// Event is the part of a core/v1 Event the node agent writes: what it
+// did on its node, for "kubectl get events" and "kubectl describe node".
+type Event struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	InvolvedObject    EventObject `json:"involvedObject"`
+	Reason            string      `json:"reason"`
+	Message           string      `json:"message"`
+	Type              string      `json:"type"`
+	Source            EventSource `json:"source"`
+	FirstTimestamp    metav1.Time `json:"firstTimestamp"`
+	LastTimestamp     metav1.Time `json:"lastTimestamp"`
+	Count             int32       `json:"count"`
+}
+
+// EventObject is the object an Event is about.
+type EventObject struct {
+	APIVersion string    `json:"apiVersion,omitempty"`
+	Kind       string    `json:"kind"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid,omitempty"`
+}
+
+// EventSource is who wrote an Event.
+type EventSource struct {
+	Component string `json:"component"`
+	Host      string `json:"host,omitempty"`
+}
+
 // resource is where an object (or a list of them) lives in the API.
 type resource struct {
 	gvr        schema.GroupVersionResource
@@ -71,6 +100,7 @@ var (
 	resNodeFacts    = resource{v1alpha1.GroupVersion.WithResource("nodefacts"), "NodeFacts", false}
 	resNode         = resource{coreV1.WithResource("nodes"), "Node", false}
 	resConfigMap    = resource{coreV1.WithResource("configmaps"), "ConfigMap", true}
+	resEvent        = resource{coreV1.WithResource("events"), "Event", true}
 )
 
 func resourceOf(obj any) (resource, error) {
@@ -85,6 +115,8 @@ func resourceOf(obj any) (resource, error) {
 		return resNode, nil
 	case *ConfigMap:
 		return resConfigMap, nil
+	case *Event:
+		return resEvent, nil
 	}
 	return resource{}, fmt.Errorf("fleet.Client: %T is not a type the fleet reads or writes", obj)
 }

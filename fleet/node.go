@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,14 @@ type Applier interface {
 	Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (ApplyResult, error)
 	// Destroy removes everything applied into workspace.
 	Destroy(ctx context.Context, workspace string) error
+	// Held lists the ProbeSets' workspaces (names IsWorkspace accepts)
+	// the applier holds on the node: those in its state directory, and
+	// pins naming it whose state is gone.
+	Held(ctx context.Context) ([]string, error)
+	// RemoveOrphan destroys workspace, which no ProbeSet wants on the
+	// node any more (Destroy, or its pins when its state is gone), and
+	// counts it.
+	RemoveOrphan(ctx context.Context, workspace string) error
 	// Probes reads the probes applied in workspace (for set) with their
 	// counters (hits, missed hits, dropped keys and events) from the
 	// kernel.
@@ -81,6 +90,13 @@ func Workspace(node string, ps *v1alpha1.ProbeSet) string {
 	}
 	return "k8s-" + readable + "-" + hex.EncodeToString(h[:])[:12]
 }
+
+// workspaceName is what Workspace makes.
+var workspaceName = regexp.MustCompile(`^k8s-[a-z0-9_-]{1,42}-[0-9a-f]{12}$`)
+
+// IsWorkspace says whether name is a ProbeSet's workspace, as Workspace
+// names them: the node agent removes no other.
+func IsWorkspace(name string) bool { return workspaceName.MatchString(name) }
 
 // Publish creates or updates the node's NodeFacts.
 func (a *NodeAgent) Publish(ctx context.Context) error {
@@ -177,10 +193,13 @@ func (a *NodeAgent) log() *slog.Logger {
 	return slog.Default()
 }
 
-// Sync brings the node's records in line with the ProbeSets: every
-// ProbeSet that selects the node gets a record of this generation; the
-// records of ProbeSets gone or no longer selecting the node are removed
-// (and, with an Applier, their workspaces destroyed).
+// Sync brings the node in line with the ProbeSets, read whole from the
+// API (a failed or incomplete list changes nothing): every ProbeSet that
+// selects the node gets a record of this generation; with an Applier,
+// every workspace the node holds that no ProbeSet in mode apply
+// selecting the node wants is destroyed (removeOrphans), whatever order
+// the ProbeSets and records were deleted in; the records of ProbeSets
+// gone or no longer selecting the node are removed.
 func (a *NodeAgent) Sync(ctx context.Context) error {
 	var node Node
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &node); err != nil {
@@ -190,18 +209,27 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 	if err := a.Client.List(ctx, &sets, ListOptions{}); err != nil {
 		return fmt.Errorf("list ProbeSets: %w", err)
 	}
+	if sets.ResourceVersion == "" || sets.Continue != "" {
+		// Not a whole list: what it lacks is not known to be gone.
+		return fmt.Errorf("list ProbeSets: an incomplete list (resourceVersion %q, continue %q)", sets.ResourceVersion, sets.Continue)
+	}
 	var errs []error
 	keep := map[types.NamespacedName]bool{}
+	want := map[string]bool{}
 	for i := range sets.Items {
 		ps := &sets.Items[i]
 		if ps.DeletionTimestamp != nil || !Selects(ps.Spec.NodeSelector, node.Labels) {
 			continue
 		}
 		keep[types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}] = true
+		if a.applies(ps) {
+			want[Workspace(a.Node, ps)] = true
+		}
 		if err := a.syncOne(ctx, ps); err != nil {
 			errs = append(errs, fmt.Errorf("ProbeSet %s/%s: %w", ps.Namespace, ps.Name, err))
 		}
 	}
+	errs = append(errs, a.removeOrphans(ctx, &node, want)...)
 	return errors.Join(append(errs, a.removeUnselected(ctx, keep)...)...)
 }
 
@@ -224,16 +252,9 @@ func (a *NodeAgent) removeUnselected(ctx context.Context, keep map[types.Namespa
 	return errs
 }
 
-// removeRecord removes the record r, destroying its workspace first with
-// an Applier (a record whose workspace stays is kept), and rolls up its
-// ProbeSet.
+// removeRecord removes the record r (removeOrphans destroyed its
+// workspace) and rolls up its ProbeSet.
 func (a *NodeAgent) removeRecord(ctx context.Context, r *v1alpha1.ProbeSetNode) []error {
-	if a.Applier != nil {
-		ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Spec.ProbeSet}}
-		if err := a.Applier.Destroy(ctx, Workspace(a.Node, ps)); err != nil {
-			return []error{fmt.Errorf("destroy %s: %w", Workspace(a.Node, ps), err)}
-		}
-	}
 	var errs []error
 	if err := a.Client.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)

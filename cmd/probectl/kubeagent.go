@@ -14,6 +14,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // kubeOptions are agent -kubernetes's flags.
@@ -53,7 +54,7 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 	}
 	mux := http.NewServeMux()
 	if applier != nil {
-		mux.Handle("/metrics", registryHandler(applier, applier.ApplyErrors()))
+		mux.Handle("/metrics", registryHandler(append([]prometheus.Collector{applier}, applier.Counters()...)...))
 	} else {
 		mux.Handle("/metrics", registryHandler())
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	"github.com/probectl/probectl/metrics"
+	"github.com/probectl/probectl/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -31,6 +32,7 @@ type KubeApplier struct {
 	sets map[string]types.NamespacedName // workspace → ProbeSet
 
 	applyErrors *prometheus.CounterVec
+	orphans     prometheus.Counter
 }
 
 var _ fleet.Applier = (*KubeApplier)(nil)
@@ -43,15 +45,22 @@ func NewKubeApplier(base Workspace, log *slog.Logger, maxSeries int) *KubeApplie
 		applyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probectl_apply_errors_total",
 			Help: "ProbeSet changes the agent could not apply on this node, by stage (compile, apply); the previous probes stay live.",
-		}, []string{"stage"})}
+		}, []string{"stage"}),
+		orphans: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probectl_agent_orphans_removed_total",
+			Help: "Workspaces the node agent destroyed because no ProbeSet in mode apply selecting the node wants them (deleted, deselected, or deleted while the agent was down).",
+		})}
 	for _, s := range []string{"compile", "apply"} {
 		k.applyErrors.WithLabelValues(s)
 	}
 	return k
 }
 
-// ApplyErrors counts the changes it could not apply, by stage.
-func (k *KubeApplier) ApplyErrors() prometheus.Collector { return k.applyErrors }
+// Counters are its own metrics: the changes it could not apply, by
+// stage, and the orphaned workspaces it removed.
+func (k *KubeApplier) Counters() []prometheus.Collector {
+	return []prometheus.Collector{k.applyErrors, k.orphans}
+}
 
 func (k *KubeApplier) workspace(name string, set types.NamespacedName, log *slog.Logger) Workspace {
 	if set.Name != "" {
@@ -80,6 +89,11 @@ func (k *KubeApplier) Workspaces() []string {
 // Apply implements fleet.Applier.
 func (k *KubeApplier) Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (fleet.ApplyResult, error) {
 	log := k.log.With("workspace", workspace, "probeset", set.String())
+	if removed, err := runtime.RemoveStrayPins(k.base.StateDir, workspace); err != nil {
+		return fleet.ApplyResult{}, err
+	} else if removed {
+		log.Warn("removed the workspace's stray pins: their state was lost")
+	}
 	_, fail, diags := applyFiles(k.workspace(workspace, set, log), files, log)
 	var r fleet.ApplyResult
 	for _, d := range diags {
@@ -130,8 +144,40 @@ func (k *KubeApplier) Probes(ctx context.Context, workspace string, set types.Na
 	return out, nil
 }
 
-// Destroy implements fleet.Applier.
+// Held implements fleet.Applier: the workspaces in the state directory
+// that fleet.IsWorkspace accepts (directories, not followed: a symlink
+// or a file planted there is no workspace), and those whose stray pins
+// name it (runtime.StrayPins).
+func (k *KubeApplier) Held(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(k.base.StateDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var held []string
+	for _, e := range entries {
+		if e.Type().IsDir() && fleet.IsWorkspace(e.Name()) {
+			held = append(held, e.Name())
+		}
+	}
+	stray, err := runtime.StrayPins(k.base.StateDir, fleet.IsWorkspace)
+	return append(held, stray...), err
+}
+
+// RemoveOrphan implements fleet.Applier.
+func (k *KubeApplier) RemoveOrphan(ctx context.Context, workspace string) error {
+	if err := k.Destroy(ctx, workspace); err != nil {
+		return err
+	}
+	k.orphans.Inc()
+	return nil
+}
+
+// Destroy implements fleet.Applier: the workspace's probes and state, or
+// its stray pins when its state is gone.
 func (k *KubeApplier) Destroy(ctx context.Context, workspace string) error {
+	if removed, err := runtime.RemoveStrayPins(k.base.StateDir, workspace); removed || err != nil {
+		return err
+	}
 	defer func() {
 		k.mu.Lock()
 		delete(k.sets, workspace)
