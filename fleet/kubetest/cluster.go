@@ -43,9 +43,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// Assets returns the directory holding the etcd and kube-apiserver
-// binaries: $PROBECTL_KUBE_ASSETS, or what lab.sh builds (or finds in its
-// cache).
+// Assets returns the directory holding the etcd, kube-apiserver and
+// kube-controller-manager binaries: $PROBECTL_KUBE_ASSETS, or what lab.sh
+// builds (or finds in its cache).
 func Assets() (string, error) {
 	if dir := os.Getenv("PROBECTL_KUBE_ASSETS"); dir != "" {
 		return dir, nil
@@ -514,4 +514,58 @@ func Scheme() *k8sruntime.Scheme {
 		panic(err)
 	}
 	return s
+}
+
+// StartControllerManager starts kube-controller-manager on the cluster
+// with the controllers named (e.g. "garbagecollector", "namespace"), as
+// the admin, leader election off, serving on a free loopback port; it is
+// stopped (before the API server) when the test ends. It fails the test
+// when it cannot start.
+func (c *Cluster) StartControllerManager(t testing.TB, controllers ...string) {
+	t.Helper()
+	assets, err := Assets()
+	if err != nil {
+		t.Fatalf("kube lab: %v", err)
+	}
+	bin := filepath.Join(assets, "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("kube lab: %v (run fleet/kubetest/lab.sh, which builds it)", err)
+	}
+	if err := c.startControllerManager(bin, controllers); err != nil {
+		t.Fatalf("kube lab: %v", err)
+	}
+}
+
+func (c *Cluster) startControllerManager(bin string, controllers []string) error {
+	log := filepath.Join(c.Dir, "kube-controller-manager.log")
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		ports, perr := freePorts(1)
+		if perr != nil {
+			return perr
+		}
+		err = c.run(bin, "kube-controller-manager.log",
+			"--kubeconfig="+c.Kubeconfig,
+			"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
+			"--controllers="+strings.Join(controllers, ","),
+			"--leader-elect=false", "--use-service-account-credentials=false",
+			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]),
+			"--cert-dir="+filepath.Join(c.Dir, "kcm-certs"),
+			"--concurrent-gc-syncs=5", "--profiling=false", "--v=1")
+		if err != nil {
+			break
+		}
+		// Its serving certificate is its own, self-signed: /healthz is
+		// all that is read, on loopback.
+		err = waitHTTP(&tls.Config{InsecureSkipVerify: true}, "https://127.0.0.1:"+strconv.Itoa(ports[0])+"/healthz", "ok", 90*time.Second, c.procs[len(c.procs)-1])
+		if err == nil || !strings.Contains(tail(log), "address already in use") {
+			break
+		}
+		c.procs[len(c.procs)-1].stop()
+		c.procs = c.procs[:len(c.procs)-1]
+	}
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager: %w (log: %s)", err, tail(log))
+	}
+	return nil
 }

@@ -10,9 +10,12 @@
 // [Cluster.PodToken] issues a token bound to a pod on a node, exactly the
 // credentials a DaemonSet's pod gets.
 //
-// There is no controller manager, scheduler or kubelet: pods are objects
-// that never run, namespaces never finish terminating. Tests run agents as
-// processes and use a namespace of their own. The built-in view, edit and
+// No controller manager runs unless a test starts one
+// ([Cluster.StartControllerManager], with the controllers it names: the
+// garbage collector and the namespace controller delete what Kubernetes
+// deletes, in its order). There is no scheduler or kubelet: pods are
+// objects that never run. Tests run agents as processes and use a
+// namespace of their own. The built-in view, edit and
 // admin roles get their rules from the controller manager's aggregation:
 // [Cluster.AggregateRoles] does it once, for tests that bind them.
 //
