@@ -32,11 +32,8 @@ func StrayPins(stateDir string, accept func(name string) bool) ([]string, error)
 		if !isWorkspaceName(name) || !accept(name) {
 			continue
 		}
-		stray, err := strayIn(root, abs, name)
-		if err != nil {
-			return out, err
-		}
-		if stray {
+		// Pins it cannot read are not known to be stateDir's: skipped.
+		if stray, err := strayIn(root, abs, name); err == nil && stray {
 			out = append(out, name)
 		}
 	}
@@ -56,10 +53,10 @@ func RemoveStrayPins(stateDir, name string) (bool, error) {
 		return false, err
 	}
 	defer root.close()
-	pins, err := root.sub(name, false, trustPrivate)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+	if stray, err := strayIn(root, w.StateDir, name); !stray || err != nil {
+		return false, err
 	}
+	pins, err := root.sub(name, false, trustPrivate)
 	if err != nil {
 		return false, err
 	}
