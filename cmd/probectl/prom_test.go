@@ -107,3 +107,17 @@ func (p *promServer) waitSeries(t *testing.T, q string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// workspaceCLI runs probectl in the workspace ws of the state directory
+// state, in this process, failing the test on a non-zero exit; it returns
+// the output.
+func workspaceCLI(t *testing.T, state, ws string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if code := run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &out); code != 0 {
+			t.Fatalf("probectl %v: exit %d\n%s", args, code, out.String())
+		}
+		return out.String()
+	}
+}

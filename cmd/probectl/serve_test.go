@@ -124,14 +124,7 @@ func TestServePrometheus(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	ws := fmt.Sprintf("srv-prom-%d", os.Getpid())
-	probectl := func(args ...string) string {
-		t.Helper()
-		var out strings.Builder
-		if code := run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &out); code != 0 {
-			t.Fatalf("probectl %v: exit %d\n%s", args, code, out.String())
-		}
-		return out.String()
-	}
+	probectl := workspaceCLI(t, state, ws)
 	probectl("apply", "-auto-approve", specFile)
 	t.Cleanup(func() { probectl("destroy", "-auto-approve") })
 	if out, err := exec.Command(filepath.Join(dir, "srv-work"), "25").CombinedOutput(); err != nil {

@@ -78,14 +78,7 @@ func TestServeUnitsLabelsStacks(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	ws := fmt.Sprintf("srv-u23-%d", os.Getpid())
-	probectl := func(args ...string) string {
-		t.Helper()
-		var out strings.Builder
-		if code := run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &out); code != 0 {
-			t.Fatalf("probectl %v: exit %d\n%s", args, code, out.String())
-		}
-		return out.String()
-	}
+	probectl := workspaceCLI(t, state, ws)
 	plan := probectl("plan", specFile)
 	for _, want := range []string{
 		`hist "lat", in seconds as probectl_hist_user_u23_lat_seconds`,
