@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,16 +73,26 @@ func (g *gen) eventLayout(a *spec.Action) *EventLayout {
 
 // layoutAggregation lays out aggregation a, the probe's nth, and its map.
 func (g *gen) layoutAggregation(a *spec.Action, n int) {
-	agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n}
+	agg := &Aggregation{Name: a.Name, Kind: AggregationKind(a.Kind), MapRef: fmt.Sprintf("agg_%d", n), MaxKeys: a.MaxKeys, DroppedIndex: n,
+		Unit: a.Unit, ExportStacks: a.ExportStacks, HistSum: a.IsHistogram()}
+	if u, ok := spec.Units[a.Unit]; ok {
+		agg.BaseUnit, agg.PerBase = u.Base, u.PerBase
+	}
+	labels := spec.ByLabels(a)
 	for i, b := range a.By {
 		name := keyName(b, i)
 		if a.ByNames != nil {
 			name = a.ByNames[i]
 		}
 		kf := g.keyField(b, name, agg.KeySize)
+		kf.Label = labels[i]
 		agg.Key = append(agg.Key, kf)
 		g.stackField(&agg.Key[len(agg.Key)-1], b)
 		agg.KeySize += kf.Size
+	}
+	if a.ExportStacks && !slices.ContainsFunc(agg.Key, KeyField.IsStack) {
+		g.errorf(a.DeclRange, "No stack to export",
+			"export_stacks serves the kstack and ustack columns of by as labels, and %s %q has none. Remove it.", a.Kind, a.Name)
 	}
 	if a.IsHistogram() {
 		agg.KeySize += 8 // the bucket
@@ -152,9 +163,10 @@ func (g *gen) tablesUsed() (used map[*spec.Table]bool, joins bool) {
 
 // ValueSize is the size of an aggregation's per-CPU value: min and max keep
 // a "seen" word after the value, because inserting a key zeroes the other
-// CPUs' values and 0 must not win a min.
+// CPUs' values and 0 must not win a min; a histogram's bucket keeps the
+// sum of its observations after its count.
 func ValueSize(kind spec.ActionKind) int {
-	if kind == spec.Min || kind == spec.Max {
+	if kind == spec.Min || kind == spec.Max || kind == spec.Hist || kind == spec.LHist {
 		return 16
 	}
 	return 8
@@ -274,7 +286,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	}
 	g.e.Origin(a.DeclRange)
 	val := g.e.Alloc(ValueSize(a.Kind))
-	if ValueSize(a.Kind) == 16 {
+	if a.Kind == spec.Min || a.Kind == spec.Max {
 		g.e.Emit(emit.StoreImm64(asm.RFP, val+8, 1)) // seen
 	}
 	switch a.Kind {
@@ -284,6 +296,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.e.At("value "+a.Value.Text(), a.Value.Range())
 		g.expr(a.Value)
 		g.e.Origin(a.DeclRange)
+		g.e.Emit(asm.StoreMem(asm.RFP, val+8, asm.R0, asm.DWord)) // the sum
 		if a.Kind == spec.Hist {
 			g.log2Bucket()
 		} else {
@@ -332,6 +345,14 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 		g.e.Emit(
 			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
 			emit.StoreImm64(asm.R0, 8, 1),
+		)
+	case spec.Hist, spec.LHist:
+		// The count, then the sum: this CPU's value, no atomics.
+		g.e.Emit(
+			asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+			asm.LoadMem(asm.R2, asm.RFP, val+8, asm.DWord),
+			asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 8, asm.R1, asm.DWord),
 		)
 	default:
 		g.e.Emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))

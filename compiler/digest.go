@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -72,6 +73,7 @@ func digest(p *Probe, sp *spec.Probe) string {
 		if a.Signed {
 			_ = enc.Encode([]string{"signed", a.Name})
 		}
+		servedAs(enc, a)
 	}
 	// The tables' maps are in the programs: a table laid out anew is a
 	// new map, and its users must be loaded again. So is the event buffer.
@@ -98,4 +100,23 @@ func digest(p *Probe, sp *spec.Probe) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// servedAs adds to the digest how a scrape serves the aggregation, where
+// it differs from how one served it before the state said: its unit, its
+// stacks, its labels other than the columns' names. A probe applied
+// before is applied again.
+func servedAs(enc *json.Encoder, a *Aggregation) {
+	if a.Unit != "" {
+		_ = enc.Encode([]string{"unit", a.Name, a.Unit})
+	}
+	if a.ExportStacks {
+		_ = enc.Encode([]string{"export_stacks", a.Name})
+	}
+	// A scrape labelled a column by its name, cleaned.
+	for _, f := range a.Key {
+		if f.Label != compiled.CleanName(f.Name) {
+			_ = enc.Encode([]string{"label", a.Name, f.Name, f.Label})
+		}
+	}
 }

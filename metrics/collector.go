@@ -166,7 +166,7 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiled.Aggr
 	if cost > budget {
 		runtime.SortEntries(ar.Entries)
 	}
-	for _, s := range sameLabelsMerged(agg.Kind, ar.Entries, len(fam.labels)) {
+	for _, s := range sameLabelsMerged(agg.Kind, ar.Entries, fam.cols) {
 		e, values := s.entry, s.values
 		if !agg.Kind.IsHistogram() {
 			if budget < 1 {
@@ -181,6 +181,7 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiled.Aggr
 			if agg.Monotonic() {
 				vt, v = prometheus.CounterValue, float64(uint64(*e.Value))
 			}
+			v = agg.Served(v)
 			emit(ch, fam.desc, func() (prometheus.Metric, error) {
 				return prometheus.NewConstMetric(fam.desc, vt, v, values...)
 			})
@@ -193,8 +194,12 @@ func emitAggregation(ch chan<- prometheus.Metric, fam family, agg *compiled.Aggr
 			continue
 		}
 		budget -= series
+		sum := math.NaN() // a probe applied before the kernel kept sums
+		if e.Sum != nil {
+			sum = agg.Served(float64(*e.Sum))
+		}
 		emit(ch, fam.desc, func() (prometheus.Metric, error) {
-			return prometheus.NewConstHistogram(fam.desc, count, math.NaN(), bounds, values...)
+			return prometheus.NewConstHistogram(fam.desc, count, sum, bounds, values...)
 		})
 	}
 	return budget, cut
@@ -206,17 +211,18 @@ type labeledEntry struct {
 	values []string
 }
 
-// sameLabelsMerged gives each entry its n label values, and merges the
-// entries whose label values are equal (keys that differ only in bytes
-// that are not UTF-8, or decode to the same text: a cgroup made again
-// under its old path): Prometheus refuses two series of one name and
+// sameLabelsMerged gives each entry the label values of its columns cols,
+// and merges the entries whose label values are equal (keys that differ
+// only in bytes that are not UTF-8, or decode to the same text: a cgroup
+// made again under its old path; keys that differ only in the stacks a
+// scrape does not serve): Prometheus refuses two series of one name and
 // labels. Counts and sums add, min and max keep theirs, buckets add. The
 // order is the entries', each merged one at its first.
-func sameLabelsMerged(kind compiled.AggregationKind, entries []runtime.Entry, n int) []labeledEntry {
+func sameLabelsMerged(kind compiled.AggregationKind, entries []runtime.Entry, cols []int) []labeledEntry {
 	out := make([]labeledEntry, 0, len(entries))
 	at := make(map[string]int, len(entries))
 	for _, e := range entries {
-		values, id := labelValues(e, n)
+		values, id := labelValues(e, cols)
 		i, seen := at[id]
 		if !seen {
 			at[id] = len(out)
@@ -228,14 +234,14 @@ func sameLabelsMerged(kind compiled.AggregationKind, entries []runtime.Entry, n 
 	return out
 }
 
-// labelValues are e's n label values (empty past its key), and an id that
-// is equal for equal values.
-func labelValues(e runtime.Entry, n int) ([]string, string) {
-	values := make([]string, n)
+// labelValues are the values of e's columns cols (empty past its key),
+// and an id that is equal for equal values.
+func labelValues(e runtime.Entry, cols []int) ([]string, string) {
+	values := make([]string, len(cols))
 	var id strings.Builder
-	for i := range values {
-		if i < len(e.Key) {
-			values[i] = labelValue(e.Key[i].Text())
+	for i, c := range cols {
+		if c < len(e.Key) {
+			values[i] = labelValue(e.Key[c].Text())
 		}
 		fmt.Fprintf(&id, "%d:%s", len(values[i]), values[i])
 	}
@@ -247,6 +253,10 @@ func labelValues(e runtime.Entry, n int) ([]string, string) {
 func merge(kind compiled.AggregationKind, m *runtime.Entry, e runtime.Entry) {
 	if kind.IsHistogram() {
 		m.Buckets = append(append([]runtime.Bucket(nil), m.Buckets...), e.Buckets...)
+		if m.Sum != nil && e.Sum != nil {
+			sum := *m.Sum + *e.Sum
+			m.Sum = &sum
+		}
 		return
 	}
 	if m.Value == nil || e.Value == nil {
@@ -299,7 +309,7 @@ func histogram(agg *compiled.Aggregation, ranges []runtime.Bucket, buckets []run
 	var cum uint64
 	for i := 0; i <= last; i++ {
 		cum += byLow[ranges[i].Low]
-		out[float64(ranges[i].High-1)] = cum
+		out[agg.Served(float64(ranges[i].High-1))] = cum
 	}
 	cum += byLow[ranges[len(ranges)-1].Low]
 	return out, cum

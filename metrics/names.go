@@ -1,8 +1,8 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -15,7 +15,10 @@ import (
 type family struct {
 	name   string
 	labels []string
-	desc   *prometheus.Desc
+	// cols are the key columns the labels are of, in order: all but the
+	// stacks unless the aggregation exports them.
+	cols []int
+	desc *prometheus.Desc
 }
 
 // namer names the families of one scrape.
@@ -47,29 +50,61 @@ func (n *namer) family(p *runtime.ProbeState, agg *compiled.Aggregation) family 
 	// later family of such a clash out of the scrape, silently; it gets
 	// a number instead.
 	name = n.claim(name, agg)
+	name += agg.UnitSuffix()
 	if agg.Monotonic() {
 		name += "_total"
 	}
-	cols := make([]string, len(agg.Key))
-	for i, f := range agg.Key {
-		cols[i] = f.Name
-	}
-	labels := n.unreserved(LabelNames(cols, agg.Kind.IsHistogram()))
-	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
-	if agg.Kind == compiled.AggSum && !agg.Monotonic() {
-		help += " (a gauge: its values may be negative)"
-	}
-	if agg.Kind.IsHistogram() {
-		help += " (le is the bucket's highest integer; _sum is NaN: the kernel keeps only the buckets)"
-	}
-	return family{name: name, labels: labels, desc: prometheus.NewDesc(name, labelValue(help), labels,
+	cols, names := servedColumns(agg)
+	labels := n.unreserved(LabelNames(names, agg.Kind.IsHistogram()))
+	return family{name: name, labels: labels, cols: cols, desc: prometheus.NewDesc(name, labelValue(familyHelp(p, agg)), labels,
 		prometheus.Labels{AppliedLabel: appliedSerial(p.PinDir)})}
 }
 
-// series are the names the family of agg named name (without _total)
-// writes in the exposition, the histogram's own name included (the
-// registry checks it against the others' suffixes).
+// servedColumns are the key columns a scrape labels (a stack only when
+// the aggregation exports stacks) and their label names: Label, or the
+// column's name in a state written before labels.
+func servedColumns(agg *compiled.Aggregation) ([]int, []string) {
+	var cols []int
+	var names []string
+	for i, f := range agg.Key {
+		if f.IsStack() && !agg.ExportStacks {
+			continue
+		}
+		cols = append(cols, i)
+		names = append(names, cmp.Or(f.Label, f.Name))
+	}
+	return cols, names
+}
+
+// familyHelp is the HELP text of agg's family.
+func familyHelp(p *runtime.ProbeState, agg *compiled.Aggregation) string {
+	help := fmt.Sprintf("%s %q of probe %s", agg.Kind, agg.Name, p.Address)
+	if agg.Unit != "" {
+		help += fmt.Sprintf(", in %s (measured in %s)", agg.BaseUnit, agg.Unit)
+	}
+	if agg.Kind == compiled.AggSum && !agg.Monotonic() {
+		help += " (a gauge: its values may be negative)"
+	}
+	switch {
+	case agg.Kind.IsHistogram() && !agg.HistSum:
+		help += " (le is the bucket's highest value; _sum is NaN: the probe was applied before the kernel kept sums)"
+	case agg.Kind.IsHistogram():
+		help += " (le is the bucket's highest value)"
+	}
+	for _, f := range agg.Key {
+		if f.IsStack() && !agg.ExportStacks {
+			help += " (stacks added up: show, pprof and flame graphs have them; export_stacks serves them)"
+			break
+		}
+	}
+	return help
+}
+
+// series are the names the family of agg named name (without its unit
+// and _total) writes in the exposition, the histogram's own name included
+// (the registry checks it against the others' suffixes).
 func series(name string, agg *compiled.Aggregation) []string {
+	name += agg.UnitSuffix()
 	switch {
 	case agg.Monotonic():
 		return []string{name + "_total"}
@@ -112,14 +147,10 @@ func Families(probes []*runtime.ProbeState, reserved []string) [][]Family {
 	return out
 }
 
-// FamilyName is the metric family of an aggregation, without the _total
-// of counters: probectl_<kind>_<probe kind>_<probe name>_<aggregation>.
-// Each part keeps ASCII letters, digits and '_' and turns anything else
-// into '_'; a part that changed gets '_' and 8 hex digits of a hash of
-// the original, so two names never meet.
+// FamilyName is the metric family of an aggregation, without its unit
+// and the _total of counters (compiled.FamilyName).
 func FamilyName(probeKind, probeName, aggKind, aggName string) string {
-	parts := []string{"probectl", sanitize(aggKind), sanitize(probeKind), sanitize(probeName), sanitize(aggName)}
-	return strings.Join(parts, "_")
+	return compiled.FamilyName(probeKind, probeName, aggKind, aggName)
 }
 
 // claim returns name, numbered when its series clash with a family named
@@ -162,7 +193,7 @@ func LabelNames(cols []string, histogram bool) []string {
 	out := make([]string, len(cols))
 	seen := map[string]bool{}
 	for i, c := range cols {
-		l := clean(c)
+		l := compiled.CleanName(c)
 		if l == "" || l[0] >= '0' && l[0] <= '9' {
 			l = "_" + l
 		}
@@ -183,27 +214,6 @@ func LabelNames(cols []string, histogram bool) []string {
 		out[i] = l
 	}
 	return out
-}
-
-// clean turns every byte that is not an ASCII letter, digit or '_' into '_'.
-func clean(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
-
-func sanitize(s string) string {
-	c := clean(s)
-	if c == s && s != "" {
-		return c
-	}
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return fmt.Sprintf("%s_%08x", c, h.Sum32())
 }
 
 // labelValue makes a value Prometheus accepts: bytes that are not UTF-8

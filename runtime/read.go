@@ -42,11 +42,13 @@ type AggregationResult struct {
 }
 
 // Entry is one key's value: Value for count, sum, min and max; Buckets for
-// histograms.
+// histograms, and Sum, the sum of their observations (modulo 2^64; nil for
+// a probe applied before histograms kept it).
 type Entry struct {
 	Key     OrderedKey `json:"key"`
 	Value   *int64     `json:"value,omitempty"`
 	Buckets []Bucket   `json:"buckets,omitempty"`
+	Sum     *int64     `json:"sum,omitempty"`
 }
 
 // Bucket is a histogram bucket: values in [Low, High).
@@ -284,6 +286,9 @@ func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, s
 		switch {
 		case hist:
 			g.buckets[bucket] += uint64(v)
+			if agg.HistSum {
+				g.sum += histSum(per)
+			}
 		case seen:
 			g.value = v
 		}
@@ -306,6 +311,19 @@ type aggGroup struct {
 	key     OrderedKey
 	buckets map[int64]uint64
 	value   int64
+	sum     int64 // a histogram's, when it keeps one
+}
+
+// histSum adds up a histogram bucket's per-CPU sums: the word after each
+// count.
+func histSum(per [][]byte) int64 {
+	var sum int64
+	for _, b := range per {
+		if len(b) >= 16 {
+			sum += int64(binary.LittleEndian.Uint64(b[8:]))
+		}
+	}
+	return sum
 }
 
 // splitBucket cuts a histogram's bucket index, its last 8 bytes, off key;
@@ -331,6 +349,10 @@ func (g *aggGroup) entry(agg *compiled.Aggregation, hist bool) Entry {
 		e.Buckets = append(e.Buckets, Bucket{Low: lo, High: hi, Count: g.buckets[b]})
 	}
 	sort.Slice(e.Buckets, func(i, j int) bool { return e.Buckets[i].Low < e.Buckets[j].Low })
+	if agg.HistSum {
+		sum := g.sum
+		e.Sum = &sum
+	}
 	return e
 }
 

@@ -189,6 +189,13 @@ type Action struct {
 	ByNames []string
 	When    Expr
 	MaxKeys int
+	// Unit is what the values measure (a key of Units; "" for none): a
+	// scrape serves them converted to the base unit, named for it.
+	Unit string
+	// ExportStacks serves the kstack and ustack columns of by as labels;
+	// without it a scrape adds their keys up (show, pprof and flame graphs
+	// always have them).
+	ExportStacks bool
 	// lhist
 	Min, Max, Step int64
 	// event; store into a table of objects
@@ -217,3 +224,22 @@ type Field struct {
 	Value Expr
 	Range hcl.Range
 }
+
+// BaseUnit is how a scrape serves an aggregation's unit: in Base (seconds,
+// bytes), a value divided by PerBase.
+type BaseUnit struct {
+	Base    string
+	PerBase int64
+}
+
+// Units are the units an aggregation may measure (unit = "ns").
+var Units = map[string]BaseUnit{
+	"ns":    {"seconds", 1_000_000_000},
+	"us":    {"seconds", 1_000_000},
+	"ms":    {"seconds", 1_000},
+	"s":     {"seconds", 1},
+	"bytes": {"bytes", 1},
+}
+
+// UnitNames lists Units' names, smallest time unit first.
+func UnitNames() []string { return []string{"ns", "us", "ms", "s", "bytes"} }

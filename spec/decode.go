@@ -226,6 +226,7 @@ var actionSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "value"}, {Name: "by"}, {Name: "when"}, {Name: "max_keys"},
 		{Name: "min"}, {Name: "max"}, {Name: "step"}, {Name: "fields"},
+		{Name: "unit"}, {Name: "export_stacks"},
 	},
 }
 
@@ -572,6 +573,7 @@ func (d *decoder) action(sc *scope, b *hcl.Block) *Action {
 	if a.Kind == LHist && !bad {
 		d.checkLHist(a, content.Attributes)
 	}
+	d.checkLabels(a)
 	return a
 }
 
@@ -597,12 +599,12 @@ func (d *decoder) actionArgs(sc *scope, a *Action, attrs hcl.Attributes) (bad bo
 
 // actionTakes are the arguments each kind of action takes.
 var actionTakes = map[ActionKind][]string{
-	Count: {"by", "when", "max_keys"},
-	Sum:   {"value", "by", "when", "max_keys"},
-	Min:   {"value", "by", "when", "max_keys"},
-	Max:   {"value", "by", "when", "max_keys"},
-	Hist:  {"value", "by", "when", "max_keys"},
-	LHist: {"value", "by", "when", "max_keys", "min", "max", "step"},
+	Count: {"by", "when", "max_keys", "export_stacks"},
+	Sum:   {"value", "by", "when", "max_keys", "unit", "export_stacks"},
+	Min:   {"value", "by", "when", "max_keys", "unit", "export_stacks"},
+	Max:   {"value", "by", "when", "max_keys", "unit", "export_stacks"},
+	Hist:  {"value", "by", "when", "max_keys", "unit", "export_stacks"},
+	LHist: {"value", "by", "when", "max_keys", "min", "max", "step", "unit", "export_stacks"},
 	Event: {"fields", "when"},
 }
 
@@ -634,8 +636,35 @@ func (d *decoder) actionArg(sc *scope, a *Action, name string, attr *hcl.Attribu
 		*lhistBound(a, name) = n
 	case "fields":
 		a.Fields = sc.fields(attr, "fields")
+	case "unit":
+		d.unitAttr(a, attr)
+	case "export_stacks":
+		a.ExportStacks = d.boolAttr(attr)
 	}
 	return true
+}
+
+// unitAttr decodes an aggregation's unit: one of Units.
+func (d *decoder) unitAttr(a *Action, attr *hcl.Attribute) {
+	u, ok := d.stringAttr(attr)
+	if !ok {
+		return
+	}
+	if _, known := Units[u]; !known {
+		d.errorf(attr.Expr.Range(), "Unknown unit", "unit is %q; use one of %s: a scrape serves the values in the base unit (seconds, bytes).", u, quoteList(UnitNames()))
+		return
+	}
+	a.Unit = u
+}
+
+// boolAttr decodes a true or false literal.
+func (d *decoder) boolAttr(attr *hcl.Attribute) bool {
+	v, diags := attr.Expr.Value(nil)
+	if diags.HasErrors() || v.IsNull() || v.Type() != cty.Bool {
+		d.errorf(attr.Expr.Range(), "Expected true or false", "%s takes true or false.", attr.Name)
+		return false
+	}
+	return v.True()
 }
 
 // lhistBound is the field of a that the lhist argument name sets.

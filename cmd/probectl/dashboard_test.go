@@ -195,6 +195,10 @@ func checkDashboard(t *testing.T, file, ex string, b []byte) {
 			if q.Expr == "" || q.RefID == "" || q.Datasource["uid"] != "${datasource}" {
 				t.Errorf("%s: a query without expr, refId or the data source: %+v", where, q)
 			}
+			// No example exports stacks: none is a series to query.
+			if strings.Contains(q.Expr, "kstack") || strings.Contains(q.Expr, "ustack") {
+				t.Errorf("%s: a query of stack series: %s", where, q.Expr)
+			}
 			if (p.Type == "heatmap") != (q.Format == "heatmap") {
 				t.Errorf("%s: a %s panel with a query of format %q", where, p.Type, q.Format)
 			}

@@ -59,14 +59,7 @@ func TestServeSignedSumIsGauge(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	ws := fmt.Sprintf("srv-sum-%d", os.Getpid())
-	probectl := func(args ...string) string {
-		t.Helper()
-		var out strings.Builder
-		if code := run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &out); code != 0 {
-			t.Fatalf("probectl %v: exit %d\n%s", args, code, out.String())
-		}
-		return out.String()
-	}
+	probectl := workspaceCLI(t, state, ws)
 	// The plan says which.
 	plan := probectl("plan", specFile)
 	for _, want := range []string{`sum "net", served as a gauge`, `sum "gains", served as a counter`, `sum "low", served as a counter`} {

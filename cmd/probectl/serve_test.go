@@ -2,19 +2,14 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,7 +115,7 @@ func TestServePrometheus(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("the workload is built with gcc")
 	}
-	prom := prometheusBinary(t, "prometheus")
+	prometheusBinary(t, "prometheus")
 	dir := t.TempDir()
 	buildC(t, dir, "srv-work", serveWork)
 	specFile := filepath.Join(dir, "spec.hcl")
@@ -129,14 +124,7 @@ func TestServePrometheus(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	ws := fmt.Sprintf("srv-prom-%d", os.Getpid())
-	probectl := func(args ...string) string {
-		t.Helper()
-		var out strings.Builder
-		if code := run(append([]string{"-state-dir", state, "-workspace", ws}, args...), &out, &out); code != 0 {
-			t.Fatalf("probectl %v: exit %d\n%s", args, code, out.String())
-		}
-		return out.String()
-	}
+	probectl := workspaceCLI(t, state, ws)
 	probectl("apply", "-auto-approve", specFile)
 	t.Cleanup(func() { probectl("destroy", "-auto-approve") })
 	if out, err := exec.Command(filepath.Join(dir, "srv-work"), "25").CombinedOutput(); err != nil {
@@ -146,80 +134,27 @@ func TestServePrometheus(t *testing.T) {
 	// probectl serve, as its own process (the test binary runs as probectl).
 	target := strings.TrimSuffix(strings.TrimPrefix(startServe(t, "probectl", "-state-dir", state, "-workspace", ws), "http://"), "/metrics")
 
-	// Prometheus on loopback, with its own config and data directory.
-	port := freePort(t)
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: probectl
-    static_configs:
-      - targets: [%q]
-`, target)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pcmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--log.level=warn")
-	var plog strings.Builder
-	pcmd.Stdout, pcmd.Stderr = &plog, &plog
-	if err := pcmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pcmd.Process.Signal(os.Interrupt); pcmd.Wait() })
-	api := fmt.Sprintf("http://127.0.0.1:%d", port)
+	prom := startPrometheus(t, dir, target)
 
 	// query runs an instant query and returns its samples by their labels.
 	query := func(q string) (map[string]float64, error) {
-		resp, err := http.Get(api + "/api/v1/query?query=" + url.QueryEscape(q))
+		samples, err := prom.query(q)
 		if err != nil {
 			return nil, err
 		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var r struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-			Data   struct {
-				Result []struct {
-					Metric map[string]string `json:"metric"`
-					Value  [2]any            `json:"value"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return nil, fmt.Errorf("%s: %v: %s", q, err, body)
-		}
-		if r.Status != "success" {
-			return nil, fmt.Errorf("%s: %s", q, r.Error)
-		}
 		out := map[string]float64{}
-		for _, s := range r.Data.Result {
-			v, err := strconv.ParseFloat(s.Value[1].(string), 64)
-			if err != nil {
-				return nil, err
-			}
+		for _, s := range samples {
 			var labels []string
 			for _, k := range []string{"le", "comm", "func", "handler"} {
 				if s.Metric[k] != "" {
 					labels = append(labels, k+"="+s.Metric[k])
 				}
 			}
-			out[strings.Join(labels, ",")] = v
+			out[strings.Join(labels, ",")] = s.Value
 		}
 		return out, nil
 	}
-	// Wait for a scrape that has the probe's series.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		got, err := query(`probectl_count_user_srv_calls_total`)
-		if err == nil && len(got) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no scrape of probectl serve within 90s (last: %v %v)\nprometheus:\n%s", got, err, plog.String())
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	prom.waitSeries(t, `probectl_count_user_srv_calls_total`)
 	expect := func(q string, want map[string]float64) {
 		t.Helper()
 		got, err := query(q)
@@ -240,6 +175,9 @@ scrape_configs:
 		"le=-1": 0, "le=0": 1, "le=1": 2, "le=3": 4, "le=7": 8, "le=15": 16, "le=31": 25, "le=+Inf": 25,
 	})
 	expect(`probectl_hist_user_srv_args_count`, map[string]float64{"": 25})
+	// _sum is the kernel's sum of the observations: 0+1+...+24.
+	expect(`probectl_hist_user_srv_args_sum`, map[string]float64{"": 300})
+	expect(`probectl_lhist_user_srv_lin_sum`, map[string]float64{"comm=srv-work": 300})
 	expect(`probectl_lhist_user_srv_lin_bucket`, map[string]float64{
 		"le=-1,comm=srv-work": 0, "le=9,comm=srv-work": 10, "le=19,comm=srv-work": 20, "le=29,comm=srv-work": 25,
 		"le=39,comm=srv-work": 25, "le=49,comm=srv-work": 25, "le=59,comm=srv-work": 25, "le=69,comm=srv-work": 25,

@@ -92,15 +92,7 @@ func TestVersionOfMakeBuild(t *testing.T) {
 	if n := strings.Count(string(body), "\nprobectl_build_info{"); n != 1 || !strings.Contains(string(body), "\n"+sample) {
 		t.Errorf("the scrape has %d probectl_build_info samples, want exactly %q:\n%s", n, sample, body)
 	}
-	metricsFile := filepath.Join(dir, "metrics.txt")
-	if err := os.WriteFile(metricsFile, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	check := exec.Command(prometheusBinary(t, "promtool"), "check", "metrics")
-	check.Stdin = strings.NewReader(string(body))
-	if out, err := check.CombinedOutput(); err != nil {
-		t.Errorf("promtool check metrics of the scrape (%s): %v\n%s", metricsFile, err, out)
-	}
+	promtoolCheckMetrics(t, filepath.Join(dir, "metrics.txt"), string(body))
 }
 
 // TestRegistryServesBuildInfo: the one registry of serve, agent and the

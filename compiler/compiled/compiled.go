@@ -226,7 +226,15 @@ type KeyField struct {
 	// Labels name numbers, each written in decimal: the spec's labels
 	// block for labels, the target's system calls for syscall.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Label is the metric label of an aggregation's column (README,
+	// "Serve"): the name by gives it, else one its expression means
+	// (errno for errno_name(args.ret)). Empty in states written before
+	// it, which label the column by its Name.
+	Label string `json:"label,omitempty"`
 }
+
+// IsStack reports whether the field is a kstack or ustack id.
+func (f KeyField) IsStack() bool { return f.Kind == KeyKStack || f.Kind == KeyUStack }
 
 // AggregationKind is what an aggregation keeps, as plans, state and show
 // name it.
@@ -276,6 +284,19 @@ type Aggregation struct {
 	// cannot prove them otherwise: see the README's "Serve"), so that it
 	// may fall: it is served as a gauge, not a counter.
 	Signed bool `json:"signed,omitempty"`
+	// Unit is what the values measure (the spec's unit, "ns"); a scrape
+	// serves them in BaseUnit (seconds, bytes), divided by PerBase, and
+	// names the family for it. Empty: served as the kernel keeps them.
+	Unit     string `json:"unit,omitempty"`
+	BaseUnit string `json:"base_unit,omitempty"`
+	PerBase  int64  `json:"per_base,omitempty"`
+	// ExportStacks serves the key's kstack and ustack columns as labels;
+	// without it a scrape adds their keys up.
+	ExportStacks bool `json:"export_stacks,omitempty"`
+	// HistSum marks a histogram whose per-CPU value is its count and the
+	// sum of its observations (16 bytes): a scrape serves _sum. States
+	// written before it keep only counts.
+	HistSum bool `json:"hist_sum,omitempty"`
 }
 
 // Monotonic reports whether the aggregation only grows while it is

@@ -163,6 +163,11 @@ type PlanMap struct {
 	// or "gauge" when its values may be negative (Aggregation.Signed);
 	// empty for other maps (their kind says).
 	Metric string `json:"metric,omitempty"`
+	// Served is, for the map of an aggregation with a unit, the family a
+	// scrape serves it as (probectl_hist_kernel_io_lat_seconds) and the
+	// base unit.
+	Served     string `json:"served,omitempty"`
+	ServedUnit string `json:"served_unit,omitempty"`
 }
 
 // NewPlan plans the creation of every probe of out.
@@ -218,15 +223,20 @@ func (p *Probe) Change(action Action, facts *bpf.Facts) *Change {
 			StackBytes: prog.StackBytes, PerFunction: prog.PerFunction,
 		})
 	}
-	metric := map[string]string{}
+	aggs := map[string]*Aggregation{}
 	for _, a := range p.Aggregations {
-		if a.Kind == AggSum {
-			metric[a.MapRef] = map[bool]string{true: "counter", false: "gauge"}[a.Monotonic()]
-		}
+		aggs[a.MapRef] = a
 	}
 	for _, m := range p.Maps {
-		c.Maps = append(c.Maps, PlanMap{Name: m.Name, Type: m.Type.String(), KeySize: m.KeySize,
-			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Purpose: m.Purpose, Metric: metric[m.Ref]})
+		pm := PlanMap{Name: m.Name, Type: m.Type.String(), KeySize: m.KeySize,
+			ValueSize: m.ValueSize, MaxEntries: m.MaxEntries, Purpose: m.Purpose}
+		if a := aggs[m.Ref]; a != nil && a.Kind == AggSum {
+			pm.Metric = map[bool]string{true: "counter", false: "gauge"}[a.Monotonic()]
+		}
+		if a := aggs[m.Ref]; a != nil && a.Unit != "" {
+			pm.Served, pm.ServedUnit = a.ServedName(string(p.Address.Kind), p.Address.Name), a.BaseUnit
+		}
+		c.Maps = append(c.Maps, pm)
 	}
 	c.MemoryBytes = p.MemoryBytes(facts.CPUs)
 	return c

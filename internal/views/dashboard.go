@@ -153,14 +153,14 @@ func (l *dashboardLayout) aggregation(addr string, agg *compiled.Aggregation, f 
 	name := fmt.Sprintf("%s %q", agg.Kind, agg.Name)
 	switch agg.Kind {
 	case compiled.AggHist, compiled.AggLHist:
-		l.panel(heatmap(name, addr, f, sel))
+		l.panel(heatmap(name, addr, agg, f, sel))
 	case compiled.AggCount, compiled.AggSum:
 		if !agg.Monotonic() { // a gauge: its value since it was applied
 			expr := fmt.Sprintf("sum %s(%s%s)", by(f.Labels), f.Name, sel)
 			if len(f.Labels) == 0 {
 				expr = fmt.Sprintf("sum(%s%s)", f.Name, sel)
 			}
-			l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied (a gauge: its values may be negative).", name, addr), "short",
+			l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied (a gauge: its values may be negative).", name, addr), grafanaUnit(agg, "short"),
 				target("A", expr, legend(f.Labels), false)))
 			return
 		}
@@ -171,7 +171,7 @@ func (l *dashboardLayout) aggregation(addr string, agg *compiled.Aggregation, f 
 		expr := fmt.Sprintf("%s(rate(%s%s[$__rate_interval]))", sum, f.Name, sel)
 		unit := "ops" // count: calls per second
 		if agg.Kind == compiled.AggSum {
-			unit = "short"
+			unit = grafanaUnit(agg, "short") // seconds per second, bytes per second
 		}
 		l.panel(timeseries(name, fmt.Sprintf("%s of %s, per second.", name, addr), unit,
 			target("A", expr, legend(f.Labels), false)))
@@ -181,22 +181,26 @@ func (l *dashboardLayout) aggregation(addr string, agg *compiled.Aggregation, f 
 		if len(f.Labels) == 0 {
 			expr = fmt.Sprintf("%s(%s%s)", fn, f.Name, sel)
 		}
-		l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied.", name, addr), "short",
+		l.panel(timeseries(name, fmt.Sprintf("%s of %s since it was applied.", name, addr), grafanaUnit(agg, "short"),
 			target("A", expr, legend(f.Labels), false)))
 	}
 }
 
 // heatmap is the heatmap panel of a hist or lhist: every key's buckets
 // added, the distribution of all of them.
-func heatmap(name, addr string, f metrics.Family, sel string) map[string]any {
+func heatmap(name, addr string, agg *compiled.Aggregation, f metrics.Family, sel string) map[string]any {
 	expr := fmt.Sprintf("sum by (le) (increase(%s_bucket%s[$__rate_interval]))", f.Name, sel)
+	le := "the bucket's highest integer"
+	if agg.Unit != "" {
+		le = fmt.Sprintf("the bucket's highest %s, in %s", agg.Unit, agg.BaseUnit)
+	}
 	return map[string]any{
 		"type": "heatmap", "title": name,
-		"description": fmt.Sprintf("%s of %s: observations per bucket and interval, every key added (le is the bucket's highest integer).", name, addr),
+		"description": fmt.Sprintf("%s of %s: observations per bucket and interval, every key added (le is %s).", name, addr, le),
 		"targets":     []any{target("A", expr, "{{le}}", true)},
 		"options": map[string]any{
 			"calculate": false,
-			"yAxis":     map[string]any{"axisPlacement": "left"},
+			"yAxis":     map[string]any{"axisPlacement": "left", "unit": grafanaUnit(agg, "short")},
 			"cellGap":   1,
 			"color":     map[string]any{"mode": "scheme", "scheme": "Oranges", "scale": "exponential", "exponent": 0.5, "fill": "dark-orange", "steps": 64},
 			"rowsFrame": map[string]any{"layout": "auto"},
@@ -244,4 +248,16 @@ func timeseries(title, desc, unit string, t map[string]any) map[string]any {
 			"tooltip": map[string]any{"mode": "multi", "sort": "desc"},
 		},
 	}
+}
+
+// grafanaUnit is Grafana's unit for the aggregation's served values:
+// s for seconds, bytes, else fallback.
+func grafanaUnit(agg *compiled.Aggregation, fallback string) string {
+	switch agg.BaseUnit {
+	case "seconds":
+		return "s"
+	case "bytes":
+		return "bytes"
+	}
+	return fallback
 }

@@ -221,6 +221,9 @@ func renderMaps(w io.Writer, maps []compiled.PlanMap) {
 		if m.Metric != "" {
 			purpose += ", served as a " + m.Metric
 		}
+		if m.Served != "" {
+			purpose += fmt.Sprintf(", in %s as %s", m.ServedUnit, m.Served)
+		}
 		fmt.Fprintf(w, "      %-10s %s %s %s, %s: %s\n", key, eqIf(i == 0), m.Name, m.Type, limit, purpose)
 	}
 }

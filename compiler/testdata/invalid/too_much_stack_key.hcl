@@ -4,7 +4,7 @@ probe "tracepoint" "wide" {
   event = "syscalls:sys_enter_openat"
   on_entry {
     count "c" { # ERROR: Too much stack
-      by = [str(args.filename, 256), str(args.filename, 255)]
+      by = { a = str(args.filename, 256), b = str(args.filename, 255) }
     }
   }
 }
