@@ -72,7 +72,7 @@ func WriteResultsTop(w io.Writer, results []runtime.ProbeResult, topStacks int) 
 		switch {
 		case len(pr.Aggregations) > 0:
 		case pr.Events:
-			fmt.Fprintln(w, "  (events only: probectl run prints them as they arrive)")
+			fmt.Fprintln(w, "  (events only: probectl run and probectl events print them)")
 		default:
 			fmt.Fprintln(w, "  (no aggregations or events: it only updates tables)")
 		}
@@ -277,7 +277,7 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult, top int) {
 		fmt.Fprintf(w, "    %s: %d\n", ar.Kind, *e.Value)
 	}
 	if more := len(ar.Entries) - len(entries); more > 0 {
-		fmt.Fprintf(w, "\n    (%s more, with smaller values)\n", plural(more, "stack"))
+		fmt.Fprintf(w, "\n    (%s, with smaller values)\n", strings.Replace(plural(more, "stack"), " ", " more ", 1))
 	}
 }
 
