@@ -39,6 +39,12 @@ import (
 // what the file claims).
 // Reason says why Symbol is empty when the file's symbols were not read (a
 // bound on reading them, see elfsyms.go), else "".
+//
+// BuildID is the GNU build id (hex) of the file the frame is in, when
+// known; MapStart, MapLimit and MapOffset are the process's mapping of
+// that file the address fell in (start, end and file offset; all 0 when
+// Addr is a file offset, as a build-id frame's is): what a profile
+// (pprof's Mapping) needs for another tool to symbolize Addr again.
 type Frame struct {
 	Addr   uint64
 	Symbol string
@@ -46,6 +52,9 @@ type Frame struct {
 	Module string
 	Note   string
 	Reason string
+
+	BuildID                       string
+	MapStart, MapLimit, MapOffset uint64
 }
 
 // MarshalJSON writes the frame with its address in hex ("0xffffffff81234567"):
@@ -698,9 +707,10 @@ func (u *UserSymbols) frameIn(pm *procMaps, ip uint64) (Frame, bool) {
 			if e := u.file(m.open); e != nil {
 				f := e.frameAtOffset(ip - m.start + m.off)
 				f.Addr, f.Module = ip, m.path
+				f.BuildID, f.MapStart, f.MapLimit, f.MapOffset = e.buildID, m.start, m.end, m.off
 				return f, true
 			}
-			return Frame{Addr: ip, Module: m.path}, true
+			return Frame{Addr: ip, Module: m.path, MapStart: m.start, MapLimit: m.end, MapOffset: m.off}, true
 		}
 	}
 	return Frame{Addr: ip}, false
@@ -723,16 +733,16 @@ func (u *UserSymbols) FrameByBuildID(p Process, id string, off uint64) Frame {
 	for _, m := range pm.maps {
 		if e := u.file(m.open); e != nil && e.buildID == id && (uid >= 0 || e.distrust(-1) == "") {
 			f := e.frameAtOffset(off)
-			f.Module = m.path
+			f.Module, f.BuildID = m.path, id
 			return f
 		}
 	}
 	e := u.byBuildID(id, uid)
 	if e == nil {
-		return Frame{Addr: off, Module: "build-id " + id}
+		return Frame{Addr: off, Module: "build-id " + id, BuildID: id}
 	}
 	f := e.frameAtOffset(off)
-	f.Note = e.distrust(uid)
+	f.Note, f.BuildID = e.distrust(uid), id
 	return f
 }
 

@@ -25,11 +25,19 @@ import (
 
 // runOptions are run's flags.
 type runOptions struct {
-	duration, interval time.Duration
-	asJSON, totals     bool
-	flameFile, aggName string
-	symbolDirs         string
+	duration, interval   time.Duration
+	asJSON, totals       bool
+	verbose              bool
+	flameFile, pprofFile string
+	aggName, symbolDirs  string
 }
+
+// Without -v, run draws the runTopStacks largest stacks of an aggregation
+// keyed by stacks, and the last runLastEvents events of each interval.
+const (
+	runTopStacks  = 10
+	runLastEvents = 5
+)
 
 // check refuses what no run can do.
 func (o *runOptions) check() error {
@@ -42,27 +50,33 @@ func (o *runOptions) check() error {
 func newRunCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-json] [-flamegraph FILE.svg]",
+		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
 (Ctrl-C, -duration, or an error). Its probes are never pinned: they live
 exactly as long as the probectl process, so even kill -9 leaves nothing
 attached. Events come out as probectl events prints them: every probe's,
-in the order they were reserved, with their time. Events that find the
-buffer full are dropped, counted and reported as they happen; at exit the
-buffer is drained and the totals printed. With no PATH it runs the
-built-in example: tracepoints on system calls.
+in the order they were reserved, with their time; without -v, each
+interval prints how many each probe emitted and the last 5. Events that
+find the buffer full are dropped, counted and reported as they happen; at
+exit the buffer is drained and the totals printed. An aggregation keyed
+by stacks prints its samples, lost and distinct stacks and the 10 largest
+(-v: all). With no PATH it runs the built-in example: tracepoints on
+system calls.
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end):
                counts, sums and histograms as what the interval added,
                min and max since the start; the totals at the end
   -totals      print the totals since the start at every interval
+  -v           print every event and every stack
   -flamegraph FILE.svg
                at the end, write the flame graph show -flamegraph writes
                (-aggregation NAME picks the aggregation keyed by stacks;
                -symbols DIR[:DIR] where to find exited processes' files)
+  -pprof FILE.pb.gz
+               at the end, write the pprof profile show -pprof writes
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
@@ -85,7 +99,9 @@ built-in example: tracepoints on system calls.
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
 	cmd.Flags().BoolVar(&o.totals, "totals", false, "print totals since the start at each interval, not what the interval added")
 	cmd.Flags().StringVar(&o.flameFile, "flamegraph", "", "at the end, write an SVG flame graph of the aggregation keyed by stacks to this file")
-	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -flamegraph draws, when several are keyed by stacks")
+	cmd.Flags().StringVar(&o.pprofFile, "pprof", "", "at the end, write a pprof profile of the aggregation keyed by stacks to this file")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "print every event and every stack")
+	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -flamegraph and -pprof write, when several are keyed by stacks")
 	cmd.Flags().StringVar(&o.symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
 }
@@ -124,13 +140,14 @@ type probeRun struct {
 	stopping atomic.Bool
 	drained  bool
 	last     []runtime.ProbeResult // the results the last interval showed
+	started  time.Time
 }
 
 func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o runOptions) (err error) {
 	for _, r := range runtime.CleanRuns() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
-	r := &probeRun{cmd: cmd, o: o, say: cmd.OutOrStdout()}
+	r := &probeRun{cmd: cmd, o: o, say: cmd.OutOrStdout(), started: time.Now()}
 	if o.asJSON {
 		r.say = cmd.ErrOrStderr()
 	}
@@ -151,6 +168,9 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	ctx, stop := o.context()
 	defer stop()
 	r.pr = views.NewEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.asJSON, nil)
+	if !o.verbose && !o.asJSON {
+		r.pr.Quiet(runLastEvents)
+	}
 	defer r.pr.Flush()
 	if err := r.follow(); err != nil {
 		return err
@@ -264,8 +284,12 @@ func (r *probeRun) finish() error {
 		return err
 	}
 	r.show(true)
-	if r.o.flameFile != "" {
-		if err := showStacks(r.cmd, r.sess.Read(), r.o.aggName, false, r.o.flameFile); err != nil {
+	so := stackOutputs{aggName: r.o.aggName, flameFile: r.o.flameFile, pprofFile: r.o.pprofFile,
+		samplers: samplersOf(r.sess.States), since: r.started}
+	if so.any() {
+		var results []runtime.ProbeResult
+		progress(r.cmd.ErrOrStderr(), "Reading and symbolizing the stacks", func() { results = r.sess.Read() })
+		if err := showStacks(r.cmd, results, so); err != nil {
 			return err
 		}
 	}
@@ -298,13 +322,18 @@ func (r *probeRun) show(final bool) {
 		}
 		r.last = results
 	}
+	r.pr.Digest()
+	top := runTopStacks
+	if r.o.verbose {
+		top = 0
+	}
 	r.pr.WithPrinter(func(w io.Writer) {
 		if r.o.asJSON {
 			views.ResultsLine(w, title, shown, tables)
 			return
 		}
 		fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
-		views.WriteResults(w, shown)
+		views.WriteResultsTop(w, shown, top)
 	})
 }
 

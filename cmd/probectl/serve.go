@@ -65,7 +65,10 @@ func newServeCmd(g *globals) *cobra.Command {
 		Use:   "serve [-listen ADDR|unix:PATH] [-web.config.file FILE] [-max-series N] [-events-out PATH|-]",
 		Short: "Serve what the applied probes measure as Prometheus metrics",
 		Long: `Serve answers GET /metrics with every probe applied in the workspace, read
-from the pinned maps at each scrape (README, "Serve: Prometheus metrics").
+from the pinned maps at each scrape (README, "Serve: Prometheus metrics"),
+and GET /debug/pprof/probectl/ADDRESS with the pprof profile of the probe's
+aggregation keyed by stacks (?aggregation=NAME picks one), cumulative since
+it was applied (README, "pprof").
 It runs until SIGINT or SIGTERM; the probes stay applied. With
 -events-out it also writes the workspace's events as NDJSON, following the
 event buffer through applies and destroys.
@@ -95,12 +98,13 @@ event buffer through applies and destroys.
 func serveWorkspace(cmd *cobra.Command, g *globals, o *serveOptions) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metricsHandler(g.stateDir, g.workspace, o.maxSeries))
+	mux.Handle(pprofPath, pprofHandler(g.stateDir, g.workspace))
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(rw, r)
 			return
 		}
-		fmt.Fprintf(rw, "probectl serve: workspace %q; metrics at /metrics\n", g.workspace)
+		fmt.Fprintf(rw, "probectl serve: workspace %q; metrics at /metrics, profiles at %sADDRESS\n", g.workspace, pprofPath)
 	})
 	ln, err := o.sf.open()
 	if err != nil {

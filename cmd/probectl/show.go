@@ -7,7 +7,9 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/internal/flamegraph"
 	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
@@ -16,9 +18,15 @@ import (
 
 // showOptions are show's flags.
 type showOptions struct {
-	asJSON, folded                 bool
-	top                            int
-	flameFile, aggName, symbolDirs string
+	asJSON, folded                            bool
+	top                                       int
+	flameFile, pprofFile, aggName, symbolDirs string
+}
+
+// stacks are where show -folded, -flamegraph and -pprof write.
+func (o *showOptions) stacks(probes []*runtime.ProbeState) stackOutputs {
+	return stackOutputs{aggName: o.aggName, folded: o.folded, flameFile: o.flameFile, pprofFile: o.pprofFile,
+		samplers: samplersOf(probes)}
 }
 
 // check refuses a -top below 0, before anything is read.
@@ -32,7 +40,7 @@ func (o *showOptions) check() error {
 func newShowCmd(g *globals) *cobra.Command {
 	var o showOptions
 	cmd := &cobra.Command{
-		Use:   "show [-json] [-top N] [-folded | -flamegraph FILE.svg] [ADDRESS...]",
+		Use:   "show [-json] [-top N] [-folded | -flamegraph FILE.svg | -pprof FILE.pb.gz] [ADDRESS...]",
 		Short: "Show what the applied probes measured",
 		Long: `Show prints each aggregation of the applied probes (or of the addresses
 given): counters and sums as tables sorted by value, histograms as text
@@ -49,6 +57,8 @@ first. An aggregation keyed by stacks also prints as:
   -folded                the folded stacks of flamegraph.pl ("a;b;c 12" a line),
                          root first, kernel frames marked _[k]
   -flamegraph FILE.svg   an interactive SVG flame graph
+  -pprof FILE.pb.gz      a pprof profile (gzipped profile.proto) for go tool
+                         pprof, Pyroscope, Parca, Grafana (README, "pprof")
   -aggregation NAME      which aggregation, when several are keyed by stacks
   -symbols DIR[:DIR]     where to look for the files of user stacks by build id,
                          besides the files running processes map, $PATH, the
@@ -64,7 +74,8 @@ first. An aggregation keyed by stacks also prints as:
 	cmd.Flags().IntVar(&o.top, "top", 0, "only the N keys with the largest values per aggregation (0: all)")
 	cmd.Flags().BoolVar(&o.folded, "folded", false, "print the stacks of an aggregation keyed by stacks in the folded format")
 	cmd.Flags().StringVar(&o.flameFile, "flamegraph", "", "write an SVG flame graph of an aggregation keyed by stacks to this file")
-	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -folded and -flamegraph draw")
+	cmd.Flags().StringVar(&o.pprofFile, "pprof", "", "write a pprof profile (gzipped profile.proto) of an aggregation keyed by stacks to this file")
+	cmd.Flags().StringVar(&o.aggName, "aggregation", "", "the aggregation -folded, -flamegraph and -pprof write")
 	cmd.Flags().StringVar(&o.symbolDirs, "symbols", "", "directories (colon-separated) to find the files of user stacks in, by build id")
 	return cmd
 }
@@ -90,8 +101,10 @@ func runShow(cmd *cobra.Command, g *globals, o showOptions, args []string) error
 		return err
 	}
 	w.Symbols.Dirs = filepath.SplitList(o.symbolDirs)
-	if o.folded || o.flameFile != "" {
-		return showStacks(cmd, w.Read(probes), o.aggName, o.folded, o.flameFile)
+	if so := o.stacks(probes); so.any() {
+		var results []runtime.ProbeResult
+		progress(cmd.ErrOrStderr(), "Reading and symbolizing the stacks", func() { results = w.Read(probes) })
+		return showStacks(cmd, results, so)
 	}
 	results := topResults(w.Read(probes), o.top)
 	var tables []runtime.TableResult
@@ -193,32 +206,70 @@ func stackAggregation(results []runtime.ProbeResult, name string) (*runtime.Aggr
 	return nil, "", fmt.Errorf("several aggregations are keyed by stacks (%s): name one with -aggregation NAME, or an address", strings.Join(names, ", "))
 }
 
-// showStacks is show -folded and show -flamegraph.
+// stackOutputs are where show and run write an aggregation keyed by
+// stacks: folded on stdout, a flame graph, a pprof profile.
+type stackOutputs struct {
+	aggName              string
+	folded               bool
+	flameFile, pprofFile string
+	// samplers are the profile probes' samplers by address (a profile's
+	// period); since is when what is read began (its duration).
+	samplers map[string]*bpf.Sampler
+	since    time.Time
+}
+
+func (o stackOutputs) any() bool { return o.folded || o.flameFile != "" || o.pprofFile != "" }
+
+// samplersOf are the samplers of the profile probes among probes.
+func samplersOf(probes []*runtime.ProbeState) map[string]*bpf.Sampler {
+	m := map[string]*bpf.Sampler{}
+	for _, p := range probes {
+		if p.Sampler != nil {
+			m[p.Address.String()] = p.Sampler
+		}
+	}
+	return m
+}
+
+// showStacks is show -folded, -flamegraph and -pprof.
 func showStacks(cmd interface {
 	OutOrStdout() io.Writer
 	ErrOrStderr() io.Writer
-}, results []runtime.ProbeResult, aggName string, folded bool, flameFile string) error {
+}, results []runtime.ProbeResult, o stackOutputs) error {
 	for _, r := range results {
 		if r.Error != "" {
 			return fmt.Errorf("%s cannot be read: %s", r.Address, r.Error)
 		}
 	}
-	ar, addr, err := stackAggregation(results, aggName)
+	ar, addr, err := stackAggregation(results, o.aggName)
 	if err != nil {
 		return err
 	}
+	if o.pprofFile != "" {
+		po := flamegraph.ProfileOptions{Sampler: o.samplers[addr], Time: time.Now()}
+		if !o.since.IsZero() {
+			po.Duration = time.Since(o.since)
+		}
+		if err := flamegraph.WriteProfileFile(o.pprofFile, ar, po); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d samples (go tool pprof -top %s).\n", o.pprofFile, len(ar.Entries), o.pprofFile)
+	}
+	if !o.folded && o.flameFile == "" {
+		return nil
+	}
 	stacks := flamegraph.Fold(ar)
-	if folded {
+	if o.folded {
 		if err := flamegraph.WriteFolded(cmd.OutOrStdout(), stacks); err != nil {
 			return err
 		}
 	}
-	if flameFile != "" {
+	if o.flameFile != "" {
 		title := fmt.Sprintf("%s %s %q", addr, ar.Kind, ar.Name)
-		if err := flamegraph.WriteFile(flameFile, title, stacks); err != nil {
+		if err := flamegraph.WriteFile(o.flameFile, title, stacks); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d stacks.\n", flameFile, len(stacks))
+		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d stacks.\n", o.flameFile, len(stacks))
 	}
 	return nil
 }

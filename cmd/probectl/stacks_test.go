@@ -546,7 +546,7 @@ probe "tracepoint" "gp" {
 	done := make(chan int)
 	var errOut bytes.Buffer
 	go func() {
-		code := run([]string{"-state-dir", t.TempDir(), "run", "-duration", "4s", "-interval", "0", spec}, pw, &errOut)
+		code := run([]string{"-state-dir", t.TempDir(), "run", "-v", "-duration", "4s", "-interval", "0", spec}, pw, &errOut)
 		pw.Close()
 		done <- code
 	}()

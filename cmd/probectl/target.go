@@ -40,7 +40,15 @@ func runTarget(cmd *cobra.Command, a targetArgs) error {
 		return err
 	}
 	full := a.output != ""
-	facts, err := bpf.Detect(bpf.DetectOptions{Functions: full, BTF: full, Tracepoints: full, Fresh: true})
+	var facts *bpf.Facts
+	var err error
+	what := "Detecting the kernel's facts"
+	if full {
+		what = "Detecting the kernel's facts, functions, tracepoint formats and BTF"
+	}
+	progress(cmd.ErrOrStderr(), what, func() {
+		facts, err = bpf.Detect(bpf.DetectOptions{Functions: full, BTF: full, Tracepoints: full, Fresh: true})
+	})
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,11 @@ type browser struct {
 // a flame graph of height pixels; the test's cleanup stops it and checks
 // that none of its processes outlive the test.
 func startBrowser(t *testing.T, height int) *browser {
+	return startBrowserSize(t, flameImageWidth, height)
+}
+
+// startBrowserSize is startBrowser with a viewport of width × height.
+func startBrowserSize(t *testing.T, width, height int) *browser {
 	chromium := chromiumPath(t)
 	userData := t.TempDir()
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
@@ -153,7 +158,7 @@ func startBrowser(t *testing.T, height int) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(userData),
-		chromedp.WindowSize(flameImageWidth, height),
+		chromedp.WindowSize(width, height),
 	)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {
@@ -210,7 +215,7 @@ func startBrowser(t *testing.T, height int) *browser {
 				Accept: ev.Type == page.DialogTypePrompt, PromptText: answer})
 		}
 	}()
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(flameImageWidth, int64(height))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
 		t.Fatal(err)
 	}
 	return b

@@ -1,12 +1,16 @@
 // Package flamegraph draws the stacks an aggregation counted: folded, as
-// flamegraph.pl reads them ("a;b;c 12" a line: Fold, WriteFolded), and as
-// an interactive SVG flame graph (Write, WriteFile) that opens in a browser
-// from disk and needs nothing else: its JavaScript (flamegraph.js) and CSS
-// (flamegraph.css) are embedded, constant, and never see a frame name
-// except through the DOM's text nodes.
+// flamegraph.pl reads them ("a;b;c 12" a line: Fold, WriteFolded), as a
+// pprof profile (Profile, WriteProfile: gzipped profile.proto through
+// github.com/google/pprof/profile) and as an interactive SVG flame graph
+// (Write, WriteFile) that opens in a browser from disk and needs nothing
+// else: its JavaScript (flamegraph.js) and CSS (flamegraph.css) are
+// embedded, constant, and never see a frame name except through the DOM's
+// text nodes.
 //
-// Layout, as flamegraph.pl draws it: the root ("all") at the bottom, each
-// frame above its caller, widths proportional to samples, children sorted
+// Layout: an icicle graph, the root ("all") on top and each frame below
+// its caller (the script's Flame toggle draws them as flamegraph.pl does,
+// the root at the bottom), scaled to the window's width; widths
+// proportional to samples, children sorted
 // by name from left to right with the caller's own samples (self time) to
 // the right of its children. Frames narrower than flameMinWidth pixels are
 // not drawn, and at most flameMaxFrames frames are (the narrowest go

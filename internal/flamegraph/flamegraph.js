@@ -6,7 +6,10 @@ function num(el, name) { return Number(el.getAttributeNS(NS, name)); }
 function byId(id) { return document.getElementById(id); }
 var xpad = num(svg, "xpad"), width = num(svg, "width"), cw = num(svg, "cw");
 var total = num(svg, "total"), hl = svg.getAttributeNS(NS, "hl");
-var resetCtl = byId("reset"), clearCtl = byId("clear"), searchCtl = byId("search");
+var top = num(svg, "top"), fh = num(svg, "fh"), rows = num(svg, "rows");
+var imageWidth = Number(svg.getAttribute("width")), imageHeight = Number(svg.getAttribute("height"));
+var resetCtl = byId("reset"), clearCtl = byId("clear"), searchCtl = byId("search"), layoutCtl = byId("layout");
+var flame = false;
 var details = byId("details"), matched = byId("matched");
 var frames = [], root = null, zoomed = null, re = null, term = "";
 var gs = document.querySelectorAll("g.f");
@@ -20,6 +23,25 @@ for (var i = 0; i < gs.length; i++) {
 	if (f.d === 0) root = f;
 }
 function show(el, on) { el.setAttribute("class", on ? "ctl" : "ctl hide"); }
+// fitWindow scales the graph to the window's width (the viewBox keeps
+// every position in the graph's own pixels).
+function fitWindow() {
+	var w = window.innerWidth;
+	if (!(w > 0)) return;
+	svg.setAttribute("width", w);
+	svg.setAttribute("height", Math.round(imageHeight * w / imageWidth));
+}
+// setLayout draws the roots on top (icicle, the default: where the eye
+// starts) or at the bottom (flame, as flamegraph.pl does).
+function setLayout(f) {
+	flame = f;
+	for (var i = 0; i < frames.length; i++) {
+		var y = top + (flame ? rows - 1 - frames[i].d : frames[i].d) * fh;
+		frames[i].rect.setAttribute("y", y);
+		frames[i].label.setAttribute("y", y + fh - 4);
+	}
+	layoutCtl.textContent = flame ? "Icicle" : "Flame";
+}
 function fit(f, w) {
 	var room = Math.floor((w - 6) / cw);
 	if (room < 3) return "";
@@ -91,6 +113,7 @@ function frameOf(el) { var g = el.closest ? el.closest("g.f") : null; return g ?
 svg.addEventListener("click", function (e) {
 	var t = e.target;
 	if (t === resetCtl) zoom(root);
+	else if (t === layoutCtl) setLayout(!flame);
 	else if (t === searchCtl) askSearch();
 	else if (t === clearCtl) clearSearch();
 	else zoom(frameOf(t));
@@ -104,4 +127,6 @@ document.addEventListener("keydown", function (e) {
 	if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); askSearch(); }
 	else if (e.key === "Escape") zoom(root);
 });
+window.addEventListener("resize", fitWindow);
+fitWindow();
 })();

@@ -13,13 +13,23 @@ import (
 	"github.com/probectl/probectl/runtime"
 )
 
-// flameFrame names a frame in folded stacks and flame graphs: the function
-// without its offset (so that samples in one function merge), kernel
-// frames marked "_[k]" as stackcollapse-perf.pl --kernel marks them, the
-// file for an unknown user function (and why, when a bound said so); a
-// frame's note as show prints it ("func [untrusted: /tmp/x owned by uid
-// 1000]", "[process 1234 exited]").
+// flameFrame names a frame in folded stacks and flame graphs: frameName,
+// kernel frames marked "_[k]" as stackcollapse-perf.pl --kernel marks
+// them.
 func flameFrame(f symbols.Frame, user bool) string {
+	name := frameName(f, user)
+	if !user {
+		name += "_[k]"
+	}
+	return foldedSafe(name)
+}
+
+// frameName names a frame in folded stacks, flame graphs and profiles:
+// the function without its offset (so that samples in one function
+// merge), the file for an unknown user function (and why, when a bound
+// said so); a frame's note as show prints it ("func [untrusted: /tmp/x
+// owned by uid 1000]", "[process 1234 exited]").
+func frameName(f symbols.Frame, user bool) string {
 	name := f.Symbol
 	switch {
 	case f.Note != "" && name != "":
@@ -34,10 +44,7 @@ func flameFrame(f symbols.Frame, user bool) string {
 	case name == "":
 		name = "[unknown]"
 	}
-	if !user {
-		name += "_[k]"
-	}
-	return foldedSafe(name)
+	return name
 }
 
 // foldedSafe keeps a frame name on its line and in its frame: the folded

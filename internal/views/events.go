@@ -32,6 +32,43 @@ type Events struct {
 	// stream, per probe; carried and carriedBefore sum up the streams a
 	// sink read before it (dropped while it read, and before each began).
 	noticed, carried, carriedBefore map[string]uint64
+
+	// quiet, when > 0, holds text records back: counted by probe, the
+	// last quiet lines kept, for Digest.
+	quiet  int
+	counts map[string]uint64
+	last   []string
+}
+
+// Quiet makes the printer hold text records back: it counts them by
+// probe and keeps the last n lines, which Digest prints (run without -v:
+// a flood of events does not bury the results).
+func (p *Events) Quiet(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.quiet, p.counts = n, map[string]uint64{}
+}
+
+// Digest prints what Quiet held back since the last digest: the records
+// by probe, and the last lines.
+func (p *Events) Digest() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.counts) == 0 {
+		return
+	}
+	var by []string
+	var n uint64
+	for probe, c := range p.counts {
+		by = append(by, fmt.Sprintf("%s %d", probe, c))
+		n += c
+	}
+	sort.Strings(by)
+	fmt.Fprintf(p.out, "\n--- %s (%s); the last %d:\n", plural(int(n), "event"), strings.Join(by, ", "), len(p.last))
+	for _, l := range p.last {
+		p.out.WriteString(l)
+	}
+	p.counts, p.last = map[string]uint64{}, p.last[:0]
 }
 
 var _ runtime.EventPrinter = (*Events)(nil)
@@ -85,14 +122,26 @@ func (p *Events) Record(r *runtime.EventRecord) error {
 		p.out.Write(b)
 		return p.out.WriteByte('\n')
 	}
-	at := r.Wall.Local().Format("15:04:05.000000000")
-	var err error
-	if r.Type == runtime.RecordUndecodable {
-		_, err = fmt.Fprintf(p.out, "%s (undecodable: a record of layout %s, %d bytes, written by a probe replaced or destroyed whose layout the state no longer records)\n", at, r.Layout, r.Size)
-	} else {
-		_, err = fmt.Fprintf(p.out, "%s %s %s: %s\n", at, r.Probe, printable(r.Name), KeyText(r.Fields))
+	line := recordLine(r)
+	if p.quiet > 0 {
+		p.counts[r.Probe]++
+		if len(p.last) == p.quiet {
+			p.last = append(p.last[:0], p.last[1:]...)
+		}
+		p.last = append(p.last, line)
+		return nil
 	}
+	_, err := p.out.WriteString(line)
 	return err
+}
+
+// recordLine is a record as text, its time first.
+func recordLine(r *runtime.EventRecord) string {
+	at := r.Wall.Local().Format("15:04:05.000000000")
+	if r.Type == runtime.RecordUndecodable {
+		return fmt.Sprintf("%s (undecodable: a record of layout %s, %d bytes, written by a probe replaced or destroyed whose layout the state no longer records)\n", at, r.Layout, r.Size)
+	}
+	return fmt.Sprintf("%s %s %s: %s\n", at, r.Probe, printable(r.Name), KeyText(r.Fields))
 }
 
 // Drops reports the events dropped since the last report: on stderr as
@@ -191,9 +240,13 @@ func (p *Events) Summary(ds []runtime.ProbeDrops) error {
 		more = append(more, fmt.Sprintf("%d records of other probes were read and skipped", p.skipped))
 	}
 	p.out.Flush()
-	line := fmt.Sprintf("Events: %d printed, none dropped.", p.printed)
+	verb := "printed"
+	if p.quiet > 0 {
+		verb = "read (the last of each interval printed; -v prints every one)"
+	}
+	line := fmt.Sprintf("Events: %d %s, none dropped.", p.printed, verb)
 	if during > 0 {
-		line = fmt.Sprintf("Events: %d printed, %d dropped (the buffer was full).", p.printed, during)
+		line = fmt.Sprintf("Events: %d %s, %d dropped (the buffer was full).", p.printed, verb, during)
 	}
 	for _, m := range more {
 		line += " " + strings.ToUpper(m[:1]) + m[1:] + "."

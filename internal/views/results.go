@@ -54,7 +54,12 @@ func (v ResultsJSON) Results(results []runtime.ProbeResult, tables []runtime.Tab
 }
 
 // WriteResults draws results as text, in the manner of bpftrace.
-func WriteResults(w io.Writer, results []runtime.ProbeResult) {
+func WriteResults(w io.Writer, results []runtime.ProbeResult) { WriteResultsTop(w, results, 0) }
+
+// WriteResultsTop is WriteResults with an aggregation keyed by stacks
+// summed up (samples, lost, distinct stacks) and only its topStacks
+// largest entries drawn; topStacks 0 draws all, without the summary.
+func WriteResultsTop(w io.Writer, results []runtime.ProbeResult, topStacks int) {
 	for i, pr := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -67,7 +72,7 @@ func WriteResults(w io.Writer, results []runtime.ProbeResult) {
 		switch {
 		case len(pr.Aggregations) > 0:
 		case pr.Events:
-			fmt.Fprintln(w, "  (events only: probectl run prints them as they arrive)")
+			fmt.Fprintln(w, "  (events only: probectl run and probectl events print them)")
 		default:
 			fmt.Fprintln(w, "  (no aggregations or events: it only updates tables)")
 		}
@@ -82,7 +87,7 @@ func WriteResults(w io.Writer, results []runtime.ProbeResult) {
 				continue
 			}
 			if HasStacks(ar) {
-				stackEntries(w, ar)
+				stackEntries(w, ar, topStacks)
 				continue
 			}
 			if ar.Kind.IsHistogram() {
@@ -236,9 +241,15 @@ func HasStacks(ar runtime.AggregationResult) bool {
 }
 
 // stackEntries prints the entries of an aggregation keyed by stacks: one
-// block per key, its stacks one frame a line, then the value.
-func stackEntries(w io.Writer, ar runtime.AggregationResult) {
-	for i, e := range ar.Entries {
+// block per key, its stacks one frame a line, then the value; top > 0,
+// the summary and the top largest (they are sorted, largest first).
+func stackEntries(w io.Writer, ar runtime.AggregationResult, top int) {
+	entries := ar.Entries
+	if top > 0 {
+		stackSummary(w, ar, top)
+		entries = entries[:min(top, len(entries))]
+	}
+	for i, e := range entries {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
@@ -265,4 +276,36 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult) {
 		}
 		fmt.Fprintf(w, "    %s: %d\n", ar.Kind, *e.Value)
 	}
+	if more := len(ar.Entries) - len(entries); more > 0 {
+		fmt.Fprintf(w, "\n    (%s, with smaller values)\n", strings.Replace(plural(more, "stack"), " ", " more ", 1))
+	}
+}
+
+// stackSummary says what an aggregation keyed by stacks holds: its total
+// (samples for a count), how much of it lost its stack, how many distinct
+// keys, and how many of them follow.
+func stackSummary(w io.Writer, ar runtime.AggregationResult, top int) {
+	var total, lost int64
+	for _, e := range ar.Entries {
+		if ar.Kind.IsHistogram() {
+			continue
+		}
+		total += *e.Value
+		for _, f := range e.Key {
+			if s, ok := f.Value.(*runtime.Stack); ok && strings.HasPrefix(s.Err, "stack lost") {
+				lost += *e.Value
+				break
+			}
+		}
+	}
+	what := "samples"
+	if ar.Kind != "count" {
+		what = string(ar.Kind)
+	}
+	fmt.Fprintf(w, "    %d %s, %d lost, %d distinct stacks", total, what, lost, len(ar.Entries))
+	if len(ar.Entries) > top {
+		fmt.Fprintf(w, "; the top %d:", top)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
 }
