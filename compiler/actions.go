@@ -324,7 +324,30 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	}
 	lookup(insert)
 	g.e.Mark(found)
-	// R0 points at this CPU's value: per-CPU maps need no atomics.
+	g.modify(a, val, skip)
+	g.e.Emit(asm.Ja.Label(skip))
+
+	g.e.Mark(insert)
+	g.e.Emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(agg.MapRef),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(val)),
+		asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, skip),
+	)
+	// Another CPU may have inserted the key first: look again. Still
+	// missing means the map is full.
+	lookup(retry)
+	g.e.Emit(asm.Ja.Label(found))
+	g.e.Mark(retry)
+	g.countStat(agg.DroppedIndex)
+}
+
+// modify folds the observation at val into this CPU's value, which R0
+// points at (per-CPU maps need no atomics): min and max keep the least or
+// greatest, a histogram's bucket adds its count and its sum, the others add.
+func (g *gen) modify(a *spec.Action, val int16, skip string) {
 	g.e.Emit(
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.LoadMem(asm.R2, asm.RFP, val, asm.DWord),
@@ -347,7 +370,6 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 			emit.StoreImm64(asm.R0, 8, 1),
 		)
 	case spec.Hist, spec.LHist:
-		// The count, then the sum: this CPU's value, no atomics.
 		g.e.Emit(
 			asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
 			asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
@@ -357,23 +379,6 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	default:
 		g.e.Emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
 	}
-	g.e.Emit(asm.Ja.Label(skip))
-
-	g.e.Mark(insert)
-	g.e.Emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(agg.MapRef),
-		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
-		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, int32(val)),
-		asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
-		asm.FnMapUpdateElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, skip),
-	)
-	// Another CPU may have inserted the key first: look again. Still
-	// missing means the map is full.
-	lookup(retry)
-	g.e.Emit(asm.Ja.Label(found))
-	g.e.Mark(retry)
-	g.countStat(agg.DroppedIndex)
 }
 
 // countStat adds one to a counter of the probe's stats map.

@@ -110,7 +110,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	cut := 0
 	names := newNamer(c.Reserved)
-	for i, r := range w.ReadUnsorted(s.Probes) {
+	for i, r := range w.ReadForScrape(s.Probes) {
 		p := s.Probes[i]
 		probe := labelValue(r.Address)
 		if r.Error != "" {

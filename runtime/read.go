@@ -101,23 +101,26 @@ type mapSource func(ref string) (m *ebpf.Map, release func(), err error)
 // Read returns what the probes measured. A probe that cannot be read
 // (a pin gone, a map replaced) has its Error set; the others are read.
 func (w *Workspace) Read(probes []*ProbeState) []ProbeResult {
-	return w.read(probes, true)
+	return w.read(probes, readMode{sorted: true})
 }
 
-// ReadUnsorted is Read with each aggregation's entries in the kernel's
-// map order, for a reader that sorts only when it must (SortEntries).
-func (w *Workspace) ReadUnsorted(probes []*ProbeState) []ProbeResult {
-	return w.read(probes, false)
+// ReadForScrape is Read as a scrape needs it: each aggregation's entries
+// in the kernel's map order, for a reader that sorts only when it must
+// (SortEntries), and stacks read and symbolized only where the
+// aggregation exports them (the others keep their ids: a scrape adds them
+// up).
+func (w *Workspace) ReadForScrape(probes []*ProbeState) []ProbeResult {
+	return w.read(probes, readMode{exportedStacksOnly: true})
 }
 
 // read reads the probes in parallel: a probe is a few system calls per
 // map, and a workspace may hold thousands (the symbol caches lock).
-func (w *Workspace) read(probes []*ProbeState, sorted bool) []ProbeResult {
+func (w *Workspace) read(probes []*ProbeState, mode readMode) []ProbeResult {
 	out := make([]ProbeResult, len(probes))
 	syms := w.symbols()
 	parallel(len(probes), func(i int) {
 		p := probes[i]
-		out[i] = readProbe(p, w.pinnedMaps(p), func() ([]uint64, error) { return w.pinnedStats(p) }, syms, sorted)
+		out[i] = readProbe(p, w.pinnedMaps(p), func() ([]uint64, error) { return w.pinnedStats(p) }, syms, mode)
 	})
 	_ = syms.Save() // the build-id index is a cache: losing it loses nothing now
 	return out
@@ -229,9 +232,13 @@ func readStatsPin(d *dir, p *ProbeState, m MapState) (sums []uint64, drift strin
 // refStats is the ref of every probe's stats map.
 const refStats = "stats"
 
+// readMode is how readProbe reads: entries sorted as show orders them, and
+// stacks resolved only for the aggregations that export them.
+type readMode struct{ sorted, exportedStacksOnly bool }
+
 // readProbe reads a probe's aggregations from its maps; counters reads its
 // stats (nil: from its stats map through open).
-func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error), syms *symbols.UserSymbols, sorted bool) ProbeResult {
+func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error), syms *symbols.UserSymbols, mode readMode) ProbeResult {
 	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
 	if counters == nil {
 		counters = func() ([]uint64, error) { return stats(p, open) }
@@ -242,12 +249,16 @@ func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error),
 		return res
 	}
 	for _, agg := range p.Aggregations {
-		ar, err := readAggregation(p, agg, open, sorted)
+		ar, err := readAggregation(p, agg, open, mode.sorted)
 		if err != nil {
 			res.Error = err.Error()
 			return res
 		}
 		ar.Dropped = st[agg.DroppedIndex]
+		if mode.exportedStacksOnly && !agg.ExportStacks {
+			res.Aggregations = append(res.Aggregations, *ar)
+			continue
+		}
 		if err := resolveStacks(ar, open, syms); err != nil {
 			res.Error = err.Error()
 			return res

@@ -85,7 +85,7 @@ func (s *Session) Read() []ProbeResult {
 		if s.syms == nil {
 			s.syms = symbols.NewUserSymbols(buildIDIndexFile(), s.Symbols.Dirs)
 		}
-		out[i] = readProbe(p, s.maps(i), nil, s.syms, true)
+		out[i] = readProbe(p, s.maps(i), nil, s.syms, readMode{sorted: true})
 	}
 	return out
 }

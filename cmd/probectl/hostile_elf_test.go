@@ -105,7 +105,8 @@ probe "tracepoint" "getppid" {
   on_entry {
     when = comm == %q
     count "calls" {
-      by = [ustack(4)]
+      by            = [ustack(4)]
+      export_stacks = true # the scrapes below read the stack too
     }
   }
 }
