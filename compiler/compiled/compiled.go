@@ -220,13 +220,23 @@ type KeyField struct {
 	StackMap string `json:"stack_map,omitempty"`
 	// Decode names the display decoder that show, -json and events apply
 	// in user space (the kernel keeps the number): errno, signal, syscall,
-	// inet, inet6, hex, cgroup, labels (spec.Decoder), and ksym, usym.
+	// inet, inet6, hex, cgroup, labels (spec.Decoder), ksym, usym, and
+	// pod, namespace, container, node (DecodePod...).
 	// Empty: the value shows by its kind.
 	Decode string `json:"decode,omitempty"`
 	// Labels name numbers, each written in decimal: the spec's labels
 	// block for labels, the target's system calls for syscall.
 	Labels map[string]string `json:"labels,omitempty"`
 }
+
+// The decoders of the pod values (compiler's builtins): a cgroup ID
+// shown as its pod's name, namespace, container, or the node's name.
+const (
+	DecodePod       = "pod"
+	DecodeNamespace = "namespace"
+	DecodeContainer = "container"
+	DecodeNode      = "node"
+)
 
 // AggregationKind is what an aggregation keeps, as plans, state and show
 // name it.
