@@ -23,7 +23,7 @@ func TestCgroupPath(t *testing.T) {
 	if err := syscall.Stat(root, &st); err != nil {
 		t.Fatal(err)
 	}
-		if got, _ := CgroupPath(st.Ino); got != "/" {
+	if got, _ := CgroupPath(st.Ino); got != "/" {
 		t.Errorf("root cgroup %d = %v, want /", st.Ino, got)
 	}
 	cgroups.scanned = cgroups.scanned.Add(-cgroupRescan)
@@ -31,4 +31,3 @@ func TestCgroupPath(t *testing.T) {
 		t.Errorf("id 2^64-5 = %v", got)
 	}
 }
-
