@@ -86,11 +86,13 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo"},
+	"fleet/podwatch":         {"internal/pods"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},
 	"internal/pods":                      {},
+	"internal/pods/podstest":             {},
 	"internal/buildinfo":                 {},
 	"internal/engine":                    {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
 	"internal/eventfile":                 {"runtime", "bpf"},

@@ -11,9 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupRoots are where cgroup v2 is mounted: the unified hierarchy, or
-// its place in a hybrid one.
-var cgroupRoots = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
+// cgroupRoots are where cgroup v2 is mounted: the host's tree mounted
+// into the node agent's container (deploy/kubernetes), the unified
+// hierarchy, or its place in a hybrid one.
+var cgroupRoots = []string{"/host/sys/fs/cgroup", "/host/sys/fs/cgroup/unified", "/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
 
 // Bounds of a walk of the cgroup tree.
 const (

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -172,9 +173,19 @@ func bound(s string) string {
 	return s
 }
 
-// NodeName is the node the results are of: $NODE_NAME (the DaemonSet sets
-// it from spec.nodeName), else the host's name.
+// nodeName is the node agent's -node, when it runs.
+var nodeName atomic.Value
+
+// SetNodeName says which node this is (the node agent's -node).
+func SetNodeName(n string) { nodeName.Store(bound(n)) }
+
+// NodeName is the node the results are of: the node agent's, else
+// $NODE_NAME (the DaemonSet sets it from spec.nodeName), else the host's
+// name.
 func NodeName() string {
+	if n, _ := nodeName.Load().(string); n != "" {
+		return n
+	}
 	if n := os.Getenv("NODE_NAME"); n != "" {
 		return bound(n)
 	}
