@@ -50,19 +50,9 @@ const (
 func TestPodsNamedFromAPIServer(t *testing.T) {
 	tree := podstest.NewTree(t)
 	work := workload(t)
-	cl := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cs := cl.Clientset()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// No controller manager makes the namespace's default service account.
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "shop"}}
-	if _, err := cs.CoreV1().ServiceAccounts("shop").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cl, cs := startShop(ctx, t)
 	web0 := createPod(ctx, t, cs, "web-0", node, cid0)
 	web1 := createPod(ctx, t, cs, "web-1", node, cid1)
 	far := createPod(ctx, t, cs, "far-0", other, cidX)
@@ -117,6 +107,23 @@ func TestPodsNamedFromAPIServer(t *testing.T) {
 	waitGone(t, ids[2])
 	wantCounts(t, "after web-1 exited", w, s, map[string]int64{
 		"web-0,shop,web": 31, "web-1,shop,web": 9, string(far.UID) + ",," + cidX: 4})
+}
+
+// startShop starts the API server with the namespace shop and its
+// default service account (no controller manager makes it).
+func startShop(ctx context.Context, t *testing.T) (*kubetest.Cluster, *kubernetes.Clientset) {
+	t.Helper()
+	cl := kubetest.Start(t)
+	cs := cl.Clientset()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "shop"}}
+	if _, err := cs.CoreV1().ServiceAccounts("shop").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return cl, cs
 }
 
 // createPod creates a pod of one container "web" bound to node, and its
