@@ -77,7 +77,7 @@ func TestPodsNamedFromAPIServer(t *testing.T) {
 		ids = append(ids, id)
 	}
 	waitWalked(t, ids...)
-	w, s := applySpec(t, work)
+	w, s := applySpec(t, filepath.Base(work))
 	tree.Run(scope(web0, cid0), work, "25")
 	tree.Run(scope(web1, cid1), work, "9")
 	tree.Run(scope(far, cidX), work, "4")
@@ -198,11 +198,11 @@ const podSpec = `probe "tracepoint" "opens" {
   }
 }`
 
-// applySpec applies the spec in a workspace of the test's own, destroyed
+// applySpec applies the spec, counting comm's opens, in a workspace of the test's own, destroyed
 // when it ends.
-func applySpec(t *testing.T, work string) (*runtime.Workspace, *runtime.State) {
+func applySpec(t *testing.T, comm string) (*runtime.Workspace, *runtime.State) {
 	t.Helper()
-	cfg, diags := spec.Parse(map[string][]byte{"pods.hcl": []byte(strings.Replace(podSpec, "COMM", filepath.Base(work), 1))})
+	cfg, diags := spec.Parse(map[string][]byte{"pods.hcl": []byte(strings.Replace(podSpec, "COMM", comm, 1))})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -217,7 +217,7 @@ func applySpec(t *testing.T, work string) (*runtime.Workspace, *runtime.State) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	w, err := runtime.Open(t.TempDir(), fmt.Sprintf("podwatch-%d", os.Getpid()))
+	w, err := runtime.Open(t.TempDir(), fmt.Sprintf("podwatch-%d-%s", os.Getpid(), t.Name()))
 	if err != nil {
 		t.Fatal(err)
 	}
