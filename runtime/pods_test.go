@@ -2,10 +2,14 @@ package runtime_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/probectl/probectl/internal/pods"
+	"github.com/probectl/probectl/metrics"
+	"github.com/probectl/probectl/runtime"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/probectl/probectl/internal/pods/podstest"
 )
 
@@ -78,6 +82,13 @@ func TestPodsFromRealCgroups(t *testing.T) {
 	want(t, "by container", byContainer, map[string]int64{
 		"web-0,web," + node: 30, "web-0,sidecar," + node: 12, "web-1,web," + node: 7})
 
+	wantSeries(t, w, map[string]float64{
+		`by_pod{namespace="shop",pod="web-0"}`: 42, `by_pod{namespace="shop",pod="web-1"}`: 7,
+		`by_container{container="web",node="` + node + `",pod="web-0"}`: 30, `by_container{container="sidecar",node="` + node + `",pod="web-0"}`: 12,
+		`by_container{container="web",node="` + node + `",pod="web-1"}`: 7,
+		`sum_by_pod{pod="web-0"}`: 42, `sum_by_pod{pod="web-1"}`: 7,
+	})
+
 	// Pod B exits: its cgroups go, and its object.
 	tree.Remove(b + "/" + cidB)
 	tree.Remove(b)
@@ -100,5 +111,38 @@ func want(t *testing.T, what string, got, want map[string]int64) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s: %v, want %v", what, got, want)
+	}
+}
+
+// wantSeries scrapes the workspace as probectl serve does and compares
+// its aggregations' series (the family's aggregation name, and the
+// labels but probe and applied).
+func wantSeries(t *testing.T, w *runtime.Workspace, want map[string]float64) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&metrics.Collector{StateDir: w.StateDir, Workspace: w.Name})
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		_, name, ok := strings.Cut(f.GetName(), "_tracepoint_opens_")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(name, "_total")
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "probe" && l.GetName() != metrics.AppliedLabel {
+					labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				}
+			}
+			got[name+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("series %v, want %v", got, want)
 	}
 }
