@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/pods"
+	"github.com/probectl/probectl/internal/pods/podstest"
 	"github.com/probectl/probectl/metrics"
 	"github.com/probectl/probectl/runtime"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/probectl/probectl/internal/pods/podstest"
 )
 
 // Two pods' UIDs and three containers' IDs of the tests: pod A has two
