@@ -20,7 +20,7 @@ type Watcher struct {
 	Client dynamic.Interface
 	Node   string
 	Table  *pods.Table
-	Log    *slog.Logger
+	Log    *slog.Logger // slog.Default() when nil
 	// Retry is the wait after a failed list or a watch that ended (5 s
 	// when zero).
 	Retry time.Duration
@@ -37,6 +37,9 @@ func (w *Watcher) Run(ctx context.Context) {
 	retry := w.Retry
 	if retry == 0 {
 		retry = 5 * time.Second
+	}
+	if w.Log == nil {
+		w.Log = slog.Default()
 	}
 	for ctx.Err() == nil {
 		if err := w.listAndWatch(ctx); err != nil && ctx.Err() == nil {
