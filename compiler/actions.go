@@ -176,6 +176,9 @@ func ValueSize(kind spec.ActionKind) int {
 // it decodes, and the decoder it shows through.
 func (g *gen) keyField(x spec.Expr, name string, off int) KeyField {
 	kf := KeyField{Name: name, Kind: g.keyKind(x), Offset: off, Size: slotSize(g.typeOf(x))}
+	if v, ok := x.(*spec.Var); ok {
+		kf.Decode = builtinCodes[v.Name].decode
+	}
 	if d, ok := x.(*spec.Display); ok {
 		kf.Decode = string(d.Decoder)
 		switch d.Decoder {

@@ -4,6 +4,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -19,6 +20,10 @@ type builtinCode struct {
 	text func(g *gen, p place, n int)
 	// key is how show decodes a key of the value, when not by its type.
 	key KeyKind
+	// decode is the display decoder a key or event field of the value
+	// shows through (compiled.KeyField.Decode): pod, namespace, container
+	// and node name a cgroup ID when read.
+	decode string
 	// cookie says whether emit reads the attach cookie
 	// (bpf_get_attach_cookie), which the target must have.
 	cookie func(g *gen) bool
@@ -47,16 +52,21 @@ var builtinCodes = map[string]builtinCode{
 	"ktime":   {emit: helper(asm.FnKtimeGetNs)},
 	"jiffies": {emit: helper(asm.FnJiffies64)},
 	"cgroup":  {emit: helper(asm.FnGetCurrentCgroupId)},
-	"comm":    {text: (*gen).comm, key: KeyComm},
-	"func":    {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc, cookie: func(*gen) bool { return true }},
-	"event":   {emit: (*gen).eventValue, key: KeyEvent, cookie: (*gen).eventsByCookie},
-	"ret":     {emit: (*gen).retValue},
-	"arg0":    {emit: (*gen).argValue},
-	"arg1":    {emit: (*gen).argValue},
-	"arg2":    {emit: (*gen).argValue},
-	"arg3":    {emit: (*gen).argValue},
-	"arg4":    {emit: (*gen).argValue},
-	"arg5":    {emit: (*gen).argValue},
+	// The pod's names are the cgroup's, named in user space.
+	"pod":       {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodePod},
+	"namespace": {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeNamespace},
+	"container": {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeContainer},
+	"node":      {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeNode},
+	"comm":      {text: (*gen).comm, key: KeyComm},
+	"func":      {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc, cookie: func(*gen) bool { return true }},
+	"event":     {emit: (*gen).eventValue, key: KeyEvent, cookie: (*gen).eventsByCookie},
+	"ret":       {emit: (*gen).retValue},
+	"arg0":      {emit: (*gen).argValue},
+	"arg1":      {emit: (*gen).argValue},
+	"arg2":      {emit: (*gen).argValue},
+	"arg3":      {emit: (*gen).argValue},
+	"arg4":      {emit: (*gen).argValue},
+	"arg5":      {emit: (*gen).argValue},
 }
 
 // variable emits the code that leaves built-in value v in R0.

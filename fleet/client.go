@@ -36,6 +36,10 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	return &Client{dyn: d}, nil
 }
 
+// Dynamic is the client's dynamic interface, for what reads other
+// objects (fleet/podwatch: the node's pods).
+func (c *Client) Dynamic() dynamic.Interface { return c.dyn }
+
 // Node is the part of a core/v1 Node the fleet reads: its name and labels.
 type Node struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -3,16 +3,12 @@ package runtime
 import (
 	"encoding/binary"
 	"fmt"
-	"io/fs"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/probectl/probectl/compiler/compiled"
+	"github.com/probectl/probectl/internal/pods"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,17 +26,25 @@ type decoder func(f compiled.KeyField, raw []byte) any
 // newer probectl) shows the value by its kind. Decoders of addresses
 // (ksym, usym) go here too.
 var decoders = map[string]decoder{
-	"errno":   decodeErrno,
-	"signal":  decodeSignal,
-	"syscall": decodeSyscall,
-	"labels":  decodeLabels,
-	"hex":     decodeHex,
-	"inet":    decodeInet,
-	"inet6":   decodeInet6,
-	"cgroup":  decodeCgroup,
-	"ksym":    decodeKsym,
-	"usym":    decodeUsym,
+	"errno":                  decodeErrno,
+	"signal":                 decodeSignal,
+	"syscall":                decodeSyscall,
+	"labels":                 decodeLabels,
+	"hex":                    decodeHex,
+	"inet":                   decodeInet,
+	"inet6":                  decodeInet6,
+	"cgroup":                 decodeCgroup,
+	compiled.DecodePod:       func(_ compiled.KeyField, raw []byte) any { return podNames(raw).Pod },
+	compiled.DecodeNamespace: func(_ compiled.KeyField, raw []byte) any { return podNames(raw).Namespace },
+	compiled.DecodeContainer: func(_ compiled.KeyField, raw []byte) any { return podNames(raw).Container },
+	compiled.DecodeNode:      func(compiled.KeyField, []byte) any { return pods.NodeName() },
+	"ksym":                   decodeKsym,
+	"usym":                   decodeUsym,
 }
+
+// podNames are the names of the pod whose cgroup raw's id is
+// (internal/pods).
+func podNames(raw []byte) pods.Names { return pods.ByCgroup(uint64(decodeInt(raw))) }
 
 // kernelErrnos are the kernel's own error numbers (include/linux/errno.h),
 // which system calls return on their way out (raw_syscalls:sys_exit sees
@@ -151,95 +155,8 @@ func decodeInet6(_ compiled.KeyField, raw []byte) any {
 // cgroup there now (removed since, or on another mount) shows as itself.
 func decodeCgroup(_ compiled.KeyField, raw []byte) any {
 	id := uint64(decodeInt(raw))
-	if path, ok := cgroups.path(id); ok {
+	if path, ok := pods.CgroupPath(id); ok {
 		return path
 	}
 	return fmt.Sprintf("cgroup %d", id)
-}
-
-// cgroupRoots are where cgroup v2 is mounted: the unified hierarchy, or
-// its place in a hybrid one.
-var cgroupRoots = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
-
-// Bounds of a walk of the cgroup tree.
-const (
-	maxCgroups     = 100000
-	maxCgroupDepth = 64
-	cgroupRescan   = time.Second
-)
-
-// cgroupCache maps cgroup ids to paths. In cgroup v2 a cgroup's id is the
-// inode number of its directory (kernfs). The tree is walked when an id is
-// not found, at most once a second.
-type cgroupCache struct {
-	mu      sync.Mutex
-	paths   map[uint64]string
-	scanned time.Time
-}
-
-var cgroups cgroupCache
-
-func (c *cgroupCache) path(id uint64) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.paths[id]; ok {
-		return p, true
-	}
-	if time.Since(c.scanned) < cgroupRescan {
-		return "", false
-	}
-	c.scanned = time.Now()
-	c.paths = scanCgroups()
-	p, ok := c.paths[id]
-	return p, ok
-}
-
-// scanCgroups walks the cgroup2 mount: directories only, never a symlink,
-// within the bounds.
-func scanCgroups() map[uint64]string {
-	out := map[uint64]string{}
-	for _, root := range cgroupRoots {
-		var st unix.Statfs_t
-		if unix.Statfs(root, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
-			continue
-		}
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			return addCgroup(out, root, path, d)
-		})
-		break
-	}
-	return out
-}
-
-// addCgroup records the cgroup directory d at path under root in out by
-// its inode, or skips it and what is below past the bounds.
-func addCgroup(out map[uint64]string, root, path string, d fs.DirEntry) error {
-	rel, _ := filepath.Rel(root, path)
-	if len(out) >= maxCgroups || depth(rel) > maxCgroupDepth {
-		return filepath.SkipDir
-	}
-	info, err := d.Info()
-	if err != nil {
-		return nil
-	}
-	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
-		out[sys.Ino] = "/" + filepath.ToSlash(rel)
-		if rel == "." {
-			out[sys.Ino] = "/"
-		}
-	}
-	return nil
-}
-
-func depth(rel string) int {
-	n := 0
-	for _, c := range rel {
-		if c == os.PathSeparator {
-			n++
-		}
-	}
-	return n
 }

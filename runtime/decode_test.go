@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"syscall"
 	"testing"
 
 	"github.com/probectl/probectl/bpf"
@@ -60,34 +59,6 @@ func TestDecoders(t *testing.T) {
 		if got := dec(c.f, c.raw); got != c.want {
 			t.Errorf("%s(%x) = %v, want %s", c.f.Decode, c.raw, got, c.want)
 		}
-	}
-}
-
-// cgroup_path shows the cgroup2 path of an id (the directory's inode), and
-// an id it cannot find as itself.
-func TestDecodeCgroup(t *testing.T) {
-	root := ""
-	for _, dir := range cgroupRoots {
-		var fs syscall.Statfs_t
-		if syscall.Statfs(dir, &fs) == nil && fs.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC
-			root = dir
-			break
-		}
-	}
-	if root == "" {
-		t.Skipf("no cgroup2 mount at %v", cgroupRoots)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(root, &st); err != nil {
-		t.Fatal(err)
-	}
-	f := compiler.KeyField{Decode: "cgroup"}
-	if got := decodeCgroup(f, le(int64(st.Ino))); got != "/" {
-		t.Errorf("root cgroup %d = %v, want /", st.Ino, got)
-	}
-	cgroups.scanned = cgroups.scanned.Add(-cgroupRescan)
-	if got := decodeCgroup(f, le(-5)); got != "cgroup 18446744073709551611" {
-		t.Errorf("id 2^64-5 = %v", got)
 	}
 }
 

@@ -279,30 +279,29 @@ func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, s
 		ar.ByFields = append(ar.ByFields, f.Name)
 	}
 	hist := agg.Kind.IsHistogram()
+	byName := namedByCgroup(agg.Key)
 	groups := map[string]*aggGroup{}
 	var order []string
 	err = eachEntry(m, func(key []byte, per [][]byte) {
 		kb, bucket := splitBucket(key, hist)
-		id := string(kb)
+		id, shown := string(kb), OrderedKey(nil)
+		if byName {
+			shown = decodeKey(agg.Key, kb, p)
+			id = shown.id()
+		}
 		g := groups[id]
 		if g == nil {
-			g = &aggGroup{key: decodeKey(agg.Key, kb, p)}
+			if shown == nil {
+				shown = decodeKey(agg.Key, kb, p)
+			}
+			g = &aggGroup{key: shown}
 			if hist {
 				g.buckets = map[int64]uint64{}
 			}
 			groups[id] = g
 			order = append(order, id)
 		}
-		v, seen := combine(agg.Kind, per)
-		switch {
-		case hist:
-			g.buckets[bucket] += uint64(v)
-			if agg.HistSum {
-				g.sum += histSum(per)
-			}
-		case seen:
-			g.value = v
-		}
+		g.add(agg, bucket, per)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", p.Address, agg.Name, err)
@@ -317,12 +316,15 @@ func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, s
 }
 
 // aggGroup is one key of an aggregation as read: a histogram's buckets,
-// or any other kind's value.
+// or any other kind's value. Keys of pods (pod, namespace, container,
+// node) are cgroup IDs in the kernel, and group by name: the cgroups of
+// one pod are one entry of pod.
 type aggGroup struct {
 	key     OrderedKey
 	buckets map[int64]uint64
 	value   int64
 	sum     int64 // a histogram's, when it keeps one
+	seen    bool
 }
 
 // histSum adds up a histogram bucket's per-CPU sums: the word after each
@@ -335,6 +337,51 @@ func histSum(per [][]byte) int64 {
 		}
 	}
 	return sum
+}
+
+// add adds a key's per-CPU values (of bucket, in a histogram) to g: counts
+// and sums add, min and max keep theirs.
+func (g *aggGroup) add(agg *compiled.Aggregation, bucket int64, per [][]byte) {
+	kind := agg.Kind
+	v, seen := combine(kind, per)
+	switch {
+	case kind.IsHistogram():
+		g.buckets[bucket] += uint64(v)
+		if agg.HistSum {
+			g.sum += histSum(per)
+		}
+	case !seen:
+	case !g.seen:
+		g.value, g.seen = v, true
+	case kind == compiled.AggMin:
+		g.value = min(g.value, v)
+	case kind == compiled.AggMax:
+		g.value = max(g.value, v)
+	default:
+		g.value += v
+	}
+}
+
+// namedByCgroup reports whether a key has a field named by its cgroup
+// (compiled.DecodePod...).
+func namedByCgroup(key []compiled.KeyField) bool {
+	for _, f := range key {
+		switch f.Decode {
+		case compiled.DecodePod, compiled.DecodeNamespace, compiled.DecodeContainer, compiled.DecodeNode:
+			return true
+		}
+	}
+	return false
+}
+
+// id is equal for keys whose fields show equal.
+func (k OrderedKey) id() string {
+	var b strings.Builder
+	for _, f := range k {
+		t := f.Text()
+		fmt.Fprintf(&b, "%d:%s", len(t), t)
+	}
+	return b.String()
 }
 
 // splitBucket cuts a histogram's bucket index, its last 8 bytes, off key;

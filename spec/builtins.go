@@ -113,6 +113,24 @@ func argEntries() []*Builtin {
 	return out
 }
 
+// podEntries are pod, namespace, container and node: names of the task's
+// cgroup. The kernel keys by the cgroup's id; user space names it when
+// results are read (internal/pods: from the cgroup's path, and the API
+// server's pods of the node the agent watches).
+func podEntries() []*Builtin {
+	docs := []struct{ name, doc string }{
+		{"pod", "the task's pod, by its cgroup: its name (its UID without the node agent), \"\" outside pods; the key is the cgroup ID, named when read"},
+		{"namespace", "the task's pod's namespace (\"\" without the node agent or outside pods)"},
+		{"container", "the task's container in its pod: its name (its ID without the node agent)"},
+		{"node", "the node the task runs on: $NODE_NAME, else the host's name"},
+	}
+	var out []*Builtin
+	for _, d := range docs {
+		out = append(out, &Builtin{Name: d.name, Type: TypeInt, NonNegative: true, Helper: "bpf_get_current_cgroup_id", Doc: d.doc})
+	}
+	return out
+}
+
 // builtinList is every built-in value, in the order the README and the
 // diagnostics list them.
 var builtinList = slices.Concat([]*Builtin{
@@ -135,6 +153,7 @@ var builtinList = slices.Concat([]*Builtin{
 	{Name: "cgroup", Type: TypeInt, NonNegative: true, Helper: "bpf_get_current_cgroup_id",
 		Doc: "the task's cgroup v2 ID; cgroup_path(cgroup) shows its path", Bpftrace: "cgroupid",
 		BpftraceHint: "cgroup (the current task's cgroup v2 id), shown by path with cgroup_path(cgroup)"},
+}, podEntries(), []*Builtin{
 	{Name: "comm", Type: TypeComm, Helper: "bpf_get_current_comm",
 		Doc: "the task's name, 16 bytes", Bpftrace: "comm"},
 	{Name: "func", Type: TypeInt, NonNegative: true, Named: true,

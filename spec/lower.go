@@ -572,6 +572,10 @@ func (s *scope) equality(e hcl.Expression, op Op, l, r Expr) Expr {
 	if isNamed(l) && isLiteral(r) {
 		return s.binaryOf(e, TypeBool, op, l, r)
 	}
+	if v, ok := l.(*Var); ok && isPodValue(v.Name) {
+		return s.errorf(e.Range(), "Pods are named when read",
+			"%s is the task's cgroup in the kernel, named only when results are read, so it cannot be compared yet. Key by it (by = { %s = %s }), or compare cgroup with the ID of the cgroup.", v.Name, v.Name, v.Name)
+	}
 	if lit, ok := r.(*StringLit); ok {
 		return s.literalEquality(e, op, l, lit)
 	}
@@ -642,6 +646,12 @@ func (s *scope) arithmetic(e hcl.Expression, op Op, l, r Expr) Expr {
 func isNamed(x Expr) bool {
 	v, ok := x.(*Var)
 	return ok && builtinByName[v.Name] != nil && builtinByName[v.Name].Named
+}
+
+// isPodValue reports whether name is one of the values a cgroup's pod
+// names (pod, namespace, container, node).
+func isPodValue(name string) bool {
+	return slices.ContainsFunc(podEntries(), func(b *Builtin) bool { return b.Name == name })
 }
 
 func isEvent(x Expr) bool {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet"
+	"github.com/probectl/probectl/fleet/podwatch"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/pods"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -51,6 +53,11 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 	ln, err := o.serve.open()
 	if err != nil {
 		return err
+	}
+	if applier != nil {
+		// The pod, namespace and container values name by the node's pods.
+		pods.SetNodeName(k.node)
+		go (&podwatch.Watcher{Client: c.Dynamic(), Node: k.node, Table: pods.Default, Log: log}).Run(ctx)
 	}
 	mux := http.NewServeMux()
 	if applier != nil {

@@ -71,7 +71,7 @@ var layers = map[string][]string{
 	"compiler/internal/emit": {},
 	"compiler/compiled":      {"bpf", "bpf/sys"},
 	"compiler":               {"spec", "compiler/compiled", "compiler/internal/emit", "bpf", "bpf/symbols"},
-	"runtime":                {"compiler/compiled", "bpf", "bpf/sys", "bpf/symbols"},
+	"runtime":                {"compiler/compiled", "bpf", "bpf/sys", "bpf/symbols", "internal/pods"},
 	"examples":               {},
 	"cmd/vmexec":             {},
 	"cmd/vmexec/tpcapture":   {"bpf"},
@@ -86,10 +86,13 @@ var layers = map[string][]string{
 	"fleet/api/v1alpha1":     {},
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo"},
+	"fleet/podwatch":         {"internal/pods"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},
+	"internal/pods":                      {},
+	"internal/pods/podstest":             {},
 	"internal/buildinfo":                 {},
 	"internal/engine":                    {"spec", "compiler", "compiler/compiled", "runtime", "metrics", "bpf", "fleet", "fleet/api/v1alpha1", "internal/termtext"},
 	"internal/eventfile":                 {"runtime", "bpf"},
@@ -101,7 +104,7 @@ var layers = map[string][]string{
 // specFree are the packages that must not reach spec or HCL, directly or
 // through any package they import: a saved plan is self-contained, and
 // what runtime and metrics read is what the state recorded.
-var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo"}
+var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo", "internal/pods"}
 
 // importGraph maps a package's import path to its imports.
 type importGraph map[string][]string

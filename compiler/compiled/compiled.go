@@ -220,7 +220,8 @@ type KeyField struct {
 	StackMap string `json:"stack_map,omitempty"`
 	// Decode names the display decoder that show, -json and events apply
 	// in user space (the kernel keeps the number): errno, signal, syscall,
-	// inet, inet6, hex, cgroup, labels (spec.Decoder), and ksym, usym.
+	// inet, inet6, hex, cgroup, labels (spec.Decoder), ksym, usym, and
+	// pod, namespace, container, node (DecodePod...).
 	// Empty: the value shows by its kind.
 	Decode string `json:"decode,omitempty"`
 	// Labels name numbers, each written in decimal: the spec's labels
@@ -235,6 +236,15 @@ type KeyField struct {
 
 // IsStack reports whether the field is a kstack or ustack id.
 func (f KeyField) IsStack() bool { return f.Kind == KeyKStack || f.Kind == KeyUStack }
+
+// The decoders of the pod values (compiler's builtins): a cgroup ID
+// shown as its pod's name, namespace, container, or the node's name.
+const (
+	DecodePod       = "pod"
+	DecodeNamespace = "namespace"
+	DecodeContainer = "container"
+	DecodeNode      = "node"
+)
 
 // AggregationKind is what an aggregation keeps, as plans, state and show
 // name it.

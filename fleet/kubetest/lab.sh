@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The Kubernetes lab: kube-apiserver, kube-controller-manager and etcd built
-# from the Go module proxy into a cache outside the git tree, keyed by
-# version. Idempotent: a warm cache returns at once; a cache missing some
-# binaries builds only those (the Kubernetes ones in one `go build`, so they
-# share its compilation), next to the others. Prints the directory holding
-# them (what KUBEBUILDER_ASSETS / PROBECTL_KUBE_ASSETS point at).
+# The Kubernetes lab: kube-apiserver, kubelet, kube-controller-manager,
+# kube-scheduler, kubectl and etcd built from the Go module proxy into a
+# cache outside the git tree, keyed by version. Idempotent: a warm cache
+# returns at once; a cache missing some binaries builds only those (the
+# Kubernetes ones in one `go build`, so they share its compilation). Prints
+# the directory holding them (what KUBEBUILDER_ASSETS / PROBECTL_KUBE_ASSETS
+# point at).
 #
-# The kube binaries cannot be built with `go install ...@version`
-# (k8s.io/kubernetes has replace directives), so a throwaway module requires
-# it and repeats the replaces for the staging modules it requires at v0.0.0.
+# kube-apiserver cannot be built with `go install ...@version` (k8s.io/kubernetes
+# has replace directives), so a throwaway module requires it and repeats the
+# replaces for the staging modules it requires at v0.0.0.
 set -euo pipefail
 export PATH="$PATH:/usr/local/go/bin"
 
@@ -16,7 +17,8 @@ KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/probectl/kube"
 dir="$cache/kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
-kube_bins=(kube-apiserver kube-controller-manager)
+
+kube_bins=(kube-apiserver kubelet kube-controller-manager kube-scheduler kubectl)
 missing() {
 	local b
 	for b in "${kube_bins[@]}" etcd; do
@@ -46,7 +48,9 @@ start=$(date +%s)
 pkgs=()
 for b in $need; do
 	case "$b" in
+	kubectl) pkgs+=(k8s.io/kubernetes/cmd/kubectl) ;;
 	kube-*) pkgs+=("k8s.io/kubernetes/cmd/$b") ;;
+	kubelet) pkgs+=(k8s.io/kubernetes/cmd/kubelet) ;;
 	esac
 done
 if [ ${#pkgs[@]} -gt 0 ]; then
