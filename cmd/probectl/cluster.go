@@ -85,13 +85,20 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	if err := views.NewClusterPlan(o.json, cmd.OutOrStdout()).ClusterPlan(what, detail, selector, cp); err != nil {
 		return err
 	}
+	code := 0
 	for _, n := range cp.Nodes {
-		if !n.OK() {
+		switch n.Status {
+		case fleet.StatusCannot:
 			return exitError{1}
+		case fleet.StatusUnchecked:
+			code = 2
 		}
 	}
 	if len(cp.BadFacts) > 0 {
 		return exitError{1}
+	}
+	if code != 0 {
+		return exitError{code}
 	}
 	return nil
 }

@@ -1,0 +1,148 @@
+package fleet
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	"github.com/probectl/probectl/spec"
+)
+
+// MaxBinariesGz bounds the gzipped function lists of the binaries one
+// NodeFacts object carries, together: with the kernel's function list
+// (MaxFunctionsGz) the object stays under etcd's 1.5 MiB. A binary whose
+// list does not fit is published with its digest only, and a cluster
+// plan says its functions were not checked.
+const MaxBinariesGz = 320 << 10
+
+// maxRefused bounds the functions a binary's record lists as refused
+// (the CRD's limit); a binary with more is published without its list.
+const maxRefused = 4096
+
+// BinariesNamed lists the binaries the user probes of a spec set name
+// (paths or library names), sorted, once each. Files that do not parse
+// name none.
+func BinariesNamed(files map[string][]byte) []string {
+	cfg, diags := spec.Parse(files)
+	if diags.HasErrors() {
+		return nil
+	}
+	var names []string
+	for _, p := range cfg.Probes {
+		if p.Addr.Kind == bpf.KindUser && p.Binary != "" {
+			names = append(names, p.Binary)
+		}
+	}
+	return sortedSet(names)
+}
+
+func sortedSet(names []string) []string {
+	sort.Strings(names)
+	out := names[:0]
+	for i, n := range names {
+		if i == 0 || n != names[i-1] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// DescribeBinaries reads the binaries names under the facts' root as the
+// compiler does (compiler.DescribeBinary) and turns them into NodeFacts
+// records, the function lists gzipped within MaxBinariesGz.
+func DescribeBinaries(f *bpf.Facts, names []string) []v1alpha1.NodeBinary {
+	left := MaxBinariesGz
+	var out []v1alpha1.NodeBinary
+	for _, name := range sortedSet(append([]string(nil), names...)) {
+		b := compiler.DescribeBinary(f, name)
+		nb := v1alpha1.NodeBinary{Name: b.Name, Path: b.Path, BuildID: b.BuildID, Digest: b.Digest, Error: b.Error}
+		if b.Error == "" && len(b.Refused) <= maxRefused {
+			if gz := gzipLines(b.Functions); len(gz) <= left {
+				nb.Functions, nb.Refused = gz, b.Refused
+				left -= len(gz)
+			}
+		}
+		out = append(out, nb)
+	}
+	return out
+}
+
+func gzipLines(lines []string) []byte {
+	var b bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	io.WriteString(w, strings.Join(lines, "\n"))
+	w.Close()
+	return b.Bytes()
+}
+
+// gunzipLines reads what gzipLines wrote, at most MaxFunctions bytes.
+func gunzipLines(gz []byte) ([]string, error) {
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, MaxFunctions+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFunctions {
+		return nil, fmt.Errorf("the list unpacks to more than %d bytes", MaxFunctions)
+	}
+	lines := strings.Split(string(b), "\n")
+	sort.Strings(lines)
+	return lines, nil
+}
+
+// binariesOf reads the binaries a node published, for the compiler: a
+// non-nil map, so that a binary missing from it is not checked rather
+// than read on this machine.
+func binariesOf(nf *v1alpha1.NodeFacts) (bpf.Binaries, error) {
+	out := bpf.Binaries{}
+	for _, nb := range nf.Spec.Binaries {
+		b := &bpf.Binary{Name: nb.Name, Path: nb.Path, BuildID: nb.BuildID, Digest: nb.Digest, Refused: nb.Refused, Error: nb.Error}
+		if len(nb.Functions) > 0 {
+			fns, err := gunzipLines(nb.Functions)
+			if err != nil {
+				return nil, fmt.Errorf("NodeFacts %s: binary %s: functions: %w", nf.Name, nb.Name, err)
+			}
+			b.Functions = fns
+		}
+		if !spec.Printable(nb.Name) || !spec.Printable(nb.Path) {
+			return nil, fmt.Errorf("NodeFacts %s: a binary's name or path %q does not print as itself", nf.Name, nb.Name+" "+nb.Path)
+		}
+		out[nb.Name] = b
+	}
+	return out, nil
+}
+
+// localBTF is this machine's BTF identity, read once.
+var localBTF = sync.OnceValues(bpf.LiveBTFIdentity)
+
+// BTFOf is what NodeFacts say of live facts' BTF: the running kernel's
+// identity, or nil for other facts or when it cannot be read.
+func BTFOf(f *bpf.Facts) *v1alpha1.NodeBTF {
+	if f.Source != "live" || !f.BTF {
+		return nil
+	}
+	id, err := localBTF()
+	if err != nil {
+		return nil
+	}
+	return &v1alpha1.NodeBTF{SHA256: id.SHA256, Size: id.Size, Release: f.Release}
+}
+
+// sameBTF reports whether a node's BTF is this machine's.
+func sameBTF(b *v1alpha1.NodeBTF) bool {
+	if b == nil {
+		return false
+	}
+	id, err := localBTF()
+	return err == nil && id.SHA256 == b.SHA256 && id.Size == b.Size
+}
