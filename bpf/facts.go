@@ -190,11 +190,11 @@ type Facts struct {
 	// Binaries are the user binaries another node published, nil for a
 	// target whose binaries are read from Root.
 	Binaries Binaries `json:"-"`
-	// OtherKernel marks live facts of another machine's kernel (a node's
-	// NodeFacts): this machine's BTF does not stand for its, so reads
-	// through BTF are resolved at apply. A node whose BTF identity is this
-	// machine's (fleet checks it) keeps it false.
-	OtherKernel bool `json:"-"`
+	// LocalBTF says the target's kernel BTF is the running kernel's,
+	// though the facts are not live: a node's NodeFacts whose BTF identity
+	// is this machine's (fleet checks it). Reads through BTF are then
+	// resolved with it rather than at apply.
+	LocalBTF bool `json:"-"`
 	// tracepointErrs holds the events whose formats could not be read.
 	tracepointErrs map[string]error
 	// types is the parsed BTF, shared by copies of the facts.

@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -15,12 +16,16 @@ import (
 	"github.com/probectl/probectl/spec"
 )
 
-// MaxBinariesGz bounds the gzipped function lists of the binaries one
-// NodeFacts object carries, together: with the kernel's function list
-// (MaxFunctionsGz) the object stays under etcd's 1.5 MiB. A binary whose
+// MaxBinariesJSON bounds the binaries one NodeFacts object carries, as
+// JSON (the function lists gzipped, then base64): with a kernel's
+// function list the object stays under etcd's 1.5 MiB. A binary whose
 // list does not fit is published with its digest only, and a cluster
 // plan says its functions were not checked.
-const MaxBinariesGz = 320 << 10
+const MaxBinariesJSON = 384 << 10
+
+// MaxBinaries is how many binaries a NodeFacts object lists (the CRD's
+// limit): those after the first MaxBinaries by name are not published.
+const MaxBinaries = 256
 
 // maxRefused bounds the functions a binary's record lists as refused
 // (the CRD's limit); a binary with more is published without its list.
@@ -54,24 +59,36 @@ func sortedSet(names []string) []string {
 	return out
 }
 
-// DescribeBinaries reads the binaries names under the facts' root as the
-// compiler does (compiler.DescribeBinary) and turns them into NodeFacts
-// records, the function lists gzipped within MaxBinariesGz.
+// DescribeBinaries reads the binaries names (at most MaxBinaries) under
+// the facts' root as the compiler does (compiler.DescribeBinary) and
+// turns them into NodeFacts records, within MaxBinariesJSON: the
+// function lists gzipped, in name order while they fit.
 func DescribeBinaries(f *bpf.Facts, names []string) []v1alpha1.NodeBinary {
-	left := MaxBinariesGz
+	names = sortedSet(append([]string(nil), names...))
+	if len(names) > MaxBinaries {
+		names = names[:MaxBinaries]
+	}
+	left := MaxBinariesJSON
 	var out []v1alpha1.NodeBinary
-	for _, name := range sortedSet(append([]string(nil), names...)) {
+	for _, name := range names {
 		b := compiler.DescribeBinary(f, name)
 		nb := v1alpha1.NodeBinary{Name: b.Name, Path: b.Path, BuildID: b.BuildID, Digest: b.Digest, Error: b.Error}
+		left -= jsonSize(nb)
 		if b.Error == "" && len(b.Refused) <= maxRefused {
-			if gz := gzipLines(b.Functions); len(gz) <= left {
-				nb.Functions, nb.Refused = gz, b.Refused
-				left -= len(gz)
+			full := nb
+			full.Functions, full.Refused = gzipLines(b.Functions), b.Refused
+			if more := jsonSize(full) - jsonSize(nb); more <= left {
+				nb, left = full, left-more
 			}
 		}
 		out = append(out, nb)
 	}
 	return out
+}
+
+func jsonSize(v any) int {
+	b, _ := json.Marshal(v)
+	return len(b)
 }
 
 func gzipLines(lines []string) []byte {

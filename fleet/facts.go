@@ -79,6 +79,6 @@ func FactsOf(nf *v1alpha1.NodeFacts) (*bpf.Facts, error) {
 	if f.Binaries, err = binariesOf(nf); err != nil {
 		return nil, err
 	}
-	f.OtherKernel = f.Source == "live" && !sameBTF(nf.Spec.BTF)
+	f.LocalBTF = f.BTF && sameBTF(nf.Spec.BTF)
 	return f, nil
 }
