@@ -170,7 +170,8 @@ func fileID(root, path string) (*FileID, error) {
 }
 
 // openBinary opens a regular file under root (symbols.OpenIn: symlinks
-// stay within it) without blocking and identifies it.
+// stay within it; anything else refused) without blocking and
+// identifies it.
 func openBinary(root, path string) (*os.File, *FileID, error) {
 	f, err := symbols.OpenIn(root, path)
 	if err != nil {
@@ -181,10 +182,6 @@ func openBinary(root, path string) (*os.File, *FileID, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		f.Close()
 		return nil, nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	id := &FileID{Dev: st.Dev, Inode: st.Ino, Size: st.Size}
 	if ef, err := elf.NewFile(io.NewSectionReader(f, 0, st.Size)); err == nil {

@@ -2,7 +2,6 @@ package symbols
 
 import (
 	"debug/elf"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,17 +42,7 @@ func OpenIn(root, path string) (*os.File, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: InRoot(root, path), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), InRoot(root, path))
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", InRoot(root, path))
-	}
-	return f, nil
+	return bpf.KeepRegular(os.NewFile(uintptr(fd), InRoot(root, path)))
 }
 
 // InRoot is how path under root is written in messages: "/usr/bin/x" for

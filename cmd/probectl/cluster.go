@@ -85,6 +85,13 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	if err := views.NewClusterPlan(o.json, cmd.OutOrStdout()).ClusterPlan(what, detail, selector, cp); err != nil {
 		return err
 	}
+	return clusterExit(cp)
+}
+
+// clusterExit is plan -cluster's exit status: 1 when a node cannot run
+// the specs or its facts cannot be read, else 2 when a node's facts could
+// not check them in full, else 0.
+func clusterExit(cp *fleet.ClusterPlan) error {
 	code := 0
 	for _, n := range cp.Nodes {
 		switch n.Status {
