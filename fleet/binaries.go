@@ -131,12 +131,27 @@ func binariesOf(nf *v1alpha1.NodeFacts) (bpf.Binaries, error) {
 			}
 			b.Functions = fns
 		}
-		if !spec.Printable(nb.Name) || !spec.Printable(nb.Path) {
-			return nil, fmt.Errorf("NodeFacts %s: a binary's name or path %q does not print as itself", nf.Name, nb.Name+" "+nb.Path)
+		if err := printableBinary(nb); err != nil {
+			return nil, fmt.Errorf("NodeFacts %s: binary %q: %w", nf.Name, nb.Name, err)
 		}
 		out[nb.Name] = b
 	}
 	return out, nil
+}
+
+// printableBinary refuses a published binary whose strings would not
+// print as themselves: they reach the planner's diagnostics and terminal.
+func printableBinary(nb v1alpha1.NodeBinary) error {
+	texts := []string{nb.Name, nb.Path, nb.BuildID, nb.Digest, nb.Error}
+	for fn, why := range nb.Refused {
+		texts = append(texts, fn, why)
+	}
+	for _, s := range texts {
+		if !spec.Printable(s) {
+			return fmt.Errorf("%q does not print as itself (control characters or bytes that are not UTF-8)", s)
+		}
+	}
+	return nil
 }
 
 // localBTF is this machine's BTF identity, read once.

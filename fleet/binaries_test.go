@@ -149,3 +149,21 @@ func kernelTextSymbols(t *testing.T) []string {
 	sort.Strings(names)
 	return names
 }
+
+// TestNodeFactsHostileBinary: a node's published binary whose strings
+// would not print as themselves (a terminal escape in a refusal's
+// reason) is refused as a whole, never shown.
+func TestNodeFactsHostileBinary(t *testing.T) {
+	f, err := bpf.Profile("linux-6.12-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf, err := fleet.NodeFactsOf("n", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf.Spec.Binaries = []v1alpha1.NodeBinary{{Name: "/usr/bin/x", Path: "/usr/bin/x", Refused: map[string]string{"f": "\x1b[2Jcleared"}}}
+	if _, err := fleet.FactsOf(nf); err == nil || !strings.Contains(err.Error(), `binary "/usr/bin/x": "\x1b[2Jcleared" does not print as itself`) {
+		t.Errorf("FactsOf: %v", err)
+	}
+}
