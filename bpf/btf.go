@@ -80,7 +80,7 @@ func (f *Facts) loadTypes() (*btf.Spec, error) {
 			return nil, fmt.Errorf("the BTF of %s: %w", f.Label(), err)
 		}
 		return spec, nil
-	case f.Source == "live":
+	case f.Source == "live" || f.LocalBTF:
 		spec, err := KernelBTF()
 		if err != nil {
 			return nil, fmt.Errorf("the running kernel's BTF: %w", err)

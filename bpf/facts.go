@@ -183,6 +183,18 @@ type Facts struct {
 	// it (probectl target -o); live facts read the kernel's when needed, and
 	// profiles have none. [Facts.Types] parses it: set it before.
 	KernelBTF []byte `json:"kernel_btf,omitempty"`
+	// Root is the directory the target's files are seen under from here,
+	// "" for "/": the node agent in a pod reads the host's binaries under
+	// its -host-root (bpf/symbols' OpenIn resolves paths within it).
+	Root string `json:"-"`
+	// Binaries are the user binaries another node published, nil for a
+	// target whose binaries are read from Root.
+	Binaries Binaries `json:"-"`
+	// LocalBTF says the target's kernel BTF is the running kernel's,
+	// though the facts are not live: a node's NodeFacts whose BTF identity
+	// is this machine's (fleet checks it). Reads through BTF are then
+	// resolved with it rather than at apply.
+	LocalBTF bool `json:"-"`
 	// tracepointErrs holds the events whose formats could not be read.
 	tracepointErrs map[string]error
 	// types is the parsed BTF, shared by copies of the facts.

@@ -20,6 +20,12 @@ func OpenRegular(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return KeepRegular(f)
+}
+
+// KeepRegular returns f if it is a regular file; otherwise it closes f
+// and says what f is, by its name.
+func KeepRegular(f *os.File) (*os.File, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -27,7 +33,7 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file", f.Name(), fileKind(st.Mode()))
 	}
 	return f, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
-	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -117,17 +116,11 @@ func skipReason(p *spec.Probe, g *gen, diags hcl.Diagnostics) string {
 // prepare decides a probe's route and resolves its functions or events,
 // checking what it uses against what the target has.
 func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
-	library := ""
-	if p.Addr.Kind == bpf.KindUser && p.Binary != "" && !strings.HasPrefix(p.Binary, "/") {
-		path, err := symbols.ResolveLibrary(symbols.LDCache, p.Binary, u.facts.Arch)
-		if err != nil {
-			return nil, hcl.Diagnostics{diagf(p.BinaryRange, "Library not found",
-				"binary = %q names a library, which is looked up in the dynamic linker's cache as ld.so and bpftrace do: %v. Give the library's absolute path, or its name as ldconfig -p lists it.", p.Binary, err)}
-		}
-		q := *p
-		q.Binary, library = path, p.Binary
-		p = &q
+	bn, diag := resolveBinaryName(p, u.facts)
+	if diag != nil {
+		return nil, hcl.Diagnostics{diag}
 	}
+	p = bn.p
 	var km kernelMatch
 	if p.Addr.Kind == bpf.KindKernel {
 		km = matchKernelFunctions(p, u.facts)
@@ -138,7 +131,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	}
 	cp := &Probe{Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
-		Binary: p.Binary, Library: library, PID: p.PID,
+		Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)
@@ -152,7 +145,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	case bpf.KindKernel:
 		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, km, d)
 	case bpf.KindUser:
-		cp.Functions, cp.Missing, diags = resolveUserFunctions(p, u.facts)
+		cp.Functions, cp.Missing, diags = resolveUserFunctions(bn, u.facts)
 	case bpf.KindTracepoint:
 		diags = g.resolveEvents()
 	case bpf.KindProfile:

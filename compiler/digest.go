@@ -56,6 +56,9 @@ func digest(p *Probe, sp *spec.Probe) string {
 	if len(p.Tracepoints) > 1 {
 		what = append(what, p.Tracepoints)
 	}
+	if p.Root != "" {
+		what = append(what, p.Root) // left out for "/": digests stay as they were
+	}
 	_ = enc.Encode(what)
 	for _, m := range p.Maps {
 		_ = enc.Encode(m)

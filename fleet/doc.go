@@ -1,9 +1,11 @@
 // Package fleet is probectl on Kubernetes: the objects of the API
 // (fleet/api/v1alpha1) turned into plans, and plans into per-node records.
 //
-//   - A node's facts travel as a NodeFacts object ([PublishFacts],
-//     [NodeFactsOf] / [FactsOf]): bpf.Facts without the BTF, with the
-//     function list gzipped.
+//   - A node's facts travel as a NodeFacts object ([NodeFactsOf] /
+//     [FactsOf]): bpf.Facts without the BTF, with the function list
+//     gzipped, the BTF's identity, and the user binaries the node
+//     resolved ([DescribeBinaries]): a plan from them never reads this
+//     machine's binaries.
 //   - [PlanNode] compiles a spec set against one node's facts, exactly as
 //     "probectl plan -target FILE" does, and keeps what a per-node record
 //     shows: route, link families and reason per probe, or the

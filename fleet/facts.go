@@ -1,13 +1,8 @@
 package fleet
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
-	"strings"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
@@ -36,14 +31,10 @@ func NodeFactsOf(node string, f *bpf.Facts) (*v1alpha1.NodeFacts, error) {
 	if c.Source == "profile" {
 		c.TracepointFormats = nil
 	} else if len(f.Functions) > 0 {
-		var b bytes.Buffer
-		w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-		io.WriteString(w, strings.Join(f.Functions, "\n"))
-		w.Close()
-		if b.Len() > MaxFunctionsGz {
-			return nil, fmt.Errorf("node %s: its %d functions take %d bytes gzipped, more than a NodeFacts object may hold (%d)", node, len(f.Functions), b.Len(), MaxFunctionsGz)
+		gz = gzipLines(f.Functions)
+		if len(gz) > MaxFunctionsGz {
+			return nil, fmt.Errorf("node %s: its %d functions take %d bytes gzipped, more than a NodeFacts object may hold (%d)", node, len(f.Functions), len(gz), MaxFunctionsGz)
 		}
-		gz = b.Bytes()
 	}
 	raw, err := json.Marshal(&c)
 	if err != nil {
@@ -73,26 +64,21 @@ func FactsOf(nf *v1alpha1.NodeFacts) (*bpf.Facts, error) {
 		if err != nil {
 			return nil, fmt.Errorf("NodeFacts %s: %w", nf.Name, err)
 		}
-		return f, nil
+		f.Binaries, err = binariesOf(nf)
+		return f, err
 	}
 	f, err := bpf.ParseFacts(nf.Spec.Facts.Raw, "NodeFacts "+nf.Name)
 	if err != nil {
 		return nil, err
 	}
 	if len(nf.Spec.Functions) > 0 {
-		r, err := gzip.NewReader(bytes.NewReader(nf.Spec.Functions))
-		if err != nil {
+		if f.Functions, err = gunzipLines(nf.Spec.Functions); err != nil {
 			return nil, fmt.Errorf("NodeFacts %s: functions: %w", nf.Name, err)
 		}
-		b, err := io.ReadAll(io.LimitReader(r, MaxFunctions+1))
-		if err != nil {
-			return nil, fmt.Errorf("NodeFacts %s: functions: %w", nf.Name, err)
-		}
-		if len(b) > MaxFunctions {
-			return nil, fmt.Errorf("NodeFacts %s: the function list unpacks to more than %d bytes; a kernel's takes a few MB", nf.Name, MaxFunctions)
-		}
-		f.Functions = strings.Split(string(b), "\n")
-		sort.Strings(f.Functions)
 	}
+	if f.Binaries, err = binariesOf(nf); err != nil {
+		return nil, err
+	}
+	f.LocalBTF = f.BTF && sameBTF(nf.Spec.BTF)
 	return f, nil
 }

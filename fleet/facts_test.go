@@ -66,7 +66,7 @@ func TestNodeFactsGzipBomb(t *testing.T) {
 		t.Fatalf("%d bytes gzipped", len(nf.Spec.Functions))
 	}
 	_, err = fleet.FactsOf(nf)
-	if want := "NodeFacts n: the function list unpacks to more than 16777216 bytes; a kernel's takes a few MB"; err == nil || err.Error() != want {
+	if want := "NodeFacts n: functions: the list unpacks to more than 16777216 bytes"; err == nil || err.Error() != want {
 		t.Errorf("FactsOf: %v, want %q", err, want)
 	}
 }

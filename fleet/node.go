@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,6 +72,13 @@ type NodeAgent struct {
 	// then only planned, and the record says so.
 	Applier Applier
 	Log     *slog.Logger
+	// PublishBinaries are binaries (paths or library names) whose
+	// functions NodeFacts publish besides those the node's ProbeSets
+	// name: an admin's list for plans of ProbeSets not yet made.
+	PublishBinaries []string
+
+	named     map[string]bool // binaries the ProbeSets of this sync name
+	published []string        // binaries the NodeFacts hold
 }
 
 // Workspace is the workspace a ProbeSet is applied into on a node:
@@ -98,12 +106,35 @@ var workspaceName = regexp.MustCompile(`^k8s-[a-z0-9_-]{1,42}-[0-9a-f]{12}$`)
 // names them: the node agent removes no other.
 func IsWorkspace(name string) bool { return workspaceName.MatchString(name) }
 
-// Publish creates or updates the node's NodeFacts.
+// Publish creates or updates the node's NodeFacts: the facts, the
+// kernel's BTF identity, and the binaries PublishBinaries and the
+// ProbeSets of the last sync name, read under the facts' root.
 func (a *NodeAgent) Publish(ctx context.Context) error {
 	nf, err := NodeFactsOf(a.Node, a.Facts)
 	if err != nil {
 		return err
 	}
+	names := a.binaryNames()
+	nf.Spec.Binaries = DescribeBinaries(a.Facts, names)
+	nf.Spec.BTF = BTFOf(a.Facts)
+	if err := a.write(ctx, nf); err != nil {
+		return err
+	}
+	a.published = names
+	return nil
+}
+
+// binaryNames are the binaries the NodeFacts should hold, sorted.
+func (a *NodeAgent) binaryNames() []string {
+	names := append([]string(nil), a.PublishBinaries...)
+	for n := range a.named {
+		names = append(names, n)
+	}
+	return sortedSet(names)
+}
+
+// write creates or updates the NodeFacts nf.
+func (a *NodeAgent) write(ctx context.Context, nf *v1alpha1.NodeFacts) error {
 	var old v1alpha1.NodeFacts
 	switch err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &old); {
 	case apierrors.IsNotFound(err):
@@ -216,6 +247,7 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 	var errs []error
 	keep := map[types.NamespacedName]bool{}
 	want := map[string]bool{}
+	a.named = map[string]bool{}
 	for i := range sets.Items {
 		ps := &sets.Items[i]
 		if ps.DeletionTimestamp != nil || !Selects(ps.Spec.NodeSelector, node.Labels) {
@@ -230,7 +262,13 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, a.removeOrphans(ctx, &node, want)...)
-	return errors.Join(append(errs, a.removeUnselected(ctx, keep)...)...)
+	errs = append(errs, a.removeUnselected(ctx, keep)...)
+	if !slices.Equal(a.binaryNames(), a.published) {
+		if err := a.Publish(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("publish the facts of node %s: %w", a.Node, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removeUnselected removes the records of this node that are not in keep
@@ -293,6 +331,9 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 	case err != nil:
 		st.Phase, st.Errors = v1alpha1.PhaseFailed, []string{err.Error()}
 	default:
+		for _, b := range BinariesNamed(files) {
+			a.named[b] = true
+		}
 		st.SpecDigest = Digest(files)
 		if done, err := a.unchanged(ctx, ps, rec, st.SpecDigest); done {
 			return err

@@ -29,10 +29,37 @@ type NodePlan struct {
 	Errors []string `json:"errors,omitempty"`
 	// Warnings are the other diagnostics, in the same form.
 	Warnings []string `json:"warnings,omitempty"`
+	// Unchecked say what the node's facts lack to check the spec set (a
+	// binary it did not publish, BTF reads on a kernel whose BTF is not
+	// the planner's), "file:line:col: summary: detail" or "probe ADDR:
+	// ...": the node may yet refuse it when it applies.
+	Unchecked []string `json:"unchecked,omitempty"`
+	// Status is "ok" (the node can run it), "unchecked" (nothing stops
+	// it, but Unchecked lists what could not be checked) or "cannot".
+	Status string `json:"status"`
 }
 
-// OK reports whether the node can run the spec set.
+// OK reports whether nothing found stops the node from running the spec
+// set (Unchecked may still list what could not be checked).
 func (p *NodePlan) OK() bool { return len(p.Errors) == 0 }
+
+// The NodePlan statuses.
+const (
+	StatusOK        = "ok"
+	StatusUnchecked = "unchecked"
+	StatusCannot    = "cannot"
+)
+
+func (p *NodePlan) setStatus() {
+	switch {
+	case len(p.Errors) > 0:
+		p.Status = StatusCannot
+	case len(p.Unchecked) > 0:
+		p.Status = StatusUnchecked
+	default:
+		p.Status = StatusOK
+	}
+}
 
 // Digest identifies a spec set: its file names and contents.
 func Digest(files map[string][]byte) string {
@@ -59,6 +86,7 @@ func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan 
 	if !diags.HasErrors() && facts.Source == "live" {
 		if err := loadTracepoints(cfg, facts); err != nil {
 			np.Errors = append(np.Errors, "read the tracepoint formats: "+err.Error())
+			np.setStatus()
 			return np
 		}
 	}
@@ -70,12 +98,16 @@ func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan 
 		}
 	}
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError {
+		switch {
+		case d.Severity == hcl.DiagError:
 			np.Errors = append(np.Errors, DiagText(d))
-		} else {
+		case d.Summary == compiler.SummaryNotChecked:
+			np.Unchecked = append(np.Unchecked, DiagText(d))
+		default:
 			np.Warnings = append(np.Warnings, DiagText(d))
 		}
 	}
+	np.setStatus()
 	return np
 }
 
@@ -104,6 +136,10 @@ func (np *NodePlan) record(out *compiler.Output) {
 			pp.Links = &links
 		}
 		np.Probes = append(np.Probes, pp)
+		if len(p.Deferred) > 0 {
+			np.Unchecked = append(np.Unchecked, fmt.Sprintf("probe %s: reads through BTF not checked (%s): the plan has no BTF of the node's kernel (a node whose NodeFacts' btf hash is the planner's own kernel's is checked with it), so they are resolved when the node applies",
+				p.Address, strings.Join(p.Deferred, ", ")))
+		}
 	}
 	for _, s := range out.Skipped {
 		np.Skipped = append(np.Skipped, s.Address.String()+": "+s.Why)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
@@ -23,7 +24,7 @@ import (
 // happens to the path meanwhile (a FIFO swapped in, a new build moved into
 // place). The caller closes the file when the links are made.
 func (l *linker) executable() (*link.Executable, *os.File, *FileID, error) {
-	f, id, err := openBinary(l.p.Binary)
+	f, id, err := openBinary(l.p.Root, l.p.Binary)
 	if err != nil {
 		return nil, nil, nil, l.fail("", err)
 	}
@@ -57,7 +58,7 @@ func (l *linker) uprobeMulti() error {
 // uprobeSession makes one uprobe.session link for every function of the
 // binary, by the raw system call: cilium/ebpf has no API for it.
 func (l *linker) uprobeSession() error {
-	f, id, err := openBinary(l.p.Binary)
+	f, id, err := openBinary(l.p.Root, l.p.Binary)
 	if err != nil {
 		return l.fail("", err)
 	}
@@ -159,8 +160,8 @@ func (a *FileID) String() string {
 
 // fileID identifies the regular file at path, following symlinks as the
 // kernel does when it attaches. It never blocks: a FIFO is refused.
-func fileID(path string) (*FileID, error) {
-	f, id, err := openBinary(path)
+func fileID(root, path string) (*FileID, error) {
+	f, id, err := openBinary(root, path)
 	if err != nil {
 		return nil, err
 	}
@@ -168,21 +169,19 @@ func fileID(path string) (*FileID, error) {
 	return id, nil
 }
 
-// openBinary opens a regular file without blocking and identifies it.
-func openBinary(path string) (*os.File, *FileID, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+// openBinary opens a regular file under root (symbols.OpenIn: symlinks
+// stay within it; anything else refused) without blocking and
+// identifies it.
+func openBinary(root, path string) (*os.File, *FileID, error) {
+	f, err := symbols.OpenIn(root, path)
 	if err != nil {
-		return nil, nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
+	fd := int(f.Fd())
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		f.Close()
 		return nil, nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	id := &FileID{Dev: st.Dev, Inode: st.Ino, Size: st.Size}
 	if ef, err := elf.NewFile(io.NewSectionReader(f, 0, st.Size)); err == nil {

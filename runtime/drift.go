@@ -112,7 +112,7 @@ func checkBinary(p *ProbeState) []string {
 	if p.BinaryFile == nil {
 		return nil
 	}
-	now, err := fileID(p.Binary)
+	now, err := fileID(p.Root, p.Binary)
 	switch {
 	case err != nil:
 		return []string{fmt.Sprintf("binary %s: %v (the probes stay on the old file)", p.Binary, err)}

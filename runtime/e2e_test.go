@@ -487,7 +487,7 @@ func TestBinaryBecomesFIFO(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Fatalf("apply: %v, want a refusal of the FIFO", err)
 		}
 	case <-time.After(10 * time.Second):

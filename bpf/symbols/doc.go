@@ -7,7 +7,10 @@
 //
 // It also owns which process a user address is of ([Process]: its pid
 // and start time, as a program records them, [ProcessStarted]), and the
-// libraries ld.so.cache names ([LDCache], [ResolveLibrary]).
+// libraries ld.so.cache names ([LDCache], [ResolveLibrary]), and how a
+// binary is opened under a host root, chroot-like ([OpenIn],
+// [ResolveLibraryIn], [ProcessRoot]): the one place the compiler, the
+// runtime and the node agent resolve user binaries.
 //
 // The runtime reads it to show stacks and usym; the compiler for the
 // process slot's layout and a library's path; probectl for displays.

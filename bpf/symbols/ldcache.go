@@ -37,7 +37,18 @@ var ldArch = map[bpf.Arch]uint32{bpf.ArchX86_64: 0x0300, bpf.ArchArm64: 0x0a00}
 // be the cached name exactly. It returns the path ld.so would load, or an
 // error that says what the cache holds.
 func ResolveLibrary(cache, name string, arch bpf.Arch) (string, error) {
-	entries, err := readLDCache(cache)
+	f, err := os.Open(cache)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return resolveLibrary(f, cache, name, arch)
+}
+
+// resolveLibrary resolves name in the cache read from r, named cache in
+// messages.
+func resolveLibrary(r io.Reader, cache, name string, arch bpf.Arch) (string, error) {
+	entries, err := readLDCache(r, cache)
 	if err != nil {
 		return "", err
 	}
@@ -62,15 +73,10 @@ func ResolveLibrary(cache, name string, arch bpf.Arch) (string, error) {
 	return "", fmt.Errorf("%q is ambiguous in %s: %s; give one of them", name, cache, strings.Join(names, ", "))
 }
 
-// readLDCache reads the entries of the cache file at cache, of at most
-// maxLDCache bytes.
-func readLDCache(cache string) ([]ldEntry, error) {
-	f, err := os.Open(cache)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLDCache+1))
+// readLDCache reads the entries of the cache file read from r, of at
+// most maxLDCache bytes.
+func readLDCache(r io.Reader, cache string) ([]ldEntry, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxLDCache+1))
 	if err != nil {
 		return nil, err
 	}

@@ -39,34 +39,8 @@ func TestResolveLibraryHost(t *testing.T) {
 
 // A cache written here: the arch filter, ambiguity, and damaged files.
 func TestResolveLibraryCache(t *testing.T) {
-	type ent struct {
-		flags      uint32
-		name, path string
-	}
-	write := func(es []ent) string {
-		var strs []byte
-		hdr := 48 + 24*len(es)
-		body := make([]byte, hdr)
-		copy(body, ldMagicNew)
-		binary.LittleEndian.PutUint32(body[20:], uint32(len(es)))
-		add := func(s string) uint32 {
-			off := uint32(hdr + len(strs))
-			strs = append(append(strs, s...), 0)
-			return off
-		}
-		for i, e := range es {
-			p := body[48+24*i:]
-			binary.LittleEndian.PutUint32(p[0:], e.flags)
-			binary.LittleEndian.PutUint32(p[4:], add(e.name))
-			binary.LittleEndian.PutUint32(p[8:], add(e.path))
-		}
-		path := filepath.Join(t.TempDir(), "ld.so.cache")
-		if err := os.WriteFile(path, append(body, strs...), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	cache := write([]ent{
+	cache := filepath.Join(t.TempDir(), "ld.so.cache")
+	writeLDCache(t, cache, []ldEntry{
 		{0x0a03, "libfoo.so.1", "/arm/libfoo.so.1"},
 		{0x0303, "libfoo.so.1", "/x86/libfoo.so.1"},
 		{0x0303, "libfoo.so.1", "/x86/other/libfoo.so.1"},
@@ -102,6 +76,30 @@ func TestResolveLibraryCache(t *testing.T) {
 	binary.LittleEndian.PutUint32(bad[48+4:], 1<<30)
 	if _, err := parseLDCache(bad); err == nil {
 		t.Error("an offset beyond the file parsed")
+	}
+}
+
+// writeLDCache writes a cache of the new format holding es at path.
+func writeLDCache(t *testing.T, path string, es []ldEntry) {
+	t.Helper()
+	var strs []byte
+	hdr := 48 + 24*len(es)
+	body := make([]byte, hdr)
+	copy(body, ldMagicNew)
+	binary.LittleEndian.PutUint32(body[20:], uint32(len(es)))
+	add := func(s string) uint32 {
+		off := uint32(hdr + len(strs))
+		strs = append(append(strs, s...), 0)
+		return off
+	}
+	for i, e := range es {
+		p := body[48+24*i:]
+		binary.LittleEndian.PutUint32(p[0:], e.flags)
+		binary.LittleEndian.PutUint32(p[4:], add(e.name))
+		binary.LittleEndian.PutUint32(p[8:], add(e.path))
+	}
+	if err := os.WriteFile(path, append(body, strs...), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -74,6 +74,13 @@ ProbeSet's metrics labelled probeset="NAMESPACE/NAME".
   -facts FILE|PROFILE  plan only, for the facts of a file or a built-in
                        profile instead of the live kernel: never applies
   -status-interval D   how often the records' counters are refreshed (15s)
+  -host-root DIR       read user probes' binaries under DIR, the host's "/"
+                       mounted into the pod (the DaemonSet: /host), as
+                       chroot does; a probe with pid under DIR/proc/PID/root
+                       (default /: the agent's own file system)
+  -publish-binary B    publish B's functions in NodeFacts for plan
+                       -cluster, besides the binaries the node's
+                       ProbeSets name (a path or a library name; repeat)
 
 Exit status: 0 stopped by a signal, 1 errors at start.`,
 		Args: cobra.NoArgs,
@@ -108,6 +115,8 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.StringVar(&k.node, "node", os.Getenv("NODE_NAME"), "the node's name (node agent)")
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "the kubeconfig file (node agent)")
 	f.StringVar(&k.facts, "facts", "", "plan only, for these facts (node agent)")
+	f.StringVar(&k.hostRoot, "host-root", "/", "where the host's file system is mounted: user binaries are read under it (node agent)")
+	f.StringArrayVar(&k.publish, "publish-binary", nil, "a binary whose functions NodeFacts publish (node agent; repeat)")
 	f.DurationVar(&k.resync, "status-interval", 15*time.Second, "how often the node agent refreshes its records' counters")
 	f.BoolVar(&o.insecureConfig, "insecure-config", false, "read specs that users other than root own or may write")
 	o.events = addEventsOutFlags(cmd)
@@ -136,13 +145,16 @@ func (o *agentOptions) check() error {
 		if o.config != "" {
 			return errors.New("-config and -kubernetes exclude each other: a node agent takes its specs from ProbeSets")
 		}
+		if !filepath.IsAbs(o.k.hostRoot) {
+			return fmt.Errorf("-host-root %q: give an absolute path (the DaemonSet mounts the host's / at /host)", o.k.hostRoot)
+		}
 		if o.k.resync <= 0 {
 			return errors.New("-status-interval must be a positive duration")
 		}
 		return nil
 	}
-	if o.k.facts != "" || o.k.kubeconfig != "" {
-		return errors.New("-facts and -kubeconfig are for -kubernetes")
+	if o.k.facts != "" || o.k.kubeconfig != "" || o.k.hostRoot != "/" || len(o.k.publish) > 0 {
+		return errors.New("-facts, -kubeconfig, -host-root and -publish-binary are for -kubernetes")
 	}
 	if o.config == "" {
 		return errors.New("agent needs -config DIR: the directory of specs to apply")

@@ -85,13 +85,27 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	if err := views.NewClusterPlan(o.json, cmd.OutOrStdout()).ClusterPlan(what, detail, selector, cp); err != nil {
 		return err
 	}
+	return clusterExit(cp)
+}
+
+// clusterExit is plan -cluster's exit status: 1 when a node cannot run
+// the specs or its facts cannot be read, else 2 when a node's facts could
+// not check them in full, else 0.
+func clusterExit(cp *fleet.ClusterPlan) error {
+	code := 0
 	for _, n := range cp.Nodes {
-		if !n.OK() {
+		switch n.Status {
+		case fleet.StatusCannot:
 			return exitError{1}
+		case fleet.StatusUnchecked:
+			code = 2
 		}
 	}
 	if len(cp.BadFacts) > 0 {
 		return exitError{1}
+	}
+	if code != 0 {
+		return exitError{code}
 	}
 	return nil
 }

@@ -28,6 +28,11 @@ type kubeOptions struct {
 	// applies.
 	facts  string
 	resync time.Duration
+	// hostRoot is where the host's "/" is seen (-host-root): user
+	// binaries are resolved and attached under it.
+	hostRoot string
+	// publish are the binaries NodeFacts publish besides the ProbeSets'.
+	publish []string
 }
 
 // runKubeAgent is "probectl agent -kubernetes": fleet.NodeAgent does the
@@ -44,7 +49,7 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 	if err != nil {
 		return err
 	}
-	agent := &fleet.NodeAgent{Client: c, Node: k.node, Log: log}
+	agent := &fleet.NodeAgent{Client: c, Node: k.node, Log: log, PublishBinaries: k.publish}
 	applier, err := kubeTarget(g, o, agent)
 	if err != nil {
 		return err
@@ -92,7 +97,9 @@ func kubeTarget(g *globals, o agentOptions, agent *fleet.NodeAgent) (*engine.Kub
 		if f == "auto" {
 			return nil, errors.New("-facts names a facts file or a built-in profile; without it the agent detects the live kernel")
 		}
-		agent.Facts, err = bpf.LoadTarget(f, nil, false)
+		if agent.Facts, err = bpf.LoadTarget(f, nil, false); err == nil {
+			agent.Facts.Root = o.k.hostRoot
+		}
 		return nil, err
 	}
 	if err := requireBPF("agent -kubernetes"); err != nil {
@@ -101,7 +108,10 @@ func kubeTarget(g *globals, o agentOptions, agent *fleet.NodeAgent) (*engine.Kub
 	if agent.Facts, err = bpf.Detect(bpf.DetectOptions{Functions: true}); err != nil {
 		return nil, err
 	}
-	applier := engine.NewKubeApplier(g.engineWorkspace(), agent.Log, o.maxSeries)
+	agent.Facts.Root = o.k.hostRoot
+	ws := g.engineWorkspace()
+	ws.HostRoot = o.k.hostRoot
+	applier := engine.NewKubeApplier(ws, agent.Log, o.maxSeries)
 	agent.Applier = applier
 	return applier, nil
 }

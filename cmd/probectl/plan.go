@@ -63,7 +63,9 @@ kubeconfig's (KUBECONFIG, ~/.kube/config, or in a pod its service account).
   -kubeconfig FILE    the kubeconfig to use; -context NAME its context
 
 Exit status: 0 planned, 1 errors (with -detailed-exitcode: 0 no changes, 1 errors, 2 changes).
-With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors).`,
+With -cluster: 0 every selected node can run the specs, 1 some cannot (or
+errors), 2 none cannot but some nodes' facts lack what would check them
+(a binary not published there, reads through BTF): the plan says which.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.cl.cluster && o.cl.probeSet != "" {
 				return cobra.NoArgs(cmd, args)

@@ -111,8 +111,12 @@ type Description struct {
 	// Library is the library name binary was given as ("libc"), which
 	// the dynamic linker's cache resolved to Binary.
 	Library string `json:"library,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	Event   string `json:"event,omitempty"`
+	// Root is the directory Binary is resolved under, chroot-like ("" for
+	// "/"): the host's root as the node agent sees it (-host-root), or a
+	// process's /proc/PID/root for a probe with pid.
+	Root  string `json:"root,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+	Event string `json:"event,omitempty"`
 	// Tracepoints are the events a tracepoint probe attaches, sorted (its
 	// patterns resolved; the index is the attach cookie); Event is the one
 	// event of a probe that has only one.

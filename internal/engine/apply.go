@@ -24,6 +24,10 @@ type Workspace struct {
 	// Repaired, when not nil, is told each path Begin removed, left by an
 	// interrupted command.
 	Repaired func(path string)
+	// HostRoot is where the host's "/" is seen, "" or "/" for this
+	// machine's: user probes' binaries are resolved and attached under it
+	// (the node agent's -host-root).
+	HostRoot string
 }
 
 // Open opens the workspace with the lock timeout and waiting report set.

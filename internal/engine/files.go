@@ -34,6 +34,7 @@ func applyFiles(ws Workspace, files map[string][]byte, log *slog.Logger) (*appli
 	if err != nil {
 		return nil, failed("compile", err.Error()), nil
 	}
+	facts.Root = ws.HostRoot
 	out, more := Compile(cfg, facts, spec.Policy{})
 	diags = append(diags, more...)
 	if diags.HasErrors() {

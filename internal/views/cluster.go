@@ -44,42 +44,54 @@ func (v ClusterPlanHuman) ClusterPlan(what, detail string, selector map[string]s
 	return nil
 }
 
+// renderNodePlan writes one node's part of a cluster plan.
+func renderNodePlan(w io.Writer, n *fleet.NodePlan) {
+	if !n.OK() {
+		fmt.Fprintf(w, "%s  %s: cannot run it\n", n.Node, n.Kernel)
+		for _, e := range n.Errors {
+			fmt.Fprintf(w, "  error: %s\n", e)
+		}
+		return
+	}
+	if n.Status == fleet.StatusUnchecked {
+		fmt.Fprintf(w, "%s  %s: not checked in full\n", n.Node, n.Kernel)
+	} else {
+		fmt.Fprintf(w, "%s  %s\n", n.Node, n.Kernel)
+	}
+	for _, u := range n.Unchecked {
+		fmt.Fprintf(w, "  not checked on %s: %s\n", n.Node, u)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, p := range n.Probes {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Address, p.Route, strings.Join(p.Attach, "+"), p.Reason)
+	}
+	tw.Flush()
+	for _, s := range n.Skipped {
+		fmt.Fprintf(w, "  skipped: %s\n", s)
+	}
+	for _, s := range n.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", s)
+	}
+}
+
 func renderClusterPlan(w io.Writer, what, detail string, selector map[string]string, cp *fleet.ClusterPlan) {
 	sel := "every node"
 	if len(selector) > 0 {
 		sel = "the nodes with " + labels.SelectorFromSet(selector).String()
 	}
-	ok, bad := 0, 0
+	count := map[string]int{}
 	for _, n := range cp.Nodes {
-		if n.OK() {
-			ok++
-		} else {
-			bad++
-		}
+		count[n.Status]++
 	}
-	fmt.Fprintf(w, "Plan of %s (%sdigest %s) for %s: %d can run it, %d cannot, %d without facts.\n",
-		what, detail, cp.Digest, sel, ok, bad, len(cp.NoFacts)+len(cp.BadFacts))
+	unchecked := ""
+	if count[fleet.StatusUnchecked] > 0 {
+		unchecked = fmt.Sprintf(", %d not checked in full", count[fleet.StatusUnchecked])
+	}
+	fmt.Fprintf(w, "Plan of %s (%sdigest %s) for %s: %d can run it%s, %d cannot, %d without facts.\n",
+		what, detail, cp.Digest, sel, count[fleet.StatusOK], unchecked, count[fleet.StatusCannot], len(cp.NoFacts)+len(cp.BadFacts))
 	for _, n := range cp.Nodes {
 		fmt.Fprintln(w)
-		if !n.OK() {
-			fmt.Fprintf(w, "%s  %s: cannot run it\n", n.Node, n.Kernel)
-			for _, e := range n.Errors {
-				fmt.Fprintf(w, "  error: %s\n", e)
-			}
-			continue
-		}
-		fmt.Fprintf(w, "%s  %s\n", n.Node, n.Kernel)
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, p := range n.Probes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Address, p.Route, strings.Join(p.Attach, "+"), p.Reason)
-		}
-		tw.Flush()
-		for _, s := range n.Skipped {
-			fmt.Fprintf(w, "  skipped: %s\n", s)
-		}
-		for _, s := range n.Warnings {
-			fmt.Fprintf(w, "  warning: %s\n", s)
-		}
+		renderNodePlan(w, n)
 	}
 	if len(cp.NoFacts) > 0 {
 		fmt.Fprintf(w, "\nNo published facts (no agent on the node yet): %s\n", strings.Join(cp.NoFacts, ", "))

@@ -160,6 +160,9 @@ func renderWhere(row func(key, format string, args ...any), c *compiled.Change) 
 	} else if c.Binary != "" {
 		row("binary", "%s", printable(c.Binary))
 	}
+	if c.Root != "" {
+		row("root", "%s (the binary is read and attached under it)", printable(c.Root))
+	}
 	if len(c.Missing) > 0 {
 		row("missing", "%s (not attached)", printable(strings.Join(c.Missing, "; ")))
 	}

@@ -252,6 +252,66 @@ type NodeFactsSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1048576
 	Functions []byte `json:"functions,omitempty"`
+	// Binaries are the user binaries the ProbeSets selecting the node
+	// name, and those its agent's -publish-binary names, as the node
+	// resolved them under its host root: what a cluster plan checks user
+	// probes against. A binary missing here is not checked there.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Binaries []NodeBinary `json:"binaries,omitempty"`
+	// BTF identifies the node's kernel BTF (/sys/kernel/btf/vmlinux):
+	// a planner whose own kernel's BTF is the same resolves BTF reads
+	// (->, typed args, task) with it; otherwise they are not checked.
+	// +optional
+	BTF *NodeBTF `json:"btf,omitempty"`
+}
+
+// NodeBinary is a user binary as a node resolved it.
+type NodeBinary struct {
+	// Name is the binary as specs name it: a path, or a library name
+	// looked up in the node's ld.so.cache.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Name string `json:"name"`
+	// Path is the file it resolved to on the node.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Path string `json:"path,omitempty"`
+	// BuildID is the file's GNU build id, hex.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	BuildID string `json:"buildID,omitempty"`
+	// Functions are its function symbols, one a line, sorted, gzipped;
+	// empty when the list would not fit (Digest still names it).
+	// +optional
+	Functions []byte `json:"functions,omitempty"`
+	// Digest is the sha256 of the function list, one name a line.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Digest string `json:"digest,omitempty"`
+	// Refused are the functions the kernel refuses uprobes on, with why.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=4096
+	Refused map[string]string `json:"refused,omitempty"`
+	// Error says why the node could not read the binary.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Error string `json:"error,omitempty"`
+}
+
+// NodeBTF identifies a kernel's BTF.
+type NodeBTF struct {
+	// SHA256 is the hash of the raw vmlinux BTF, hex.
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256"`
+	// Size is its length in bytes.
+	Size int64 `json:"size"`
+	// Release is the kernel's release (uname -r).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Release string `json:"release,omitempty"`
 }
 
 // NodeFactsList is a list of NodeFacts.
