@@ -88,7 +88,7 @@ func foldedHottest(t *testing.T, folded string) (string, int64) {
 func TestPprofProfile(t *testing.T) {
 	path, comm := buildStackWork(t, "ppf")
 	c := newStkCLI(t)
-	c.apply(pprofSpec(comm))
+	c.apply(burnProfileSpec(comm))
 	// The workload stays (it exits at the end): serve symbolizes a
 	// running process's stacks through its maps, as a scraper finds it.
 	exit := startWork(t, -1, path, "burn", "3")
@@ -111,7 +111,9 @@ func TestPprofProfile(t *testing.T) {
 	}
 }
 
-func pprofSpec(comm string) string {
+// burnProfileSpec profiles the workload of task name comm at 499 Hz, by
+// comm, user and kernel stack.
+func burnProfileSpec(comm string) string {
 	return fmt.Sprintf(`
 probe "profile" "burn" {
   frequency = 499
@@ -130,7 +132,7 @@ probe "profile" "burn" {
 func TestPprofRun(t *testing.T) {
 	path, comm := buildStackWork(t, "ppr")
 	spec := filepath.Join(t.TempDir(), "burn.hcl")
-	if err := os.WriteFile(spec, []byte(pprofSpec(comm)), 0o644); err != nil {
+	if err := os.WriteFile(spec, []byte(burnProfileSpec(comm)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "run.pb.gz")
