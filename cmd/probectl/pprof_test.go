@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +110,23 @@ func TestPprofProfile(t *testing.T) {
 	url := strings.TrimSuffix(startServe(t, "probectl", "-state-dir", c.state, "-workspace", c.ws), "/metrics")
 	if got, n := pprofTop(t, url+"/debug/pprof/probectl/profile.burn"); got != want || n != wantN {
 		t.Errorf("go tool pprof -top of serve: %s %d samples, the folded output %s %d", got, n, want, wantN)
+	}
+	// What no probe is: 404 and why, as text.
+	for path, why := range map[string]string{
+		"/debug/pprof/probectl/nodot":                      "want KIND.NAME",
+		"/debug/pprof/probectl/profile.absent":             "is not applied in workspace",
+		"/debug/pprof/probectl/profile.burn?aggregation=x": `no aggregation "x"`,
+	} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), why) ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+			t.Errorf("GET %s: %d %q (%s), want 404 saying %q", path, resp.StatusCode, body, resp.Header.Get("Content-Type"), why)
+		}
 	}
 }
 
