@@ -12,16 +12,25 @@ var progressAfter = time.Second
 
 // progress runs step; when it takes longer than progressAfter, it says on
 // w (stderr: never into -json output) what it is doing, and then how long
-// it took. A quick step prints nothing.
+// it took. A quick step prints nothing; progressAfter 0 says it at once.
 func progress(w io.Writer, what string, step func()) {
 	var mu sync.Mutex
 	said := false
 	start := time.Now()
-	t := time.AfterFunc(progressAfter, func() {
+	say := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		said = true
 		fmt.Fprintf(w, "%s...\n", what)
+	}
+	after := progressAfter
+	if after <= 0 {
+		say()
+	}
+	t := time.AfterFunc(max(after, 0), func() {
+		if after > 0 {
+			say()
+		}
 	})
 	step()
 	t.Stop()

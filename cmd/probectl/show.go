@@ -253,7 +253,7 @@ func showStacks(cmd interface {
 		if err := flamegraph.WriteProfileFile(o.pprofFile, ar, po); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d samples (go tool pprof -top %s).\n", o.pprofFile, len(ar.Entries), o.pprofFile)
+		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %s: %d stacks (go tool pprof -top %s).\n", o.pprofFile, len(ar.Entries), o.pprofFile)
 	}
 	if !o.folded && o.flameFile == "" {
 		return nil

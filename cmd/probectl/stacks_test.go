@@ -229,17 +229,7 @@ probe "tracepoint" "getppid" {
 func TestStackProfileFlameGraph(t *testing.T) {
 	path, comm := stkWork(t)
 	c := newStkCLI(t)
-	c.apply(fmt.Sprintf(`
-probe "profile" "burn" {
-  frequency = 499
-  on_entry {
-    when = comm == %q
-    count "samples" {
-      by = [comm, ustack, kstack]
-    }
-  }
-}
-`, comm))
+	c.apply(burnProfileSpec(comm))
 	runWork(t, path, "burn", "3")
 	svg := filepath.Join(t.TempDir(), "stk.svg")
 	c.must("show", "-flamegraph", svg, "-symbols", filepath.Dir(path))

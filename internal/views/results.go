@@ -287,19 +287,26 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult, top int) {
 func stackSummary(w io.Writer, ar runtime.AggregationResult, top int) {
 	var total, lost int64
 	for _, e := range ar.Entries {
-		if ar.Kind.IsHistogram() {
-			continue
+		v := int64(0)
+		if e.Value != nil {
+			v = *e.Value
 		}
-		total += *e.Value
+		for _, b := range e.Buckets {
+			v += int64(b.Count)
+		}
+		total += v
 		for _, f := range e.Key {
 			if s, ok := f.Value.(*runtime.Stack); ok && strings.HasPrefix(s.Err, "stack lost") {
-				lost += *e.Value
+				lost += v
 				break
 			}
 		}
 	}
 	what := "samples"
-	if ar.Kind != "count" {
+	switch {
+	case ar.Kind.IsHistogram():
+		what = "observations"
+	case ar.Kind != "count":
 		what = string(ar.Kind)
 	}
 	fmt.Fprintf(w, "    %d %s, %d lost, %d distinct stacks", total, what, lost, len(ar.Entries))
