@@ -44,7 +44,10 @@ func buildStackWork(t *testing.T, prefix string) (path, comm string) {
 	}
 	comm = fmt.Sprintf("%s-w%d", prefix, os.Getpid()%1000000)
 	path = filepath.Join(t.TempDir(), comm)
-	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", "-Wl,--build-id", "-o", path, "testdata/stacks/work.c").CombinedOutput()
+	// A build id of its own: the user's build-id index (and any copy of
+	// this test running beside it) must not name another build's file.
+	id := fmt.Sprintf("-Wl,--build-id=0x%016x%08x", time.Now().UnixNano(), os.Getpid())
+	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", id, "-o", path, "testdata/stacks/work.c").CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
