@@ -72,7 +72,8 @@ test:
 unit: kubelab
 	$(GO) test $(TESTFLAGS) -p 1 -count=1 ./...
 
-# The Kubernetes lab: kube-apiserver and etcd built from the Go module
+# The Kubernetes lab: kube-apiserver, kubelet, kube-controller-manager,
+# kube-scheduler, kubectl and etcd built from the Go module
 # proxy into ~/.cache/probectl/kube (cold: minutes; warm: instant). The
 # fleet tests start them on loopback (fleet/kubetest).
 kubelab:

@@ -134,13 +134,7 @@ func podMetric(t *testing.T, p *corev1.Pod, series string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(withoutApplied(line), series+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return -1
+	return seriesValue(b, series)
 }
 
 // podToken reads the projected service account token the kubelet wrote
