@@ -213,21 +213,8 @@ int main(int argc, char **argv) {
 // the pins); the pod's projected token stops authenticating once the pod
 // is deleted.
 func TestDaemonSetOnKubelet(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a kubelet runs as root")
-	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
-	}
+	l := newDaemonSetLab(t)
 	ctx := context.Background()
-	l := &daemonSetLab{t: t, c: kubetest.Start(t), dir: t.TempDir()}
-	l.n = kubetest.StartNode(t, l.c, kubetest.NodeOptions{})
-	l.cs = l.c.Clientset()
-	var err error
-	if l.admin, err = client.New(l.c.Admin, client.Options{Scheme: kubetest.Scheme()}); err != nil {
-		t.Fatal(err)
-	}
-	l.buildAgentImages("lab1", "lab2")
 	comm := randomName("kl")
 	work := buildC(t, l.dir, comm, getppidWork)
 	runWork := func(n int) {
@@ -246,29 +233,17 @@ func TestDaemonSetOnKubelet(t *testing.T) {
 	if ok, who := l.tokenValid(token); !ok || !strings.Contains(who, "system:serviceaccount:probectl-system:probectl-agent ["+l.n.Name+"]") {
 		t.Fatalf("the pod's token: authenticated %v as %s, want the agent's service account on %s", ok, who, l.n.Name)
 	}
-
-	ns := randomName("team-")
-	if err := l.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	spec := fmt.Sprintf("probe \"tracepoint\" \"getppid\" {\n  event = \"syscalls:sys_enter_getppid\"\n  on_entry {\n    when = comm == %q\n    count \"calls\" {}\n  }\n}\n", comm)
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"},
-		Spec: v1alpha1.ProbeSetSpec{HCL: spec, Mode: v1alpha1.ModeApply}}
-	if err := l.admin.Create(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.destroyWorkspaces(ns) })
-	series := fmt.Sprintf(`probectl_count_tracepoint_getppid_calls_total{probeset="%s/calls"}`, ns)
-	l.waitApplied(ns, "calls") // the series appears with the first call
+	ns, series := l.applyCalls(comm)
 	runWork(7)
 	before := l.counted(pod, ns, "calls", series, 7)
 
 	l.memoryHolds(ns, pod)
 	l.counted(pod, ns, "calls", series, 7)
 
-	// Rolling update: 5 calls while the old agent goes and the new one
-	// comes, 4 after; the probe never stopped counting.
+	// Rolling update: 5 calls once the old agent is gone and before the
+	// new one runs, 4 after; the probe never stopped counting.
 	l.kubectl("-n", "probectl-system", "set", "image", "daemonset/probectl-agent", "agent="+agentImage+":lab2")
+	l.waitPodGone(pod)
 	runWork(5)
 	newPod := l.agentPod("lab2")
 	runWork(4)
@@ -285,6 +260,48 @@ func TestDaemonSetOnKubelet(t *testing.T) {
 	}
 	l.waitPodGone(newPod)
 	l.tokenRefused(newToken, newPod.Name)
+}
+
+// newDaemonSetLab starts a control plane and a node and imports the
+// agent's images lab1 and lab2.
+func newDaemonSetLab(t *testing.T) *daemonSetLab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a kubelet runs as root")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		missingTool(t, "gcc is missing")
+	}
+	l := &daemonSetLab{t: t, c: kubetest.Start(t), dir: t.TempDir()}
+	l.n = kubetest.StartNode(t, l.c, kubetest.NodeOptions{})
+	l.cs = l.c.Clientset()
+	var err error
+	if l.admin, err = client.New(l.c.Admin, client.Options{Scheme: kubetest.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	l.buildAgentImages("lab1", "lab2")
+	return l
+}
+
+// applyCalls creates a namespace and, in it, the ProbeSet "calls" in
+// apply mode: getppid(2) calls of comm, counted. It returns the namespace
+// and the count's series, once the ProbeSet is applied.
+func (l *daemonSetLab) applyCalls(comm string) (ns, series string) {
+	l.t.Helper()
+	ctx := context.Background()
+	ns = randomName("team-")
+	if err := l.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		l.t.Fatal(err)
+	}
+	spec := fmt.Sprintf("probe \"tracepoint\" \"getppid\" {\n  event = \"syscalls:sys_enter_getppid\"\n  on_entry {\n    when = comm == %q\n    count \"calls\" {}\n  }\n}\n", comm)
+	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"},
+		Spec: v1alpha1.ProbeSetSpec{HCL: spec, Mode: v1alpha1.ModeApply}}
+	if err := l.admin.Create(ctx, ps); err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { l.destroyWorkspaces(ns) })
+	l.waitApplied(ns, "calls") // the series appears with the first call
+	return ns, fmt.Sprintf(`probectl_count_tracepoint_getppid_calls_total{probeset="%s/calls"}`, ns)
 }
 
 // tokenRefused waits until the API server refuses the deleted pod's
