@@ -423,7 +423,8 @@ func (l *daemonSetLab) memoryHolds(ns string, pod *corev1.Pod) {
 		return v
 	}
 	limit, peak, failcnt := read("memory.limit_in_bytes"), read("memory.max_usage_in_bytes"), read("memory.failcnt")
-	t.Logf("memory under load: %d scrapes, peak %d MiB of a %d MiB limit, failcnt %d", scrapes, peak>>20, limit>>20, failcnt)
+	stat, _ := os.ReadFile(filepath.Join(cg, "memory.stat"))
+	t.Logf("memory under load: %d scrapes, peak %d MiB of a %d MiB limit, failcnt %d; now %s", scrapes, peak>>20, limit>>20, failcnt, statLines(stat, "total_rss", "total_cache"))
 	if limit != 512<<20 || failcnt != 0 || peak >= limit {
 		t.Errorf("agent memory: limit %d, peak %d, failcnt %d: want the 512Mi limit never reached", limit, peak, failcnt)
 	}
@@ -468,4 +469,19 @@ func (l *daemonSetLab) containerCgroup(p *corev1.Pod, hierarchy string) string {
 		l.t.Fatalf("the cgroup of container %s: %v", id, matches)
 	}
 	return matches[0]
+}
+
+// statLines picks keys from a memory.stat, in MiB.
+func statLines(stat []byte, keys ...string) string {
+	var out []string
+	for _, line := range strings.Split(string(stat), "\n") {
+		f := strings.Fields(line)
+		for _, k := range keys {
+			if len(f) == 2 && f[0] == k {
+				v, _ := strconv.ParseInt(f[1], 10, 64)
+				out = append(out, fmt.Sprintf("%s %d MiB", k, v>>20))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
