@@ -72,9 +72,10 @@ test:
 unit: kubelab
 	$(GO) test $(TESTFLAGS) -p 1 -count=1 ./...
 
-# The Kubernetes lab: kube-apiserver, kube-controller-manager and etcd built
-# from the Go module proxy into ~/.cache/probectl/kube (cold: minutes; warm:
-# instant). The fleet tests start them on loopback (fleet/kubetest).
+# The Kubernetes lab: kube-apiserver, kubelet, kube-controller-manager,
+# kube-scheduler, kubectl and etcd built from the Go module
+# proxy into ~/.cache/probectl/kube (cold: minutes; warm: instant). The
+# fleet tests start them on loopback (fleet/kubetest).
 kubelab:
 	@fleet/kubetest/lab.sh >/dev/null
 

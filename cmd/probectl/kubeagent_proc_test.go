@@ -87,7 +87,12 @@ func (a *kubeAgent) metric(series string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+	return seriesValue(b, series)
+}
+
+// seriesValue is series' value in a scrape (-1: absent).
+func seriesValue(scrape []byte, series string) float64 {
+	for _, line := range strings.Split(string(scrape), "\n") {
 		if v, ok := strings.CutPrefix(withoutApplied(line), series+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f

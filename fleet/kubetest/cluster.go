@@ -96,9 +96,14 @@ type Cluster struct {
 	adminCrt, adminKey string
 	procs              []*proc
 	client             *kubernetes.Clientset
-	// ctrlMu guards controllers: StartControllers ran.
+	// serviceNet is the first three bytes of the service /24, random
+	// (10.0-99.X): a node routes its pods' API traffic to its own cluster.
+	serviceNet string
+	// ctrlMu guards controllers (StartControllers ran) and proxy (the
+	// kubernetes Service's stand-in for kube-proxy).
 	ctrlMu      sync.Mutex
 	controllers bool
+	proxy       net.Listener
 }
 
 // Start starts etcd and kube-apiserver for the test and stops them when
@@ -113,7 +118,7 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Dir: dir}
+	c := &Cluster{Dir: dir, serviceNet: randomServiceNet()}
 	t.Cleanup(func() {
 		c.Stop()
 		if !t.Failed() {
@@ -147,6 +152,7 @@ func (p *proc) stop() {
 
 // Stop stops the API server, then etcd, and waits for them.
 func (c *Cluster) Stop() {
+	c.stopServiceProxy()
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop()
 	}
@@ -231,7 +237,7 @@ func (c *Cluster) startAPIServer(assets, etcdURL string) error {
 			"--service-account-key-file="+f("sa.pub"),
 			"--service-account-signing-key-file="+f("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc",
-			"--service-cluster-ip-range=10.0.0.0/24",
+			"--service-cluster-ip-range="+c.serviceNet+".0/24",
 			"--authorization-mode=Node,RBAC", // Node: the kubelets of StartNode
 			"--allow-privileged=true",
 			"--disable-admission-plugins=DefaultStorageClass,DefaultIngressClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction",
@@ -399,7 +405,7 @@ func (c *Cluster) writeCerts() error {
 		return err
 	}
 	serving := &x509.Certificate{
-		Subject: pkix.Name{CommonName: "kube-apiserver"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)},
+		Subject: pkix.Name{CommonName: "kube-apiserver"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP(c.ServiceIP())},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

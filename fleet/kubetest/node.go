@@ -134,7 +134,7 @@ func newNode(c *Cluster) (*Node, error) {
 	n.IP = n.subnet + ".1"
 	// What a later StartNode needs to clean up after this test if it is
 	// killed.
-	owner := fmt.Sprintf("%d\n%s\n%s\n", os.Getpid(), n.CgroupRoot, n.bridge())
+	owner := fmt.Sprintf("%d\n%s\n%s\n%s\n", os.Getpid(), n.CgroupRoot, n.bridge(), c.ServiceIP())
 	return n, os.WriteFile(filepath.Join(dir, "owner"), []byte(owner), 0o644)
 }
 

@@ -177,6 +177,9 @@ func cleanStaleNodes() {
 			continue
 		}
 		removeNode(dir, lines[1], lines[2])
+		if len(lines) > 3 && lines[3] != "" { // its cluster's Service address
+			exec.Command("ip", "addr", "del", lines[3]+"/32", "dev", "lo").Run()
+		}
 		restoreSysctls(dir)
 		os.RemoveAll(dir)
 	}

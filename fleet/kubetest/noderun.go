@@ -45,6 +45,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 const cniConfig = `{"cniVersion": "0.4.0", "name": "%[1]s", "plugins": [
   {"type": "bridge", "bridge": "%[1]s", "isGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "%[2]s.0/24", "gateway": "%[2]s.1"}]],
+            "routes": [{"dst": "0.0.0.0/0"}],
             "dataDir": "%[3]s/cni-ipam"}},
   {"type": "loopback"}]}
 `
@@ -131,6 +132,7 @@ syncFrequency: 5s
 fileCheckFrequency: 5s
 resolvConf: %[1]s/resolv.conf
 containerLogMaxSize: 10Mi
+podLogsDir: %[1]s/pod-logs
 `
 
 func (n *Node) startKubelet(opts NodeOptions) error {
