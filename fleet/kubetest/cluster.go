@@ -550,12 +550,20 @@ func (c *Cluster) StartControllerManager(t testing.TB, controllers ...string) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("kube lab: %v (run fleet/kubetest/lab.sh, which builds it)", err)
 	}
+	c.ctrlMu.Lock()
+	defer c.ctrlMu.Unlock()
+	if c.controllers {
+		return // StartControllers runs them all
+	}
 	if err := c.startControllerManager(bin, controllers); err != nil {
 		t.Fatalf("kube lab: %v", err)
 	}
 }
 
-func (c *Cluster) startControllerManager(bin string, controllers []string) error {
+// startControllerManager starts kube-controller-manager with the
+// controllers named and the extra flags, on a free port, retrying when
+// another process took the port first.
+func (c *Cluster) startControllerManager(bin string, controllers []string, extra ...string) error {
 	log := filepath.Join(c.Dir, "kube-controller-manager.log")
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -563,14 +571,14 @@ func (c *Cluster) startControllerManager(bin string, controllers []string) error
 		if perr != nil {
 			return perr
 		}
-		err = c.run(bin, "kube-controller-manager.log",
-			"--kubeconfig="+c.Kubeconfig,
-			"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-			"--controllers="+strings.Join(controllers, ","),
+		args := append([]string{"--kubeconfig=" + c.Kubeconfig,
+			"--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+			"--controllers=" + strings.Join(controllers, ","),
 			"--leader-elect=false", "--use-service-account-credentials=false",
-			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]),
-			"--cert-dir="+filepath.Join(c.Dir, "kcm-certs"),
-			"--concurrent-gc-syncs=5", "--profiling=false", "--v=1")
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[0]),
+			"--cert-dir=" + filepath.Join(c.Dir, "kcm-certs"),
+			"--concurrent-gc-syncs=5", "--profiling=false", "--v=1"}, extra...)
+		err = c.run(bin, "kube-controller-manager.log", args...)
 		if err != nil {
 			break
 		}

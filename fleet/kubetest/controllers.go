@@ -26,25 +26,21 @@ func (c *Cluster) StartControllers() error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	f := func(name string) string { return filepath.Join(c.Dir, name) }
+	err = c.startControllerManager(filepath.Join(assets, "kube-controller-manager"), []string{"*"},
+		"--root-ca-file="+f("ca.crt"), "--service-account-private-key-file="+f("sa.key"),
+		"--concurrent-daemonset-syncs=2", "--node-monitor-grace-period=60s")
 	if err != nil {
 		return err
 	}
-	f := func(name string) string { return filepath.Join(c.Dir, name) }
-	err = c.run(filepath.Join(assets, "kube-controller-manager"), "kube-controller-manager.log",
-		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig,
-		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]),
-		"--root-ca-file="+f("ca.crt"), "--service-account-private-key-file="+f("sa.key"),
-		"--use-service-account-credentials=false", "--controllers=*",
-		"--concurrent-daemonset-syncs=2", "--node-monitor-grace-period=60s", "--v=1")
+	ports, err := freePorts(1)
 	if err != nil {
-		return fmt.Errorf("kube-controller-manager: %w", err)
+		return err
 	}
 	err = c.run(filepath.Join(assets, "kube-scheduler"), "kube-scheduler.log",
 		"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig,
 		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[1]), "--v=1")
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[0]), "--v=1")
 	if err != nil {
 		return fmt.Errorf("kube-scheduler: %w", err)
 	}
