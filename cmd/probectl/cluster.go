@@ -19,6 +19,9 @@ import (
 type clusterPlanOptions struct {
 	cluster                                 bool
 	probeSet, selector, kubeconfig, context string
+	// tenant is the namespace whose tenant policy the specs are planned
+	// under ("" none: a ClusterProbeSet's).
+	tenant string
 	json                                    bool
 }
 
@@ -63,7 +66,7 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 		if files, err = fleet.SpecFiles(ctx, c, &ps); err != nil {
 			return err
 		}
-		selector = ps.Spec.NodeSelector
+		selector, o.tenant = ps.Spec.NodeSelector, ns
 		what = fmt.Sprintf("ProbeSet %s/%s", ns, name)
 		detail = fmt.Sprintf("mode %s, generation %d, ", ps.Spec.Mode, ps.Generation)
 	} else {
@@ -78,7 +81,7 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 		}
 		what = strings.Join(args, " ")
 	}
-	cp, err := fleet.PlanCluster(ctx, c, files, selector)
+	cp, err := fleet.PlanCluster(ctx, c, files, selector, o.tenant)
 	if err != nil {
 		return err
 	}

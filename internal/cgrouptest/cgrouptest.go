@@ -1,7 +1,6 @@
 package cgrouptest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -13,26 +12,20 @@ import (
 	"time"
 )
 
-// Root is where the cgroup v2 hierarchy is mounted ("/sys/fs/cgroup",
-// or "/sys/fs/cgroup/unified" on a v1 hybrid host), "" when none is.
+// Root is where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup/unified
+// on a v1 hybrid host, /sys/fs/cgroup on a v2 one, "" when neither is.
 func Root() string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - FSTYPE SOURCE SUPER
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 && fields[3] == "/" {
-				return fields[4]
-			}
+	for _, dir := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var st syscall.Statfs_t
+		if syscall.Statfs(dir, &st) == nil && st.Type == cgroup2Magic {
+			return dir
 		}
 	}
 	return ""
 }
+
+// cgroup2Magic is CGROUP2_SUPER_MAGIC, statfs' f_type of a cgroup2 mount.
+const cgroup2Magic = 0x63677270
 
 // Prefix makes a private directory for the test's cgroups under the v2
 // hierarchy (a fresh name per test and process), removed with everything

@@ -80,7 +80,7 @@ func (k *KubeApplier) Workspaces() []string {
 // Apply implements fleet.Applier.
 func (k *KubeApplier) Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (fleet.ApplyResult, error) {
 	log := k.log.With("workspace", workspace, "probeset", set.String())
-	_, fail, diags := applyFiles(k.workspace(workspace, set, log), files, log)
+	_, fail, diags := applyFiles(k.workspace(workspace, set, log), files, fleet.Policy(set.Namespace), log)
 	var r fleet.ApplyResult
 	for _, d := range diags {
 		if d.Severity == hcl.DiagError {
@@ -128,6 +128,23 @@ func (k *KubeApplier) Probes(ctx context.Context, workspace string, set types.Na
 		out = append(out, pp)
 	}
 	return out, nil
+}
+
+// Restrict implements fleet.Applier: the tenant maps of the workspace's
+// probes hold cgroups. It takes no lock: an apply that replaces a probe
+// meanwhile leaves the new one empty (it counts nothing) until the next
+// Restrict, which the node agent makes after every apply.
+func (k *KubeApplier) Restrict(ctx context.Context, workspace string, cgroups []uint64) (int, error) {
+	w, err := k.workspace(workspace, types.NamespacedName{}, k.log).Open()
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	s, err := w.Inspect()
+	if err != nil {
+		return 0, err
+	}
+	return w.SetTenantCgroups(s, cgroups)
 }
 
 // Destroy implements fleet.Applier.
