@@ -104,7 +104,9 @@ func recordKey(ps *v1alpha1.ProbeSet, node string) types.NamespacedName {
 	return types.NamespacedName{Namespace: recordNamespace(ps), Name: name}
 }
 
-func (a *NodeAgent) recordKey(ps *v1alpha1.ProbeSet) types.NamespacedName { return recordKey(ps, a.Node) }
+func (a *NodeAgent) recordKey(ps *v1alpha1.ProbeSet) types.NamespacedName {
+	return recordKey(ps, a.Node)
+}
 
 // setOfRecord is the set record r is of (its name and namespace).
 func setOfRecord(r *v1alpha1.ProbeSetNode) *v1alpha1.ProbeSet {

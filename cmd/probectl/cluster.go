@@ -22,7 +22,7 @@ type clusterPlanOptions struct {
 	// tenant is the namespace whose tenant policy the specs are planned
 	// under ("" none: a ClusterProbeSet's).
 	tenant string
-	json                                    bool
+	json   bool
 }
 
 // kubeClient connects as kubectl would: -kubeconfig, else KUBECONFIG,

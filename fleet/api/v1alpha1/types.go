@@ -176,7 +176,7 @@ type ProbeSetList struct {
 // +kubebuilder:printcolumn:name="Kernel",type=string,JSONPath=`.status.kernel`
 // +kubebuilder:printcolumn:name="Digest",type=string,JSONPath=`.status.appliedDigest`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == (has(self.spec.cluster) && self.spec.cluster ? 'cluster.' : '') + self.spec.probeSet + '.' + self.spec.nodeName",message="a ProbeSetNode is named <probeSet>.<nodeName> (cluster.<probeSet>.<nodeName> for a ClusterProbeSet)"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (has(self.spec.cluster) && self.spec.cluster ? 'cluster.' : ”) + self.spec.probeSet + '.' + self.spec.nodeName",message="a ProbeSetNode is named <probeSet>.<nodeName> (cluster.<probeSet>.<nodeName> for a ClusterProbeSet)"
 type ProbeSetNode struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
