@@ -362,6 +362,7 @@ func TestKubeAgents(t *testing.T) {
 // kubeManifests are what the node agents need of deploy/kubernetes (not
 // the DaemonSet: the tests run the agents).
 var kubeManifests = []string{"../../deploy/kubernetes/namespace.yaml", "../../deploy/kubernetes/crds/probectl.dev_probesets.yaml",
+	"../../deploy/kubernetes/crds/probectl.dev_clusterprobesets.yaml",
 	"../../deploy/kubernetes/crds/probectl.dev_probesetnodes.yaml", "../../deploy/kubernetes/crds/probectl.dev_nodefacts.yaml",
 	"../../deploy/kubernetes/rbac.yaml", "../../deploy/kubernetes/admission.yaml"}
 
