@@ -17,8 +17,8 @@ import (
 
 // clusterPlanOptions are plan's flags for -cluster.
 type clusterPlanOptions struct {
-	cluster                                 bool
-	probeSet, selector, kubeconfig, context string
+	cluster                                             bool
+	probeSet, clusterSet, selector, kubeconfig, context string
 	// tenant is the namespace whose tenant policy the specs are planned
 	// under ("" none: a ClusterProbeSet's).
 	tenant string
@@ -54,7 +54,8 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 	var files map[string][]byte
 	var selector map[string]string
 	var what, detail string
-	if o.probeSet != "" {
+	switch {
+	case o.probeSet != "":
 		ns, name, ok := strings.Cut(o.probeSet, "/")
 		if !ok {
 			ns, name = defaultNS, o.probeSet
@@ -69,7 +70,22 @@ func runClusterPlan(cmd *cobra.Command, o clusterPlanOptions, args []string) err
 		selector, o.tenant = ps.Spec.NodeSelector, ns
 		what = fmt.Sprintf("ProbeSet %s/%s", ns, name)
 		detail = fmt.Sprintf("mode %s, generation %d, ", ps.Spec.Mode, ps.Generation)
-	} else {
+	case o.clusterSet != "":
+		var cps v1alpha1.ClusterProbeSet
+		if err := c.Get(ctx, types.NamespacedName{Name: o.clusterSet}, &cps); err != nil {
+			return fmt.Errorf("ClusterProbeSet %s: %w", o.clusterSet, err)
+		}
+		// SpecFiles reads a ConfigMap in the ProbeSet's namespace: a
+		// ClusterProbeSet's is in the agents'.
+		ps := v1alpha1.ProbeSet{ObjectMeta: cps.ObjectMeta, Spec: cps.Spec}
+		ps.Namespace = fleet.ClusterNamespace
+		if files, err = fleet.SpecFiles(ctx, c, &ps); err != nil {
+			return err
+		}
+		selector = cps.Spec.NodeSelector
+		what = "ClusterProbeSet " + cps.Name
+		detail = fmt.Sprintf("mode %s, generation %d, ", cps.Spec.Mode, cps.Generation)
+	default:
 		cfg, diags := spec.LoadPaths(args)
 		if diags.HasErrors() {
 			termtext.Diagnostics(cmd.ErrOrStderr(), diags, sourcesOf(cfg))
