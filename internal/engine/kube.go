@@ -161,8 +161,17 @@ func (k *KubeApplier) Destroy(ctx context.Context, workspace string) error {
 	return os.RemoveAll(filepath.Join(k.base.StateDir, workspace))
 }
 
+// setLabel is a set's probeset label: NAMESPACE/NAME for a ProbeSet,
+// NAME for a ClusterProbeSet.
+func setLabel(set types.NamespacedName) string {
+	if set.Namespace == "" {
+		return set.Name
+	}
+	return set.String()
+}
+
 // Describe and Collect serve the metrics of every ProbeSet applied, each
-// series labelled probeset="NAMESPACE/NAME".
+// series labelled probeset="NAMESPACE/NAME" (a ClusterProbeSet's "NAME").
 func (k *KubeApplier) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements prometheus.Collector.
@@ -175,6 +184,6 @@ func (k *KubeApplier) Collect(ch chan<- prometheus.Metric) {
 	k.mu.Unlock()
 	for ws, set := range sets {
 		c := &metrics.Collector{StateDir: k.base.StateDir, Workspace: ws, MaxSeries: k.maxSeries, Reserved: []string{"probeset"}}
-		prometheus.WrapCollectorWith(prometheus.Labels{"probeset": set.String()}, c).Collect(ch)
+		prometheus.WrapCollectorWith(prometheus.Labels{"probeset": setLabel(set)}, c).Collect(ch)
 	}
 }
