@@ -121,19 +121,11 @@ func slicesHasMap(p *compiler.Probe, ref string) bool {
 // once, and waits for both.
 func runBoth(t *testing.T, prefix string, n int) {
 	t.Helper()
-	var cmds []*exec.Cmd
+	cmds := map[string]*exec.Cmd{}
 	for _, pod := range []string{"poda", "podb"} {
-		cmd := cgrouptest.Command(t, filepath.Join(prefix, "kubepods/burstable", pod, "ctr"), exec.Command(workload(t), fmt.Sprint(n)))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		cmds[filepath.Join(prefix, "kubepods/burstable", pod, "ctr")] = exec.Command(workload(t), fmt.Sprint(n))
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cgrouptest.RunAll(t, cmds)
 }
 
 // checkTenantCounts wants calls counted calls (and hits) and the openats

@@ -185,17 +185,6 @@ func TestKubeAgents(t *testing.T) {
 		}
 		return &r
 	}
-	hits := func(r *v1alpha1.ProbeSetNode) string {
-		var out []string
-		for _, p := range r.Status.Probes {
-			h := int64(-1)
-			if p.Hits != nil {
-				h = *p.Hits
-			}
-			out = append(out, fmt.Sprintf("%s=%d", p.Address, h))
-		}
-		return strings.Join(out, ",")
-	}
 	generation := func() int64 {
 		var cur v1alpha1.ClusterProbeSet
 		if err := admin.Get(ctx, key, &cur); err != nil {
@@ -219,8 +208,8 @@ func TestKubeAgents(t *testing.T) {
 					got = append(got, n+": no record")
 					continue
 				}
-				got = append(got, fmt.Sprintf("%s: gen %d %s [%s] %v", n, r.Status.ObservedGeneration, r.Status.Phase, hits(r), r.Status.Errors))
-				if r.Status.ObservedGeneration != gen || r.Status.Phase != phase[n] || hits(r) != want[n] {
+				got = append(got, fmt.Sprintf("%s: gen %d %s [%s] %v", n, r.Status.ObservedGeneration, r.Status.Phase, recordHits(r), r.Status.Errors))
+				if r.Status.ObservedGeneration != gen || r.Status.Phase != phase[n] || recordHits(r) != want[n] {
 					ok = false
 				}
 			}

@@ -146,22 +146,11 @@ func tenantPod(t *testing.T, admin client.Client, prefix, ns, name, node string)
 // and waits for them all.
 func runIn(t *testing.T, runs map[string]int, work string) {
 	t.Helper()
-	var cmds []*exec.Cmd
+	cmds := map[string]*exec.Cmd{}
 	for cg, n := range runs {
-		cmd := exec.Command(work, strconv.Itoa(n))
-		if cg != "" {
-			cmd = cgrouptest.Command(t, cg, cmd)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		cmds[cg] = exec.Command(work, strconv.Itoa(n))
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cgrouptest.RunAll(t, cmds)
 }
 
 // recordHits is a record's hits, "ADDRESS=N,...".

@@ -107,3 +107,24 @@ func removeTree(t testing.TB, dir string) {
 		}
 	}
 }
+
+// RunAll starts each command in its cgroup (the key; "" for the test's
+// own) at once and waits for them all, failing the test when one fails.
+func RunAll(t testing.TB, cmds map[string]*exec.Cmd) {
+	t.Helper()
+	var started []*exec.Cmd
+	for dir, cmd := range cmds {
+		if dir != "" {
+			cmd = Command(t, dir, cmd)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started = append(started, cmd)
+	}
+	for _, cmd := range started {
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
