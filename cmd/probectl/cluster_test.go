@@ -25,7 +25,7 @@ func TestPlanCluster(t *testing.T) {
 	c := kubetest.Start(t)
 	ctx := context.Background()
 	if _, err := kubetest.Apply(ctx, c.Admin, false, "../../deploy/kubernetes/crds/probectl.dev_nodefacts.yaml",
-		"../../deploy/kubernetes/crds/probectl.dev_probesets.yaml"); err != nil {
+		"../../deploy/kubernetes/crds/probectl.dev_probesets.yaml", "../../deploy/kubernetes/crds/probectl.dev_clusterprobesets.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := client.New(c.Admin, client.Options{Scheme: kubetest.Scheme()})
