@@ -96,6 +96,9 @@ type Cluster struct {
 	adminCrt, adminKey string
 	procs              []*proc
 	client             *kubernetes.Clientset
+	// ctrlMu guards controllers: StartControllers ran.
+	ctrlMu      sync.Mutex
+	controllers bool
 }
 
 // Start starts etcd and kube-apiserver for the test and stops them when
@@ -229,7 +232,7 @@ func (c *Cluster) startAPIServer(assets, etcdURL string) error {
 			"--service-account-signing-key-file="+f("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc",
 			"--service-cluster-ip-range=10.0.0.0/24",
-			"--authorization-mode=RBAC",
+			"--authorization-mode=Node,RBAC", // Node: the kubelets of StartNode
 			"--allow-privileged=true",
 			"--disable-admission-plugins=DefaultStorageClass,DefaultIngressClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction",
 			"--profiling=false", "--v=1")
@@ -269,17 +272,28 @@ func (c *Cluster) waitDefaultNamespace() error {
 	}
 }
 
-// run starts a binary in a process group of its own, killed when this
-// process dies (so a killed test orphans nothing).
+// run starts a binary of the control plane (startProc), stopped by Stop.
 func (c *Cluster) run(bin, logName string, args ...string) error {
-	log, err := os.OpenFile(filepath.Join(c.Dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := startProc(c.Dir, bin, logName, args...)
 	if err != nil {
 		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// startProc starts a binary in dir, logging to dir/logName, in a process
+// group of its own, killed when this process dies (so a killed test
+// orphans nothing).
+func startProc(dir, bin, logName string, args ...string) (*proc, error) {
+	log, err := os.OpenFile(filepath.Join(dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
 	}
 	defer log.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Dir = c.Dir
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Pdeathsig fires when the thread that forked exits: fork from a
 	// thread that lives as long as the process.
@@ -287,12 +301,11 @@ func (c *Cluster) run(bin, logName string, args ...string) error {
 	err = cmd.Start()
 	goruntime.UnlockOSThread()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(p.done) }()
-	c.procs = append(c.procs, p)
-	return nil
+	return p, nil
 }
 
 func (c *Cluster) tlsConfig() (*tls.Config, error) {
