@@ -55,13 +55,7 @@ func TestKubeAgentTenants(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	agent := startKubeAgent(t, "node-a", kubeconfig, state, "")
-	t.Cleanup(func() {
-		agent.kill()
-		for _, ws := range workspacesOf(state) {
-			var out strings.Builder
-			run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, &out, &out)
-		}
-	})
+	t.Cleanup(func() { agent.kill(); destroyWorkspaces(state) })
 	spec := fmt.Sprintf("probe \"user\" \"calls\" {\n  binary    = %q\n  functions = [\"target\"]\n  on_entry {\n    count \"n\" {}\n  }\n}\n", work)
 	for _, ns := range []string{"shop", "bank"} {
 		if err := admin.Create(ctx, &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"},
@@ -70,7 +64,7 @@ func TestKubeAgentTenants(t *testing.T) {
 		}
 	}
 	for _, ns := range []string{"shop", "bank"} {
-		tenantRecord(t, admin, agent, ns, "calls", func(r *v1alpha1.ProbeSetNode) bool {
+		tenantRecord(t, admin, agent, ns, "calls", "node-a", func(r *v1alpha1.ProbeSetNode) bool {
 			return r.Status.Phase == v1alpha1.PhaseApplied && r.Status.Cgroups != nil && *r.Status.Cgroups == 1
 		})
 	}
@@ -78,7 +72,7 @@ func TestKubeAgentTenants(t *testing.T) {
 	// outside any pod.
 	runIn(t, map[string]int{pods["shop"]: 7, pods["bank"]: 11, "": 5}, work)
 	for ns, want := range map[string]string{"shop": "user.calls=7", "bank": "user.calls=11"} {
-		r := tenantRecord(t, admin, agent, ns, "calls", func(r *v1alpha1.ProbeSetNode) bool { return recordHits(r) == want })
+		r := tenantRecord(t, admin, agent, ns, "calls", "node-a", func(r *v1alpha1.ProbeSetNode) bool { return recordHits(r) == want })
 		if r.Status.Scope != "namespace "+ns+" (tasks of its pods on this node)" {
 			t.Errorf("%s's record: scope %q", ns, r.Status.Scope)
 		}
@@ -91,10 +85,10 @@ func TestKubeAgentTenants(t *testing.T) {
 
 	// A second pod of shop: admitted once the agent sees it.
 	second := tenantPod(t, admin, prefix, "shop", "web-1", "node-a")
-	tenantRecord(t, admin, agent, "shop", "calls", func(r *v1alpha1.ProbeSetNode) bool { return r.Status.Cgroups != nil && *r.Status.Cgroups == 2 })
+	tenantRecord(t, admin, agent, "shop", "calls", "node-a", func(r *v1alpha1.ProbeSetNode) bool { return r.Status.Cgroups != nil && *r.Status.Cgroups == 2 })
 	runIn(t, map[string]int{second: 3, pods["bank"]: 3}, work)
-	tenantRecord(t, admin, agent, "shop", "calls", func(r *v1alpha1.ProbeSetNode) bool { return recordHits(r) == "user.calls=10" })
-	tenantRecord(t, admin, agent, "bank", "calls", func(r *v1alpha1.ProbeSetNode) bool { return recordHits(r) == "user.calls=14" })
+	tenantRecord(t, admin, agent, "shop", "calls", "node-a", func(r *v1alpha1.ProbeSetNode) bool { return recordHits(r) == "user.calls=10" })
+	tenantRecord(t, admin, agent, "bank", "calls", "node-a", func(r *v1alpha1.ProbeSetNode) bool { return recordHits(r) == "user.calls=14" })
 
 	// Node-wide and raw-address specs of a tenant: refused at plan, each
 	// at its line with the reason (the admission policy sees neither).
@@ -111,7 +105,7 @@ func TestKubeAgentTenants(t *testing.T) {
 			Spec: v1alpha1.ProbeSetSpec{HCL: hcl, Mode: v1alpha1.ModeApply}}); err != nil {
 			t.Fatal(err)
 		}
-		r := tenantRecord(t, admin, agent, "shop", name, func(r *v1alpha1.ProbeSetNode) bool { return r.Status.Phase == v1alpha1.PhaseFailed })
+		r := tenantRecord(t, admin, agent, "shop", name, "node-a", func(r *v1alpha1.ProbeSetNode) bool { return r.Status.Phase == v1alpha1.PhaseFailed })
 		if len(r.Status.Errors) != 1 || !strings.HasPrefix(r.Status.Errors[0], wants[name]) {
 			t.Errorf("shop/%s: errors %q, want one beginning %q", name, r.Status.Errors, wants[name])
 		}
@@ -166,13 +160,22 @@ func recordHits(r *v1alpha1.ProbeSetNode) string {
 	return strings.Join(out, ",")
 }
 
-// tenantRecord waits for node-a's record of ns/name to satisfy ok.
-func tenantRecord(t *testing.T, admin client.Client, agent *kubeAgent, ns, name string, ok func(*v1alpha1.ProbeSetNode) bool) *v1alpha1.ProbeSetNode {
+// destroyWorkspaces destroys what an agent applied in the workspaces of
+// state.
+func destroyWorkspaces(state string) {
+	for _, ws := range workspacesOf(state) {
+		var out strings.Builder
+		run([]string{"-state-dir", state, "-workspace", ws, "destroy", "-auto-approve"}, &out, &out)
+	}
+}
+
+// tenantRecord waits for node's record of ns/name to satisfy ok.
+func tenantRecord(t *testing.T, admin client.Client, agent *kubeAgent, ns, name, node string, ok func(*v1alpha1.ProbeSetNode) bool) *v1alpha1.ProbeSetNode {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var r v1alpha1.ProbeSetNode
-		err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name + ".node-a"}, &r)
+		err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name + "." + node}, &r)
 		if err == nil && ok(&r) {
 			return &r
 		}
