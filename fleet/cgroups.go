@@ -32,6 +32,21 @@ func CgroupRoot() string {
 	return ""
 }
 
+// unifiedUnder is root when it is a cgroup v2 hierarchy (it has
+// cgroup.controllers), else its "unified" directory when that is one (a
+// v1 hybrid node's /sys/fs/cgroup), else root.
+func unifiedUnder(root string) string {
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		return root
+	}
+	if u := filepath.Join(root, "unified"); exists(filepath.Join(u, "cgroup.controllers")) {
+		return u
+	}
+	return root
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
 // maxCgroupDepth bounds the walk of PodCgroups: kubelet's pod cgroups are
 // 2 to 4 levels deep, below a --cgroup-root of a few more.
 const maxCgroupDepth = 10

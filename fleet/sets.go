@@ -150,7 +150,7 @@ func (a *NodeAgent) restrict(ctx context.Context, ps *v1alpha1.ProbeSet, st *v1a
 	if root == "" {
 		root = CgroupRoot()
 	}
-	ids := PodCgroups(root, uids)
+	ids := PodCgroups(unifiedUnder(root), uids)
 	if _, err := a.Applier.Restrict(ctx, Workspace(a.Node, ps), ids); err != nil {
 		a.log().Error("fill the tenant filter", "probeset", setName(ps), "err", err)
 		return
