@@ -59,6 +59,7 @@ func renderClusterPlan(w io.Writer, what, detail string, selector map[string]str
 	}
 	fmt.Fprintf(w, "Plan of %s (%sdigest %s) for %s: %d can run it, %d cannot, %d without facts.\n",
 		what, detail, cp.Digest, sel, ok, bad, len(cp.NoFacts)+len(cp.BadFacts))
+	fmt.Fprintf(w, "scope: %s\n", cp.Scope)
 	for _, n := range cp.Nodes {
 		fmt.Fprintln(w)
 		if !n.OK() {
