@@ -47,6 +47,7 @@ func (g *gen) layoutMaps() {
 			Purpose: "entry data per (thread, function) call",
 		})
 	}
+	g.tenantMap()
 	g.sharedMaps()
 	if len(out.Events) > 0 {
 		if !g.facts.Helpers.Ringbuf {

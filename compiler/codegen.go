@@ -184,6 +184,9 @@ func (g *gen) program(fi FamilyInfo, body func()) {
 	g.e, g.ctx, g.sizes = &emit.Emitter{LongJumps: g.facts.ISAv4}, fi.Context, nil
 	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
+	if g.u.policy.Tenant() != "" {
+		g.tenantFilter(role)
+	}
 	switch role {
 	case "entry", "event", "sample":
 		g.countStat(g.out.Stats.EntryHits)

@@ -39,7 +39,7 @@ func inLineOrder(diags hcl.Diagnostics) hcl.Diagnostics {
 }
 
 func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
-	out := &Output{Facts: facts}
+	out := &Output{Facts: facts, Scope: ScopeOf(cfg.Policy.Tenant())}
 	var diags hcl.Diagnostics
 	regs, err := bpf.RegsFor(facts.Arch)
 	if err != nil {

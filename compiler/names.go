@@ -26,6 +26,7 @@ type (
 	KeyKind         = compiled.KeyKind
 	Map             = compiled.Map
 	Output          = compiled.Output
+	Scope           = compiled.Scope
 	Plan            = compiled.Plan
 	PlanMap         = compiled.PlanMap
 	PlanProgram     = compiled.PlanProgram

@@ -45,7 +45,7 @@ func TestNodeFactsBTFIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		np := fleet.PlanNode("n", files, back)
+		np := fleet.PlanNode("n", files, back, "")
 		if np.Status != c.status || len(np.Errors) > 0 {
 			t.Errorf("BTF %s…: status %s, errors %q, unchecked %q; want %s", c.hash[:8], np.Status, np.Errors, np.Unchecked, c.status)
 		}
@@ -118,7 +118,7 @@ func TestNodeFactsBinariesSize(t *testing.T) {
 			continue
 		}
 		hcl := "probe \"user\" \"u\" {\n  binary    = \"" + nb.Name + "\"\n  functions = [\"main\"]\n  on_entry {\n    count \"c\" {}\n  }\n}\n"
-		np := fleet.PlanNode("n", map[string][]byte{"u.hcl": []byte(hcl)}, back)
+		np := fleet.PlanNode("n", map[string][]byte{"u.hcl": []byte(hcl)}, back, "")
 		if np.Status != fleet.StatusUnchecked || !strings.Contains(strings.Join(np.Unchecked, " "), "without its function list (sha256 "+nb.Digest+")") {
 			t.Errorf("plan of %s, published without functions: %s %q %q", nb.Name, np.Status, np.Errors, np.Unchecked)
 		}

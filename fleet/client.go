@@ -7,6 +7,7 @@ import (
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,20 @@ type NodeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Node `json:"items"`
+}
+
+// Pod is the part of a core/v1 Pod the fleet reads: its name, namespace
+// and uid (the uid names its cgroup).
+type Pod struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+// PodList is a list of Pods.
+type PodList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Pod `json:"items"`
 }
 
 // ConfigMap is the part of a core/v1 ConfigMap the fleet reads.
@@ -100,17 +115,21 @@ var (
 	coreV1 = schema.GroupVersion{Version: "v1"}
 
 	resProbeSet     = resource{v1alpha1.GroupVersion.WithResource("probesets"), "ProbeSet", true}
+	resClusterSet   = resource{v1alpha1.GroupVersion.WithResource("clusterprobesets"), "ClusterProbeSet", false}
 	resProbeSetNode = resource{v1alpha1.GroupVersion.WithResource("probesetnodes"), "ProbeSetNode", true}
 	resNodeFacts    = resource{v1alpha1.GroupVersion.WithResource("nodefacts"), "NodeFacts", false}
 	resNode         = resource{coreV1.WithResource("nodes"), "Node", false}
 	resConfigMap    = resource{coreV1.WithResource("configmaps"), "ConfigMap", true}
 	resEvent        = resource{coreV1.WithResource("events"), "Event", true}
+	resPod          = resource{coreV1.WithResource("pods"), "Pod", true}
 )
 
 func resourceOf(obj any) (resource, error) {
 	switch obj.(type) {
 	case *v1alpha1.ProbeSet, *v1alpha1.ProbeSetList:
 		return resProbeSet, nil
+	case *v1alpha1.ClusterProbeSet, *v1alpha1.ClusterProbeSetList:
+		return resClusterSet, nil
 	case *v1alpha1.ProbeSetNode, *v1alpha1.ProbeSetNodeList:
 		return resProbeSetNode, nil
 	case *v1alpha1.NodeFacts, *v1alpha1.NodeFactsList:
@@ -121,6 +140,8 @@ func resourceOf(obj any) (resource, error) {
 		return resConfigMap, nil
 	case *Event:
 		return resEvent, nil
+	case *Pod, *PodList:
+		return resPod, nil
 	}
 	return resource{}, fmt.Errorf("fleet.Client: %T is not a type the fleet reads or writes", obj)
 }
@@ -164,11 +185,24 @@ func (c *Client) Get(ctx context.Context, key types.NamespacedName, obj metav1.O
 	return fromUnstructured(u.Object, obj)
 }
 
-// ListOptions narrow a List: one namespace ("" for all) and labels that
-// must all match.
+// ListOptions narrow a List or a Watch: one namespace ("" for all),
+// labels that must all match, and fields (a field selector: of a Pod,
+// spec.nodeName).
 type ListOptions struct {
 	Namespace string
 	Labels    map[string]string
+	Fields    map[string]string
+}
+
+func (o ListOptions) api() metav1.ListOptions {
+	lo := metav1.ListOptions{}
+	if len(o.Labels) > 0 {
+		lo.LabelSelector = metav1.FormatLabelSelector(metav1.SetAsLabelSelector(o.Labels))
+	}
+	if len(o.Fields) > 0 {
+		lo.FieldSelector = fields.SelectorFromSet(o.Fields).String()
+	}
+	return lo
 }
 
 // List reads the objects of list's type into list.
@@ -177,11 +211,7 @@ func (c *Client) List(ctx context.Context, list any, o ListOptions) error {
 	if err != nil {
 		return err
 	}
-	lo := metav1.ListOptions{}
-	if len(o.Labels) > 0 {
-		lo.LabelSelector = metav1.FormatLabelSelector(metav1.SetAsLabelSelector(o.Labels))
-	}
-	ul, err := c.resource(r, o.Namespace).List(ctx, lo)
+	ul, err := c.resource(r, o.Namespace).List(ctx, o.api())
 	if err != nil {
 		return err
 	}
@@ -236,15 +266,15 @@ func (c *Client) Delete(ctx context.Context, obj metav1.Object) error {
 	return c.resource(r, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{})
 }
 
-// Watch watches the objects of list's type in every namespace; the
-// events carry unstructured objects (the agent only needs to know that
-// something changed).
-func (c *Client) Watch(ctx context.Context, list any) (watch.Interface, error) {
+// Watch watches the objects of list's type that o selects (o.Namespace
+// "": every namespace); the events carry unstructured objects (the agent
+// only needs to know that something changed).
+func (c *Client) Watch(ctx context.Context, list any, o ListOptions) (watch.Interface, error) {
 	r, err := resourceOf(list)
 	if err != nil {
 		return nil, err
 	}
-	return c.dyn.Resource(r.gvr).Watch(ctx, metav1.ListOptions{})
+	return c.resource(r, o.Namespace).Watch(ctx, o.api())
 }
 
 // keyOf is an object's namespace and name.

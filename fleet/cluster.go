@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,6 +45,8 @@ func Selects(selector, nodeLabels map[string]string) bool {
 // ClusterPlan is a spec set planned for every selected node.
 type ClusterPlan struct {
 	Digest string `json:"digest"`
+	// Scope is whose tasks the probes see on each node.
+	Scope string `json:"scope"`
 	// Nodes are the selected nodes that published facts, by name.
 	Nodes []*NodePlan `json:"nodes"`
 	// NoFacts are the selected nodes without NodeFacts (no agent yet, or
@@ -54,14 +57,16 @@ type ClusterPlan struct {
 }
 
 // PlanCluster plans files for every node the selector selects, from the
-// facts each node published. It reads Nodes and NodeFacts; it writes nothing.
-func PlanCluster(ctx context.Context, r *Client, files map[string][]byte, selector map[string]string) (*ClusterPlan, error) {
+// facts each node published, under the tenant policy of tenant (a
+// namespaced ProbeSet's namespace; "" for none). It reads Nodes and
+// NodeFacts; it writes nothing.
+func PlanCluster(ctx context.Context, r *Client, files map[string][]byte, selector map[string]string, tenant string) (*ClusterPlan, error) {
 	var nodes NodeList
 	if err := r.List(ctx, &nodes, ListOptions{}); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
-	cp := &ClusterPlan{Digest: Digest(files)}
+	cp := &ClusterPlan{Digest: Digest(files), Scope: compiler.ScopeOf(tenant).String()}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if !Selects(selector, n.Labels) {
@@ -83,7 +88,7 @@ func PlanCluster(ctx context.Context, r *Client, files map[string][]byte, select
 			cp.BadFacts[n.Name] = err.Error()
 			continue
 		}
-		cp.Nodes = append(cp.Nodes, PlanNode(n.Name, files, facts))
+		cp.Nodes = append(cp.Nodes, PlanNode(n.Name, files, facts, tenant))
 	}
 	return cp, nil
 }

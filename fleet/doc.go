@@ -15,8 +15,11 @@
 //     records hold.
 //   - [NodeAgent] is the Kubernetes side of a node's agent: it publishes
 //     the facts, plans (and through an [Applier], applies) the ProbeSets
-//     that select the node, writes the node's records and rolls them up
-//     into ProbeSet.status ([RollUp]).
+//     and ClusterProbeSets that select the node, writes the node's records
+//     and rolls them up into their status ([RollUp]). A namespaced
+//     ProbeSet is a tenant's: planned and applied under [Policy] of its
+//     namespace, its tenant filter filled with the cgroups of the
+//     namespace's pods on the node ([PodCgroups]) as they come and go.
 //   - [Client] is how it talks to the API server: client-go's dynamic
 //     client and the few types it reads, so that the probectl binary
 //     links neither controller-runtime nor client-go's scheme.

@@ -43,7 +43,7 @@ func TestNodeFactsCarryFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	np := fleet.PlanNode("n", map[string][]byte{"fleet.hcl": src}, back)
+	np := fleet.PlanNode("n", map[string][]byte{"fleet.hcl": src}, back, "")
 	if np.OK() || len(np.Errors) != 1 || !strings.HasPrefix(np.Errors[0], "fleet.hcl:18:16: Function not found: ") {
 		t.Errorf("plan of a node without do_sys_openat2: %q", np.Errors)
 	}

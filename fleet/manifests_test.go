@@ -300,130 +300,11 @@ func TestAgentOnlyWritesItsOwnNode(t *testing.T) {
 	}
 }
 
-// TestProbeSetIsRoot replays issue 18's "any namespace editor can run
-// probes as root on every node": a user bound to the built-in edit role in
-// a namespace (the aggregation done as kube-controller-manager does it)
-// tried to create an apply-mode ProbeSet, which every selected node's agent
-// applies as root, and succeeded. Now edit grants no write on ProbeSets;
-// probectl-edit grants plan mode only (the admission policy refuses apply
-// mode without the verb "apply"); probectl-apply grants apply mode, in
-// the namespaces it is bound in.
-func TestProbeSetIsRoot(t *testing.T) {
-	c, admin := setup(t)
-	ctx := context.Background()
-	if err := c.AggregateRoles(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{"tenant", "other"} {
-		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	user := func(name, ns string, roles ...string) client.Client {
-		t.Helper()
-		for _, role := range roles {
-			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + role},
-				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-				Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: name}}}
-			if err := admin.Create(ctx, rb); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cfg, err := c.UserConfig(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newClient(t, cfg)
-	}
-	probeSet := func(ns, name string, mode v1alpha1.Mode) *v1alpha1.ProbeSet {
-		return &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.ProbeSetSpec{HCL: `probe "tracepoint" "x" {}`, Mode: mode}}
-	}
-	refused := func(what string, err error, want string) {
-		t.Helper()
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: %v, want forbidden", what, err)
-		} else if !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: refused with %q, want %q in it", what, err, want)
-		}
-	}
-	ok := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Errorf("%s: %v", what, err)
-		}
-	}
-	const byRBAC = `cannot create resource "probesets" in API group "probectl.dev" in the namespace`
-	const byPolicy = "an apply-mode ProbeSet runs its probes as root on every node it selects"
-
-	// A namespace editor: edit works (a ConfigMap), ProbeSets are
-	// readable, and no ProbeSet of any mode can be created.
-	editor := user("alice", "tenant", "edit")
-	ok("editor creates a ConfigMap", editor.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "cm"}}))
-	ok("editor lists ProbeSets", editor.List(ctx, &v1alpha1.ProbeSetList{}, client.InNamespace("tenant")))
-	refused("editor creates an apply-mode ProbeSet", editor.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byRBAC)
-	refused("editor creates a plan-mode ProbeSet", editor.Create(ctx, probeSet("tenant", "plan", v1alpha1.ModePlan)), byRBAC)
-	refused("editor lists ProbeSetNode records", editor.List(ctx, &v1alpha1.ProbeSetNodeList{}, client.InNamespace("tenant")), `cannot list resource "probesetnodes"`)
-	// An admin of the namespace neither.
-	nsAdmin := user("dave", "tenant", "admin")
-	refused("namespace admin creates an apply-mode ProbeSet", nsAdmin.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byRBAC)
-	// ... nor grant it to itself: RBAC binds only what the binder holds.
-	selfGrant := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-apply"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-apply"},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dave"}}}
-	refused("namespace admin binds probectl-apply to itself", nsAdmin.Create(ctx, selfGrant), "is attempting to grant RBAC permissions not currently held")
-	ok("namespace admin binds probectl-view", nsAdmin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-view"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-view"},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "erin"}}}))
-
-	// A planner (probectl-edit): plan mode, never apply mode.
-	planner := user("bob", "tenant", "probectl-edit")
-	ok("planner creates a plan-mode ProbeSet", planner.Create(ctx, probeSet("tenant", "plan", v1alpha1.ModePlan)))
-	refused("planner creates an apply-mode ProbeSet", planner.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)), byPolicy)
-	var ps v1alpha1.ProbeSet
-	if err := planner.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "plan"}, &ps); err != nil {
-		t.Fatal(err)
-	}
-	ps.Spec.Mode = v1alpha1.ModeApply
-	refused("planner switches a ProbeSet to apply mode", planner.Update(ctx, &ps), byPolicy)
-
-	// An applier (probectl-apply in tenant): apply mode there, not elsewhere.
-	applier := user("carol", "tenant", "probectl-apply")
-	ok("applier creates an apply-mode ProbeSet", applier.Create(ctx, probeSet("tenant", "root", v1alpha1.ModeApply)))
-	refused("applier creates one in another namespace", applier.Create(ctx, probeSet("other", "root", v1alpha1.ModeApply)), byRBAC)
-	// The admin (system:masters) holds every verb.
-	ok("cluster admin creates an apply-mode ProbeSet", admin.Create(ctx, probeSet("other", "root", v1alpha1.ModeApply)))
-
-	// The planner may not change what the applier's ProbeSet runs, may
-	// change its metadata, and may stop it (plan mode, or delete).
-	if err := planner.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "root"}, &ps); err != nil {
-		t.Fatal(err)
-	}
-	changed := ps.DeepCopy()
-	changed.Spec.HCL = `probe "kernel" "mine" {}`
-	refused("planner changes an apply-mode ProbeSet's spec", planner.Update(ctx, changed), byPolicy)
-	changed = ps.DeepCopy()
-	changed.Spec.NodeSelector = map[string]string{"pool": "b"}
-	refused("planner changes an apply-mode ProbeSet's nodes", planner.Update(ctx, changed), byPolicy)
-	ps.Labels = map[string]string{"team": "x"}
-	ok("planner labels an apply-mode ProbeSet", planner.Update(ctx, &ps))
-	ps.Spec.Mode = v1alpha1.ModePlan
-	ok("planner turns an apply-mode ProbeSet to plan mode", planner.Update(ctx, &ps))
-	ok("planner deletes it", planner.Delete(ctx, &ps))
-
-	var got v1alpha1.ProbeSet
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "plan"}, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Spec.Mode != v1alpha1.ModePlan {
-		t.Errorf("tenant/plan is in mode %q after the refused update, want plan", got.Spec.Mode)
-	}
-}
-
-// TestNoWriteAggregated checks the mechanism behind TestProbeSetIsRoot
-// for every role deploy/kubernetes ships: none that grants a write on
-// probectl.dev, or any access to the per-node records, is aggregated into
-// a built-in role.
+// TestNoWriteAggregated checks the mechanism behind TestTenantRBAC for
+// every role deploy/kubernetes ships: of probectl.dev, the roles
+// aggregated into a built-in one write only namespaced ProbeSets (a
+// tenant's, filtered to its pods), never ClusterProbeSets (root on the
+// nodes), records or NodeFacts, and read only ProbeSets and records.
 func TestNoWriteAggregated(t *testing.T) {
 	objs, err := kubetest.ReadObjects(manifests(t)...)
 	if err != nil {
@@ -453,14 +334,14 @@ func TestNoWriteAggregated(t *testing.T) {
 			if !slices.Contains(r.APIGroups, "probectl.dev") && !slices.Contains(r.APIGroups, "*") {
 				continue
 			}
-			for _, v := range r.Verbs {
-				if !read[v] {
-					t.Errorf("ClusterRole %s (%v) grants %q on %v: creating a ProbeSet is root on the nodes", role.Name, aggregated, v, r.Resources)
-				}
-			}
 			for _, res := range r.Resources {
-				if res != "probesets" && res != "probesets/status" {
-					t.Errorf("ClusterRole %s (%v) grants reading %s: a probe's results", role.Name, aggregated, res)
+				if !slices.Contains([]string{"probesets", "probesets/status", "probesetnodes", "probesetnodes/status"}, res) {
+					t.Errorf("ClusterRole %s (%v) grants %v on %s: node-wide", role.Name, aggregated, r.Verbs, res)
+				}
+				for _, v := range r.Verbs {
+					if !read[v] && res != "probesets" {
+						t.Errorf("ClusterRole %s (%v) grants %q on %s: only the agents write it", role.Name, aggregated, v, res)
+					}
 				}
 			}
 		}

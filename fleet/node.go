@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,11 +33,17 @@ const LabelProbeSet = "probectl.dev/probeset"
 // none.
 type Applier interface {
 	// Apply compiles files for the live kernel and applies them into
-	// workspace, for the ProbeSet set. It returns the digest live
+	// workspace, for the ProbeSet set (set.Namespace "": a
+	// ClusterProbeSet, node-wide; else under the tenant policy of
+	// set.Namespace, the programs filtered to its pods' tasks). It returns the digest live
 	// afterwards (the previous one when it fails), the plan per probe
 	// with its counters, and the diagnostics "file:line:col: summary:
 	// detail" of a failure.
 	Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (ApplyResult, error)
+	// Restrict makes the tenant filter of every probe applied in
+	// workspace admit exactly the cgroups cgroups (and those below
+	// them); it returns how many probes it filled.
+	Restrict(ctx context.Context, workspace string, cgroups []uint64) (int, error)
 	// Destroy removes everything applied into workspace.
 	Destroy(ctx context.Context, workspace string) error
 	// Held lists the ProbeSets' workspaces (names IsWorkspace accepts)
@@ -72,6 +79,8 @@ type NodeAgent struct {
 	// then only planned, and the record says so.
 	Applier Applier
 	Log     *slog.Logger
+	// CgroupRoot is where the node's cgroup v2 hierarchy is (CgroupRoot()).
+	CgroupRoot string
 	// PublishBinaries are binaries (paths or library names) whose
 	// functions NodeFacts publish besides those the node's ProbeSets
 	// name: an admin's list for plans of ProbeSets not yet made.
@@ -87,12 +96,16 @@ type NodeAgent struct {
 // one, nor two agents on one host (pretend nodes in tests).
 func Workspace(node string, ps *v1alpha1.ProbeSet) string {
 	h := sha256.Sum256([]byte(node + "/" + ps.Namespace + "/" + ps.Name))
+	ns := ps.Namespace
+	if ns == "" {
+		ns = "cluster" // a ClusterProbeSet
+	}
 	readable := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
 			return r
 		}
 		return '_'
-	}, ps.Namespace+"-"+ps.Name)
+	}, ns+"-"+ps.Name)
 	if len(readable) > 42 {
 		readable = readable[:42]
 	}
@@ -171,11 +184,22 @@ func (a *NodeAgent) syncLogged(ctx context.Context) {
 // passes or the watch ends (true: sync again) or ctx ends (false). A
 // watch that cannot start is retried after a second.
 func (a *NodeAgent) watch(ctx context.Context, resync time.Duration) bool {
-	w, err := a.Client.Watch(ctx, &v1alpha1.ProbeSetList{})
+	w, err := a.Client.Watch(ctx, &v1alpha1.ProbeSetList{}, ListOptions{})
 	if err != nil {
 		return a.retryWatch(ctx, err)
 	}
 	defer w.Stop()
+	cw, err := a.Client.Watch(ctx, &v1alpha1.ClusterProbeSetList{}, ListOptions{})
+	if err != nil {
+		return a.retryWatch(ctx, err)
+	}
+	defer cw.Stop()
+	// The pods on the node: a tenant's filter follows its pods.
+	pw, err := a.Client.Watch(ctx, &PodList{}, ListOptions{Fields: map[string]string{"spec.nodeName": a.Node}})
+	if err != nil {
+		return a.retryWatch(ctx, err)
+	}
+	defer pw.Stop()
 	timer := time.NewTimer(resync)
 	defer timer.Stop()
 	for {
@@ -189,6 +213,18 @@ func (a *NodeAgent) watch(ctx context.Context, resync time.Duration) bool {
 				return true
 			}
 			settle(w)
+			a.syncLogged(ctx)
+		case _, ok := <-cw.ResultChan():
+			if !ok {
+				return true
+			}
+			settle(cw)
+			a.syncLogged(ctx)
+		case _, ok := <-pw.ResultChan():
+			if !ok {
+				return true
+			}
+			settle(pw)
 			a.syncLogged(ctx)
 		}
 	}
@@ -236,29 +272,24 @@ func (a *NodeAgent) Sync(ctx context.Context) error {
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &node); err != nil {
 		return fmt.Errorf("node %s: %w", a.Node, err)
 	}
-	var sets v1alpha1.ProbeSetList
-	if err := a.Client.List(ctx, &sets, ListOptions{}); err != nil {
-		return fmt.Errorf("list ProbeSets: %w", err)
-	}
-	if sets.ResourceVersion == "" || sets.Continue != "" {
-		// Not a whole list: what it lacks is not known to be gone.
-		return fmt.Errorf("list ProbeSets: an incomplete list (resourceVersion %q, continue %q)", sets.ResourceVersion, sets.Continue)
+	sets, err := listSets(ctx, a.Client)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	keep := map[types.NamespacedName]bool{}
 	want := map[string]bool{}
 	a.named = map[string]bool{}
-	for i := range sets.Items {
-		ps := &sets.Items[i]
+	for _, ps := range sets {
 		if ps.DeletionTimestamp != nil || !Selects(ps.Spec.NodeSelector, node.Labels) {
 			continue
 		}
-		keep[types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}] = true
+		keep[a.recordKey(ps)] = true
 		if a.applies(ps) {
 			want[Workspace(a.Node, ps)] = true
 		}
 		if err := a.syncOne(ctx, ps); err != nil {
-			errs = append(errs, fmt.Errorf("ProbeSet %s/%s: %w", ps.Namespace, ps.Name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", setName(ps), err))
 		}
 	}
 	errs = append(errs, a.removeOrphans(ctx, &node, want)...)
@@ -293,18 +324,16 @@ func (a *NodeAgent) removeUnselected(ctx context.Context, keep map[types.Namespa
 // removeRecord removes the record r (removeOrphans destroyed its
 // workspace) and rolls up its ProbeSet.
 func (a *NodeAgent) removeRecord(ctx context.Context, r *v1alpha1.ProbeSetNode) []error {
+	ps := setOfRecord(r)
 	var errs []error
 	if err := a.Client.Delete(ctx, r); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, err)
 	}
-	var ps v1alpha1.ProbeSet
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: r.Spec.ProbeSet}, &ps); err == nil {
-		errs = append(errs, a.rollUp(ctx, &ps))
+	if fresh, err := getSet(ctx, a.Client, keyOf(ps)); err == nil {
+		errs = append(errs, a.rollUp(ctx, fresh))
 	}
 	return errs
 }
-
-func recordName(probeSet, node string) string { return probeSet + "." + node }
 
 func equalProbes(a, b []v1alpha1.ProbePlan) bool {
 	if len(a) != len(b) {
@@ -324,9 +353,9 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 	if err != nil {
 		return err
 	}
-	files, err := SpecFiles(ctx, a.Client, ps)
+	files, err := SpecFiles(ctx, a.Client, a.specSource(ps))
 	st := v1alpha1.ProbeSetNodeStatus{ObservedGeneration: ps.Generation, Kernel: a.Facts.Label(), Facts: a.Facts.Source + " " + a.Facts.Name,
-		AppliedDigest: rec.Status.AppliedDigest}
+		AppliedDigest: rec.Status.AppliedDigest, Scope: compiler.ScopeOf(ps.Namespace).String(), Cgroups: rec.Status.Cgroups}
 	switch {
 	case err != nil:
 		st.Phase, st.Errors = v1alpha1.PhaseFailed, []string{err.Error()}
@@ -340,8 +369,9 @@ func (a *NodeAgent) syncOne(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 		}
 		if a.applies(ps) {
 			a.apply(ctx, ps, files, &st)
+			a.restrict(ctx, ps, &st)
 		} else {
-			a.plan(files, &st)
+			a.plan(files, ps.Namespace, &st)
 		}
 	}
 	return a.writeRecord(ctx, ps, rec, st)
@@ -354,7 +384,7 @@ func (a *NodeAgent) applies(ps *v1alpha1.ProbeSet) bool {
 
 // record reads the node's record of ps, creating it when there is none.
 func (a *NodeAgent) record(ctx context.Context, ps *v1alpha1.ProbeSet) (*v1alpha1.ProbeSetNode, error) {
-	key := types.NamespacedName{Namespace: ps.Namespace, Name: recordName(ps.Name, a.Node)}
+	key := a.recordKey(ps)
 	var rec v1alpha1.ProbeSetNode
 	err := a.Client.Get(ctx, key, &rec)
 	if !apierrors.IsNotFound(err) {
@@ -362,8 +392,8 @@ func (a *NodeAgent) record(ctx context.Context, ps *v1alpha1.ProbeSet) (*v1alpha
 	}
 	rec = v1alpha1.ProbeSetNode{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelProbeSet: ps.Name},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ProbeSet", Name: ps.Name, UID: ps.UID}}},
-		Spec: v1alpha1.ProbeSetNodeSpec{ProbeSet: ps.Name, NodeName: a.Node},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: setKind(ps), Name: ps.Name, UID: ps.UID}}},
+		Spec: v1alpha1.ProbeSetNodeSpec{ProbeSet: ps.Name, NodeName: a.Node, Cluster: ps.Namespace == ""},
 	}
 	return &rec, a.Client.Create(ctx, &rec)
 }
@@ -394,7 +424,7 @@ func (a *NodeAgent) failedBefore(ctx context.Context, ps *v1alpha1.ProbeSet, rec
 	}
 	probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
 	if err == nil {
-		if err := a.refresh(ctx, rec, probes); err != nil {
+		if err := a.refresh(ctx, rec, probes, false); err != nil {
 			return true, err
 		}
 	}
@@ -416,16 +446,18 @@ func (a *NodeAgent) settled(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1a
 		a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
 		return false, nil
 	}
-	if err := a.refresh(ctx, rec, probes); err != nil {
+	cgroups := rec.Status.Cgroups
+	a.restrict(ctx, ps, &rec.Status)
+	if err := a.refresh(ctx, rec, probes, !equalCount(cgroups, rec.Status.Cgroups)); err != nil {
 		return true, err
 	}
 	return true, a.rollUp(ctx, ps)
 }
 
 // refresh writes the live probes' counters into the record when they
-// changed.
-func (a *NodeAgent) refresh(ctx context.Context, rec *v1alpha1.ProbeSetNode, probes []v1alpha1.ProbePlan) error {
-	if equalProbes(probes, rec.Status.Probes) {
+// changed (or changed is set: the record's status changed otherwise).
+func (a *NodeAgent) refresh(ctx context.Context, rec *v1alpha1.ProbeSetNode, probes []v1alpha1.ProbePlan, changed bool) error {
+	if !changed && equalProbes(probes, rec.Status.Probes) {
 		return nil
 	}
 	rec.Status.Probes = probes
@@ -459,9 +491,10 @@ func (a *NodeAgent) apply(ctx context.Context, ps *v1alpha1.ProbeSet, files map[
 	}
 }
 
-// plan plans files for the node's facts.
-func (a *NodeAgent) plan(files map[string][]byte, st *v1alpha1.ProbeSetNodeStatus) {
-	np := PlanNode(a.Node, files, a.Facts)
+// plan plans files for the node's facts, under the tenant policy of
+// tenant ("" for a ClusterProbeSet).
+func (a *NodeAgent) plan(files map[string][]byte, tenant string, st *v1alpha1.ProbeSetNodeStatus) {
+	np := PlanNode(a.Node, files, a.Facts, tenant)
 	st.Probes, st.Errors = np.Probes, np.Errors
 	st.Phase = v1alpha1.PhasePlanned
 	if !np.OK() {
@@ -491,14 +524,14 @@ func (a *NodeAgent) rollUp(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
-			var fresh v1alpha1.ProbeSet
-			if err := a.Client.Get(ctx, keyOf(ps), &fresh); err != nil {
+			fresh, err := getSet(ctx, a.Client, keyOf(ps))
+			if err != nil {
 				if apierrors.IsNotFound(err) {
 					return nil
 				}
 				return err
 			}
-			ps = &fresh
+			ps = fresh
 		}
 		var st v1alpha1.ProbeSetStatus
 		st, err = RollUp(ctx, a.Client, ps)
@@ -506,7 +539,7 @@ func (a *NodeAgent) rollUp(ctx context.Context, ps *v1alpha1.ProbeSet) error {
 			return err
 		}
 		ps.Status = st
-		err = a.Client.UpdateStatus(ctx, ps)
+		err = updateSetStatus(ctx, a.Client, ps)
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile: its records go at the next sync
 		}
@@ -528,7 +561,7 @@ func RollUp(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (v1alpha1.Pro
 	if err != nil {
 		return ps.Status, err
 	}
-	byNode, err := recordsByNode(ctx, r, ps)
+	byNode, err := recordsByNode(ctx, r, ps, recordNamespace(ps))
 	if err != nil {
 		return ps.Status, err
 	}
@@ -562,14 +595,16 @@ func publishedKernels(ctx context.Context, r *Client) (map[string]string, error)
 }
 
 // recordsByNode maps each node to its record of ps.
-func recordsByNode(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet) (map[string]*v1alpha1.ProbeSetNode, error) {
+func recordsByNode(ctx context.Context, r *Client, ps *v1alpha1.ProbeSet, namespace string) (map[string]*v1alpha1.ProbeSetNode, error) {
 	var records v1alpha1.ProbeSetNodeList
-	if err := r.List(ctx, &records, ListOptions{Namespace: ps.Namespace, Labels: map[string]string{LabelProbeSet: ps.Name}}); err != nil {
+	if err := r.List(ctx, &records, ListOptions{Namespace: namespace, Labels: map[string]string{LabelProbeSet: ps.Name}}); err != nil {
 		return nil, err
 	}
 	byNode := map[string]*v1alpha1.ProbeSetNode{}
 	for i := range records.Items {
-		byNode[records.Items[i].Spec.NodeName] = &records.Items[i]
+		if records.Items[i].Spec.Cluster == (ps.Namespace == "") {
+			byNode[records.Items[i].Spec.NodeName] = &records.Items[i]
+		}
 	}
 	return byNode, nil
 }

@@ -63,9 +63,11 @@ func startPlanAgents(t *testing.T, c *kubetest.Cluster, facts map[string]*bpf.Fa
 
 // TestPlanOnlyAgents: plan-only agents that publish the facts of the
 // five profiles (and one facts file lacking a function) write a record
-// per node with the route table's routes, and the ProbeSet's roll-up,
-// conditions and printer columns; a new generation is planned again; a
-// deleted ProbeSet's records are removed by their agents.
+// per node with the route table's routes, and the ClusterProbeSet's
+// roll-up, conditions and printer columns; a new generation is planned
+// again; a deleted ClusterProbeSet's records are removed by their agents.
+// (Node-wide kernel probes are a ClusterProbeSet's; its records are in
+// the agents' namespace, named cluster.NAME.NODE.)
 func TestPlanOnlyAgents(t *testing.T) {
 	c, admin := setup(t)
 	ctx := context.Background()
@@ -86,18 +88,15 @@ func TestPlanOnlyAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := "tracing"
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vfs"},
+	ns := agentNS
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "vfs"},
 		Spec: v1alpha1.ProbeSetSpec{HCL: string(src), NodeSelector: map[string]string{"probectl.dev/pool": "tracing"}, Mode: v1alpha1.ModePlan}}
 	if err := admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus := func(what string, ok func(st *v1alpha1.ProbeSetStatus) bool) *v1alpha1.ProbeSet {
+	waitStatus := func(what string, ok func(st *v1alpha1.ProbeSetStatus) bool) *v1alpha1.ClusterProbeSet {
 		t.Helper()
-		var got v1alpha1.ProbeSet
+		var got v1alpha1.ClusterProbeSet
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 			if err := admin.Get(ctx, client.ObjectKeyFromObject(ps), &got); err != nil {
 				return false, err
@@ -135,9 +134,9 @@ func TestPlanOnlyAgents(t *testing.T) {
 		}
 		return m
 	}
-	want := map[string]string{"vfs.amd64-old": `Failed: vfs.hcl:18:16: Function not found: "do_sys_openat2" is not a probe-able function in the target kernel (linux 6.12 x86_64 (file old.json)).`}
+	want := map[string]string{"cluster.vfs.amd64-old": `Failed: vfs.hcl:18:16: Function not found: "do_sys_openat2" is not a probe-able function in the target kernel (linux 6.12 x86_64 (file old.json)).`}
 	for node, routes := range wantRoutes {
-		want["vfs."+node] = "Planned: " + routes
+		want["cluster.vfs."+node] = "Planned: " + routes
 	}
 	if d := cmp.Diff(want, records()); d != "" {
 		t.Errorf("records (-want +got):\n%s", d)
@@ -145,7 +144,7 @@ func TestPlanOnlyAgents(t *testing.T) {
 
 	// kubectl get probesets: the printer columns, from the server's table.
 	var table metav1.Table
-	err = c.Clientset().RESTClient().Get().AbsPath("/apis/probectl.dev/v1alpha1/namespaces", ns, "probesets").
+	err = c.Clientset().RESTClient().Get().AbsPath("/apis/probectl.dev/v1alpha1/clusterprobesets").
 		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(&table)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +173,7 @@ func TestPlanOnlyAgents(t *testing.T) {
 	if cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDegraded); cond == nil || cond.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded: %+v", cond)
 	}
-	if r := records()["vfs.amd64-old"]; r != "Planned: kernel.vfs_latency rethook kprobe.session" {
+	if r := records()["cluster.vfs.amd64-old"]; r != "Planned: kernel.vfs_latency rethook kprobe.session" {
 		t.Errorf("amd64-old after the fix: %s", r)
 	}
 

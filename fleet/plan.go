@@ -37,6 +37,18 @@ type NodePlan struct {
 	// Status is "ok" (the node can run it), "unchecked" (nothing stops
 	// it, but Unchecked lists what could not be checked) or "cannot".
 	Status string `json:"status"`
+	// Scope is whose tasks the probes see ("node", "namespace NS (...)").
+	Scope string `json:"scope"`
+}
+
+// Policy is the policy the specs of a set are planned and applied
+// under: a tenant's (a namespaced ProbeSet of namespace tenant), or none
+// (tenant "": a ClusterProbeSet).
+func Policy(tenant string) spec.Policy {
+	if tenant == "" {
+		return spec.Policy{}
+	}
+	return spec.TenantPolicy(tenant)
 }
 
 // OK reports whether nothing found stops the node from running the spec
@@ -79,10 +91,15 @@ func Digest(files map[string][]byte) string {
 // PlanNode compiles the spec files against a node's facts, as
 // "probectl plan -target FILE" does, and keeps what the node's record
 // shows. Nothing is loaded into a kernel; live facts read the formats of
-// the tracepoints the specs name from tracefs.
-func PlanNode(node string, files map[string][]byte, facts *bpf.Facts) *NodePlan {
-	np := &NodePlan{Node: node, Kernel: facts.Label()}
+// the tracepoints the specs name from tracefs. A tenant's specs (tenant,
+// a namespaced ProbeSet's namespace; "" for a ClusterProbeSet) are
+// planned under its policy (spec.TenantPolicy).
+func PlanNode(node string, files map[string][]byte, facts *bpf.Facts, tenant string) *NodePlan {
+	np := &NodePlan{Node: node, Kernel: facts.Label(), Scope: compiler.ScopeOf(tenant).String()}
 	cfg, diags := spec.Parse(files)
+	if !diags.HasErrors() {
+		diags = append(diags, cfg.Enforce(Policy(tenant))...)
+	}
 	if !diags.HasErrors() && facts.Source == "live" {
 		if err := loadTracepoints(cfg, facts); err != nil {
 			np.Errors = append(np.Errors, "read the tracepoint formats: "+err.Error())

@@ -106,7 +106,7 @@ func TestPlanCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := fleet.PlanCluster(context.Background(), fc, files, map[string]string{"probectl.dev/pool": "tracing"})
+	cp, err := fleet.PlanCluster(context.Background(), fc, files, map[string]string{"probectl.dev/pool": "tracing"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ func Diff(s *State, out *compiled.Output, drift map[bpf.Address][]string) *compi
 	plan := &compiled.Plan{
 		FormatVersion: compiled.PlanFormatVersion,
 		Target:        compiled.PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)},
+		Scope:         out.Scope,
 		Skipped:       out.Skipped,
 	}
 	diffTables(s, out, plan, drift)

@@ -101,7 +101,13 @@ func TestParsePolicy(t *testing.T) {
 		t.Error("the zero Policy denies raw-address")
 	}
 	_, err := spec.ParsePolicy("raw-address,raw")
-	if want := `no such class "raw"; the classes: raw-address (reading kernel memory at an address that is not kernel data typed by BTF)`; err == nil || err.Error() != want {
-		t.Errorf("ParsePolicy(raw): %v, want %q", err, want)
+	want := `no such class "raw"; the classes: raw-address (reading kernel memory at an address that is not kernel data typed by BTF), kernel-stack (`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("ParsePolicy(raw): %v, want %q...", err, want)
+	}
+	for _, c := range spec.DenyClasses {
+		if !strings.Contains(err.Error(), string(c.Class)+" ("+c.Refuses+")") {
+			t.Errorf("ParsePolicy(raw): %v does not name %s", err, c.Class)
+		}
 	}
 }

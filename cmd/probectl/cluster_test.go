@@ -25,7 +25,7 @@ func TestPlanCluster(t *testing.T) {
 	c := kubetest.Start(t)
 	ctx := context.Background()
 	if _, err := kubetest.Apply(ctx, c.Admin, false, "../../deploy/kubernetes/crds/probectl.dev_nodefacts.yaml",
-		"../../deploy/kubernetes/crds/probectl.dev_probesets.yaml"); err != nil {
+		"../../deploy/kubernetes/crds/probectl.dev_probesets.yaml", "../../deploy/kubernetes/crds/probectl.dev_clusterprobesets.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := client.New(c.Admin, client.Options{Scheme: kubetest.Scheme()})
@@ -74,7 +74,7 @@ func TestPlanCluster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fleet.hcl"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fleet"},
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 		Spec: v1alpha1.ProbeSetSpec{HCL: string(src), NodeSelector: pool, Mode: v1alpha1.ModePlan}}
 	if err := admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,8 @@ func TestPlanCluster(t *testing.T) {
 	var out bytes.Buffer
 	for _, args := range [][]string{
 		{"plan", "-cluster", "-kubeconfig", c.Kubeconfig, "-selector", "pool=tracing", "fleet.hcl"},
-		{"plan", "-cluster", "-kubeconfig", c.Kubeconfig, "-probeset", "default/fleet"},
+		{"plan", "-cluster", "-kubeconfig", c.Kubeconfig, "-clusterprobeset", "fleet"},
+		{"plan", "-cluster", "-kubeconfig", c.Kubeconfig, "-tenant", "shop", "-selector", "pool=tracing", "fleet.hcl"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(args, &stdout, &stderr)

@@ -33,6 +33,11 @@ type kubeOptions struct {
 	hostRoot string
 	// publish are the binaries NodeFacts publish besides the ProbeSets'.
 	publish []string
+	// cgroupRoot is where the node's cgroup v2 hierarchy is, as the
+	// agent sees it (the DaemonSet mounts the host's): a tenant's filter
+	// holds the cgroups of its pods found there. "": found from
+	// /proc/self/mountinfo.
+	cgroupRoot string
 }
 
 // runKubeAgent is "probectl agent -kubernetes": fleet.NodeAgent does the
@@ -49,7 +54,7 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 	if err != nil {
 		return err
 	}
-	agent := &fleet.NodeAgent{Client: c, Node: k.node, Log: log, PublishBinaries: k.publish}
+	agent := &fleet.NodeAgent{Client: c, Node: k.node, Log: log, PublishBinaries: k.publish, CgroupRoot: k.cgroupRoot}
 	applier, err := kubeTarget(g, o, agent)
 	if err != nil {
 		return err

@@ -133,10 +133,9 @@ func TestKubeAgents(t *testing.T) {
 		}
 	}
 
-	ns := "team"
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	// Node-wide (the workload runs outside any pod): a ClusterProbeSet,
+	// its records in the agents' namespace.
+	ns := fleet.ClusterNamespace
 	nodes := []string{"node-a", "node-b"}
 	agents := map[string]*kubeAgent{}
 	kubeconfigs := map[string]string{}
@@ -167,15 +166,15 @@ func TestKubeAgents(t *testing.T) {
 	probe := func(name, bin, fn string) string {
 		return fmt.Sprintf("probe \"user\" %q {\n  binary    = %q\n  functions = [%q]\n  on_entry {\n    count \"calls\" {}\n  }\n}\n", name, bin, fn)
 	}
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"},
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "calls"},
 		Spec: v1alpha1.ProbeSetSpec{HCL: probe("kone", work, "target"), Mode: v1alpha1.ModeApply}}
 	if err := admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	key := types.NamespacedName{Namespace: ns, Name: "calls"}
+	key := types.NamespacedName{Name: "calls"}
 	setHCL := func(hcl string) {
 		t.Helper()
-		var cur v1alpha1.ProbeSet
+		var cur v1alpha1.ClusterProbeSet
 		if err := admin.Get(ctx, key, &cur); err != nil {
 			t.Fatal(err)
 		}
@@ -186,24 +185,13 @@ func TestKubeAgents(t *testing.T) {
 	}
 	record := func(node string) *v1alpha1.ProbeSetNode {
 		var r v1alpha1.ProbeSetNode
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "calls." + node}, &r); err != nil {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cluster.calls." + node}, &r); err != nil {
 			return nil
 		}
 		return &r
 	}
-	hits := func(r *v1alpha1.ProbeSetNode) string {
-		var out []string
-		for _, p := range r.Status.Probes {
-			h := int64(-1)
-			if p.Hits != nil {
-				h = *p.Hits
-			}
-			out = append(out, fmt.Sprintf("%s=%d", p.Address, h))
-		}
-		return strings.Join(out, ",")
-	}
 	generation := func() int64 {
-		var cur v1alpha1.ProbeSet
+		var cur v1alpha1.ClusterProbeSet
 		if err := admin.Get(ctx, key, &cur); err != nil {
 			t.Fatal(err)
 		}
@@ -225,8 +213,8 @@ func TestKubeAgents(t *testing.T) {
 					got = append(got, n+": no record")
 					continue
 				}
-				got = append(got, fmt.Sprintf("%s: gen %d %s [%s] %v", n, r.Status.ObservedGeneration, r.Status.Phase, hits(r), r.Status.Errors))
-				if r.Status.ObservedGeneration != gen || r.Status.Phase != phase[n] || hits(r) != want[n] {
+				got = append(got, fmt.Sprintf("%s: gen %d %s [%s] %v", n, r.Status.ObservedGeneration, r.Status.Phase, recordHits(r), r.Status.Errors))
+				if r.Status.ObservedGeneration != gen || r.Status.Phase != phase[n] || recordHits(r) != want[n] {
 					ok = false
 				}
 			}
@@ -246,7 +234,7 @@ func TestKubeAgents(t *testing.T) {
 	runWork(7)
 	wait("7 calls", applied, map[string]string{"node-a": "user.kone=7", "node-b": "user.kone=7"})
 	for _, n := range nodes {
-		if got := agents[n].metric(`probectl_count_user_kone_calls_total{probeset="team/calls"}`); got != 7 {
+		if got := agents[n].metric(`probectl_count_user_kone_calls_total{probeset="calls"}`); got != 7 {
 			t.Errorf("%s metrics: %v, want 7", n, got)
 		}
 	}
@@ -279,7 +267,7 @@ func TestKubeAgents(t *testing.T) {
 	// The roll-up.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var cur v1alpha1.ProbeSet
+		var cur v1alpha1.ClusterProbeSet
 		if err := admin.Get(ctx, key, &cur); err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +316,7 @@ func TestKubeAgents(t *testing.T) {
 	wait("after node-a's restart", split, map[string]string{"node-a": "user.kextra=0,user.kone=16,user.ktwo=9", "node-b": "user.kone=16,user.ktwo=9"})
 
 	// Deleted: every node destroys it; nothing is left.
-	if err := admin.Delete(ctx, &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"}}); err != nil {
+	if err := admin.Delete(ctx, &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "calls"}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(60 * time.Second)
@@ -343,7 +331,7 @@ func TestKubeAgents(t *testing.T) {
 			}
 		}
 		for _, n := range nodes {
-			pins, _ := filepath.Glob("/sys/fs/bpf/probectl/" + fleet.Workspace(n, &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"}}))
+			pins, _ := filepath.Glob("/sys/fs/bpf/probectl/" + fleet.Workspace(n, &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "calls"}}))
 			left = append(left, pins...)
 		}
 		if len(left) == 0 {
@@ -367,6 +355,7 @@ func TestKubeAgents(t *testing.T) {
 // kubeManifests are what the node agents need of deploy/kubernetes (not
 // the DaemonSet: the tests run the agents).
 var kubeManifests = []string{"../../deploy/kubernetes/namespace.yaml", "../../deploy/kubernetes/crds/probectl.dev_probesets.yaml",
+	"../../deploy/kubernetes/crds/probectl.dev_clusterprobesets.yaml",
 	"../../deploy/kubernetes/crds/probectl.dev_probesetnodes.yaml", "../../deploy/kubernetes/crds/probectl.dev_nodefacts.yaml",
 	"../../deploy/kubernetes/rbac.yaml", "../../deploy/kubernetes/admission.yaml"}
 
@@ -431,7 +420,7 @@ func TestKubePlanOnlyProfiles(t *testing.T) {
 		}
 		startKubeAgent(t, node, kc, filepath.Join(dir, "state-"+node), "", "-facts", strings.Fields(w)[0])
 	}
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "probectl-system", Name: "vfs"},
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "vfs"},
 		Spec: v1alpha1.ProbeSetSpec{Mode: v1alpha1.ModePlan, NodeSelector: map[string]string{"pool": "profiles"},
 			HCL: "probe \"kernel\" \"vfs\" {\n  functions = [\"vfs_read\"]\n  on_entry {\n    save = { start = ktime }\n  }\n  on_exit {\n    hist \"ns\" { value = ktime - entry.start }\n  }\n}\n"}}
 	if err := admin.Create(ctx, ps); err != nil {
@@ -442,7 +431,7 @@ func TestKubePlanOnlyProfiles(t *testing.T) {
 		got := map[string]string{}
 		for node, w := range want {
 			var r v1alpha1.ProbeSetNode
-			if err := admin.Get(ctx, types.NamespacedName{Namespace: "probectl-system", Name: "vfs." + node}, &r); err != nil || r.Status.Phase != v1alpha1.PhasePlanned || len(r.Status.Probes) != 1 {
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: "probectl-system", Name: "cluster.vfs." + node}, &r); err != nil || r.Status.Phase != v1alpha1.PhasePlanned || len(r.Status.Probes) != 1 {
 				continue
 			}
 			p := r.Status.Probes[0]
@@ -461,8 +450,8 @@ func TestKubePlanOnlyProfiles(t *testing.T) {
 	}
 	deadline = time.Now().Add(30 * time.Second)
 	for {
-		var cur v1alpha1.ProbeSet
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: "probectl-system", Name: "vfs"}, &cur); err != nil {
+		var cur v1alpha1.ClusterProbeSet
+		if err := admin.Get(ctx, types.NamespacedName{Name: "vfs"}, &cur); err != nil {
 			t.Fatal(err)
 		}
 		if cur.Status.Selected == 5 && cur.Status.Planned == 5 {

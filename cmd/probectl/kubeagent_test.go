@@ -30,7 +30,7 @@ const kubeAgentSpec = `probe "tracepoint" "opens" {
 // TestKubeAgentApplies runs the node agents of two pretend nodes on this
 // host (fleet.NodeAgent with the host's live facts and the agent's atomic
 // apply, each with its own pod-bound credentials, state and workspace)
-// against a real API server: a ProbeSet in mode apply is applied on both
+// against a real API server: a ClusterProbeSet in mode apply is applied on both
 // (digest, probes, hits in the records); probes destroyed behind an
 // agent's back are applied again; a change the kernel cannot run fails
 // at its spec line and leaves the applied probes live; deleting the
@@ -83,19 +83,22 @@ func TestKubeAgentApplies(t *testing.T) {
 	g, applier := start("host")
 	gB, applierB := start("host-b")
 
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: "probectl-system", Name: "opens-" + strings.ToLower(t.Name()[4:])},
+	// Node-wide (this process's openat calls, outside any pod): a
+	// ClusterProbeSet.
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "opens-" + strings.ToLower(t.Name()[4:])},
 		Spec: v1alpha1.ProbeSetSpec{HCL: kubeAgentSpec, Mode: v1alpha1.ModeApply}}
 	if err := admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	ws, wsB := fleet.Workspace("host", ps), fleet.Workspace("host-b", ps)
+	asSet := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Name: ps.Name}} // no namespace: the cluster's
+	ws, wsB := fleet.Workspace("host", asSet), fleet.Workspace("host-b", asSet)
 	defer applier.Destroy(context.Background(), ws)
 	defer applierB.Destroy(context.Background(), wsB)
 	recordOf := func(node string, gen int64, phase v1alpha1.Phase) *v1alpha1.ProbeSetNode {
 		t.Helper()
 		var r v1alpha1.ProbeSetNode
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-			err := admin.Get(ctx, client.ObjectKey{Namespace: ps.Namespace, Name: ps.Name + "." + node}, &r)
+			err := admin.Get(ctx, client.ObjectKey{Namespace: fleet.ClusterNamespace, Name: "cluster." + ps.Name + "." + node}, &r)
 			return err == nil && r.Status.ObservedGeneration == gen && r.Status.Phase == phase, nil
 		})
 		if err != nil {

@@ -24,8 +24,20 @@ type planOptions struct {
 
 // check refuses the cluster's flags without -cluster.
 func (o *planOptions) check() error {
-	if !o.cl.cluster && (o.cl.probeSet != "" || o.cl.selector != "") {
-		return errors.New("-probeset and -selector plan for a cluster: add -cluster")
+	if !o.cl.cluster && (o.cl.probeSet != "" || o.cl.clusterSet != "" || o.cl.selector != "") {
+		return errors.New("-probeset, -clusterprobeset and -selector plan for a cluster: add -cluster")
+	}
+	if o.cl.probeSet != "" && o.cl.clusterSet != "" {
+		return errors.New("-probeset and -clusterprobeset: choose one")
+	}
+	if o.cl.tenant != "" {
+		if o.cl.probeSet != "" {
+			return errors.New("-tenant: a ProbeSet's tenant is its namespace; drop -tenant")
+		}
+		if o.deny.p.String() != "" {
+			return errors.New("-tenant refuses every -deny class already; drop -deny")
+		}
+		o.deny.p = spec.TenantPolicy(o.cl.tenant)
 	}
 	return nil
 }
@@ -58,7 +70,10 @@ run the specs, with the errors at their spec lines. The cluster is the
 kubeconfig's (KUBECONFIG, ~/.kube/config, or in a pod its service account).
 
   -cluster            plan for the cluster's nodes
-  -probeset NS/NAME   the specs and node selector of a ProbeSet (no PATH)
+  -probeset NS/NAME   the specs and node selector of a ProbeSet (no PATH),
+                      under the tenant policy of NS (README, "Tenants")
+  -clusterprobeset NAME  those of a ClusterProbeSet (no PATH), node-wide
+  -tenant NS          plan PATHs as a ProbeSet of namespace NS
   -selector K=V,...   the nodes to plan for, by label (default: all)
   -kubeconfig FILE    the kubeconfig to use; -context NAME its context
 
@@ -67,7 +82,7 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or
 errors), 2 none cannot but some nodes' facts lack what would check them
 (a binary not published there, reads through BTF): the plan says which.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if o.cl.cluster && o.cl.probeSet != "" {
+			if o.cl.cluster && (o.cl.probeSet != "" || o.cl.clusterSet != "") {
 				return cobra.NoArgs(cmd, args)
 			}
 			return nil
@@ -76,7 +91,7 @@ errors), 2 none cannot but some nodes' facts lack what would check them
 			if err := o.check(); err != nil {
 				return err
 			}
-			if !o.cl.cluster || o.cl.probeSet == "" {
+			if !o.cl.cluster || o.cl.probeSet == "" && o.cl.clusterSet == "" {
 				paths, err := specPaths(cmd, args)
 				if err != nil {
 					return err
@@ -96,7 +111,9 @@ errors), 2 none cannot but some nodes' facts lack what would check them
 	cmd.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
 	o.deny.add(cmd)
 	cmd.Flags().BoolVar(&o.cl.cluster, "cluster", false, "plan for the nodes of a Kubernetes cluster, from their published facts")
+	cmd.Flags().StringVar(&o.cl.tenant, "tenant", "", "plan as a namespaced ProbeSet of namespace NS: its tenant policy, its probes filtered to its pods' tasks")
 	cmd.Flags().StringVar(&o.cl.probeSet, "probeset", "", "with -cluster: plan the specs and node selector of ProbeSet NS/NAME")
+	cmd.Flags().StringVar(&o.cl.clusterSet, "clusterprobeset", "", "with -cluster: plan the specs and node selector of ClusterProbeSet NAME")
 	cmd.Flags().StringVar(&o.cl.selector, "selector", "", "with -cluster: the nodes to plan for, by label (K=V,...)")
 	cmd.Flags().StringVar(&o.cl.kubeconfig, "kubeconfig", "", "with -cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&o.cl.context, "context", "", "with -cluster: the kubeconfig context")

@@ -69,7 +69,9 @@ const (
 
 // Output is what the kernel should have for a config on one target.
 type Output struct {
-	Facts  *bpf.Facts
+	Facts *bpf.Facts
+	// Scope is whose tasks the probes see.
+	Scope  Scope
 	Probes []*Probe
 	// Tables are shared by the probes: they live as long as the spec set.
 	Tables []*Table

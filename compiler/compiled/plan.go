@@ -25,7 +25,10 @@ const (
 type Plan struct {
 	FormatVersion string     `json:"format_version"`
 	Target        PlanTarget `json:"target"`
-	Changes       []*Change  `json:"changes"`
+	// Scope is whose tasks the probes see: the node's, or one namespace's
+	// pods'.
+	Scope   Scope     `json:"scope"`
+	Changes []*Change `json:"changes"`
 	// Tables are the spec set's tables: resources of their own, which
 	// live as long as the spec set (an apply that keeps one keeps its
 	// contents).
@@ -172,7 +175,7 @@ type PlanMap struct {
 
 // NewPlan plans the creation of every probe of out.
 func NewPlan(out *Output) *Plan {
-	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}, Skipped: out.Skipped}
+	plan := &Plan{FormatVersion: PlanFormatVersion, Target: PlanTarget{Facts: out.Facts, FunctionCount: len(out.Facts.Functions)}, Scope: out.Scope, Skipped: out.Skipped}
 	for _, p := range out.Probes {
 		plan.Changes = append(plan.Changes, p.Change(ActionCreate, out.Facts))
 	}

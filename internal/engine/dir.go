@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/termtext"
+	"github.com/probectl/probectl/spec"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -193,7 +194,7 @@ func (a *DirAgent) reconcile(reason string, force bool) bool {
 		return true
 	}
 	a.settled()
-	res, fail, diags := applyFiles(a.o.Workspace, set.files, a.log)
+	res, fail, diags := applyFiles(a.o.Workspace, set.files, spec.Policy{}, a.log)
 	if fail != nil {
 		fail.Digest = set.digest
 		a.fail(reason, fail, diags, set.files)

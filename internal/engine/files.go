@@ -23,7 +23,7 @@ type applied struct {
 // (Workspace.Apply). On failure the kernel and the state are as they
 // were, and the failure says its stage ("compile" or "apply") with the
 // diagnostics at their spec ranges. It returns the warnings on success.
-func applyFiles(ws Workspace, files map[string][]byte, log *slog.Logger) (*applied, *Failure, hcl.Diagnostics) {
+func applyFiles(ws Workspace, files map[string][]byte, policy spec.Policy, log *slog.Logger) (*applied, *Failure, hcl.Diagnostics) {
 	now := time.Now().UTC()
 	failed := func(stage, msg string) *Failure { return &Failure{Time: now, Stage: stage, Message: msg} }
 	cfg, diags := spec.Parse(files)
@@ -35,7 +35,7 @@ func applyFiles(ws Workspace, files map[string][]byte, log *slog.Logger) (*appli
 		return nil, failed("compile", err.Error()), nil
 	}
 	facts.Root = ws.HostRoot
-	out, more := Compile(cfg, facts, spec.Policy{})
+	out, more := Compile(cfg, facts, policy)
 	diags = append(diags, more...)
 	if diags.HasErrors() {
 		return nil, failed("compile", "the specs do not compile for this kernel"), diags

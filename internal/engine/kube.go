@@ -94,7 +94,7 @@ func (k *KubeApplier) Apply(ctx context.Context, workspace string, set types.Nam
 	} else if removed {
 		log.Warn("removed the workspace's stray pins: their state was lost")
 	}
-	_, fail, diags := applyFiles(k.workspace(workspace, set, log), files, log)
+	_, fail, diags := applyFiles(k.workspace(workspace, set, log), files, fleet.Policy(set.Namespace), log)
 	var r fleet.ApplyResult
 	for _, d := range diags {
 		if d.Severity == hcl.DiagError {
@@ -144,6 +144,23 @@ func (k *KubeApplier) Probes(ctx context.Context, workspace string, set types.Na
 	return out, nil
 }
 
+// Restrict implements fleet.Applier: the tenant maps of the workspace's
+// probes hold cgroups. It takes no lock: an apply that replaces a probe
+// meanwhile leaves the new one empty (it counts nothing) until the next
+// Restrict, which the node agent makes after every apply.
+func (k *KubeApplier) Restrict(ctx context.Context, workspace string, cgroups []uint64) (int, error) {
+	w, err := k.workspace(workspace, types.NamespacedName{}, k.log).Open()
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	s, err := w.Inspect()
+	if err != nil {
+		return 0, err
+	}
+	return w.SetTenantCgroups(s, cgroups)
+}
+
 // Held implements fleet.Applier: the workspaces in the state directory
 // that fleet.IsWorkspace accepts (directories, not followed: a symlink
 // or a file planted there is no workspace), and those whose stray pins
@@ -190,8 +207,17 @@ func (k *KubeApplier) Destroy(ctx context.Context, workspace string) error {
 	return os.RemoveAll(filepath.Join(k.base.StateDir, workspace))
 }
 
+// setLabel is a set's probeset label: NAMESPACE/NAME for a ProbeSet,
+// NAME for a ClusterProbeSet.
+func setLabel(set types.NamespacedName) string {
+	if set.Namespace == "" {
+		return set.Name
+	}
+	return set.String()
+}
+
 // Describe and Collect serve the metrics of every ProbeSet applied, each
-// series labelled probeset="NAMESPACE/NAME".
+// series labelled probeset="NAMESPACE/NAME" (a ClusterProbeSet's "NAME").
 func (k *KubeApplier) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements prometheus.Collector.
@@ -204,6 +230,6 @@ func (k *KubeApplier) Collect(ch chan<- prometheus.Metric) {
 	k.mu.Unlock()
 	for ws, set := range sets {
 		c := &metrics.Collector{StateDir: k.base.StateDir, Workspace: ws, MaxSeries: k.maxSeries, Reserved: []string{"probeset"}}
-		prometheus.WrapCollectorWith(prometheus.Labels{"probeset": set.String()}, c).Collect(ch)
+		prometheus.WrapCollectorWith(prometheus.Labels{"probeset": setLabel(set)}, c).Collect(ch)
 	}
 }

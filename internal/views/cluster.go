@@ -89,6 +89,7 @@ func renderClusterPlan(w io.Writer, what, detail string, selector map[string]str
 	}
 	fmt.Fprintf(w, "Plan of %s (%sdigest %s) for %s: %d can run it%s, %d cannot, %d without facts.\n",
 		what, detail, cp.Digest, sel, count[fleet.StatusOK], unchecked, count[fleet.StatusCannot], len(cp.NoFacts)+len(cp.BadFacts))
+	fmt.Fprintf(w, "scope: %s\n", cp.Scope)
 	for _, n := range cp.Nodes {
 		fmt.Fprintln(w)
 		renderNodePlan(w, n)

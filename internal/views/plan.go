@@ -48,7 +48,8 @@ func renderPlan(out io.Writer, plan *compiled.Plan) {
 	defer w.Flush()
 	f := plan.Target.Facts
 	fmt.Fprintf(w, "Target: linux %s %s (%s %s)\n", f.Kernel, f.Arch, f.Source, f.Name)
-	fmt.Fprintf(w, "  fprobe %s%s; links: %s\n\n", f.Fprobe, fastPath(f.FprobeEntryFastPath), linkList(plan))
+	fmt.Fprintf(w, "  fprobe %s%s; links: %s\n", f.Fprobe, fastPath(f.FprobeEntryFastPath), linkList(plan))
+	fmt.Fprintf(w, "  scope: %s\n\n", scopeOf(plan))
 	if len(plan.Changes) == 0 {
 		fmt.Fprintln(w, "No probes.")
 		renderSkipped(w, plan.Skipped)
@@ -70,6 +71,15 @@ func renderPlan(out io.Writer, plan *compiled.Plan) {
 	renderSkipped(w, plan.Skipped)
 	s := plan.Summary
 	fmt.Fprintf(w, "\nPlan: %d to create, %d to replace, %d to delete, %d unchanged.\n", s.Create, s.Replace, s.Delete, s.NoOp)
+}
+
+// scopeOf is the plan's scope; a plan saved before scopes were planned
+// is node-wide.
+func scopeOf(plan *compiled.Plan) compiled.Scope {
+	if plan.Scope.Kind == "" {
+		return compiled.ScopeOf("")
+	}
+	return plan.Scope
 }
 
 func fastPath(on bool) string {

@@ -13,6 +13,7 @@ var GroupVersion = schema.GroupVersion{Group: "probectl.dev", Version: "v1alpha1
 func AddToScheme(s *k8sruntime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ProbeSet{}, &ProbeSetList{},
+		&ClusterProbeSet{}, &ClusterProbeSetList{},
 		&ProbeSetNode{}, &ProbeSetNodeList{},
 		&NodeFacts{}, &NodeFactsList{},
 	)

@@ -15,7 +15,12 @@ const (
 	ModeApply Mode = "apply"
 )
 
-// ProbeSet is a set of probe specs for the nodes it selects.
+// ProbeSet is a namespace's set of probe specs for the nodes it selects:
+// a tenant's. Its specs are planned under the tenant policy (no raw
+// addresses, kernel stacks, other tasks' data or node-wide probes:
+// refused at plan, with the reason) and every program is filtered in the
+// kernel to the tasks of the namespace's pods on the node; its records
+// stay in its namespace. Node-wide tracing is a ClusterProbeSet's.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ps,categories=probectl
@@ -25,12 +30,43 @@ const (
 // +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.applied`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.startsWith('cluster.')",message="a ProbeSet's name may not begin with \"cluster.\": the records of ClusterProbeSets are named so"
 type ProbeSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   ProbeSetSpec   `json:"spec"`
 	Status ProbeSetStatus `json:"status,omitempty"`
+}
+
+// ClusterProbeSet is a node-wide set of probe specs, for cluster admins:
+// its probes see every task of the nodes it selects (what a ProbeSet was
+// before tenants). Its configMapRef names a ConfigMap in the agents'
+// namespace (probectl-system); its records are there, named
+// "cluster.<name>.<node>".
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cps,categories=probectl
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selected`
+// +kubebuilder:printcolumn:name="Planned",type=integer,JSONPath=`.status.planned`
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.applied`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterProbeSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProbeSetSpec   `json:"spec"`
+	Status ProbeSetStatus `json:"status,omitempty"`
+}
+
+// ClusterProbeSetList is a list of ClusterProbeSets.
+// +kubebuilder:object:root=true
+type ClusterProbeSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterProbeSet `json:"items"`
 }
 
 // ProbeSetSpec is what the user declares.
@@ -140,7 +176,7 @@ type ProbeSetList struct {
 // +kubebuilder:printcolumn:name="Kernel",type=string,JSONPath=`.status.kernel`
 // +kubebuilder:printcolumn:name="Digest",type=string,JSONPath=`.status.appliedDigest`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.probeSet + '.' + self.spec.nodeName",message="a ProbeSetNode is named <probeSet>.<nodeName>"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (has(self.spec.cluster) && self.spec.cluster ? 'cluster.' : ”) + self.spec.probeSet + '.' + self.spec.nodeName",message="a ProbeSetNode is named <probeSet>.<nodeName> (cluster.<probeSet>.<nodeName> for a ClusterProbeSet)"
 type ProbeSetNode struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -157,6 +193,11 @@ type ProbeSetNodeSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
 	NodeName string `json:"nodeName"`
+	// Cluster: the record is of the ClusterProbeSet probeSet (in the
+	// agents' namespace), not of a ProbeSet of its own namespace.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="cluster is immutable"
+	Cluster bool `json:"cluster,omitempty"`
 }
 
 // ProbeSetNodeStatus is what a node did with a ProbeSet.
@@ -171,6 +212,14 @@ type ProbeSetNodeStatus struct {
 	// Facts names where the facts came from ("live", "file NAME").
 	// +optional
 	Facts string `json:"facts,omitempty"`
+	// Scope is whose tasks the probes see: "node", or "namespace NS
+	// (tasks of its pods on this node)".
+	// +optional
+	Scope string `json:"scope,omitempty"`
+	// Cgroups counts the cgroups of the namespace's pods on the node the
+	// tenant filter admits (a ProbeSet applied).
+	// +optional
+	Cgroups *int32 `json:"cgroups,omitempty"`
 	// Probes is the plan: route and link families per probe, and why.
 	// +optional
 	Probes []ProbePlan `json:"probes,omitempty"`
