@@ -117,6 +117,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.StringVar(&k.facts, "facts", "", "plan only, for these facts (node agent)")
 	f.StringVar(&k.hostRoot, "host-root", "/", "where the host's file system is mounted: user binaries are read under it (node agent)")
 	f.StringArrayVar(&k.publish, "publish-binary", nil, "a binary whose functions NodeFacts publish (node agent; repeat)")
+	f.StringVar(&k.tenantListen, "tenant-listen", "", "serve each namespace's results at /namespaces/NS/metrics to whom may read its records (node agent)")
 	f.StringVar(&k.cgroupRoot, "cgroup-root", "", "the node's cgroup v2 hierarchy, where tenants' pods are found (node agent; default: from /proc/self/mountinfo)")
 	f.DurationVar(&k.resync, "status-interval", 15*time.Second, "how often the node agent refreshes its records' counters")
 	f.BoolVar(&o.insecureConfig, "insecure-config", false, "read specs that users other than root own or may write")
