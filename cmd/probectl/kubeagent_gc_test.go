@@ -134,6 +134,11 @@ func TestKubeAgentOrphans(t *testing.T) {
 	if got := l.agent.metric("probectl_agent_orphans_removed_total"); got != 2 {
 		t.Errorf("orphans removed at start: %v, want 2", got)
 	}
+	for _, v := range []*victim{down, lost} {
+		if !strings.Contains(l.agentLog(), `"msg":"removed an orphaned workspace","node":"`+l.node+`","workspace":"`+v.ws+`"`) {
+			t.Errorf("no log line for the removal of %s:\n%s", v.ws, l.agentLog())
+		}
+	}
 	l.runWork(4)
 
 	// (e) The agent may not list ProbeSets: nothing is destroyed, the
