@@ -117,7 +117,7 @@ func skipReason(p *spec.Probe, g *gen, diags hcl.Diagnostics) string {
 // prepare decides a probe's route and resolves its functions or events,
 // checking what it uses against what the target has.
 func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
-	library := ""
+	library, source := "", sourceAttributes(p)
 	if p.Addr.Kind == bpf.KindUser && p.Binary != "" && !strings.HasPrefix(p.Binary, "/") {
 		path, err := symbols.ResolveLibrary(symbols.LDCache, p.Binary, u.facts.Arch)
 		if err != nil {
@@ -138,7 +138,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	}
 	cp := &Probe{Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
-		Binary: p.Binary, Library: library, PID: p.PID,
+		Binary: p.Binary, Library: library, PID: p.PID, Source: source,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)

@@ -28,6 +28,9 @@ func Diff(s *State, out *compiled.Output, drift map[bpf.Address][]string) *compi
 		action, why := remade.probeAction(s.Probe(p.Address), p, drift[p.Address])
 		c := p.Change(action, out.Facts)
 		c.Why = why
+		if old := s.Probe(p.Address); action == compiled.ActionReplace && old.Source != nil {
+			c.Changes = compiled.DiffAttributes(old.Source, p.Source)
+		}
 		plan.Changes = append(plan.Changes, c)
 	}
 	for _, old := range s.Probes {
@@ -120,7 +123,17 @@ func whyReplace(old *ProbeState, p *compiled.Probe) string {
 	if old.Binary != p.Binary || old.PID != p.PID || old.Event != p.Event {
 		why = append(why, "target changed")
 	}
+	if len(why) == 0 && old.Source != nil {
+		for _, c := range compiled.DiffAttributes(old.Source, p.Source) {
+			why = append(why, c.Attribute)
+		}
+		if len(why) > 0 {
+			why = []string{"changed: " + strings.Join(why, ", ")}
+		}
+	}
 	if len(why) == 0 {
+		// Nothing finer is known: a state written before the source was
+		// recorded, or a change no attribute shows (the compiler's own).
 		why = append(why, "handlers changed")
 	}
 	return strings.Join(why, "; ")

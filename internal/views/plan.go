@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
@@ -100,6 +101,7 @@ func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %s probe %q %q {\n", actionSymbols[c.Action], c.Address.Kind, c.Address.Name)
+	renderAttributeChanges(w, c.Changes)
 	row := rowWriter(w)
 	renderWhat(row, c)
 	renderWhere(row, c)
@@ -121,6 +123,31 @@ func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 	}
 	row("memory", "%s (%s)", bytesString(c.MemoryBytes), cpuNote)
 	fmt.Fprintln(w, "    }")
+}
+
+// renderAttributeChanges writes what a replace changes, as terraform
+// writes an attribute diff: ~ changed, + added, - removed, the source
+// text as written.
+func renderAttributeChanges(w io.Writer, changes []compiled.AttributeChange) {
+	for _, a := range changes {
+		switch {
+		case a.Before == "":
+			fmt.Fprintf(w, "      + %s: %s\n", printable(a.Attribute), sourceText(a.After))
+		case a.After == "":
+			fmt.Fprintf(w, "      - %s: %s\n", printable(a.Attribute), sourceText(a.Before))
+		default:
+			fmt.Fprintf(w, "      ~ %s: %s -> %s\n", printable(a.Attribute), sourceText(a.Before), sourceText(a.After))
+		}
+	}
+}
+
+// sourceText shows source text quoted ("pid > 1"), or as it is when it
+// has quotes of its own (["ksys_read", "ksys_write"]).
+func sourceText(s string) string {
+	if strings.Contains(s, `"`) {
+		return printable(s)
+	}
+	return strconv.Quote(s)
 }
 
 // rowWriter writes "key = value" rows of an entry to w.
