@@ -152,3 +152,37 @@ func setDiff(a, b []string) []string {
 	}
 	return out
 }
+
+// ReplaceRequested is the why of a probe replaced because -replace asked.
+const ReplaceRequested = "replace requested"
+
+// RequestReplace makes plan replace the probes at addrs even when they
+// are unchanged (apply -replace): each is detached and attached anew. An
+// address the plan does not keep (not applied, or being deleted) is an
+// error naming the ones it could be.
+func RequestReplace(plan *compiled.Plan, addrs []bpf.Address) error {
+	for _, a := range addrs {
+		var found *compiled.Change
+		var known []string
+		for _, c := range plan.Changes {
+			if c.Action == compiled.ActionNoOp || c.Action == compiled.ActionReplace {
+				known = append(known, c.Address.String())
+				if c.Address == a {
+					found = c
+				}
+			}
+		}
+		switch {
+		case found == nil && len(known) == 0:
+			return fmt.Errorf("-replace %s: no applied probe stays in the specs, so none can be replaced", a)
+		case found == nil:
+			return fmt.Errorf("-replace %s: not an applied probe that stays in the specs; these are: %s", a, strings.Join(known, ", "))
+		case found.Action == compiled.ActionNoOp:
+			found.Action, found.Why = compiled.ActionReplace, ReplaceRequested
+		default:
+			found.Why += "; " + ReplaceRequested
+		}
+	}
+	plan.Count()
+	return nil
+}

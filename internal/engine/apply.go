@@ -24,6 +24,8 @@ type Workspace struct {
 	// Repaired, when not nil, is told each path Begin removed, left by an
 	// interrupted command.
 	Repaired func(path string)
+	// Replace are the probes Apply replaces even if unchanged (-replace).
+	Replace []bpf.Address
 }
 
 // Open opens the workspace with the lock timeout and waiting report set.
@@ -123,6 +125,9 @@ func (ws Workspace) Apply(cfg *spec.Config, out *compiler.Output, review Review)
 	}
 	defer w.Unlock()
 	plan := runtime.Diff(s, out, w.Drift(s))
+	if err := runtime.RequestReplace(plan, ws.Replace); err != nil {
+		return nil, err
+	}
 	if review != nil {
 		if err := review(s, plan); err != nil {
 			return nil, err
