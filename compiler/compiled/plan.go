@@ -139,6 +139,9 @@ type Change struct {
 	// after ("" when absent on one side); empty when the state did not
 	// record the probe's source.
 	Changes []AttributeChange `json:"changes,omitempty"`
+	// Source shadows the description's, and is never set: the plan shows
+	// what changed in it (Changes), not all of it; the state keeps it.
+	Source []Attribute `json:"source,omitempty"`
 	// Links is the number of links, null when it depends on unresolved functions.
 	Links       *int          `json:"links"`
 	Programs    []PlanProgram `json:"programs"`
