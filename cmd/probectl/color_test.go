@@ -70,6 +70,13 @@ func TestColorsOnTerminal(t *testing.T) {
 	if got := onTerminal(t, "validate", bad); !strings.Contains(got, ": \x1b[31merror\x1b[0m: ") {
 		t.Errorf("no red error on a terminal:\n%q", got)
 	}
+	warn := filepath.Join(t.TempDir(), "warn.hcl")
+	if err := os.WriteFile(warn, []byte("probe \"kernel\" \"p\" {\n  functions = [\"vfs_read\"]\n  entry_data_size = 16\n  on_entry {\n    count \"c\" {}\n  }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := onTerminal(t, "validate", warn); !strings.Contains(got, ": \x1b[33mwarning\x1b[0m: Entry data without an exit handler") {
+		t.Errorf("no yellow warning on a terminal:\n%q", got)
+	}
 	if got := onTerminal(t, "plan", "-target", "linux-9.9-amd64", quickstart); !strings.Contains(got, "\x1b[31mError:\x1b[0m ") {
 		t.Errorf("no red Error: on a terminal:\n%q", got)
 	}

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/compiler/compiled"
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
@@ -99,6 +101,16 @@ func TestGoldenDiff(t *testing.T) {
 	var buf bytes.Buffer
 	views.PlanHuman{W: &buf}.Plan(plan)
 	golden(t, "testdata/golden/diff.plan", buf.Bytes())
+
+	// On a terminal: -/+ magenta, ~ yellow, + green, - red.
+	var colored bytes.Buffer
+	views.PlanHuman{W: termtext.ColorWriter{Writer: &colored}}.Plan(plan)
+	for _, want := range []string{"\x1b[35m-/+\x1b[0m probe \"tracepoint\" \"opens\"", "\x1b[33m~\x1b[0m on_entry.when: ",
+		"\x1b[32m+\x1b[0m on_entry.count \"calls\"", "\x1b[31m-\x1b[0m on_entry.sum \"fds\""} {
+		if !strings.Contains(colored.String(), want) {
+			t.Errorf("the coloured plan has no %q", want)
+		}
+	}
 
 	buf.Reset()
 	if err := views.NewPlan(true, &buf).Plan(plan); err != nil {
