@@ -80,29 +80,7 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			if o.destroy {
-				if len(args) > 0 {
-					return errors.New("plan -destroy removes every applied probe: give no PATH")
-				}
-				return runPlan(cmd, g, &o, nil)
-			}
-			if !o.cl.cluster || o.cl.probeSet == "" {
-				paths, err := specPaths(cmd, args)
-				if err != nil {
-					return err
-				}
-				args = paths
-			}
-			if o.cl.cluster {
-				o.cl.json = o.asJSON
-				return runClusterPlan(cmd, o.cl, args)
-			}
-			return runPlan(cmd, g, &o, args)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	cmd.Flags().StringVar(&o.target, "target", "auto", "auto, a profile name, or a facts file")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the plan as JSON")
@@ -117,6 +95,31 @@ With -cluster: 0 every selected node can run the specs, 1 some cannot (or errors
 	cmd.Flags().StringVar(&o.cl.kubeconfig, "kubeconfig", "", "with -cluster: the kubeconfig file (default: KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&o.cl.context, "context", "", "with -cluster: the kubeconfig context")
 	return cmd
+}
+
+// run is plan: for the cluster, or this machine (-destroy: no specs).
+func (o *planOptions) run(cmd *cobra.Command, g *globals, args []string) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.destroy {
+		if len(args) > 0 {
+			return errors.New("plan -destroy removes every applied probe: give no PATH")
+		}
+		return runPlan(cmd, g, o, nil)
+	}
+	if !o.cl.cluster || o.cl.probeSet == "" {
+		paths, err := specPaths(cmd, args)
+		if err != nil {
+			return err
+		}
+		args = paths
+	}
+	if o.cl.cluster {
+		o.cl.json = o.asJSON
+		return runClusterPlan(cmd, o.cl, args)
+	}
+	return runPlan(cmd, g, o, args)
 }
 
 // runPlan compiles the specs at args for -target and shows the plan: for
