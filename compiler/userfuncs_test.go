@@ -95,7 +95,7 @@ func TestIFuncStaticImplementations(t *testing.T) {
 // goroutine stacks, which uretprobes break); on_entry alone is not, and
 // neither is on_exit on a C program.
 func TestGoExitWarning(t *testing.T) {
-	goTool := filepath.Join(goruntime.GOROOT(), "bin", "go")
+	goTool := needTool(t, "go")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\n//go:noinline\nfunc work(n int) int { return n * 2 }\n\nfunc main() { println(work(2)) }\n"), 0o644); err != nil {
 		t.Fatal(err)
