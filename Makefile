@@ -12,7 +12,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: hooks all build static test unit kubelab k8s-generate vmtest vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
+.PHONY: hooks all build static test check unit unit-lab unit-all unit-short kubelab k8s-generate vmtest vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -57,20 +57,62 @@ fmt-check:
 	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples examples/bpftrace
 
 # The test command: everything on the host, then the kernel matrix. Each
-# phase announces itself and says how long it took.
-TEST_PHASES := fmt-check vet lint static unit vmtest
+# phase announces itself and says how long it took. What only waits on
+# the network or builds caches starts at once in the background (its
+# output in $(TESTLOGS)): the kube lab's build (kubelab) and the kernels'
+# download (vmfetch). The phases that need them wait for them: unit-lab
+# for the lab, vmtest for the kernels; unit (the packages whose tests do
+# not start the lab) runs before, beside the lab's build.
+TEST_PHASES := fmt-check vet lint static unit wait-kubelab unit-lab wait-vmfetch vmtest
+TESTLOGS    ?= bin/test-logs
 test:
-	@for t in $(TEST_PHASES); do \
+	@mkdir -p $(TESTLOGS); \
+	background() { \
+		( s=$$(date +%s); $(MAKE) --no-print-directory $$1 >$(TESTLOGS)/$$1.log 2>&1; rc=$$?; \
+		  echo "== make $$1 (background): $$( [ $$rc = 0 ] && echo done || echo FAILED) after $$(( $$(date +%s) - s ))s"; exit $$rc ) & \
+		echo "== make $$1: started in the background (log: $(TESTLOGS)/$$1.log)"; \
+	}; \
+	background kubelab; lab=$$!; background vmfetch; kernels=$$!; \
+	for t in $(TEST_PHASES); do \
+		start=$$(date +%s); echo "== make $$t"; \
+		case $$t in \
+		wait-kubelab) wait $$lab || { tail -n 30 $(TESTLOGS)/kubelab.log >&2; false; } ;; \
+		wait-vmfetch) wait $$kernels || { tail -n 30 $(TESTLOGS)/vmfetch.log >&2; false; } ;; \
+		*) $(MAKE) --no-print-directory $$t ;; \
+		esac || { echo "== make $$t failed after $$(( $$(date +%s) - start ))s" >&2; exit 1; }; \
+		echo "== make $$t: $$(( $$(date +%s) - start ))s"; \
+	done
+
+# The quick check before a commit: formatting, vet, and the tests that
+# need neither the kube lab nor the VMs (go test -short: the tests that
+# start the lab skip, saying so; the kernel matrix runs only in VMs).
+check:
+	@for t in fmt-check vet unit-short; do \
 		start=$$(date +%s); echo "== make $$t"; \
 		$(MAKE) --no-print-directory $$t || { echo "== make $$t failed after $$(( $$(date +%s) - start ))s" >&2; exit 1; }; \
 		echo "== make $$t: $$(( $$(date +%s) - start ))s"; \
 	done
 
+# The packages whose tests start the kube lab (they import fleet/kubetest).
+LAB_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'fleet/kubetest' | cut -d' ' -f1)
+NOLAB_PKGS = $(filter-out $(LAB_PKGS),$(shell $(GO) list ./...))
+
 # -p 1: packages that attach probes to the same tracepoints and count
 # exact numbers run one at a time. (Leak checks look only at the objects a
-# test created, so other BPF users on the machine do not matter.)
-unit: kubelab
+# test created, so other BPF users on the machine do not matter.) unit
+# is the packages that do not need the lab, unit-lab those that do;
+# unit-all both (what make unit was).
+unit:
+	$(GO) test $(TESTFLAGS) -p 1 -count=1 $(NOLAB_PKGS)
+
+unit-lab: kubelab
+	$(GO) test $(TESTFLAGS) -p 1 -count=1 $(LAB_PKGS)
+
+unit-all: kubelab
 	$(GO) test $(TESTFLAGS) -p 1 -count=1 ./...
+
+unit-short:
+	$(GO) test $(TESTFLAGS) -short -p 1 -count=1 ./...
 
 # The Kubernetes lab: kube-apiserver, kubelet, kube-controller-manager,
 # kube-scheduler, kubectl and etcd built from the Go module

@@ -132,6 +132,12 @@ func resolveUserFunctions(bn binaryName, f *bpf.Facts) ([]string, []string, hcl.
 	}
 	defer done()
 	names, chosen, missing, diags := matchPatterns(p, bin.functions(), p.Binary)
+	if eb, ok := bin.(*elfBinary); ok {
+		eb.explainIFuncs(p, diags)
+		if w := goExitWarning(p, names); w != nil && eb.isGo {
+			diags = append(diags, w)
+		}
+	}
 	for _, name := range names {
 		// A symbol is whatever bytes the binary's author chose: one that
 		// would not print as it is (escape sequences, newlines, bytes that
@@ -160,6 +166,10 @@ type elfBinary struct {
 	*elf.File
 	file  *os.File
 	funcs map[string]uint64 // name → address
+	// ifuncs are the IFUNC symbols (STT_GNU_IFUNC), which are not
+	// functions to probe: see explainIFuncs.
+	ifuncs map[string]bool
+	isGo   bool // a Go program: see goExitWarning
 }
 
 // openBinary reads the function symbols of an ELF file at path under
@@ -176,27 +186,35 @@ func openBinary(root, path string) (*elfBinary, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	b := &elfBinary{File: ef, file: f, funcs: map[string]uint64{}}
+	b := &elfBinary{File: ef, file: f, funcs: map[string]uint64{}, ifuncs: map[string]bool{}, isGo: isGo(ef)}
 	for _, read := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
 		syms, err := read()
 		if err != nil {
 			continue
 		}
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
-				continue
-			}
-			name, _, _ := strings.Cut(s.Name, "@") // versioned: malloc@@GLIBC_2.2.5
-			if _, ok := b.funcs[name]; !ok {
-				b.funcs[name] = s.Value
-			}
-		}
+		b.addSymbols(syms)
 	}
 	if len(b.funcs) == 0 {
 		b.Close()
 		return nil, errors.New(path + ": no function symbols")
 	}
 	return b, nil
+}
+
+// addSymbols adds the defined functions (and IFUNCs) of syms.
+func (b *elfBinary) addSymbols(syms []elf.Symbol) {
+	for _, s := range syms {
+		typ := elf.ST_TYPE(s.Info)
+		if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC || s.Value == 0 || s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		name, _, _ := strings.Cut(s.Name, "@") // versioned: malloc@@GLIBC_2.2.5
+		if typ == elf.STT_GNU_IFUNC {
+			b.ifuncs[name] = true
+		} else if _, ok := b.funcs[name]; !ok {
+			b.funcs[name] = s.Value
+		}
+	}
 }
 
 func (b *elfBinary) Close() error { return b.file.Close() }

@@ -116,6 +116,7 @@ func skipReason(p *spec.Probe, g *gen, diags hcl.Diagnostics) string {
 // prepare decides a probe's route and resolves its functions or events,
 // checking what it uses against what the target has.
 func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
+	source := sourceAttributes(p)
 	bn, diag := resolveBinaryName(p, u.facts)
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
@@ -131,7 +132,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	}
 	cp := &Probe{Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
-		Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID,
+		Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID, Source: source,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)

@@ -29,6 +29,9 @@ func Diff(s *State, out *compiled.Output, drift map[bpf.Address][]string) *compi
 		action, why := remade.probeAction(s.Probe(p.Address), p, drift[p.Address])
 		c := p.Change(action, out.Facts)
 		c.Why = why
+		if old := s.Probe(p.Address); action == compiled.ActionReplace && old.Source != nil {
+			c.Changes = compiled.DiffAttributes(old.Source, p.Source)
+		}
 		plan.Changes = append(plan.Changes, c)
 	}
 	for _, old := range s.Probes {
@@ -121,7 +124,17 @@ func whyReplace(old *ProbeState, p *compiled.Probe) string {
 	if old.Binary != p.Binary || old.PID != p.PID || old.Event != p.Event {
 		why = append(why, "target changed")
 	}
+	if len(why) == 0 && old.Source != nil {
+		for _, c := range compiled.DiffAttributes(old.Source, p.Source) {
+			why = append(why, c.Attribute)
+		}
+		if len(why) > 0 {
+			why = []string{"changed: " + strings.Join(why, ", ")}
+		}
+	}
 	if len(why) == 0 {
+		// Nothing finer is known: a state written before the source was
+		// recorded, or a change no attribute shows (the compiler's own).
 		why = append(why, "handlers changed")
 	}
 	return strings.Join(why, "; ")
@@ -139,4 +152,38 @@ func setDiff(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// ReplaceRequested is the why of a probe replaced because -replace asked.
+const ReplaceRequested = "replace requested"
+
+// RequestReplace makes plan replace the probes at addrs even when they
+// are unchanged (apply -replace): each is detached and attached anew. An
+// address the plan does not keep (not applied, or being deleted) is an
+// error naming the ones it could be.
+func RequestReplace(plan *compiled.Plan, addrs []bpf.Address) error {
+	for _, a := range addrs {
+		var found *compiled.Change
+		var known []string
+		for _, c := range plan.Changes {
+			if c.Action == compiled.ActionNoOp || c.Action == compiled.ActionReplace {
+				known = append(known, c.Address.String())
+				if c.Address == a {
+					found = c
+				}
+			}
+		}
+		switch {
+		case found == nil && len(known) == 0:
+			return fmt.Errorf("-replace %s: no applied probe stays in the specs, so none can be replaced", a)
+		case found == nil:
+			return fmt.Errorf("-replace %s: not an applied probe that stays in the specs; these are: %s", a, strings.Join(known, ", "))
+		case found.Action == compiled.ActionNoOp:
+			found.Action, found.Why = compiled.ActionReplace, ReplaceRequested
+		default:
+			found.Why += "; " + ReplaceRequested
+		}
+	}
+	plan.Count()
+	return nil
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
 )
@@ -81,7 +81,7 @@ func (r *EventRecord) MarshalJSON() ([]byte, error) {
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s)
+	q, _ := bpf.JSON(s)
 	b.Write(q)
 }
 

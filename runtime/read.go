@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
@@ -78,13 +78,13 @@ func (k OrderedKey) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, err := json.Marshal(f.Name)
+		name, err := bpf.JSON(f.Name)
 		if err != nil {
 			return nil, err
 		}
 		b.Write(name)
 		b.WriteByte(':')
-		v, err := json.Marshal(f.Value)
+		v, err := bpf.JSON(f.Value)
 		if err != nil {
 			return nil, err
 		}

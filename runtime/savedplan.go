@@ -24,6 +24,11 @@ type SavedPlan struct {
 	Workspace    string `json:"workspace,omitempty"`
 	StateLineage string `json:"state_lineage"`
 	StateSerial  uint64 `json:"state_serial"`
+	// Destroy marks a plan -destroy: it removes everything applied
+	// (its sources are none). Replace are the probes -replace asked for,
+	// replaced again when it is applied.
+	Destroy bool          `json:"destroy,omitempty"`
+	Replace []bpf.Address `json:"replace,omitempty"`
 }
 
 // NewSavedPlan records plan, made for facts from sources, against state s

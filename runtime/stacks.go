@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler/compiled"
 	"golang.org/x/sys/unix"
@@ -36,7 +36,7 @@ func (s *Stack) MarshalJSON() ([]byte, error) {
 	if s.Frames == nil {
 		return []byte("[]"), nil
 	}
-	return json.Marshal(s.Frames)
+	return bpf.JSON(s.Frames)
 }
 
 // String is the stack on one line, innermost first: "f1; f2; f3".

@@ -68,7 +68,7 @@ func (f Frame) MarshalJSON() ([]byte, error) {
 		Note   string `json:"note,omitempty"`
 		Reason string `json:"reason,omitempty"`
 	}
-	return json.Marshal(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module, f.Note, f.Reason})
+	return bpf.JSON(frame{fmt.Sprintf("0x%x", f.Addr), f.Symbol, f.Offset, f.Module, f.Note, f.Reason})
 }
 
 // String is the frame as show prints it: func+0x12 [module], or the

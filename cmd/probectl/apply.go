@@ -32,6 +32,8 @@ A saved plan (plan -out FILE) is applied as it was planned, and refused
 when the state or the kernel's facts moved since.
 
   -auto-approve  apply without asking (required when stdin is not a terminal)
+  -replace ADDRESS  replace that probe even if unchanged: it is detached and
+                attached anew, its counts start again (repeatable)
   -deny CLASS[,CLASS]  refuse specs (a saved plan's too) with constructs of
                 these classes: ` + denyClasses() + `
 
@@ -46,6 +48,7 @@ Exit status: 0 applied (or nothing to do), 1 errors.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking")
+	cmd.Flags().StringArrayVar(&o.replace, "replace", nil, "replace the probe ADDRESS even if unchanged: detach it and attach it anew (repeatable)")
 	o.deny.add(cmd)
 	g.addLockTimeout(cmd)
 	return cmd
@@ -56,6 +59,7 @@ type applyOptions struct {
 	paths       []string // the specs, or one saved plan
 	autoApprove bool
 	deny        denyFlag
+	replace     []string // -replace ADDRESS
 }
 
 // runApply is apply: the specs (or a saved plan's) compiled for the
@@ -69,9 +73,17 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 	if err != nil {
 		return err
 	}
+	ws := g.applyWorkspace(cmd)
+	if ws.Replace, err = parseAddresses(o.replace); err != nil {
+		return err
+	}
 	var cfg *spec.Config
 	var out *compiler.Output
 	if saved != nil {
+		if len(o.replace) > 0 {
+			return errors.New("-replace with a saved plan: plan -replace ADDRESS -out FILE, then apply FILE")
+		}
+		ws.Replace = saved.Replace
 		cfg, out, err = compileSaved(cmd, saved, o.deny.p)
 	} else {
 		cfg, out, err = compileLive(cmd, o.paths, o.deny.p)
@@ -84,6 +96,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 			if err := saved.CheckState(s, plan); err != nil {
 				return err
 			}
+			markDestroy(plan, saved.Destroy)
 		}
 		if err := (views.PlanHuman{W: cmd.OutOrStdout()}).Plan(plan); err != nil {
 			return err
@@ -97,7 +110,7 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		}
 		return nil
 	}
-	done, err := g.applyWorkspace(cmd).Apply(cfg, out, review)
+	done, err := ws.Apply(cfg, out, review)
 	var ae *engine.ApplyError
 	if errors.As(err, &ae) {
 		return reportApplyError(cmd, ae, cfg)
@@ -110,6 +123,15 @@ func runApply(cmd *cobra.Command, g *globals, o applyOptions) error {
 		len(res.Created), len(res.Replaced), len(res.Deleted), len(res.Unchanged))
 	warnLeftovers(cmd, res)
 	return nil
+}
+
+// markDestroy says why a plan -destroy deletes: destroy.
+func markDestroy(plan *compiler.Plan, destroy bool) {
+	for _, c := range plan.Changes {
+		if destroy && c.Action == compiler.ActionDelete {
+			c.Why = "destroy"
+		}
+	}
 }
 
 func warnLeftovers(cmd *cobra.Command, res *runtime.Result) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,7 +46,7 @@ Exit status: 0, 1 errors.`,
 			if title == "" {
 				title = dashboardTitle(args)
 			}
-			b, err := json.MarshalIndent(views.Dashboard(title, out), "", "  ")
+			b, err := bpf.JSONIndent(views.Dashboard(title, out), "  ")
 			if err != nil {
 				return err
 			}

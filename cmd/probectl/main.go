@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -31,7 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "Error: %s\n", err)
+		w := root.ErrOrStderr() // coloured on a terminal (PersistentPreRun)
+		fmt.Fprintf(w, "%s %s\n", termtext.Paint(w, termtext.Red, "Error:"), err)
 		return 1
 	}
 }
@@ -48,6 +50,16 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	g := &globals{}
 	g.register(root)
+	var noColor bool
+	root.PersistentFlags().BoolVar(&noColor, "no-color", false, "no colours on a terminal (also: NO_COLOR set to anything)")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		// Colours as terraform's, on a terminal only, never with -json.
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
+			return
+		}
+		root.SetOut(termtext.MaybeColor(stdout, noColor))
+		root.SetErr(termtext.MaybeColor(stderr, noColor))
+	}
 	root.AddCommand(
 		newValidateCmd(),
 		newFmtCmd(),

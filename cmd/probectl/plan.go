@@ -18,6 +18,8 @@ import (
 type planOptions struct {
 	target, outFile  string
 	asJSON, detailed bool
+	destroy          bool
+	replace          []string
 	deny             denyFlag
 	cl               clusterPlanOptions
 }
@@ -38,6 +40,12 @@ func (o *planOptions) check() error {
 			return errors.New("-tenant refuses every -deny class already; drop -deny")
 		}
 		o.deny.p = spec.TenantPolicy(o.cl.tenant)
+	}
+	if (o.destroy || len(o.replace) > 0) && (o.cl.cluster || o.target != "auto") {
+		return errors.New("-destroy and -replace plan against the probes applied on this machine: they need -target auto, without -cluster")
+	}
+	if o.destroy && len(o.replace) > 0 {
+		return errors.New("-destroy removes every probe: -replace has nothing to replace")
 	}
 	return nil
 }
@@ -61,6 +69,8 @@ create +, replace -/+ (with why), delete -, unchanged.
   -json            the plan as JSON (README, "Plan JSON")
   -out FILE        save the plan for "probectl apply FILE"
   -detailed-exitcode  exit 0 when nothing would change, 2 when something would
+  -destroy         plan what destroy would remove (with -out: apply FILE removes it)
+  -replace ADDRESS  replace that applied probe even if unchanged (repeatable)
   -deny CLASS[,CLASS]  refuse constructs of these classes: ` + denyClasses() + `
 
 With -cluster it plans for every node of a Kubernetes cluster instead,
@@ -87,28 +97,14 @@ errors), 2 none cannot but some nodes' facts lack what would check them
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			if !o.cl.cluster || o.cl.probeSet == "" && o.cl.clusterSet == "" {
-				paths, err := specPaths(cmd, args)
-				if err != nil {
-					return err
-				}
-				args = paths
-			}
-			if o.cl.cluster {
-				o.cl.json = o.asJSON
-				return runClusterPlan(cmd, o.cl, args)
-			}
-			return runPlan(cmd, g, &o, args)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	cmd.Flags().StringVar(&o.target, "target", "auto", "auto, a profile name, or a facts file")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the plan as JSON")
 	cmd.Flags().StringVar(&o.outFile, "out", "", "save the plan to FILE")
 	cmd.Flags().BoolVar(&o.detailed, "detailed-exitcode", false, "exit 2 when there are changes, 0 when none")
+	cmd.Flags().BoolVar(&o.destroy, "destroy", false, "plan to remove every applied probe (with -out: a plan apply carries out)")
+	cmd.Flags().StringArrayVar(&o.replace, "replace", nil, "replace the probe ADDRESS even if unchanged (repeatable)")
 	o.deny.add(cmd)
 	cmd.Flags().BoolVar(&o.cl.cluster, "cluster", false, "plan for the nodes of a Kubernetes cluster, from their published facts")
 	cmd.Flags().StringVar(&o.cl.tenant, "tenant", "", "plan as a namespaced ProbeSet of namespace NS: its tenant policy, its probes filtered to its pods' tasks")
@@ -120,27 +116,58 @@ errors), 2 none cannot but some nodes' facts lack what would check them
 	return cmd
 }
 
+// run is plan: for the cluster, or this machine (-destroy: no specs).
+func (o *planOptions) run(cmd *cobra.Command, g *globals, args []string) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.destroy {
+		if len(args) > 0 {
+			return errors.New("plan -destroy removes every applied probe: give no PATH")
+		}
+		return runPlan(cmd, g, o, nil)
+	}
+	if !o.cl.cluster || o.cl.probeSet == "" && o.cl.clusterSet == "" {
+		paths, err := specPaths(cmd, args)
+		if err != nil {
+			return err
+		}
+		args = paths
+	}
+	if o.cl.cluster {
+		o.cl.json = o.asJSON
+		return runClusterPlan(cmd, o.cl, args)
+	}
+	return runPlan(cmd, g, o, args)
+}
+
 // runPlan compiles the specs at args for -target and shows the plan: for
 // the running kernel, the diff against the workspace's state. With -out
 // it saves the plan.
 func runPlan(cmd *cobra.Command, g *globals, o *planOptions, args []string) (err error) {
-	cfg, facts, out, err := compileTarget(cmd, o.target, args, o.deny.p)
+	replace, err := parseAddresses(o.replace)
+	if err != nil {
+		return err
+	}
+	compile := compileTarget
+	if o.destroy {
+		compile = compileNothing
+	}
+	cfg, facts, out, err := compile(cmd, o.target, args, o.deny.p)
 	if err != nil {
 		return err
 	}
 	plan := compiler.NewPlan(out)
 	var state *runtime.State
 	if facts.Source == "live" {
-		w, s, err := g.inspect()
-		if err != nil {
+		if state, plan, err = g.diffLive(out, replace, o.destroy); err != nil {
 			return err
 		}
-		state = s
-		plan = runtime.Diff(state, out, w.Drift(state))
-		w.Close()
 	}
 	if o.outFile != "" {
-		if err := runtime.NewSavedPlan(plan, facts, cfg.Sources, state).Write(o.outFile); err != nil {
+		sp := runtime.NewSavedPlan(plan, facts, cfg.Sources, state)
+		sp.Destroy, sp.Replace = o.destroy, replace
+		if err := sp.Write(o.outFile); err != nil {
 			return err
 		}
 	}
@@ -157,6 +184,38 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, args []string) (err
 		cmd.Printf("\nSaved the plan to %s. Apply it with: probectl apply %s\n", o.outFile, o.outFile)
 	}
 	return nil
+}
+
+// diffLive plans out against the workspace's state: the probes at
+// replace replaced even if unchanged; with destroy (out compiled from no
+// specs), every applied probe deleted, saying why.
+func (g *globals) diffLive(out *compiler.Output, replace []bpf.Address, destroy bool) (*runtime.State, *compiler.Plan, error) {
+	w, s, err := g.inspect()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer w.Close()
+	plan := runtime.Diff(s, out, w.Drift(s))
+	if err := runtime.RequestReplace(plan, replace); err != nil {
+		return nil, nil, err
+	}
+	markDestroy(plan, destroy)
+	return s, plan, nil
+}
+
+// compileNothing compiles no specs for the live kernel: what plan
+// -destroy diffs the state against.
+func compileNothing(cmd *cobra.Command, target string, _ []string, policy spec.Policy) (*spec.Config, *bpf.Facts, *compiler.Output, error) {
+	cfg, diags := spec.Parse(map[string][]byte{})
+	if diags.HasErrors() {
+		return nil, nil, nil, diags
+	}
+	facts, err := engine.TargetFacts(target, cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, _ := compiler.Compile(cfg, facts)
+	return cfg, facts, out, nil
 }
 
 // compileTarget loads the specs at paths and compiles them for -target

@@ -13,7 +13,6 @@ import (
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 // globals are the flags every command that touches state shares.
@@ -141,10 +140,7 @@ func reportApplyError(cmd *cobra.Command, err error, cfg *spec.Config) error {
 }
 
 // isTerminal reports whether f is a terminal.
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
+func isTerminal(f *os.File) bool { return termtext.Terminal(f) }
 
 // specPaths is the spec paths a command was given or, with none, the
 // current directory (every *.hcl in it), as terraform reads its working

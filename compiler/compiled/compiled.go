@@ -139,6 +139,17 @@ type Description struct {
 	// Digest identifies the compiled probe: equal digests, equal kernel
 	// objects.
 	Digest string `json:"digest"`
+	// Source is the probe's attributes as the user wrote them, for the
+	// plan's attribute diff (Change.Changes); absent in states written
+	// before it was recorded. Not in the digest.
+	Source []Attribute `json:"source,omitempty"`
+}
+
+// Attribute is one attribute of a probe as written: its name
+// ("on_entry.when", `on_exit.hist "lat".value`) and its source text.
+type Attribute struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
 }
 
 // Probe is one compiled probe.

@@ -1,6 +1,9 @@
 package compiled
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
 )
@@ -135,6 +138,13 @@ type Change struct {
 	Action Action `json:"action"`
 	// Why says what changed, for replace and delete.
 	Why string `json:"why,omitempty"`
+	// Changes are the attributes a replace changed, as written before and
+	// after ("" when absent on one side); empty when the state did not
+	// record the probe's source.
+	Changes []AttributeChange `json:"changes,omitempty"`
+	// Source shadows the description's, and is never set: the plan shows
+	// what changed in it (Changes), not all of it; the state keeps it.
+	Source []Attribute `json:"source,omitempty"`
 	// Links is the number of links, null when it depends on unresolved functions.
 	Links       *int          `json:"links"`
 	Programs    []PlanProgram `json:"programs"`
@@ -330,6 +340,56 @@ func (p *Probe) Display() [][]KeyField {
 			shown[i] = KeyField{Name: f.Name, Kind: f.Kind, Decode: f.Decode, Labels: f.Labels}
 		}
 		out = append(out, shown)
+	}
+	return out
+}
+
+// AttributeChange is an attribute a replace changes: its source text
+// before and after ("" where it was not, or is no longer, written).
+type AttributeChange struct {
+	Attribute string `json:"attribute"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+}
+
+// DiffAttributes lists the attributes that differ between before and
+// after, in after's order, then those only before had. An action added
+// or removed is one change: its own attributes (named after it) are left
+// out.
+func DiffAttributes(before, after []Attribute) []AttributeChange {
+	all := diffAttributes(before, after)
+	var whole []string
+	for _, c := range all {
+		if c.Before == "" || c.After == "" {
+			whole = append(whole, c.Attribute+".")
+		}
+	}
+	out := all[:0]
+	for _, c := range all {
+		if !slices.ContainsFunc(whole, func(p string) bool { return strings.HasPrefix(c.Attribute, p) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func diffAttributes(before, after []Attribute) []AttributeChange {
+	old := map[string]string{}
+	for _, a := range before {
+		old[a.Name] = a.Text
+	}
+	var out []AttributeChange
+	seen := map[string]bool{}
+	for _, a := range after {
+		seen[a.Name] = true
+		if b, ok := old[a.Name]; !ok || b != a.Text {
+			out = append(out, AttributeChange{Attribute: a.Name, Before: b, After: a.Text})
+		}
+	}
+	for _, a := range before {
+		if !seen[a.Name] {
+			out = append(out, AttributeChange{Attribute: a.Name, Before: a.Text})
+		}
 	}
 	return out
 }

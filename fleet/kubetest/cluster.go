@@ -108,8 +108,14 @@ type Cluster struct {
 
 // Start starts etcd and kube-apiserver for the test and stops them when
 // it ends. It fails the test when they cannot start.
+//
+// Under go test -short (make check) it skips the test instead: the lab
+// is a build of minutes when cold, and make test runs these tests.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the kube lab (kube-apiserver, etcd): skipped under -short (make check); make test runs it")
+	}
 	assets, err := Assets()
 	if err != nil {
 		t.Fatalf("kube lab: %v", err)

@@ -28,6 +28,8 @@ type Workspace struct {
 	// machine's: user probes' binaries are resolved and attached under it
 	// (the node agent's -host-root).
 	HostRoot string
+	// Replace are the probes Apply replaces even if unchanged (-replace).
+	Replace []bpf.Address
 }
 
 // Open opens the workspace with the lock timeout and waiting report set.
@@ -127,6 +129,9 @@ func (ws Workspace) Apply(cfg *spec.Config, out *compiler.Output, review Review)
 	}
 	defer w.Unlock()
 	plan := runtime.Diff(s, out, w.Drift(s))
+	if err := runtime.RequestReplace(plan, ws.Replace); err != nil {
+		return nil, err
+	}
 	if review != nil {
 		if err := review(s, plan); err != nil {
 			return nil, err

@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/internal/termtext"
 )
 
@@ -91,7 +91,7 @@ type DiagRecord struct {
 
 func (a *DirAgent) serveStatus(rw http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
-	b, err := json.MarshalIndent(a.status, "", "  ")
+	b, err := bpf.JSONIndent(a.status, "  ")
 	a.mu.Unlock()
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)

@@ -16,9 +16,9 @@ import (
 // file), and the detail.
 func Diagnostics(w io.Writer, diags hcl.Diagnostics, sources map[string][]byte) {
 	for _, d := range diags {
-		sev := "error"
+		sev := Paint(w, Red, "error")
 		if d.Severity == hcl.DiagWarning {
-			sev = "warning"
+			sev = Paint(w, Yellow, "warning")
 		}
 		if d.Subject == nil {
 			fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)

@@ -2,13 +2,13 @@ package views
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -159,7 +159,8 @@ func (p *Events) Drops(ds []runtime.ProbeDrops) {
 		}
 		p.noticed[d.Probe] = d.During
 		if p.json {
-			fmt.Fprintf(p.out, `{"type":"dropped","probe":%q,"count":%d,"total":%d}`+"\n", d.Probe, n, d.Before+d.During)
+			probe, _ := bpf.JSON(d.Probe)
+			fmt.Fprintf(p.out, `{"type":"dropped","probe":%s,"count":%d,"total":%d}`+"\n", probe, n, d.Before+d.During)
 			continue
 		}
 		p.out.Flush()
@@ -217,7 +218,7 @@ func (p *Events) Summary(ds []runtime.ProbeDrops) error {
 		before += s.DroppedBefore[probe]
 	}
 	if p.json {
-		b, _ := json.Marshal(s)
+		b, _ := bpf.JSON(s)
 		p.out.Write(b)
 		p.out.WriteByte('\n')
 		return p.out.Flush()

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler/compiled"
+	"github.com/probectl/probectl/internal/termtext"
 )
 
 // Plan shows a plan: the human view in the manner of terraform plan, the
@@ -43,9 +45,13 @@ func (v PlanHuman) Plan(plan *compiled.Plan) error {
 // renderPlan writes a plan in the manner of terraform plan.
 func renderPlan(out io.Writer, plan *compiled.Plan) {
 	// Buffered: a plan of thousands of probes is tens of thousands of
-	// small writes otherwise.
-	w := bufio.NewWriter(out)
-	defer w.Flush()
+	// small writes otherwise. Coloured when out is (termtext.ColorWriter).
+	bw := bufio.NewWriter(out)
+	defer bw.Flush()
+	var w io.Writer = bw
+	if termtext.Colored(out) {
+		w = termtext.ColorWriter{Writer: bw}
+	}
 	f := plan.Target.Facts
 	fmt.Fprintf(w, "Target: linux %s %s (%s %s)\n", f.Kernel, f.Arch, f.Source, f.Name)
 	fmt.Fprintf(w, "  fprobe %s%s; links: %s\n", f.Fprobe, fastPath(f.FprobeEntryFastPath), linkList(plan))
@@ -98,6 +104,19 @@ var actionSymbols = map[compiled.Action]string{
 	compiled.ActionCreate: "+", compiled.ActionReplace: "-/+", compiled.ActionDelete: "-", compiled.ActionNoOp: " ",
 }
 
+// actionColors are terraform's: + green, - red, -/+ magenta.
+var actionColors = map[compiled.Action]string{
+	compiled.ActionCreate: termtext.Green, compiled.ActionReplace: termtext.Magenta, compiled.ActionDelete: termtext.Red,
+}
+
+// symbol is the action's symbol, coloured for w.
+func symbol(w io.Writer, a compiled.Action) string {
+	if c, ok := actionColors[a]; ok {
+		return termtext.Paint(w, c, actionSymbols[a])
+	}
+	return actionSymbols[a]
+}
+
 var actionWords = map[compiled.Action]string{
 	compiled.ActionCreate: "will be created", compiled.ActionReplace: "must be replaced",
 	compiled.ActionDelete: "will be destroyed", compiled.ActionNoOp: "is unchanged",
@@ -109,7 +128,8 @@ func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 		fmt.Fprintf(w, " (%s)", c.Why)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %s probe %q %q {\n", actionSymbols[c.Action], c.Address.Kind, c.Address.Name)
+	fmt.Fprintf(w, "  %s probe %q %q {\n", symbol(w, c.Action), c.Address.Kind, c.Address.Name)
+	renderAttributeChanges(w, c.Changes)
 	row := rowWriter(w)
 	renderWhat(row, c)
 	renderWhere(row, c)
@@ -131,6 +151,31 @@ func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 	}
 	row("memory", "%s (%s)", bytesString(c.MemoryBytes), cpuNote)
 	fmt.Fprintln(w, "    }")
+}
+
+// renderAttributeChanges writes what a replace changes, as terraform
+// writes an attribute diff: ~ changed, + added, - removed, the source
+// text as written.
+func renderAttributeChanges(w io.Writer, changes []compiled.AttributeChange) {
+	for _, a := range changes {
+		switch {
+		case a.Before == "":
+			fmt.Fprintf(w, "      %s %s: %s\n", termtext.Paint(w, termtext.Green, "+"), printable(a.Attribute), sourceText(a.After))
+		case a.After == "":
+			fmt.Fprintf(w, "      %s %s: %s\n", termtext.Paint(w, termtext.Red, "-"), printable(a.Attribute), sourceText(a.Before))
+		default:
+			fmt.Fprintf(w, "      %s %s: %s -> %s\n", termtext.Paint(w, termtext.Yellow, "~"), printable(a.Attribute), sourceText(a.Before), sourceText(a.After))
+		}
+	}
+}
+
+// sourceText shows source text quoted ("pid > 1"), or as it is when it
+// has quotes of its own (["ksys_read", "ksys_write"]).
+func sourceText(s string) string {
+	if strings.Contains(s, `"`) {
+		return printable(s)
+	}
+	return strconv.Quote(s)
 }
 
 // rowWriter writes "key = value" rows of an entry to w.
@@ -248,7 +293,7 @@ func renderTable(w io.Writer, t *compiled.TableChange, cpus int) {
 		fmt.Fprintf(w, " (%s)", t.Why)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %s table %q {\n", actionSymbols[t.Action], t.Address.Name)
+	fmt.Fprintf(w, "  %s table %q {\n", symbol(w, t.Action), t.Address.Name)
 	row := func(key, format string, args ...any) {
 		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
 	}
@@ -285,7 +330,7 @@ func renderEvents(w io.Writer, e *compiled.EventsChange) {
 		fmt.Fprintf(w, " (%s)", e.Why)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %s events %q {\n", actionSymbols[e.Action], e.Address.Name)
+	fmt.Fprintf(w, "  %s events %q {\n", symbol(w, e.Action), e.Address.Name)
 	row := func(key, format string, args ...any) {
 		fmt.Fprintf(w, "      %-10s = %s\n", key, fmt.Sprintf(format, args...))
 	}

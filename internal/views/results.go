@@ -1,13 +1,13 @@
 package views
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -215,7 +215,7 @@ func renderTables(w io.Writer, tables []runtime.TableResult) {
 
 // ResultsLine writes a {"type": "results", ...} line.
 func ResultsLine(w io.Writer, title string, shown []runtime.ProbeResult, tables []runtime.TableResult) {
-	b, _ := json.Marshal(struct {
+	b, _ := bpf.JSON(struct {
 		Type   string                `json:"type"`
 		Wall   string                `json:"wall"`
 		Shows  string                `json:"shows"`

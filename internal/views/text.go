@@ -1,7 +1,6 @@
 package views
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -24,7 +23,7 @@ func value(v any) string {
 
 // writeJSON writes v as indented JSON and a newline.
 func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := bpf.JSONIndent(v, "  ")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,46 @@
+probe "tracepoint" "opens" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    when = pid > 1
+    count "by_comm" { by = [comm] }
+  }
+}
+
+probe "tracepoint" "reads" {
+  event = "syscalls:sys_enter_read"
+  on_entry {
+    hist "size" {
+      value    = args.count / 1024
+      max_keys = 128
+    }
+    count "calls" {}
+  }
+}
+
+probe "tracepoint" "writes" {
+  event = "syscalls:sys_enter_pwrite64"
+  on_entry {
+    count "by_pid" { by = { process = pid } }
+  }
+}
+
+probe "tracepoint" "closes" {
+  event = "syscalls:sys_enter_close"
+  on_entry {
+    count "n" {}
+  }
+}
+
+probe "tracepoint" "old_state" {
+  event = "syscalls:sys_enter_dup"
+  on_entry {
+    count "n" { when = pid > 1 }
+  }
+}
+
+probe "tracepoint" "unchanged" {
+  event = "syscalls:sys_enter_pipe2"
+  on_entry {
+    count "n" {}
+  }
+}
