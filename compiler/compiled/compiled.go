@@ -203,6 +203,9 @@ type Map struct {
 	// BPF_F_STACK_BUILD_ID).
 	Flags   uint32 `json:",omitempty"`
 	Purpose string
+	// Match is the predicate of a pod map (PodMapRef): the cgroups it
+	// holds are those whose pod matches it, filled at apply.
+	Match *PodMatch `json:",omitempty"`
 }
 
 // Spec returns the map's cilium/ebpf spec.
