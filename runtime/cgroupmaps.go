@@ -3,69 +3,157 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/compiler/compiled"
+	"github.com/probectl/probectl/internal/pods"
 )
 
-// SetTenantCgroups makes the tenant map (compiled.TenantMapRef) of every
-// probe of s that has one hold exactly the cgroup ids ids: the tasks of
-// those cgroups, and of every cgroup below them, pass the probes' tenant
-// filter; every other task's events are not counted. The node agent calls
-// it after each apply and whenever the namespace's pods on the node
-// change. It returns how many probes it filled.
+// The cgroup maps are a probe's hash maps of cgroup ids that its
+// programs look the task's cgroup ancestors up in: the tenant map
+// (compiled.TenantMapRef), and a pod map per pod predicate of its
+// when conditions (compiled.Map.Match). One filler keeps both.
+
+// SetTenantCgroups is SetCgroups with the tenant cgroups ids: the tasks
+// of those cgroups, and of every cgroup below them, pass the probes'
+// tenant filter; every other task's events are not counted.
 func (w *Workspace) SetTenantCgroups(s *State, ids []uint64) (int, error) {
-	if len(ids) > compiled.TenantMaxCgroups {
-		return 0, fmt.Errorf("%d cgroups: a tenant map holds at most %d", len(ids), compiled.TenantMaxCgroups)
+	if ids == nil {
+		ids = []uint64{}
 	}
-	want := make(map[uint64]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
+	return w.SetCgroups(s, ids)
+}
+
+// SetCgroups fills the cgroup maps of every probe of s: a tenant map
+// holds exactly tenant (left as it is when tenant is nil: a node-wide
+// spec set has none), a pod map the cgroups of the node whose pod
+// matches its predicate now (pods.Default names them; off Kubernetes a
+// pod is its UID, a container its ID, the namespace ""). The node agent
+// calls it after each apply and as the node's pods change; run and serve
+// every PodRefresh. It returns how many probes it filled.
+func (w *Workspace) SetCgroups(s *State, tenant []uint64) (int, error) {
+	if len(tenant) > compiled.TenantMaxCgroups {
+		return 0, fmt.Errorf("%d cgroups: a tenant map holds at most %d", len(tenant), compiled.TenantMaxCgroups)
 	}
+	var node *nodeCgroups
 	n := 0
 	var errs []error
 	for _, p := range s.Probes {
-		if !hasMap(p, compiled.TenantMapRef) {
-			continue
+		filled := false
+		for _, m := range p.Maps {
+			var want map[uint64]bool
+			switch {
+			case m.Ref == compiled.TenantMapRef && tenant != nil:
+				want = setOf(tenant)
+			case m.Match != nil:
+				if node == nil {
+					node = &nodeCgroups{all: pods.Default.Cgroups()}
+				}
+				want = node.matching(*m.Match)
+			default:
+				continue
+			}
+			if err := w.fillPinned(p, m.Ref, want); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			filled = true
 		}
-		if err := w.fillTenant(p, want); err != nil {
-			errs = append(errs, err)
-			continue
+		if filled {
+			n++
 		}
-		n++
 	}
 	return n, errors.Join(errs...)
 }
 
-func hasMap(p *ProbeState, ref string) bool {
-	for _, m := range p.Maps {
-		if m.Ref == ref {
-			return true
+// nodeCgroups are the node's cgroups, walked once for a fill.
+type nodeCgroups struct{ all []pods.Cgroup }
+
+// matching is the set of cgroups whose pod matches m, at most
+// compiled.PodMaxCgroups: for node, the root cgroup (the programs look
+// at level 0 only) when this is the node.
+func (c *nodeCgroups) matching(m compiled.PodMatch) map[uint64]bool {
+	want := map[uint64]bool{}
+	for _, cg := range c.all {
+		if len(want) >= compiled.PodMaxCgroups {
+			break
+		}
+		var name string
+		switch m.Value {
+		case "node":
+			if !cg.Root {
+				continue
+			}
+			name = pods.NodeName()
+		case "pod":
+			name = cg.Pod
+		case "namespace":
+			name = cg.Namespace
+		case "container":
+			name = cg.Container
+		}
+		if name == m.Name {
+			want[cg.ID] = true
 		}
 	}
-	return false
+	return want
 }
 
-// fillTenant makes p's tenant map hold the keys of want: new ones are
-// added before old ones go, so a cgroup in both never fails the filter.
-func (w *Workspace) fillTenant(p *ProbeState, want map[uint64]bool) error {
+// fillPods fills the pod maps of a probe just loaded, before it is
+// attached, so that its first events see the node's pods.
+func fillPods(p *compiled.Probe, coll *ebpf.Collection) error {
+	var node *nodeCgroups
+	for _, m := range p.Maps {
+		if m.Match == nil {
+			continue
+		}
+		if node == nil {
+			node = &nodeCgroups{all: pods.Default.Cgroups()}
+		}
+		if err := fillMap(coll.Maps[m.Ref], node.matching(*m.Match)); err != nil {
+			return fmt.Errorf("%s: %s map: %w", p.Address, m.Match, err)
+		}
+	}
+	return nil
+}
+
+func setOf(ids []uint64) map[uint64]bool {
+	want := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	return want
+}
+
+// fillPinned makes p's pinned map ref hold the keys of want.
+func (w *Workspace) fillPinned(p *ProbeState, ref string, want map[uint64]bool) error {
 	d, err := w.probeDir(p)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	path, err := d.procPath("map_" + compiled.TenantMapRef)
+	path, err := d.procPath("map_" + ref)
 	if err != nil {
 		return err
 	}
 	m, err := ebpf.LoadPinnedMap(path, nil)
 	if err != nil {
-		return fmt.Errorf("%s: open the tenant map: %w", p.Address, err)
+		return fmt.Errorf("%s: open the %s map: %w", p.Address, ref, err)
 	}
 	defer m.Close()
+	if err := fillMap(m, want); err != nil {
+		return fmt.Errorf("%s: %s map: %w", p.Address, ref, err)
+	}
+	return nil
+}
+
+// fillMap makes m hold the keys of want: new ones are added before old
+// ones go, so a cgroup in both never misses a lookup.
+func fillMap(m *ebpf.Map, want map[uint64]bool) error {
 	for id := range want {
 		if err := m.Update(id, uint8(1), ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("%s: tenant map: add cgroup %d: %w", p.Address, id, err)
+			return fmt.Errorf("add cgroup %d: %w", id, err)
 		}
 	}
 	var stale []uint64
@@ -78,12 +166,26 @@ func (w *Workspace) fillTenant(p *ProbeState, want map[uint64]bool) error {
 		}
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("%s: tenant map: %w", p.Address, err)
+		return err
 	}
 	for _, id := range stale {
 		if err := m.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("%s: tenant map: remove cgroup %d: %w", p.Address, id, err)
+			return fmt.Errorf("remove cgroup %d: %w", id, err)
 		}
 	}
 	return nil
+}
+
+// PodRefresh is how often run fills its probes' pod maps again, so that
+// a pod's cgroup made after the start is matched.
+const PodRefresh = 5 * time.Second
+
+// RefreshPods fills the pod maps of the session's probes from the
+// node's cgroups now (as apply did before they were attached).
+func (s *Session) RefreshPods() error {
+	var errs []error
+	for _, l := range s.probes {
+		errs = append(errs, fillPods(l.probe, l.coll))
+	}
+	return errors.Join(errs...)
 }
