@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"slices"
+
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/compiler/compiled"
@@ -36,7 +38,32 @@ func (g *gen) podMaps() {
 				Purpose: "the cgroups where " + m.String() + ", matched against the node's pods",
 			})
 		})
+		if g.hasPodMatch(x) {
+			g.out.PodWhen = appendNew(g.out.PodWhen, x.Text())
+		}
 	}
+}
+
+// hasPodMatch reports whether x compares a pod value with a name.
+func (g *gen) hasPodMatch(x spec.Expr) bool {
+	if x == nil {
+		return false
+	}
+	found := false
+	spec.Walk(x, func(e spec.Expr) {
+		if b, ok := e.(*spec.Binary); ok {
+			_, _, ok := spec.PodMatch(b)
+			found = found || ok
+		}
+	})
+	return found
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // podMatch evaluates b, a pod value compared with a name, into R0: 1

@@ -122,6 +122,10 @@ type Description struct {
 	// Sampler is what a profile probe samples on every CPU.
 	Sampler   *bpf.Sampler `json:"sampler,omitempty"`
 	EntryData EntryData    `json:"entry_data"`
+	// PodWhen are the conditions that compare pod values with names
+	// (namespace == "shop"), as written: the plan says they are matched
+	// against the node's pods.
+	PodWhen []string `json:"pod_when,omitempty"`
 	// Tables are the tables the probe uses.
 	Tables []string `json:"tables,omitempty"`
 	// Missing says which optional("...") patterns matched nothing on the
