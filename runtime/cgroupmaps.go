@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -188,4 +189,32 @@ func (s *Session) RefreshPods() error {
 		errs = append(errs, fillPods(l.probe, l.coll))
 	}
 	return errors.Join(errs...)
+}
+
+// CgroupMap lists the cgroup ids a probe's cgroup map ref (the tenant
+// map, a pod map) holds now, sorted.
+func (w *Workspace) CgroupMap(p *ProbeState, ref string) ([]uint64, error) {
+	d, err := w.probeDir(p)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	path, err := d.procPath("map_" + ref)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: open the %s map: %w", p.Address, ref, err)
+	}
+	defer m.Close()
+	var ids []uint64
+	var key uint64
+	var val uint8
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		ids = append(ids, key)
+	}
+	slices.Sort(ids)
+	return ids, it.Err()
 }
