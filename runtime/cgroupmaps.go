@@ -129,24 +129,33 @@ func setOf(ids []uint64) map[uint64]bool {
 
 // fillPinned makes p's pinned map ref hold the keys of want.
 func (w *Workspace) fillPinned(p *ProbeState, ref string, want map[uint64]bool) error {
-	d, err := w.probeDir(p)
+	m, err := w.openPinned(p, ref, nil)
 	if err != nil {
 		return err
-	}
-	defer d.close()
-	path, err := d.procPath("map_" + ref)
-	if err != nil {
-		return err
-	}
-	m, err := ebpf.LoadPinnedMap(path, nil)
-	if err != nil {
-		return fmt.Errorf("%s: open the %s map: %w", p.Address, ref, err)
 	}
 	defer m.Close()
 	if err := fillMap(m, want); err != nil {
 		return fmt.Errorf("%s: %s map: %w", p.Address, ref, err)
 	}
 	return nil
+}
+
+// openPinned opens p's pinned map ref.
+func (w *Workspace) openPinned(p *ProbeState, ref string, opts *ebpf.LoadPinOptions) (*ebpf.Map, error) {
+	d, err := w.probeDir(p)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	path, err := d.procPath("map_" + ref)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ebpf.LoadPinnedMap(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open the %s map: %w", p.Address, ref, err)
+	}
+	return m, nil
 }
 
 // fillMap makes m hold the keys of want: new ones are added before old
@@ -194,18 +203,9 @@ func (s *Session) RefreshPods() error {
 // CgroupMap lists the cgroup ids a probe's cgroup map ref (the tenant
 // map, a pod map) holds now, sorted.
 func (w *Workspace) CgroupMap(p *ProbeState, ref string) ([]uint64, error) {
-	d, err := w.probeDir(p)
+	m, err := w.openPinned(p, ref, &ebpf.LoadPinOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
-	}
-	defer d.close()
-	path, err := d.procPath("map_" + ref)
-	if err != nil {
-		return nil, err
-	}
-	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("%s: open the %s map: %w", p.Address, ref, err)
 	}
 	defer m.Close()
 	var ids []uint64

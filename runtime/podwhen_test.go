@@ -1,9 +1,12 @@
 package runtime_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/internal/pods"
 	"github.com/probectl/probectl/internal/pods/podstest"
 )
@@ -64,8 +67,9 @@ func TestWhenPodsMatchedByName(t *testing.T) {
 	tree := podstest.NewTree(t)
 	work := workload(t)
 	a, b, c := "kubepods/burstable/pod"+uidWA, "kubepods/besteffort/pod"+uidWB, "kubepods/pod"+uidWC
-	tree.Make(a + "/" + cidWA)
-	tree.Make(a + "/" + cidWS)
+	_, podA := tree.Make(a)
+	_, ctrA := tree.Make(a + "/" + cidWA)
+	_, ctrS := tree.Make(a + "/" + cidWS)
 	tree.Make(b + "/" + cidWB)
 	w := workspace(t)
 	node := pods.NodeName()
@@ -87,6 +91,11 @@ func TestWhenPodsMatchedByName(t *testing.T) {
 	t.Cleanup(func() { pods.Default.Delete(uidWA); pods.Default.Delete(uidWB); pods.Default.Delete(uidWC) })
 	if n, err := w.SetCgroups(s, nil); err != nil || n != 4 {
 		t.Fatalf("SetCgroups: %d probes, %v; want 4", n, err)
+	}
+	// namespace == "shop" holds pod A's cgroup and its containers'.
+	shop := s.Probe(mustAddress(t, "tracepoint.shop"))
+	if ids, err := w.CgroupMap(shop, "pods_0"); err != nil || fmt.Sprint(ids) != fmt.Sprint(sorted(podA, ctrA, ctrS)) {
+		t.Errorf("shop's namespace map: %v %v, want %v", ids, err, sorted(podA, ctrA, ctrS))
 	}
 	tree.Run(a+"/"+cidWA, work, "30")
 	tree.Run(a+"/"+cidWS, work, "6")
@@ -111,4 +120,14 @@ func nonZero(n int64) map[string]int64 {
 		return map[string]int64{}
 	}
 	return map[string]int64{"": n}
+}
+
+func sorted(ids ...uint64) []uint64 { slices.Sort(ids); return ids }
+
+func mustAddress(t *testing.T, s string) bpf.Address {
+	a, err := bpf.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
