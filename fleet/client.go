@@ -249,3 +249,40 @@ func (c *Client) Watch(ctx context.Context, list any, o ListOptions) (watch.Inte
 func keyOf(obj metav1.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
+
+var (
+	resTokenReview  = schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}
+	resAccessReview = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
+)
+
+// MayReadResults says whether the bearer of token may read the results of
+// the ProbeSets of namespace: the API server authenticates it (a
+// TokenReview) and authorizes its user to get probesetnodes there (a
+// SubjectAccessReview), as it would a request for the records. When not,
+// why says the API server's reason. The agent's credentials need create
+// on both reviews (the system:auth-delegator role's).
+func (c *Client) MayReadResults(ctx context.Context, token, namespace string) (ok bool, why string, err error) {
+	tr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+		"spec": map[string]any{"token": token}}}
+	out, err := c.dyn.Resource(resTokenReview).Create(ctx, tr, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("TokenReview: %w", err)
+	}
+	if authed, _, _ := unstructured.NestedBool(out.Object, "status", "authenticated"); !authed {
+		msg, _, _ := unstructured.NestedString(out.Object, "status", "error")
+		return false, "the token is not valid: " + msg, nil
+	}
+	user, _, _ := unstructured.NestedMap(out.Object, "status", "user")
+	spec := map[string]any{"user": user["username"], "groups": user["groups"], "uid": user["uid"], "extra": user["extra"],
+		"resourceAttributes": map[string]any{"group": v1alpha1.GroupVersion.Group, "resource": "probesetnodes", "verb": "get", "namespace": namespace}}
+	sar := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}}
+	out, err = c.dyn.Resource(resAccessReview).Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("SubjectAccessReview: %w", err)
+	}
+	if allowed, _, _ := unstructured.NestedBool(out.Object, "status", "allowed"); allowed {
+		return true, "", nil
+	}
+	reason, _, _ := unstructured.NestedString(out.Object, "status", "reason")
+	return false, fmt.Sprintf("%v may not get probesetnodes in namespace %s (the results of its ProbeSets) %s", user["username"], namespace, reason), nil
+}

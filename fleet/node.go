@@ -367,11 +367,20 @@ func (a *NodeAgent) failedBefore(ctx context.Context, ps *v1alpha1.ProbeSet, rec
 	}
 	probes, err := a.Applier.Probes(ctx, Workspace(a.Node, ps), keyOf(ps))
 	if err == nil {
-		if err := a.refresh(ctx, rec, probes, false); err != nil {
+		// The previous probes go on counting: their filter follows the pods.
+		if err := a.refresh(ctx, rec, probes, a.restrictChanged(ctx, ps, rec)); err != nil {
 			return true, err
 		}
 	}
 	return true, a.rollUp(ctx, ps)
+}
+
+// restrictChanged refills the tenant filter of an applied ProbeSet
+// (restrict) and reports whether the record's count of cgroups changed.
+func (a *NodeAgent) restrictChanged(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1alpha1.ProbeSetNode) bool {
+	before := rec.Status.Cgroups
+	a.restrict(ctx, ps, &rec.Status)
+	return !equalCount(before, rec.Status.Cgroups)
 }
 
 // settled handles a spec planned or applied already: nothing changed but
@@ -389,9 +398,7 @@ func (a *NodeAgent) settled(ctx context.Context, ps *v1alpha1.ProbeSet, rec *v1a
 		a.log().Warn("the workspace lost probes: applying again", "workspace", Workspace(a.Node, ps), "recorded", len(rec.Status.Probes), "live", len(probes))
 		return false, nil
 	}
-	cgroups := rec.Status.Cgroups
-	a.restrict(ctx, ps, &rec.Status)
-	if err := a.refresh(ctx, rec, probes, !equalCount(cgroups, rec.Status.Cgroups)); err != nil {
+	if err := a.refresh(ctx, rec, probes, a.restrictChanged(ctx, ps, rec)); err != nil {
 		return true, err
 	}
 	return true, a.rollUp(ctx, ps)

@@ -108,6 +108,7 @@ Exit status: 0 stopped by a signal, 1 errors at start.`,
 	f.StringVar(&k.node, "node", os.Getenv("NODE_NAME"), "the node's name (node agent)")
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "the kubeconfig file (node agent)")
 	f.StringVar(&k.facts, "facts", "", "plan only, for these facts (node agent)")
+	f.StringVar(&k.tenantListen, "tenant-listen", "", "serve each namespace's results at /namespaces/NS/metrics to whom may read its records (node agent)")
 	f.StringVar(&k.cgroupRoot, "cgroup-root", "", "the node's cgroup v2 hierarchy, where tenants' pods are found (node agent; default: from /proc/self/mountinfo)")
 	f.DurationVar(&k.resync, "status-interval", 15*time.Second, "how often the node agent refreshes its records' counters")
 	f.BoolVar(&o.insecureConfig, "insecure-config", false, "read specs that users other than root own or may write")

@@ -32,6 +32,9 @@ type kubeOptions struct {
 	// holds the cgroups of its pods found there. "": found from
 	// /proc/self/mountinfo.
 	cgroupRoot string
+	// tenantListen is where /namespaces/NS/metrics is served (each
+	// namespace's results to whom may read them there); "" for nowhere.
+	tenantListen string
 }
 
 // runKubeAgent is "probectl agent -kubernetes": fleet.NodeAgent does the
@@ -71,6 +74,14 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 	}
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) { fmt.Fprintln(rw, "ok") })
 	srv, _ := o.serve.serve(ln, mux, log)
+	if k.tenantListen != "" && applier != nil {
+		tsrv, err := serveTenants(o, c, applier, log)
+		if err != nil {
+			srv.Close()
+			return err
+		}
+		defer tsrv.Close()
+	}
 	fmt.Fprintf(stdout, "Node agent for %s: metrics at %s/metrics\n", k.node, o.serve.base(ln))
 	log.Info("node agent started", "facts", agent.Facts.Label(), "listen", ln.Addr().String(), "plan_only", applier == nil)
 
@@ -86,6 +97,20 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout, stder
 		return nil
 	}
 	return destroyKubeWorkspaces(applier, log)
+}
+
+// serveTenants serves each namespace's results at -tenant-listen, with
+// -listen's TLS configuration.
+func serveTenants(o agentOptions, c *fleet.Client, applier *engine.KubeApplier, log *slog.Logger) (*http.Server, error) {
+	ts := *o.serve
+	ts.listen = o.k.tenantListen
+	ln, err := ts.open()
+	if err != nil {
+		return nil, fmt.Errorf("-tenant-listen: %w", err)
+	}
+	srv, _ := ts.serve(ln, applier.TenantMetrics(c, log), log)
+	log.Info("tenants' metrics", "listen", ln.Addr().String())
+	return srv, nil
 }
 
 // kubeTarget gives agent its facts: -facts's, for a plan-only agent

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +16,12 @@ import (
 
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	"github.com/probectl/probectl/internal/cgrouptest"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -54,7 +60,8 @@ func TestKubeAgentTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
-	agent := startKubeAgent(t, "node-a", kubeconfig, state, "")
+	tenantAddr := freeAddr(t)
+	agent := startKubeAgent(t, "node-a", kubeconfig, state, "", "-tenant-listen", tenantAddr)
 	t.Cleanup(func() { agent.kill(); destroyWorkspaces(state) })
 	spec := fmt.Sprintf("probe \"user\" \"calls\" {\n  binary    = %q\n  functions = [\"target\"]\n  on_entry {\n    count \"n\" {}\n  }\n}\n", work)
 	for _, ns := range []string{"shop", "bank"} {
@@ -83,6 +90,8 @@ func TestKubeAgentTenants(t *testing.T) {
 		}
 	}
 
+	tenantScrapes(t, c.Clientset(), admin, "http://"+tenantAddr)
+
 	// A second pod of shop: admitted once the agent sees it.
 	second := tenantPod(t, admin, prefix, "shop", "web-1", "node-a")
 	tenantRecord(t, admin, agent, "shop", "calls", "node-a", func(r *v1alpha1.ProbeSetNode) bool { return r.Status.Cgroups != nil && *r.Status.Cgroups == 2 })
@@ -110,6 +119,66 @@ func TestKubeAgentTenants(t *testing.T) {
 			t.Errorf("shop/%s: errors %q, want one beginning %q", name, r.Status.Errors, wants[name])
 		}
 	}
+}
+
+// tenantScrapes reads each namespace's results at the agent's
+// -tenant-listen (base) as its readers would: a service account of shop
+// bound to view there reads shop's series alone (7 calls), and is
+// refused bank's with the API server's reason; no token, no results.
+func tenantScrapes(t *testing.T, cs *kubernetes.Clientset, admin client.Client, base string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "reader"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "reader-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-view"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "shop", Name: "reader"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("shop").CreateToken(ctx, "reader", &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path, token string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/namespaces/shop/metrics", tr.Status.Token)
+	if code != 200 || !strings.Contains(body, `probectl_count_user_calls_n_total{applied="1",probeset="shop/calls"} 7`+"\n") || strings.Contains(body, "bank/") {
+		t.Errorf("shop's reader scrapes shop: %d\n%s", code, body)
+	}
+	if code, body := get("/namespaces/bank/metrics", tr.Status.Token); code != 403 ||
+		!strings.Contains(body, "system:serviceaccount:shop:reader may not get probesetnodes in namespace bank") {
+		t.Errorf("shop's reader scrapes bank: %d %s", code, body)
+	}
+	if code, body := get("/namespaces/shop/metrics", ""); code != 401 || !strings.Contains(body, "a bearer token is needed") {
+		t.Errorf("no token: %d %s", code, body)
+	}
+	if code, body := get("/namespaces/shop/metrics", "forged"); code != 403 || !strings.Contains(body, "the token is not valid") {
+		t.Errorf("a forged token: %d %s", code, body)
+	}
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // tenantPod creates the Pod name in ns (the namespace and its default

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -13,6 +15,7 @@ import (
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
 	"github.com/probectl/probectl/metrics"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -177,14 +180,66 @@ func (k *KubeApplier) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements prometheus.Collector.
 func (k *KubeApplier) Collect(ch chan<- prometheus.Metric) {
+	k.collect(ch, func(types.NamespacedName) bool { return true })
+}
+
+// collect collects the series of the sets keep keeps.
+func (k *KubeApplier) collect(ch chan<- prometheus.Metric, keep func(types.NamespacedName) bool) {
 	k.mu.Lock()
 	sets := make(map[string]types.NamespacedName, len(k.sets))
 	for ws, set := range k.sets {
-		sets[ws] = set
+		if keep(set) {
+			sets[ws] = set
+		}
 	}
 	k.mu.Unlock()
 	for ws, set := range sets {
 		c := &metrics.Collector{StateDir: k.base.StateDir, Workspace: ws, MaxSeries: k.maxSeries, Reserved: []string{"probeset"}}
 		prometheus.WrapCollectorWith(prometheus.Labels{"probeset": setLabel(set)}, c).Collect(ch)
 	}
+}
+
+// namespaceCollector is the series of one namespace's ProbeSets.
+type namespaceCollector struct {
+	k  *KubeApplier
+	ns string
+}
+
+func (c namespaceCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c namespaceCollector) Collect(ch chan<- prometheus.Metric) {
+	c.k.collect(ch, func(set types.NamespacedName) bool { return set.Namespace == c.ns })
+}
+
+// TenantMetrics serves /namespaces/NS/metrics: the series of namespace
+// NS's ProbeSets alone, to a bearer token whose user the API server
+// allows to read that namespace's records (fleet.Client.MayReadResults):
+// 401 without a token, 403 with the API server's reason otherwise.
+func (k *KubeApplier) TenantMetrics(c *fleet.Client, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, _ := strings.CutPrefix(r.URL.Path, "/namespaces/")
+		ns, tail, _ := strings.Cut(rest, "/")
+		if tail != "metrics" || ns == "" {
+			http.Error(w, "the results of a namespace's ProbeSets are at /namespaces/NAMESPACE/metrics", http.StatusNotFound)
+			return
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			http.Error(w, "a bearer token is needed (Authorization: Bearer TOKEN), of a user who may get probesetnodes in namespace "+ns, http.StatusUnauthorized)
+			return
+		}
+		allowed, why, err := c.MayReadResults(r.Context(), token, ns)
+		if err != nil {
+			log.Error("authorize a tenant's scrape", "namespace", ns, "err", err)
+			http.Error(w, "cannot ask the API server: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if !allowed {
+			http.Error(w, why, http.StatusForbidden)
+			return
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(namespaceCollector{k, ns})
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
+	})
 }
