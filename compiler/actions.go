@@ -48,6 +48,7 @@ func (g *gen) layoutMaps() {
 		})
 	}
 	g.tenantMap()
+	g.podMaps()
 	g.sharedMaps()
 	if len(out.Events) > 0 {
 		if !g.facts.Helpers.Ringbuf {

@@ -85,6 +85,8 @@ type gen struct {
 	sizes []constructSize
 	// slotKeyOff is the stack offset of the entry slot key, set by slotKey.
 	slotKeyOff int16
+	// podRefs are the refs of the probe's pod maps by predicate.
+	podRefs map[compiled.PodMatch]string
 	// funcIndex holds the index of each function named in func == NAME.
 	funcIndex map[string]int
 }

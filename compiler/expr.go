@@ -253,6 +253,10 @@ func (g *gen) binary(x *spec.Binary) {
 		g.e.Mark(done)
 		return
 	}
+	if value, name, ok := spec.PodMatch(x); ok {
+		g.podMatch(x, value, name)
+		return
+	}
 	if lit, ok := x.R.(*spec.StringLit); ok {
 		// The checker allows a string only against a literal.
 		g.stringEquals(x.L, lit.Value, x.Op == spec.OpEq)

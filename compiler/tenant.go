@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/compiler/compiled"
 )
 
@@ -30,21 +29,8 @@ func (g *gen) tenantMap() {
 // session program returns 1 (its exit half is then skipped).
 func (g *gen) tenantFilter(role Role) {
 	g.e.At("tenant filter: the task's cgroup is one of namespace "+g.u.policy.Tenant()+"'s pods'", g.p.DeclRange)
-	mark := g.e.StackMark()
-	slot := g.e.Alloc(8)
 	pass, out := g.e.NewLabel("tenant_pass"), g.e.NewLabel("tenant_out")
-	for level := int32(1); level <= compiled.TenantLevels; level++ {
-		g.e.Emit(
-			asm.Mov.Imm(asm.R1, level),
-			asm.FnGetCurrentAncestorCgroupId.Call(),
-			asm.JEq.Imm(asm.R0, 0, out),
-			asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(compiled.TenantMapRef),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(slot)),
-			asm.FnMapLookupElem.Call(),
-			asm.JNE.Imm(asm.R0, 0, pass),
-		)
-	}
+	g.cgroupLookup(compiled.TenantMapRef, 1, compiled.TenantLevels, pass, out)
 	g.e.Mark(out)
 	ret := int32(0)
 	if role == RoleSession {
@@ -52,5 +38,4 @@ func (g *gen) tenantFilter(role Role) {
 	}
 	g.ret(ret)
 	g.e.Mark(pass)
-	g.e.Release(mark)
 }

@@ -433,6 +433,9 @@ func (g *gen) resolveBinary(x *spec.Binary) spec.Type {
 		if _, ok := spec.EventName(x); ok {
 			return x.Type()
 		}
+		if _, _, ok := spec.PodMatch(x); ok {
+			return x.Type()
+		}
 		if lit, ok := x.R.(*spec.StringLit); ok {
 			switch {
 			case lt.Kind == 0, lt.Kind == spec.KindTarget:

@@ -40,9 +40,11 @@ type Applier interface {
 	// with its counters, and the diagnostics "file:line:col: summary:
 	// detail" of a failure.
 	Apply(ctx context.Context, workspace string, set types.NamespacedName, files map[string][]byte) (ApplyResult, error)
-	// Restrict makes the tenant filter of every probe applied in
-	// workspace admit exactly the cgroups cgroups (and those below
-	// them); it returns how many probes it filled.
+	// Restrict fills the cgroup maps of every probe applied in
+	// workspace: the tenant filter admits exactly the cgroups cgroups
+	// (and those below them; nil: no tenant filter, a ClusterProbeSet),
+	// the pod maps of when conditions hold the node's cgroups that
+	// match them now. It returns how many probes it filled.
 	Restrict(ctx context.Context, workspace string, cgroups []uint64) (int, error)
 	// Destroy removes everything applied into workspace.
 	Destroy(ctx context.Context, workspace string) error

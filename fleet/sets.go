@@ -134,19 +134,40 @@ func (a *NodeAgent) specSource(ps *v1alpha1.ProbeSet) *v1alpha1.ProbeSet {
 	return &cp
 }
 
-// restrict fills the tenant filter of an applied ProbeSet with the
-// cgroups of its namespace's pods on the node, and counts them in st. A
-// ClusterProbeSet has no filter. A failure is logged: the filter keeps
-// what it held (a pod gone stays admitted until the next sync; a new pod
-// is not counted until then).
+// restrict fills the cgroup maps of an applied ProbeSet: its tenant
+// filter with the cgroups of its namespace's pods on the node (counted
+// in st; a ClusterProbeSet has none), and the pod maps of its when
+// conditions (namespace == "shop") from the node's pods. A failure is
+// logged: the maps keep what they held (a pod gone stays admitted until
+// the next sync; a new pod is not counted until then).
 func (a *NodeAgent) restrict(ctx context.Context, ps *v1alpha1.ProbeSet, st *v1alpha1.ProbeSetNodeStatus) {
-	if ps.Namespace == "" || a.Applier == nil || st.AppliedDigest == "" {
+	if a.Applier == nil || st.AppliedDigest == "" {
 		return
 	}
+	var ids []uint64 // nil: no tenant filter
+	if ps.Namespace != "" {
+		var ok bool
+		if ids, ok = a.tenantCgroups(ctx, ps); !ok {
+			return
+		}
+	}
+	if _, err := a.Applier.Restrict(ctx, Workspace(a.Node, ps), ids); err != nil {
+		a.log().Error("fill the cgroup maps", "probeset", setName(ps), "err", err)
+		return
+	}
+	if ids != nil {
+		n := int32(len(ids))
+		st.Cgroups = &n
+	}
+}
+
+// tenantCgroups are the cgroups of ps's namespace's pods on the node
+// (never nil), false when the pods cannot be listed.
+func (a *NodeAgent) tenantCgroups(ctx context.Context, ps *v1alpha1.ProbeSet) ([]uint64, bool) {
 	var pods PodList
 	if err := a.Client.List(ctx, &pods, ListOptions{Namespace: ps.Namespace, Fields: map[string]string{"spec.nodeName": a.Node}}); err != nil {
 		a.log().Error("list the namespace's pods on the node", "probeset", setName(ps), "err", err)
-		return
+		return nil, false
 	}
 	uids := make([]string, len(pods.Items))
 	for i, p := range pods.Items {
@@ -156,13 +177,7 @@ func (a *NodeAgent) restrict(ctx context.Context, ps *v1alpha1.ProbeSet, st *v1a
 	if root == "" {
 		root = CgroupRoot()
 	}
-	ids := PodCgroups(unifiedUnder(root), uids)
-	if _, err := a.Applier.Restrict(ctx, Workspace(a.Node, ps), ids); err != nil {
-		a.log().Error("fill the tenant filter", "probeset", setName(ps), "err", err)
-		return
-	}
-	n := int32(len(ids))
-	st.Cgroups = &n
+	return append([]uint64{}, PodCgroups(unifiedUnder(root), uids)...), true
 }
 
 func equalCount(a, b *int32) bool {

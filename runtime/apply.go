@@ -467,6 +467,9 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	}
 	t.onUndo(coll.Close)
 	l.coll = coll
+	if err := fillPods(p, coll); err != nil {
+		return &LoadError{Probe: p, Err: err}
+	}
 	if err := loadFsessions(p, coll, l.shared, fsessions, *kernelBTF); err != nil {
 		return err
 	}
@@ -647,7 +650,7 @@ func (w *Workspace) pinMaps(d *dir, c *change, ps *ProbeState) error {
 			return fmt.Errorf("%s: map info: %w", p.Address, err)
 		}
 		id, _ := info.ID()
-		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: pin})
+		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: pin, Match: m.Match})
 	}
 	return nil
 }

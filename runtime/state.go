@@ -73,6 +73,8 @@ type MapState struct {
 	Name string     `json:"name"`
 	ID   ebpf.MapID `json:"id"`
 	Pin  string     `json:"pin"`
+	// Match is a pod map's predicate (compiled.Map.Match).
+	Match *compiled.PodMatch `json:"match,omitempty"`
 }
 
 // LinkState is a pinned link and the program behind it.

@@ -119,7 +119,7 @@ func argEntries() []*Builtin {
 // server's pods of the node the agent watches).
 func podEntries() []*Builtin {
 	docs := []struct{ name, doc string }{
-		{"pod", "the task's pod, by its cgroup: its name (its UID without the node agent), \"\" outside pods; the key is the cgroup ID, named when read"},
+		{"pod", "the task's pod, by its cgroup: its name (its UID without the node agent), \"\" outside pods; the key is the cgroup ID, named when read; in when, compared with a name against the node's pods"},
 		{"namespace", "the task's pod's namespace (\"\" without the node agent or outside pods)"},
 		{"container", "the task's container in its pod: its name (its ID without the node agent)"},
 		{"node", "the node the task runs on: $NODE_NAME, else the host's name"},

@@ -573,8 +573,7 @@ func (s *scope) equality(e hcl.Expression, op Op, l, r Expr) Expr {
 		return s.binaryOf(e, TypeBool, op, l, r)
 	}
 	if v, ok := l.(*Var); ok && isPodValue(v.Name) {
-		return s.errorf(e.Range(), "Pods are named when read",
-			"%s is the task's cgroup in the kernel, named only when results are read, so it cannot be compared yet. Key by it (by = { %s = %s }), or compare cgroup with the ID of the cgroup.", v.Name, v.Name, v.Name)
+		return s.podEquality(e, op, v, r)
 	}
 	if lit, ok := r.(*StringLit); ok {
 		return s.literalEquality(e, op, l, lit)
@@ -646,6 +645,36 @@ func (s *scope) arithmetic(e hcl.Expression, op Op, l, r Expr) Expr {
 func isNamed(x Expr) bool {
 	v, ok := x.(*Var)
 	return ok && builtinByName[v.Name] != nil && builtinByName[v.Name].Named
+}
+
+// podEquality checks pod, namespace, container or node compared with a
+// name: the compiler looks the task's cgroup up in a map of the cgroups
+// that match (PodMatch), which the runtime fills from the node's pods.
+func (s *scope) podEquality(e hcl.Expression, op Op, v *Var, r Expr) Expr {
+	lit, ok := r.(*StringLit)
+	if !ok {
+		return s.errorf(e.Range(), "Pods compare with a name",
+			"%s is matched against the node's pods by name: compare it with a string literal, such as %s == \"web-0\".", v.Name, v.Name)
+	}
+	if lit.Value == "" {
+		return s.errorf(lit.Range(), "Empty name",
+			"No pod has an empty %s: a task outside pods has none. Compare with a name, such as %s != \"kube-system\".", v.Name, v.Name)
+	}
+	return s.binaryOf(e, TypeBool, op, v, lit)
+}
+
+// PodMatch is b's pod value and name when b compares pod, namespace,
+// container or node with a name (== or !=).
+func PodMatch(b *Binary) (value, name string, ok bool) {
+	v, ok := b.L.(*Var)
+	if !ok || !isPodValue(v.Name) {
+		return "", "", false
+	}
+	lit, ok := b.R.(*StringLit)
+	if !ok {
+		return "", "", false
+	}
+	return v.Name, lit.Value, true
 }
 
 // isPodValue reports whether name is one of the values a cgroup's pod

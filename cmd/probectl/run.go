@@ -255,6 +255,7 @@ func (r *probeRun) drain() error {
 }
 
 // loop shows the results every interval and the drops every second,
+// and fills the pod maps of when conditions every runtime.PodRefresh,
 // until ctx ends.
 func (r *probeRun) loop(ctx context.Context) error {
 	var tick <-chan time.Time
@@ -265,6 +266,8 @@ func (r *probeRun) loop(ctx context.Context) error {
 	}
 	dropTick := time.NewTicker(time.Second)
 	defer dropTick.Stop()
+	podTick := time.NewTicker(runtime.PodRefresh)
+	defer podTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -273,6 +276,10 @@ func (r *probeRun) loop(ctx context.Context) error {
 			r.show(false)
 		case <-dropTick.C:
 			r.reportDrops()
+		case <-podTick.C:
+			if err := r.sess.RefreshPods(); err != nil {
+				fmt.Fprintf(r.cmd.ErrOrStderr(), "Warning: pod maps: %v\n", err)
+			}
 		}
 	}
 }

@@ -126,6 +126,10 @@ type Description struct {
 	// Sampler is what a profile probe samples on every CPU.
 	Sampler   *bpf.Sampler `json:"sampler,omitempty"`
 	EntryData EntryData    `json:"entry_data"`
+	// PodWhen are the conditions that compare pod values with names
+	// (namespace == "shop"), as written: the plan says they are matched
+	// against the node's pods.
+	PodWhen []string `json:"pod_when,omitempty"`
 	// Tables are the tables the probe uses.
 	Tables []string `json:"tables,omitempty"`
 	// Missing says which optional("...") patterns matched nothing on the
@@ -218,6 +222,9 @@ type Map struct {
 	// BPF_F_STACK_BUILD_ID).
 	Flags   uint32 `json:",omitempty"`
 	Purpose string
+	// Match is the predicate of a pod map (PodMapRef): the cgroups it
+	// holds are those whose pod matches it, filled at apply.
+	Match *PodMatch `json:",omitempty"`
 }
 
 // Spec returns the map's cilium/ebpf spec.

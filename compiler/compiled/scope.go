@@ -49,3 +49,23 @@ const (
 	// TenantMaxCgroups is how many cgroups the map holds.
 	TenantMaxCgroups = 4096
 )
+
+// PodMatch is a when's pod value compared with a name (namespace ==
+// "shop"): Value is pod, namespace, container or node. The program looks
+// the task's cgroup and its ancestors (as the tenant filter does) up in
+// a hash map of the cgroups whose pod matches, which the runtime fills
+// from the node's pods and keeps current; node's map holds the root
+// cgroup (level 0, every task's) when the node is Name, else nothing.
+type PodMatch struct {
+	Value string `json:"value"`
+	Name  string `json:"name"`
+}
+
+// String is the predicate as written, ==.
+func (m PodMatch) String() string { return fmt.Sprintf("%s == %q", m.Value, m.Name) }
+
+// PodMapRef is the ref of a probe's n-th pod map.
+func PodMapRef(n int) string { return fmt.Sprintf("pods_%d", n) }
+
+// PodMaxCgroups is how many cgroups a pod map holds.
+const PodMaxCgroups = TenantMaxCgroups

@@ -148,7 +148,8 @@ func (k *KubeApplier) Probes(ctx context.Context, workspace string, set types.Na
 }
 
 // Restrict implements fleet.Applier: the tenant maps of the workspace's
-// probes hold cgroups. It takes no lock: an apply that replaces a probe
+// probes hold cgroups (nil: left alone), their pod maps the node's
+// cgroups that match. It takes no lock: an apply that replaces a probe
 // meanwhile leaves the new one empty (it counts nothing) until the next
 // Restrict, which the node agent makes after every apply.
 func (k *KubeApplier) Restrict(ctx context.Context, workspace string, cgroups []uint64) (int, error) {
@@ -161,7 +162,7 @@ func (k *KubeApplier) Restrict(ctx context.Context, workspace string, cgroups []
 	if err != nil {
 		return 0, err
 	}
-	return w.SetTenantCgroups(s, cgroups)
+	return w.SetCgroups(s, cgroups)
 }
 
 // Held implements fleet.Applier: the workspaces in the state directory

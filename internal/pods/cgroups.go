@@ -177,3 +177,30 @@ func depth(rel string) int {
 	}
 	return n
 }
+
+// Cgroup is a cgroup of the node's tree now, and the names t gives it:
+// a pod's cgroup names its pod (Container ""), a container's its
+// container too; the root cgroup (ID 1 on cgroup v2) has Root set.
+type Cgroup struct {
+	ID   uint64
+	Root bool
+	Names
+}
+
+// Cgroups walks the cgroup tree now and names every cgroup of a pod by
+// t (off Kubernetes, with nothing in t: the pod's UID and the
+// container's ID, namespace ""), and the root cgroup. The walk is
+// bounded as ByCgroup's is.
+func (t *Table) Cgroups() []Cgroup {
+	var out []Cgroup
+	for id, path := range scanCgroups() {
+		if path == "/" {
+			out = append(out, Cgroup{ID: id, Root: true})
+			continue
+		}
+		if ref, ok := ParsePath(path); ok && ref.PodUID != "" {
+			out = append(out, Cgroup{ID: id, Names: t.Names(ref)})
+		}
+	}
+	return out
+}

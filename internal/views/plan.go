@@ -140,6 +140,9 @@ func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 		row("cost", "%s", c.Cost)
 	}
 	row("entry_data", "%s", entryDataText(c.EntryData))
+	for _, w := range c.PodWhen {
+		row("when", "%s (matched against the node's pods)", printable(w))
+	}
 	if len(c.Deferred) > 0 {
 		row("deferred", "%s (resolved at apply: the target carries no BTF)", printable(strings.Join(c.Deferred, ", ")))
 	}
