@@ -103,13 +103,13 @@ NOLAB_PKGS = $(filter-out $(LAB_PKGS),$(shell $(GO) list ./...))
 # is the packages that do not need the lab, unit-lab those that do;
 # unit-all both (what make unit was).
 unit:
-	$(GO) test $(TESTFLAGS) -p 1 -count=1 $(NOLAB_PKGS)
+	$(GO) test $(TESTFLAGS) -p 1 -count=1 -timeout 30m $(NOLAB_PKGS)
 
 unit-lab: kubelab
-	$(GO) test $(TESTFLAGS) -p 1 -count=1 $(LAB_PKGS)
+	$(GO) test $(TESTFLAGS) -p 1 -count=1 -timeout 45m $(LAB_PKGS)
 
 unit-all: kubelab
-	$(GO) test $(TESTFLAGS) -p 1 -count=1 ./...
+	$(GO) test $(TESTFLAGS) -p 1 -count=1 -timeout 45m ./...
 
 unit-short:
 	$(GO) test $(TESTFLAGS) -short -p 1 -count=1 ./...

@@ -20,6 +20,7 @@ func TestLinkDisplays(t *testing.T) {
 		views.PlanHuman{W: &b}.Plan(&compiler.Plan{Target: compiler.PlanTarget{Facts: f}})
 		line, _, _ := strings.Cut(b.String(), "\n\n")
 		_, links, _ := strings.Cut(line, "; links: ")
+		links, _, _ = strings.Cut(links, "\n") // the scope line follows
 		return links
 	}
 	target := func(f *bpf.Facts) (links, missing string) {

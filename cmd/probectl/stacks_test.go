@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -46,7 +47,8 @@ func buildStackWork(t *testing.T, prefix string) (path, comm string) {
 	path = filepath.Join(t.TempDir(), comm)
 	// A build id of its own: the user's build-id index (and any copy of
 	// this test running beside it) must not name another build's file.
-	id := fmt.Sprintf("-Wl,--build-id=0x%016x%08x", time.Now().UnixNano(), os.Getpid())
+	// 20 bytes, as the kernel's stack map reports build ids.
+	id := fmt.Sprintf("-Wl,--build-id=0x%016x%08x%016x", time.Now().UnixNano(), os.Getpid(), rand.Uint64())
 	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", id, "-o", path, "testdata/stacks/work.c").CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
