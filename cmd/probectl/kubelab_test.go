@@ -235,10 +235,10 @@ func TestDaemonSetOnKubelet(t *testing.T) {
 	}
 	ns, series := l.applyCalls(comm)
 	runWork(7)
-	before := l.counted(pod, ns, "calls", series, 7)
+	before := l.counted(pod, clusterNS, "cluster."+ns+"-calls", series, 7)
 
 	l.memoryHolds(ns, pod)
-	l.counted(pod, ns, "calls", series, 7)
+	l.counted(pod, clusterNS, "cluster."+ns+"-calls", series, 7)
 
 	// Rolling update: 5 calls once the old agent is gone and before the
 	// new one runs, 4 after; the probe never stopped counting.
@@ -247,7 +247,7 @@ func TestDaemonSetOnKubelet(t *testing.T) {
 	runWork(5)
 	newPod := l.agentPod("lab2")
 	runWork(4)
-	after := l.counted(newPod, ns, "calls", series, 7+5+4)
+	after := l.counted(newPod, clusterNS, "cluster."+ns+"-calls", series, 7+5+4)
 	if before.Status.AppliedDigest != after.Status.AppliedDigest {
 		t.Errorf("applied digest %s after the update, want %s (adopted, not re-applied)", after.Status.AppliedDigest, before.Status.AppliedDigest)
 	}
@@ -283,25 +283,26 @@ func newDaemonSetLab(t *testing.T) *daemonSetLab {
 	return l
 }
 
-// applyCalls creates a namespace and, in it, the ProbeSet "calls" in
-// apply mode: getppid(2) calls of comm, counted. It returns the namespace
-// and the count's series, once the ProbeSet is applied.
-func (l *daemonSetLab) applyCalls(comm string) (ns, series string) {
+// clusterNS holds the records of ClusterProbeSets.
+const clusterNS = "probectl-system"
+
+// applyCalls creates the ClusterProbeSet PREFIX-calls in apply mode
+// (node-wide: the workload runs on the host, in no pod):
+// getppid(2) calls of comm, counted. It returns PREFIX and the count's
+// series, once the set is applied.
+func (l *daemonSetLab) applyCalls(comm string) (prefix, series string) {
 	l.t.Helper()
 	ctx := context.Background()
-	ns = randomName("team-")
-	if err := l.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		l.t.Fatal(err)
-	}
+	prefix = randomName("team-")
 	spec := fmt.Sprintf("probe \"tracepoint\" \"getppid\" {\n  event = \"syscalls:sys_enter_getppid\"\n  on_entry {\n    when = comm == %q\n    count \"calls\" {}\n  }\n}\n", comm)
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calls"},
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-calls"},
 		Spec: v1alpha1.ProbeSetSpec{HCL: spec, Mode: v1alpha1.ModeApply}}
 	if err := l.admin.Create(ctx, ps); err != nil {
 		l.t.Fatal(err)
 	}
-	l.t.Cleanup(func() { l.destroyWorkspaces(ns) })
-	l.waitApplied(ns, "calls") // the series appears with the first call
-	return ns, fmt.Sprintf(`probectl_count_tracepoint_getppid_calls_total{probeset="%s/calls"}`, ns)
+	l.t.Cleanup(func() { l.destroyWorkspaces("k8s-cluster-" + prefix + "-") })
+	l.waitApplied(clusterNS, "cluster."+prefix+"-calls") // the series appears with the first call
+	return prefix, fmt.Sprintf(`probectl_count_tracepoint_getppid_calls_total{probeset="%s-calls"}`, prefix)
 }
 
 // tokenRefused waits until the API server refuses the deleted pod's
@@ -338,9 +339,9 @@ func (l *daemonSetLab) waitPodGone(p *corev1.Pod) {
 
 // destroyWorkspaces destroys the test's workspaces in the DaemonSet's
 // host state directory (/var/lib/probectl), where the agent left them.
-func (l *daemonSetLab) destroyWorkspaces(ns string) {
+func (l *daemonSetLab) destroyWorkspaces(prefix string) {
 	for _, ws := range workspacesOf("/var/lib/probectl") {
-		if !strings.HasPrefix(ws, "k8s-"+ns+"-") {
+		if !strings.HasPrefix(ws, prefix) {
 			continue
 		}
 		var out strings.Builder
@@ -384,12 +385,12 @@ func (l *daemonSetLab) memoryHolds(ns string, pod *corev1.Pod) {
 	t := l.t
 	t.Helper()
 	ctx := context.Background()
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "load"},
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: ns + "-load"},
 		Spec: v1alpha1.ProbeSetSpec{HCL: loadSpec, Mode: v1alpha1.ModeApply}}
 	if err := l.admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	l.waitApplied(ns, "load")
+	l.waitApplied(clusterNS, "cluster."+ns+"-load")
 	stop := time.Now().Add(40 * time.Second)
 	done := make(chan int)
 	for i := 0; i < 8; i++ {
