@@ -2,10 +2,13 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +22,7 @@ import (
 type tenantLab struct {
 	t     *testing.T
 	admin client.Client
-	user  func(name string, binding client.Object, role string) client.Client
+	user  func(name string, binding client.Object, role string, can authzv1.ResourceAttributes) client.Client
 }
 
 func newTenantLab(t *testing.T) *tenantLab {
@@ -35,8 +38,10 @@ func newTenantLab(t *testing.T) *tenantLab {
 	}
 	l := &tenantLab{t: t, admin: admin}
 	// user binds role to name (b: a RoleBinding or ClusterRoleBinding
-	// named, its role and subject filled here), and connects as name.
-	l.user = func(name string, b client.Object, role string) client.Client {
+	// named, its role and subject filled here), connects as name and
+	// waits until the API server's authorizer allows name can: it sees
+	// new bindings and aggregated rules through its informers, later.
+	l.user = func(name string, b client.Object, role string, can authzv1.ResourceAttributes) client.Client {
 		t.Helper()
 		ref := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role}
 		subj := []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: name}}
@@ -53,9 +58,32 @@ func newTenantLab(t *testing.T) *tenantLab {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newClient(t, cfg)
+		cl := newClient(t, cfg)
+		waitAllowed(t, cl, name, can)
+		return cl
 	}
 	return l
+}
+
+// waitAllowed polls (up to two minutes) until the API server allows cl's
+// user the request can describes.
+func waitAllowed(t *testing.T, cl client.Client, name string, can authzv1.ResourceAttributes) {
+	t.Helper()
+	var last error
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		r := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &can}}
+		if last = cl.Create(context.Background(), r); last == nil && r.Status.Allowed {
+			return
+		} else if last == nil {
+			last = fmt.Errorf("denied (%s)", r.Status.Reason)
+		}
+	}
+	t.Fatalf("%s may %s %s in %q: still not after 2m: %v", name, can.Verb, can.Resource, can.Namespace, last)
+}
+
+// may is a request of verb on resource (group/resource) in namespace ns.
+func may(verb, group, resource, ns string) authzv1.ResourceAttributes {
+	return authzv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns}
 }
 
 func roleBinding(ns, name string) *rbacv1.RoleBinding {
@@ -115,7 +143,7 @@ func TestTenantRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	editor := l.user("alice", roleBinding("tenant", "alice-edit"), "edit")
+	editor := l.user("alice", roleBinding("tenant", "alice-edit"), "edit", may("create", "probectl.dev", "probesets", "tenant"))
 
 	l.ok("editor creates an apply-mode ProbeSet in its namespace", editor.Create(ctx, probeSet("tenant", "opens", v1alpha1.ModeApply, tenantHCL)))
 	l.ok("editor reads its namespace's records", editor.List(ctx, &v1alpha1.ProbeSetNodeList{}, client.InNamespace("tenant")))
@@ -144,19 +172,19 @@ func TestTenantRBAC(t *testing.T) {
 		`ValidatingAdmissionPolicy 'probectl-tenant' with binding 'probectl-tenant' denied request: a ProbeSet is kept to the tasks of namespace tenant's pods: kernel function and profile probes run for whatever task a CPU runs`)
 	l.refused("editor names a ProbeSet as a ClusterProbeSet's record", editor.Create(ctx, probeSet("tenant", "cluster.x", v1alpha1.ModePlan, tenantHCL)),
 		`a ProbeSet's name may not begin with "cluster."`)
-	nsAdmin := l.user("dave", roleBinding("tenant", "dave-admin"), "admin")
+	nsAdmin := l.user("dave", roleBinding("tenant", "dave-admin"), "admin", may("create", "rbac.authorization.k8s.io", "rolebindings", "tenant"))
 	l.refused("namespace admin binds itself probectl-apply", nsAdmin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "dave-apply"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "probectl-apply"},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dave"}}}),
 		"is attempting to grant RBAC permissions not currently held")
 	// A viewer of the namespace reads records there, writes nothing.
-	viewer := l.user("erin", roleBinding("tenant", "erin-view"), "view")
+	viewer := l.user("erin", roleBinding("tenant", "erin-view"), "view", may("list", "probectl.dev", "probesetnodes", "tenant"))
 	l.ok("viewer reads the records", viewer.List(ctx, &v1alpha1.ProbeSetNodeList{}, client.InNamespace("tenant")))
 	l.refused("viewer creates a ProbeSet", viewer.Create(ctx, probeSet("tenant", "v", v1alpha1.ModePlan, tenantHCL)),
 		`User "erin" cannot create resource "probesets" in API group "probectl.dev" in the namespace "tenant"`)
 
 	// Node-wide: probectl-edit plans, probectl-apply applies.
-	planner := l.user("bob", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob-probectl-edit"}}, "probectl-edit")
+	planner := l.user("bob", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob-probectl-edit"}}, "probectl-edit", may("create", "probectl.dev", "clusterprobesets", ""))
 	l.ok("planner creates a plan-mode ClusterProbeSet", planner.Create(ctx, clusterProbeSet("plan", v1alpha1.ModePlan)))
 	const byPolicy = "an apply-mode ClusterProbeSet runs its probes as root on every node it selects: bob may not apply clusterprobesets"
 	l.refused("planner creates an apply-mode ClusterProbeSet", planner.Create(ctx, clusterProbeSet("root", v1alpha1.ModeApply)), byPolicy)
@@ -166,7 +194,7 @@ func TestTenantRBAC(t *testing.T) {
 	}
 	cps.Spec.Mode = v1alpha1.ModeApply
 	l.refused("planner switches a ClusterProbeSet to apply mode", planner.Update(ctx, &cps), byPolicy)
-	applier := l.user("carol", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "carol-probectl-apply"}}, "probectl-apply")
+	applier := l.user("carol", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "carol-probectl-apply"}}, "probectl-apply", may("apply", "probectl.dev", "clusterprobesets", ""))
 	l.ok("applier creates an apply-mode ClusterProbeSet", applier.Create(ctx, clusterProbeSet("root", v1alpha1.ModeApply)))
 	if !apierrors.IsForbidden(editor.Get(ctx, client.ObjectKey{Name: "root"}, &cps)) {
 		t.Error("the editor reads a ClusterProbeSet")

@@ -17,13 +17,10 @@
 // objects that never run. Tests run agents as processes and use a
 // namespace of their own. The built-in view, edit and
 // admin roles get their rules from the controller manager's aggregation:
-// [Cluster.AggregateRoles] does it once, for tests that bind them.
-//
-// Without a node there is no kubelet: pods are objects that never run.
-// Tests run agents as processes and use a namespace of their own. The
-// built-in view, edit and admin roles get their rules from the controller
-// manager's aggregation: [Cluster.AggregateRoles] does it once, for tests
-// that bind them without starting the controllers.
+// [Cluster.AggregateRoles] does it once, for tests that bind them without
+// starting the controllers. The API server's authorizer sees new rules
+// and bindings through its informers, a moment later: a test that binds
+// a role polls (a SelfSubjectAccessReview) until the request is allowed.
 //
 // Real pods: [StartNode] starts a node of the cluster (and, once,
 // kube-controller-manager and kube-scheduler: [Cluster.StartControllers]):
