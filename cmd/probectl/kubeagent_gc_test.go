@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +31,10 @@ import (
 
 // orphanLab is a real control plane with the garbage collector and the
 // namespace controller, one node agent process on the host, and a
-// workload whose calls the ProbeSets' uprobes count.
+// workload on the host (in no pod) whose calls the sets' uprobes count.
+// The sets whose counts the test checks are ClusterProbeSets (node-wide,
+// key.Namespace ""); a namespaced ProbeSet is a tenant's and counts only
+// its pods' calls (README "Tenants: a namespace traces its own pods").
 type orphanLab struct {
 	t       *testing.T
 	ctx     context.Context
@@ -78,21 +82,25 @@ func TestKubeAgentOrphans(t *testing.T) {
 	foreign := l.applyForeign()
 	l.start()
 
-	keep := l.create("gc-keep", "keep")
+	keep := l.create(clusterSet("gc-keep-keep"))
 	l.runWork(5)
 
 	// (a) The ProbeSet deleted, in the background and in the foreground:
 	// the garbage collector deletes its record while the agent is
 	// stopped; the agent, continued, finds no record, yet removes all.
 	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
-		v := l.create("gc-a", strings.ToLower(string(policy)))
+		v := l.create(clusterSet("gc-a-" + strings.ToLower(string(policy))))
 		l.runWork(3)
 		l.whileStopped(v, func() { l.deleteProbeSet(v, policy) })
 		l.runWork(2)
 	}
 	// (b) The namespace deleted: the namespace controller deletes the
-	// ProbeSet, the garbage collector its record.
-	v := l.create("gc-ns", "ns")
+	// ProbeSet, the garbage collector its record. A tenant's ProbeSet:
+	// gc-ns has no pods on the node, so it counts 0 of the host's calls
+	// by design (create waits for its record Applied with 0); what is
+	// checked is that its workspace, pins, programs, links and maps exist
+	// and then are gone.
+	v := l.create(types.NamespacedName{Namespace: "gc-ns", Name: "ns"})
 	l.runWork(2) // the workload fails for fewer than 2 calls (they sum to 0)
 	l.whileStopped(v, func() {
 		if err := l.admin.Delete(l.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gc-ns"}}); err != nil {
@@ -104,9 +112,10 @@ func TestKubeAgentOrphans(t *testing.T) {
 		})
 	})
 	// (c) The record deleted by hand first, then the ProbeSet.
-	v = l.create("gc-a", "hand")
+	v = l.create(clusterSet("gc-a-hand"))
 	l.whileStopped(v, func() {
-		rec := &v1alpha1.ProbeSetNode{ObjectMeta: metav1.ObjectMeta{Namespace: v.key.Namespace, Name: v.key.Name + "." + l.node}}
+		rk := l.recordKey(v.key)
+		rec := &v1alpha1.ProbeSetNode{ObjectMeta: metav1.ObjectMeta{Namespace: rk.Namespace, Name: rk.Name}}
 		if err := l.admin.Delete(l.ctx, rec); err != nil {
 			l.t.Fatal(err)
 		}
@@ -118,7 +127,7 @@ func TestKubeAgentOrphans(t *testing.T) {
 
 	// (d) Deleted while the agent is down (killed): one with its state,
 	// one whose state directory was lost (only its pins are left).
-	down, lost := l.create("gc-a", "down"), l.create("gc-a", "lost")
+	down, lost := l.create(clusterSet("gc-a-down")), l.create(clusterSet("gc-a-lost"))
 	l.runWork(2)
 	l.agent.kill()
 	if err := os.RemoveAll(lost.stateDirOfVictim); err != nil {
@@ -143,7 +152,7 @@ func TestKubeAgentOrphans(t *testing.T) {
 
 	// (e) The agent may not list ProbeSets: nothing is destroyed, the
 	// probes count on; allowed again, the orphan goes.
-	denied := l.create("gc-a", "denied")
+	denied := l.create(clusterSet("gc-a-denied"))
 	l.runWork(2) // the workload fails for fewer than 2 calls (they sum to 0)
 	l.setListProbeSets(false)
 	l.deleteProbeSet(denied, metav1.DeletePropagationBackground)
@@ -155,8 +164,8 @@ func TestKubeAgentOrphans(t *testing.T) {
 		return ""
 	})
 	l.present(denied)
-	l.work(6) // the records stay as they were: no sync gets past the list
-	series := fmt.Sprintf(`probectl_count_user_%s_calls_total{probeset="%s"}`, probeName(denied.key), denied.key)
+	l.work(6)                                                                                                          // the records stay as they were: no sync gets past the list
+	series := fmt.Sprintf(`probectl_count_user_%s_calls_total{probeset="%s"}`, probeName(denied.key), denied.key.Name) // a ClusterProbeSet's label
 	if got := l.agent.metric(series); got != 8 {
 		t.Errorf("%s: %v, want 8", series, got)
 	}
@@ -237,23 +246,57 @@ func probeName(k types.NamespacedName) string {
 	return strings.NewReplacer("-", "", "/", "").Replace(k.Namespace + k.Name)
 }
 
-// create creates the ProbeSet namespace/name (and its namespace), counting
+// clusterSet is the key of ClusterProbeSet name.
+func clusterSet(name string) types.NamespacedName {
+	return types.NamespacedName{Name: name}
+}
+
+// setObject is the set key names: a ClusterProbeSet when key.Namespace
+// is "", else a ProbeSet.
+func setObject(key types.NamespacedName) client.Object {
+	if key.Namespace == "" {
+		return &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: key.Name}}
+	}
+	return &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+}
+
+// recordKey is the key of the node's record of the set key: a
+// ClusterProbeSet's is in probectl-system, named cluster.NAME.NODE.
+func (l *orphanLab) recordKey(key types.NamespacedName) types.NamespacedName {
+	if key.Namespace == "" {
+		return types.NamespacedName{Namespace: fleet.ClusterNamespace, Name: "cluster." + key.Name + "." + l.node}
+	}
+	return types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "." + l.node}
+}
+
+// create creates the set key (a ProbeSet also its namespace), counting
 // the workload's calls, waits until the node applied it, and returns what
-// it put on the node.
-func (l *orphanLab) create(ns, name string) *victim {
+// it put on the node. A ClusterProbeSet counts every call from now on; a
+// tenant's ProbeSet, whose namespace has no pods here, counts none.
+func (l *orphanLab) create(key types.NamespacedName) *victim {
 	l.t.Helper()
-	err := l.admin.Create(l.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		l.t.Fatal(err)
+	if key.Namespace != "" {
+		err := l.admin.Create(l.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			l.t.Fatal(err)
+		}
 	}
-	key := types.NamespacedName{Namespace: ns, Name: name}
 	hcl := fmt.Sprintf("probe \"user\" %q {\n  binary    = %q\n  functions = [\"target\"]\n  on_entry {\n    count \"calls\" {}\n  }\n}\n", probeName(key), l.workBin)
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ProbeSetSpec{HCL: hcl, Mode: v1alpha1.ModeApply}}
-	if err := l.admin.Create(l.ctx, ps); err != nil {
+	spec := v1alpha1.ProbeSetSpec{HCL: hcl, Mode: v1alpha1.ModeApply}
+	obj := setObject(key)
+	switch o := obj.(type) {
+	case *v1alpha1.ClusterProbeSet:
+		o.Spec = spec
+	case *v1alpha1.ProbeSet:
+		o.Spec = spec
+	}
+	if err := l.admin.Create(l.ctx, obj); err != nil {
 		l.t.Fatal(err)
 	}
-	l.counted[key] = 0
-	l.waitCounted(key)
+	if key.Namespace == "" {
+		l.counted[key] = 0
+	}
+	l.waitCountedN(key, 0)
 	return l.objects(key)
 }
 
@@ -282,10 +325,17 @@ func (l *orphanLab) work(n int) {
 // exactly the calls counted.
 func (l *orphanLab) waitCounted(key types.NamespacedName) {
 	l.t.Helper()
-	want := fmt.Sprintf("Applied user.%s=%d", probeName(key), l.counted[key])
+	l.waitCountedN(key, l.counted[key])
+}
+
+// waitCountedN waits until key's record on the node is applied with
+// exactly n calls counted.
+func (l *orphanLab) waitCountedN(key types.NamespacedName, n int64) {
+	l.t.Helper()
+	want := fmt.Sprintf("Applied user.%s=%d", probeName(key), n)
 	l.poll(key.String()+" "+want, func() string {
 		var r v1alpha1.ProbeSetNode
-		if err := l.admin.Get(l.ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "." + l.node}, &r); err != nil {
+		if err := l.admin.Get(l.ctx, l.recordKey(key), &r); err != nil {
 			return err.Error()
 		}
 		got := string(r.Status.Phase)
@@ -328,7 +378,7 @@ func (l *orphanLab) applyForeign() *victim {
 // of its programs, links and maps.
 func (l *orphanLab) objects(key types.NamespacedName) *victim {
 	l.t.Helper()
-	ws := fleet.Workspace(l.node, &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	ws := fleet.Workspace(l.node, &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}) // no namespace: a ClusterProbeSet's
 	return l.objectsIn(l.state, ws, key)
 }
 
@@ -430,7 +480,7 @@ func (l *orphanLab) whileStopped(v *victim, del func()) {
 	}
 	del()
 	l.poll(v.key.String()+"'s record deleted", func() string {
-		return notGone(l.admin.Get(l.ctx, types.NamespacedName{Namespace: v.key.Namespace, Name: v.key.Name + "." + l.node}, &v1alpha1.ProbeSetNode{}))
+		return notGone(l.admin.Get(l.ctx, l.recordKey(v.key), &v1alpha1.ProbeSetNode{}))
 	})
 	l.present(v)
 	if err := p.Signal(syscall.SIGCONT); err != nil {
@@ -439,24 +489,23 @@ func (l *orphanLab) whileStopped(v *victim, del func()) {
 	l.gone(v)
 }
 
-// deleteProbeSet deletes v's ProbeSet with policy and waits until it and
+// deleteProbeSet deletes v's set with policy and waits until it and
 // its record are gone (the garbage collector deletes the record).
 func (l *orphanLab) deleteProbeSet(v *victim, policy metav1.DeletionPropagation) {
 	l.t.Helper()
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: v.key.Namespace, Name: v.key.Name}}
-	if err := l.admin.Delete(l.ctx, ps, client.PropagationPolicy(policy)); err != nil {
+	if err := l.admin.Delete(l.ctx, setObject(v.key), client.PropagationPolicy(policy)); err != nil {
 		l.t.Fatal(err)
 	}
 	l.poll(v.key.String()+" and its record deleted ("+string(policy)+")", func() string {
-		if s := notGone(l.admin.Get(l.ctx, v.key, &v1alpha1.ProbeSet{})); s != "" {
-			return "ProbeSet " + s
+		if s := notGone(l.admin.Get(l.ctx, v.key, setObject(v.key))); s != "" {
+			return "set " + s
 		}
-		return notGone(l.admin.Get(l.ctx, types.NamespacedName{Namespace: v.key.Namespace, Name: v.key.Name + "." + l.node}, &v1alpha1.ProbeSetNode{}))
+		return notGone(l.admin.Get(l.ctx, l.recordKey(v.key), &v1alpha1.ProbeSetNode{}))
 	})
 }
 
-// setListProbeSets gives the agents' role the list verb on ProbeSets, or
-// takes it away.
+// setListProbeSets gives the agents' role the list verb on ProbeSets and
+// ClusterProbeSets (one rule), or takes it away.
 func (l *orphanLab) setListProbeSets(allow bool) {
 	l.t.Helper()
 	var role rbacv1.ClusterRole
@@ -464,7 +513,7 @@ func (l *orphanLab) setListProbeSets(allow bool) {
 		l.t.Fatal(err)
 	}
 	for i, r := range role.Rules {
-		if len(r.Resources) == 1 && r.Resources[0] == "probesets" {
+		if slices.Contains(r.Resources, "probesets") {
 			role.Rules[i].Verbs = []string{"get", "watch"}
 			if allow {
 				role.Rules[i].Verbs = append(role.Rules[i].Verbs, "list")

@@ -14,7 +14,6 @@ import (
 
 	"github.com/probectl/probectl/fleet"
 	"github.com/probectl/probectl/fleet/api/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +71,8 @@ func hostRootTree(t *testing.T, root, bin, outside string) string {
 // TestKubeHostRoots: two pretend nodes whose agents read the host's
 // binaries under -host-root, each a different tree: node-a's binary has
 // hr_target, node-b's build of it lacks it. The agents publish the
-// binaries their ProbeSet names; "plan -cluster" plans each node from its
+// binaries their ClusterProbeSet names (node-wide: the workload is a host
+// process in no pod); "plan -cluster" plans each node from its
 // NodeFacts only: node-a can run the spec, node-b cannot (naming the
 // function at its line), and a binary neither published is reported not
 // checked (exit 2), never ok. Applied, node-b's agent fails with the very
@@ -93,10 +93,7 @@ func TestKubeHostRoots(t *testing.T) {
 	hostA := hostRootTree(t, filepath.Join(dir, "host-a"), outside, outside)
 	hostRootTree(t, filepath.Join(dir, "host-b"), buildC(t, dir, "hr-none", hostRootNoTarget), outside)
 
-	ns := "hr"
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := fleet.ClusterNamespace // where a ClusterProbeSet's records are
 	nodes := []string{"hr-node-a", "hr-node-b"}
 	agents := map[string]*kubeAgent{}
 	states := map[string]string{}
@@ -123,7 +120,7 @@ func TestKubeHostRoots(t *testing.T) {
 	})
 
 	hcl := "probe \"user\" \"hr\" {\n  binary    = \"/usr/local/bin/hr-work\"\n  functions = [\"hr_target\"]\n  on_entry {\n    count \"calls\" {}\n  }\n}\n"
-	ps := &v1alpha1.ProbeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hr"},
+	ps := &v1alpha1.ClusterProbeSet{ObjectMeta: metav1.ObjectMeta{Name: "hr"},
 		Spec: v1alpha1.ProbeSetSpec{HCL: hcl, Mode: v1alpha1.ModePlan}}
 	if err := admin.Create(ctx, ps); err != nil {
 		t.Fatal(err)
@@ -144,7 +141,7 @@ func TestKubeHostRoots(t *testing.T) {
 
 	// plan -cluster from the NodeFacts: node-a can, node-b cannot.
 	line := strings.Count(hcl[:strings.Index(hcl, `["hr_target"]`)], "\n") + 1
-	cp, code := planClusterJSON(t, c.Kubeconfig, "-probeset", ns+"/hr")
+	cp, code := planClusterJSON(t, c.Kubeconfig, "-clusterprobeset", "hr")
 	if code != 1 {
 		t.Errorf("plan -cluster exit %d, want 1 (node-b cannot)", code)
 	}
@@ -185,16 +182,16 @@ func TestKubeHostRoots(t *testing.T) {
 
 	// Applied: node-b fails exactly as planned; node-a counts a host
 	// process running the binary by its own path.
-	var cur v1alpha1.ProbeSet
-	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hr"}, &cur); err != nil {
+	var cur v1alpha1.ClusterProbeSet
+	if err := admin.Get(ctx, types.NamespacedName{Name: "hr"}, &cur); err != nil {
 		t.Fatal(err)
 	}
 	cur.Spec.Mode = v1alpha1.ModeApply
 	if err := admin.Update(ctx, &cur); err != nil {
 		t.Fatal(err)
 	}
-	ra := waitRecord(t, admin, ns, "hr.hr-node-a", cur.Generation, v1alpha1.PhaseApplied, agents["hr-node-a"])
-	rb := waitRecord(t, admin, ns, "hr.hr-node-b", cur.Generation, v1alpha1.PhaseFailed, agents["hr-node-b"])
+	ra := waitRecord(t, admin, ns, "cluster.hr.hr-node-a", cur.Generation, v1alpha1.PhaseApplied, agents["hr-node-a"])
+	rb := waitRecord(t, admin, ns, "cluster.hr.hr-node-b", cur.Generation, v1alpha1.PhaseFailed, agents["hr-node-b"])
 	if len(rb.Status.Errors) != 1 || rb.Status.Errors[0] != b.Errors[0] {
 		t.Errorf("node-b's agent failed with %q; the plan said %q", rb.Status.Errors, b.Errors[0])
 	}
@@ -206,7 +203,7 @@ func TestKubeHostRoots(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		got := agents["hr-node-a"].metric(`probectl_count_user_hr_calls_total{probeset="hr/hr"}`)
+		got := agents["hr-node-a"].metric(`probectl_count_user_hr_calls_total{probeset="hr"}`)
 		if got == 13 {
 			break
 		}
