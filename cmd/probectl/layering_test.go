@@ -99,13 +99,14 @@ var layers = map[string][]string{
 	"internal/flamegraph":                {"runtime", "bpf", "bpf/symbols"},
 	"internal/flamegraph/flamegraphtest": {},
 	"internal/cgrouptest":                {},
+	"internal/testenv":                   {},
 	"internal/views":                     {"compiler/compiled", "runtime", "metrics", "bpf", "bpf/symbols", "fleet", "internal/termtext", "internal/buildinfo"},
 }
 
 // specFree are the packages that must not reach spec or HCL, directly or
 // through any package they import: a saved plan is self-contained, and
 // what runtime and metrics read is what the state recorded.
-var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo", "internal/pods", "internal/cgrouptest"}
+var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo", "internal/pods", "internal/cgrouptest", "internal/testenv"}
 
 // importGraph maps a package's import path to its imports.
 type importGraph map[string][]string
