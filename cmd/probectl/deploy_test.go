@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -26,7 +27,7 @@ func systemdVerify(t *testing.T, name, unit string) (string, error) {
 	t.Helper()
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		missingTool(t, "systemd-analyze is missing (Debian's package systemd)")
+		testenv.Absent(t, "systemd-analyze is missing (Debian's package systemd)")
 	}
 	self, err := os.Executable()
 	if err != nil {

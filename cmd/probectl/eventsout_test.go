@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"log/slog"
 	"os"
@@ -151,7 +152,7 @@ func TestEventSinkSkipsRepeated(t *testing.T) {
 		t.Skip("applying probes needs root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing: the workload is built with gcc")
+		testenv.Absent(t, "gcc is missing: the workload is built with gcc")
 	}
 	dir := t.TempDir()
 	comm := fmt.Sprintf("evrep%d", os.Getpid()%1000000)

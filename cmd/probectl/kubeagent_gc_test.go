@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func TestKubeAgentOrphans(t *testing.T) {
 		t.Skip("applying probes needs root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
+		testenv.Absent(t, "gcc is missing")
 	}
 	l := newOrphanLab(t)
 	outside := l.plantHostile()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net/http"
 	"os"
@@ -115,7 +116,7 @@ func TestKubeAgents(t *testing.T) {
 	}
 	for _, p := range []string{"gcc", "unshare"} {
 		if _, err := exec.LookPath(p); err != nil {
-			missingTool(t, "%s is missing", p)
+			testenv.Absent(t, "%s is missing", p)
 		}
 	}
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -40,7 +41,7 @@ func TestKubeAgentTenants(t *testing.T) {
 		t.Skip("applying probes needs root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
+		testenv.Absent(t, "gcc is missing")
 	}
 	ctx := context.Background()
 	c, admin := kubeLab(t)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +85,7 @@ func TestKubeHostRoots(t *testing.T) {
 		t.Skip("applying probes needs root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
+		testenv.Absent(t, "gcc is missing")
 	}
 	ctx := context.Background()
 	c, admin := kubeLab(t)

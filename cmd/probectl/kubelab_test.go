@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net/http"
 	"os"
@@ -270,7 +271,7 @@ func newDaemonSetLab(t *testing.T) *daemonSetLab {
 		t.Skip("a kubelet runs as root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
+		testenv.Absent(t, "gcc is missing")
 	}
 	l := &daemonSetLab{t: t, c: kubetest.Start(t), dir: t.TempDir()}
 	l.n = kubetest.StartNode(t, l.c, kubetest.NodeOptions{})

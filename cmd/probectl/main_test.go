@@ -143,13 +143,3 @@ func substituteU(dir, u string) error {
 	}
 	return nil
 }
-
-// missingTool skips a test for a tool this machine lacks, or fails it in
-// CI, whose .ci/run installs every tool the tests need.
-func missingTool(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (.ci/run installs it)", args...)
-	}
-	t.Skipf(format, args...)
-}

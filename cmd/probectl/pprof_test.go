@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net/http"
 	"os"
@@ -38,7 +39,7 @@ func pprofTop(t *testing.T, src string) (string, int64) {
 	t.Helper()
 	bin, err := pprofBin()
 	if err != nil {
-		missingTool(t, "%v", err)
+		testenv.Absent(t, "%v", err)
 	}
 	start := time.Now()
 	cmd := exec.Command(bin, "-top", "-nodecount=1", src)

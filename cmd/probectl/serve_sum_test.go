@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net/http"
 	"os"
@@ -32,7 +33,7 @@ func TestServeSignedSumIsGauge(t *testing.T) {
 		t.Skip("applying probes needs root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "the workload is built with gcc")
+		testenv.Absent(t, "the workload is built with gcc")
 	}
 	dir := t.TempDir()
 	work := buildC(t, dir, "sum-work", sumWork)

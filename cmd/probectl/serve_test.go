@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"math"
 	"net"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ func prometheusBinary(t *testing.T, name string) string {
 	if p, lerr := exec.LookPath(name); lerr == nil {
 		return p
 	}
-	missingTool(t, "%s is missing and the prometheus package cannot be installed: %v\n%s", name, err, out)
+	testenv.Absent(t, "%s is missing and the prometheus package cannot be installed: %v\n%s", name, err, out)
 	return ""
 }
 

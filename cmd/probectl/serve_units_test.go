@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net/http"
 	"os"
@@ -67,7 +68,7 @@ func TestServeUnitsLabelsStacks(t *testing.T) {
 		t.Skip("applying probes needs root")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "the workload is built with gcc")
+		testenv.Absent(t, "the workload is built with gcc")
 	}
 	prometheusBinary(t, "prometheus")
 	dir := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"os"
 	"os/exec"
@@ -107,7 +108,7 @@ func TestBuildIDSpoofing(t *testing.T) {
 		t.Skip("needs root to load BPF and to make files of another user")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
+		testenv.Absent(t, "gcc is missing")
 	}
 	comm := fmt.Sprintf("spf-w%d", os.Getpid()%1000000)
 	path := filepath.Join(t.TempDir(), comm)
@@ -267,7 +268,7 @@ func TestPidReuse(t *testing.T) {
 		t.Skipf("no ns_last_pid (a kernel without CONFIG_CHECKPOINT_RESTORE): %v", err)
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
-		missingTool(t, "gcc is missing")
+		testenv.Absent(t, "gcc is missing")
 	}
 	comm := fmt.Sprintf("spr-w%d", os.Getpid()%1000000)
 	path := filepath.Join(t.TempDir(), comm)

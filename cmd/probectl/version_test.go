@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,7 +27,7 @@ import (
 func TestVersionOfMakeBuild(t *testing.T) {
 	for _, tool := range []string{"git", "make"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			missingTool(t, "%s is missing", tool)
+			testenv.Absent(t, "%s is missing", tool)
 		}
 	}
 	root, err := filepath.Abs("../..")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/probectl/probectl/internal/testenv"
 	"math"
 	"os"
 	"os/exec"
@@ -43,19 +44,8 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	missingTool(t, "chromium is not installed (/usr/bin/chromium, or set PROBECTL_CHROMIUM): apt-get install chromium")
+	testenv.Absent(t, "chromium is not installed (/usr/bin/chromium, or set PROBECTL_CHROMIUM): apt-get install chromium")
 	return ""
-}
-
-// missingTool skips a test for a tool this machine lacks, or fails it in
-// CI (CI=true), where .ci/run installs every tool (as cmd/probectl's
-// tests do).
-func missingTool(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (.ci/run installs it)", args...)
-	}
-	t.Skipf(format, args...)
 }
 
 // keepArtifact writes a file a person may want to look at into the test's

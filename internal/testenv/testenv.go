@@ -15,7 +15,7 @@ import (
 func Absent(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("absent, and CI=true: "+format, args...)
+		t.Fatalf(format+" (.ci/run installs it)", args...)
 	}
 	t.Skipf(format, args...)
 }
