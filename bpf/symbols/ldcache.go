@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/probectl/probectl/bpf"
+	"golang.org/x/sys/unix"
 )
 
 // LDCache is the dynamic linker's cache of libraries, as ldconfig writes
@@ -34,20 +35,22 @@ var ldArch = map[bpf.Arch]uint32{bpf.ArchX86_64: 0x0300, bpf.ArchArm64: 0x0a00}
 // ResolveLibrary finds a library of arch by name in the dynamic linker's
 // cache at cache: "libc" is the library libc.so or libc.so.N, as bpftrace
 // takes uprobe:libc:malloc; a name with ".so" in it ("libssl.so.3") must
-// be the cached name exactly. It returns the path ld.so would load, or an
-// error that says what the cache holds.
+// be the cached name exactly. Names that all lead to one file (libfoo.so
+// and libfoo.so.1, both links to libfoo.so.1.2) are that one file. It
+// returns the path ld.so would load, or an error that says what the cache
+// holds.
 func ResolveLibrary(cache, name string, arch bpf.Arch) (string, error) {
 	f, err := os.Open(cache)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	return resolveLibrary(f, cache, name, arch)
+	return resolveLibrary(f, cache, "", name, arch)
 }
 
 // resolveLibrary resolves name in the cache read from r, named cache in
-// messages.
-func resolveLibrary(r io.Reader, cache, name string, arch bpf.Arch) (string, error) {
+// messages, whose paths are within root.
+func resolveLibrary(r io.Reader, cache, root, name string, arch bpf.Arch) (string, error) {
 	entries, err := readLDCache(r, cache)
 	if err != nil {
 		return "", err
@@ -70,6 +73,9 @@ func resolveLibrary(r io.Reader, cache, name string, arch bpf.Arch) (string, err
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if p, ok := oneFile(root, name, names, found); ok {
+		return p, nil
+	}
 	return "", fmt.Errorf("%q is ambiguous in %s: %s; give one of them", name, cache, strings.Join(names, ", "))
 }
 
@@ -109,6 +115,40 @@ func matchLibraries(entries []ldEntry, name string, want uint32) map[string]stri
 		}
 	}
 	return found
+}
+
+// oneFile returns the path of the names (sorted) when their paths all
+// open, within root, as one file (one device and inode): the versioned
+// name's (libfoo.so.1 rather than the development link libfoo.so), as a
+// process maps it.
+func oneFile(root, name string, names []string, paths map[string]string) (string, bool) {
+	var first unix.Stat_t
+	for i, n := range names {
+		st, err := statIn(root, paths[n])
+		if err != nil || i > 0 && (st.Dev != first.Dev || st.Ino != first.Ino) {
+			return "", false
+		}
+		first = st
+	}
+	for _, n := range names {
+		if n != name+".so" {
+			return paths[n], true
+		}
+	}
+	return paths[names[0]], true
+}
+
+// statIn stats the regular file at path within root, as [OpenIn] opens
+// it.
+func statIn(root, path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	f, err := OpenIn(root, path)
+	if err != nil {
+		return st, err
+	}
+	defer f.Close()
+	err = unix.Fstat(int(f.Fd()), &st)
+	return st, err
 }
 
 type ldEntry struct {

@@ -79,6 +79,44 @@ func TestResolveLibraryCache(t *testing.T) {
 	}
 }
 
+// Names that are links to one file are that file (libreadline.so and
+// libreadline.so.8, both links to libreadline.so.8.2); names of two files
+// stay ambiguous, on the host and under a root.
+func TestResolveLibraryOneFile(t *testing.T) {
+	dir := t.TempDir()
+	lib := func(rel string) string { return filepath.Join(dir, "lib", rel) }
+	os.MkdirAll(lib(""), 0o755)
+	os.WriteFile(lib("libone.so.1.2"), []byte("one"), 0o644)
+	os.Symlink("libone.so.1.2", lib("libone.so"))
+	os.Symlink("libone.so.1.2", lib("libone.so.1"))
+	os.WriteFile(lib("libtwo.so.1"), []byte("two"), 0o644)
+	os.WriteFile(lib("libtwo.so"), []byte("two"), 0o644)
+	entries := func(prefix string) []ldEntry {
+		return []ldEntry{
+			{0x0303, "libone.so", prefix + "/lib/libone.so"},
+			{0x0303, "libone.so.1", prefix + "/lib/libone.so.1"},
+			{0x0303, "libtwo.so", prefix + "/lib/libtwo.so"},
+			{0x0303, "libtwo.so.1", prefix + "/lib/libtwo.so.1"},
+		}
+	}
+	cache := filepath.Join(dir, "ld.so.cache")
+	writeLDCache(t, cache, entries(dir))
+	if got, err := ResolveLibrary(cache, "libone", bpf.ArchX86_64); err != nil || got != lib("libone.so.1") {
+		t.Errorf("libone: %q, %v; want %s", got, err, lib("libone.so.1"))
+	}
+	if _, err := ResolveLibrary(cache, "libtwo", bpf.ArchX86_64); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("libtwo (two files): %v, want ambiguous", err)
+	}
+	os.MkdirAll(filepath.Join(dir, "etc"), 0o755)
+	writeLDCache(t, filepath.Join(dir, "etc", "ld.so.cache"), entries(""))
+	if got, err := ResolveLibraryIn(dir, "libone", bpf.ArchX86_64); err != nil || got != "/lib/libone.so.1" {
+		t.Errorf("libone under a root: %q, %v; want /lib/libone.so.1", got, err)
+	}
+	if _, err := ResolveLibraryIn(dir, "libtwo", bpf.ArchX86_64); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("libtwo under a root: %v, want ambiguous", err)
+	}
+}
+
 // writeLDCache writes a cache of the new format holding es at path.
 func writeLDCache(t *testing.T, path string, es []ldEntry) {
 	t.Helper()

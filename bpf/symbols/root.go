@@ -77,7 +77,7 @@ func ResolveLibraryIn(root, name string, arch bpf.Arch) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	return resolveLibrary(f, InRoot(root, LDCache), name, arch)
+	return resolveLibrary(f, InRoot(root, LDCache), root, name, arch)
 }
 
 // BuildID returns the GNU build id of an ELF file, or "".

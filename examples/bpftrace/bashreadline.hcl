@@ -6,7 +6,7 @@
 #
 # Differs from bashreadline.bt: only /bin/bash is probed (bpftrace also
 # probes libreadline, for shells linked against it: add a second probe
-# with its path), and the time is the event's arrival, printed by
+# with binary = "libreadline"), and the time is the event's arrival, printed by
 # probectl. A line is read up to 256 bytes.
 
 probe "user" "readline" {
