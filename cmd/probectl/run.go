@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/examples"
 	"github.com/probectl/probectl/internal/engine"
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
@@ -54,7 +56,8 @@ func newRunCmd() *cobra.Command {
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
-(Ctrl-C, -duration, or an error). Its probes are never pinned: they live
+(Ctrl-C, -duration, or an error). It names the optional probes it leaves
+out and why, and the optional patterns that matched nothing. Its probes are never pinned: they live
 exactly as long as the probectl process, so even kill -9 leaves nothing
 attached. Events come out as probectl events prints them: every probe's,
 in the order they were reserved, with their time; without -v, each
@@ -164,7 +167,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 			fmt.Fprintln(r.say, "\nDetached and removed every probe.")
 		}
 	}()
-	r.announce()
+	r.announce(out.Skipped)
 	ctx, stop := o.context()
 	defer stop()
 	r.pr = views.NewEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.asJSON, nil)
@@ -182,16 +185,32 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	return r.loop(ctx)
 }
 
-// announce says what is attached, and for how long.
-func (r *probeRun) announce() {
+// announce says what is attached (and of its optional patterns, which
+// matched nothing), which optional probes are not and why, and for how
+// long.
+func (r *probeRun) announce(skipped []compiler.Skipped) {
 	for _, p := range r.sess.States {
 		fmt.Fprintf(r.say, "Attached %s: %s via %s.\n", p.Address, p.Route, compiler.JoinFamilies(p.Attach))
+		for _, m := range p.Missing {
+			fmt.Fprintf(r.say, "  Not attached: %s.\n", termtext.Printable(m))
+		}
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(r.say, "Skipped %s (optional): %s\n", sk.Address, sentence(termtext.Printable(sk.Why)))
 	}
 	until := "until Ctrl-C"
 	if r.o.duration > 0 {
 		until = "for " + r.o.duration.String()
 	}
 	fmt.Fprintf(r.say, "Running %s.\n", until)
+}
+
+// sentence is s ending in a period.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
 }
 
 // context ends at Ctrl-C, SIGTERM or after -duration.
