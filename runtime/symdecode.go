@@ -41,19 +41,22 @@ func decodeKsym(_ compiled.KeyField, raw []byte) any {
 }
 
 // userSyms symbolizes the addresses of usym, through the maps of the
-// processes that recorded them; it starts afresh when a second old, so
-// that a process's maps are read again (it may have mapped more, or its
-// pid be another's now).
+// processes that recorded them. It is refreshed when a second old
+// (UserSymbols.Refresh): files are read again as they are now, and the
+// maps of a process known by pid alone (its pid may be another's); a
+// process known by its start time keeps the maps and files read while it
+// ran, so that its addresses are named after it exits.
 var userSyms struct {
-	mu      sync.Mutex
-	u       *symbols.UserSymbols
-	created time.Time
+	mu        sync.Mutex
+	u         *symbols.UserSymbols
+	refreshed time.Time
 }
 
 // decodeUsym shows a user address (the slot's first 8 bytes) of the
 // process that recorded it (the next 8: its pid and start time) as
-// func+0xoff [file], while that process runs. After it has exited (its
-// pid another's or no one's) the address shows with that said: a single
+// func+0xoff [file], while that process runs, and after it has exited
+// when this probectl read its maps while it ran. Otherwise (its pid
+// another's or no one's) the address shows with that said: a single
 // address keeps no build id (only stacks do).
 func decodeUsym(_ compiled.KeyField, raw []byte) any {
 	if len(raw) < 16 {
@@ -68,8 +71,12 @@ func decodeUsym(_ compiled.KeyField, raw []byte) any {
 		return fmt.Sprintf("0x%x (no process)", addr)
 	}
 	userSyms.mu.Lock()
-	if userSyms.u == nil || time.Since(userSyms.created) > time.Second {
-		userSyms.u, userSyms.created = symbols.NewUserSymbols("", nil), time.Now()
+	switch {
+	case userSyms.u == nil:
+		userSyms.u, userSyms.refreshed = symbols.NewUserSymbols("", nil), time.Now()
+	case time.Since(userSyms.refreshed) > time.Second:
+		userSyms.u.Refresh()
+		userSyms.refreshed = time.Now()
 	}
 	u := userSyms.u
 	userSyms.mu.Unlock()

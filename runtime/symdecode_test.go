@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler"
@@ -100,5 +101,53 @@ func TestDecodeKsym(t *testing.T) {
 	}
 	if got := decodeKsym(compiler.KeyField{}, le(0x1000)); got != "0x1000" {
 		t.Errorf("ksym of 0x1000: %q", got)
+	}
+}
+
+// usym of a process that has exited since its first address was shown:
+// named as it was while it ran (issue 21: the first event named, the next
+// ones "process exited"), across the symbolizer's refresh.
+func TestDecodeUsymAfterExit(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var addr uint64
+	for deadline := time.Now().Add(10 * time.Second); addr == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 6 && strings.Contains(f[1], "x") && strings.HasPrefix(filepath.Base(f[5]), "libc.so") {
+				lo, _, _ := strings.Cut(f[0], "-")
+				start, _ := strconv.ParseUint(lo, 16, 64)
+				addr = start + 0x1000
+			}
+		}
+	}
+	if addr == 0 {
+		t.Skip("sleep maps no libc")
+	}
+	start, err := symbols.StartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := uint64(pid) | uint64(symbols.ProcessStarted|uint32(start)&(symbols.ProcessStarted-1))<<32
+	slot := append(le(int64(addr)), le(int64(proc))...)
+	live := decodeUsym(compiler.KeyField{}, slot).(string)
+	if !strings.Contains(live, "[libc.so") {
+		t.Fatalf("usym while it runs: %q, want it in libc", live)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got := decodeUsym(compiler.KeyField{}, slot); got != live {
+		t.Errorf("usym after it exited: %q, want %q", got, live)
+	}
+	userSyms.mu.Lock()
+	userSyms.refreshed = time.Time{}
+	userSyms.mu.Unlock()
+	if got := decodeUsym(compiler.KeyField{}, slot); got != live {
+		t.Errorf("usym after it exited and a refresh: %q, want %q", got, live)
 	}
 }

@@ -479,6 +479,10 @@ type mapping struct {
 	// another file here than the one mapped (the process runs in a mount
 	// namespace of its own), the mapping's /proc/PID/map_files link.
 	open string
+	// elf is the file opened at open while the process ran (nil: not an
+	// ELF file): its names stay the process's after it exits, whatever
+	// open is by then.
+	elf *elfFile
 }
 
 // UserSymbols resolves user addresses and build-id frames. It caches the
@@ -594,9 +598,9 @@ type procMaps struct {
 	ok   bool // it ran when read (else maps is empty)
 }
 
-// processMaps reads the executable file mappings of a process, while it
-// runs (checked before and after: its pid may be another's by then), and
-// indexes the build ids of its files.
+// processMaps reads the executable file mappings of a process and opens
+// their files, while it runs (checked before and after: its pid may be
+// another's by then), and indexes the build ids of its files.
 func (u *UserSymbols) processMaps(p Process) *procMaps {
 	if m, ok := u.maps[p]; ok {
 		return m
@@ -606,16 +610,15 @@ func (u *UserSymbols) processMaps(p Process) *procMaps {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.PID)); err == nil {
 			pm.maps = parseMaps(string(b))
 			for i := range pm.maps {
-				pm.maps[i].open = mappedFile(p.PID, &pm.maps[i])
-				if pm.maps[i].open != pm.maps[i].path {
-					delete(u.files, pm.maps[i].open) // another process's, with this pid before
+				m := &pm.maps[i]
+				m.open = mappedFile(p.PID, m)
+				if m.open != m.path {
+					delete(u.files, m.open) // another process's, with this pid before
 				}
+				m.elf = u.file(m.open)
 			}
 			if _, still := p.Running(); still {
 				pm.uid, pm.ok = uid, true
-				for _, m := range pm.maps {
-					u.file(m.open)
-				}
 			} else {
 				pm.maps = nil
 			}
@@ -678,22 +681,29 @@ func parseMaps(text string) []mapping {
 }
 
 // FrameAt symbolizes address ip of process p through its maps, while it
-// runs (checked at each call); an address of a process that has exited
-// (or whose pid is another's now) keeps its address and says so
-// ([Process.Exited]).
+// runs (checked at each call). After it has exited, the maps read while it
+// ran still name its addresses when p was recorded with its start time
+// (a pid alone may have been another process's when they were read); an
+// address no maps read name (or of a pid that is another's now) keeps its
+// address and says the process exited ([Process.Exited]).
 func (u *UserSymbols) FrameAt(p Process, ip uint64) Frame {
-	if _, ok := p.Running(); !ok {
-		return Frame{Addr: ip, Note: p.Exited()}
-	}
+	_, running := p.Running()
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if !running {
+		return u.exitedFrame(p, ip)
+	}
 	pm := u.processMaps(p)
 	f, ok := u.frameIn(pm, ip)
 	if !ok && pm.ok {
 		// The process may have mapped more since (dlopen).
 		delete(u.maps, p)
-		pm = u.processMaps(p)
-		f, ok = u.frameIn(pm, ip)
+		if again := u.processMaps(p); again.ok {
+			f, ok = u.frameIn(again, ip)
+		} else {
+			u.maps[p] = pm // it exited meanwhile: what it mapped is still known
+			return u.exitedFrame(p, ip)
+		}
 	}
 	if !ok && !pm.ok {
 		f.Note = p.Exited()
@@ -701,10 +711,44 @@ func (u *UserSymbols) FrameAt(p Process, ip uint64) Frame {
 	return f
 }
 
+// exitedFrame symbolizes ip of p, which has exited, through the maps
+// read while it ran, when p is known by its start time; else, and when
+// they name no file at ip, it is the address and that p exited.
+func (u *UserSymbols) exitedFrame(p Process, ip uint64) Frame {
+	if pm := u.maps[p]; pm != nil && pm.ok && p.Start&ProcessStarted != 0 {
+		if f, ok := u.frameIn(pm, ip); ok {
+			return f
+		}
+	}
+	return Frame{Addr: ip, Note: p.Exited()}
+}
+
+// Refresh forgets the files opened (they are read again as they are now:
+// replaced, or another's at a path) and the maps of the processes known
+// by pid alone (the pid may be another's now). The maps of processes
+// known by their start time stay, with the files they mapped: their
+// addresses are named after they exit.
+func (u *UserSymbols) Refresh() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.files = map[string]*elfFile{}
+	u.budget.release()
+	u.forgetPIDOnly()
+}
+
+// forgetPIDOnly forgets the maps of the processes known by pid alone.
+func (u *UserSymbols) forgetPIDOnly() {
+	for p := range u.maps {
+		if p.Start&ProcessStarted == 0 {
+			delete(u.maps, p)
+		}
+	}
+}
+
 func (u *UserSymbols) frameIn(pm *procMaps, ip uint64) (Frame, bool) {
 	for _, m := range pm.maps {
 		if ip >= m.start && ip < m.end {
-			if e := u.file(m.open); e != nil {
+			if e := m.elf; e != nil {
 				f := e.frameAtOffset(ip - m.start + m.off)
 				f.Addr, f.Module = ip, m.path
 				f.BuildID, f.MapStart, f.MapLimit, f.MapOffset = e.buildID, m.start, m.end, m.off
@@ -731,7 +775,7 @@ func (u *UserSymbols) FrameByBuildID(p Process, id string, off uint64) Frame {
 		uid = pm.uid
 	}
 	for _, m := range pm.maps {
-		if e := u.file(m.open); e != nil && e.buildID == id && (uid >= 0 || e.distrust(-1) == "") {
+		if e := m.elf; e != nil && e.buildID == id && (uid >= 0 || e.distrust(-1) == "") {
 			f := e.frameAtOffset(off)
 			f.Module, f.BuildID = m.path, id
 			return f
@@ -807,7 +851,7 @@ func (u *UserSymbols) rescanProcesses(id string, uid int) *elfFile {
 	}
 	u.procsScanned = time.Now()
 	if ents, err := os.ReadDir("/proc"); err == nil {
-		u.maps = map[Process]*procMaps{} // the processes gone with them
+		u.forgetPIDOnly() // read again below; those known by start time stay, to name them after they exit
 		for _, d := range ents {
 			if pid, err := strconv.Atoi(d.Name()); err == nil {
 				u.processMaps(Process{PID: pid})

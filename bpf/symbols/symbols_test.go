@@ -492,3 +492,90 @@ func TestStartTimeOddName(t *testing.T) {
 		t.Errorf("the child, with its start time, is not running")
 	}
 }
+
+// startedChild starts sleep, mapping libc, and returns the process as a
+// program records it (pid and start time), an address one byte into
+// nanosleep in its libc, and a function that ends it and waits.
+func startedChild(t *testing.T) (Process, uint64, func()) {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	end := func() { cmd.Process.Kill(); cmd.Wait() }
+	t.Cleanup(end)
+	pid := cmd.Process.Pid
+	var maps []mapping
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		if maps = parseMaps(string(b)); len(maps) > 1 && strings.Contains(string(b), "libc.so") {
+			break
+		}
+	}
+	start, err := StartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Process{PID: pid, Start: ProcessStarted | uint32(start)&(ProcessStarted-1)}
+	for _, m := range maps {
+		if !strings.HasPrefix(filepath.Base(m.path), "libc.so") {
+			continue
+		}
+		ef, err := elf.Open(m.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ef.Close()
+		syms, _ := ef.DynamicSymbols()
+		for _, s := range syms {
+			if s.Name != "nanosleep" || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+				continue
+			}
+			for _, ph := range ef.Progs {
+				if ph.Type == elf.PT_LOAD && s.Value >= ph.Vaddr && s.Value < ph.Vaddr+ph.Filesz {
+					if off := s.Value - ph.Vaddr + ph.Off; off >= m.off && off-m.off < m.end-m.start {
+						return p, m.start + off - m.off + 1, end
+					}
+				}
+			}
+		}
+	}
+	t.Skipf("sleep maps no libc with nanosleep: %+v", maps)
+	return p, 0, end
+}
+
+// An address of a process recorded with its start time is named, after
+// the process exits, as it was while it ran: through the maps and files
+// read then, across a Refresh and the scan of running processes. Known by
+// its pid alone, or by another start time (its pid another's), it is not.
+func TestFrameAtAfterExit(t *testing.T) {
+	p, ip, end := startedChild(t)
+	u := NewUserSymbols("", nil)
+	live := u.FrameAt(p, ip)
+	if live.Symbol == "" || live.Offset != 1 || live.Note != "" || !strings.HasPrefix(filepath.Base(live.Module), "libc.so") {
+		t.Fatalf("while it runs: %+v, want a libc function+0x1", live)
+	}
+	pidOnly := Process{PID: p.PID}
+	if f := u.FrameAt(pidOnly, ip); f.Symbol != live.Symbol {
+		t.Fatalf("by pid alone, while it runs: %+v", f)
+	}
+	end()
+	if f := u.FrameAt(p, ip); f != live {
+		t.Errorf("after it exited: %+v, want %+v", f, live)
+	}
+	u.Refresh()
+	u.FrameByBuildID(Process{}, strings.Repeat("00", 20), 0x10) // scans the running processes
+	if f := u.FrameAt(p, ip); f != live {
+		t.Errorf("after it exited, a Refresh and a scan: %+v, want %+v", f, live)
+	}
+	if f, want := u.FrameAt(pidOnly, ip), p.Exited(); f.Note != want || f.Symbol != "" {
+		t.Errorf("by pid alone, after it exited: %+v, want the note %q", f, want)
+	}
+	other := Process{PID: p.PID, Start: ProcessStarted | (p.Start+1)&(ProcessStarted-1)}
+	if f, want := u.FrameAt(other, ip), other.Exited(); f.Note != want || f.Symbol != "" {
+		t.Errorf("another start time: %+v, want the note %q", f, want)
+	}
+	if f := NewUserSymbols("", nil).FrameAt(p, ip); f.Note != p.Exited() {
+		t.Errorf("a symbolizer that never saw it run: %+v, want the note %q", f, p.Exited())
+	}
+}
