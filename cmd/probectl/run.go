@@ -359,7 +359,7 @@ func (r *probeRun) show(final bool) {
 			return
 		}
 		fmt.Fprintf(w, "\n--- %s (%s)\n", time.Now().Format("15:04:05"), title)
-		views.WriteResultsTop(w, shown, top)
+		views.WriteResultsTop(w, shown, top, views.EventsOfRun)
 	})
 }
 

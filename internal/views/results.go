@@ -53,13 +53,25 @@ func (v ResultsJSON) Results(results []runtime.ProbeResult, tables []runtime.Tab
 	}{results, tables})
 }
 
-// WriteResults draws results as text, in the manner of bpftrace.
-func WriteResults(w io.Writer, results []runtime.ProbeResult) { WriteResultsTop(w, results, 0) }
+// Where the events of a probe with events only are, as the results say
+// in its place: show's (the workspace's events) or run's (its own).
+const (
+	EventsOfWorkspace = "events only: probectl events prints them (-follow: as they arrive); serve and agent -events-out write them as NDJSON"
+	EventsOfRun       = "events only: run prints them as they arrive"
+)
+
+// WriteResults draws results as text, in the manner of bpftrace, as show
+// does.
+func WriteResults(w io.Writer, results []runtime.ProbeResult) {
+	WriteResultsTop(w, results, 0, EventsOfWorkspace)
+}
 
 // WriteResultsTop is WriteResults with an aggregation keyed by stacks
 // summed up (samples, lost, distinct stacks) and only its topStacks
-// largest entries drawn; topStacks 0 draws all, without the summary.
-func WriteResultsTop(w io.Writer, results []runtime.ProbeResult, topStacks int) {
+// largest entries drawn (topStacks 0 draws all, without the summary), and
+// events (EventsOfRun, EventsOfWorkspace) in the place of a probe with
+// events only.
+func WriteResultsTop(w io.Writer, results []runtime.ProbeResult, topStacks int, events string) {
 	for i, pr := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -72,7 +84,7 @@ func WriteResultsTop(w io.Writer, results []runtime.ProbeResult, topStacks int) 
 		switch {
 		case len(pr.Aggregations) > 0:
 		case pr.Events:
-			fmt.Fprintln(w, "  (events only: probectl run and probectl events print them)")
+			fmt.Fprintf(w, "  (%s)\n", events)
 		default:
 			fmt.Fprintln(w, "  (no aggregations or events: it only updates tables)")
 		}

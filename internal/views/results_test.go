@@ -29,7 +29,7 @@ func TestWriteResultsTopStacks(t *testing.T) {
 	results := []runtime.ProbeResult{{Address: "profile.cpu", Aggregations: []runtime.AggregationResult{
 		{Name: "samples", Kind: "count", Entries: entries}}}}
 	var b bytes.Buffer
-	WriteResultsTop(&b, results, 10)
+	WriteResultsTop(&b, results, 10, EventsOfRun)
 	out := b.String()
 	if want := fmt.Sprintf("    %d samples, 1 lost, 15 distinct stacks; the top 10:\n", total); !strings.Contains(out, want) {
 		t.Errorf("no summary %q in:\n%s", want, out)
@@ -44,9 +44,28 @@ func TestWriteResultsTopStacks(t *testing.T) {
 		t.Errorf("no count of the stacks left out:\n%s", out)
 	}
 	b.Reset()
-	WriteResultsTop(&b, results, 0)
+	WriteResultsTop(&b, results, 0, EventsOfRun)
 	if n := strings.Count(b.String(), "    count: "); n != 15 || strings.Contains(b.String(), "distinct") {
 		t.Errorf("top 0: %d stacks, want all 15 and no summary:\n%s", n, b.String())
+	}
+}
+
+// A probe with events only says where they are: show's, that the
+// workspace's are followed by probectl events and written by serve and
+// agent -events-out; run's, that it prints them.
+func TestWriteResultsEventsOnly(t *testing.T) {
+	results := []runtime.ProbeResult{{Address: "tracepoint.exits", Events: true}}
+	var b bytes.Buffer
+	if err := (ResultsHuman{&b}).Results(results, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "tracepoint.exits\n  (events only: probectl events prints them (-follow: as they arrive); serve and agent -events-out write them as NDJSON)\n"; b.String() != want {
+		t.Errorf("show:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	WriteResultsTop(&b, results, 10, EventsOfRun)
+	if want := "tracepoint.exits\n  (events only: run prints them as they arrive)\n"; b.String() != want {
+		t.Errorf("run:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
 
