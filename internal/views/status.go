@@ -83,12 +83,38 @@ func renderStatus(w io.Writer, s *runtime.State, st []runtime.ProbeStatus) {
 			ids = append(ids, fmt.Sprint(l.ID))
 		}
 		fmt.Fprintf(w, "    links      %d (ids %s)\n", len(p.Links), abbreviate(ids, 8))
-		fmt.Fprintf(w, "    hits       %d entry, %d exit; missed %d\n", p.EntryHits, p.ExitHits, p.Missed)
+		fmt.Fprintf(w, "    %s; missed %d\n", hitsText(p), p.Missed)
 		fmt.Fprintf(w, "    dropped    %d keys, %d events\n", p.DroppedKeys, p.DroppedEvents)
 		if len(p.Drift) > 0 {
 			fmt.Fprintf(w, "    DRIFT      %s (apply replaces it)\n", printable(strings.Join(p.Drift, "; ")))
 		}
 	}
+}
+
+// hitsText is a probe's hits as its programs' roles give them: entry and
+// exit where it has both (a session's one program runs at both), the one
+// it has, or a tracepoint's hits and a profile's samples, which have no
+// exit.
+func hitsText(p runtime.ProbeStatus) string {
+	roles := map[compiled.Role]bool{}
+	for _, f := range p.Attach {
+		if fi, ok := f.Info(); ok {
+			roles[fi.Role] = true
+		}
+	}
+	entry := roles[compiled.RoleEntry] || roles[compiled.RoleSession]
+	exit := roles[compiled.RoleExit] || roles[compiled.RoleSession]
+	switch {
+	case entry && exit:
+		return fmt.Sprintf("hits       %d entry, %d exit", p.EntryHits, p.ExitHits)
+	case exit:
+		return fmt.Sprintf("hits       %d exit", p.ExitHits)
+	case roles[compiled.RoleSample]:
+		return fmt.Sprintf("samples    %d", p.EntryHits)
+	case entry:
+		return fmt.Sprintf("hits       %d entry", p.EntryHits)
+	}
+	return fmt.Sprintf("hits       %d", p.EntryHits)
 }
 
 // renderEventsStatus writes the event buffer's health: how full it is,
