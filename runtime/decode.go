@@ -79,12 +79,14 @@ func decodeErrno(_ compiled.KeyField, raw []byte) any {
 }
 
 // decodeSignal names a signal: SIGKILL, and the real-time signals as the
-// kernel numbers them (SIGRTMIN is 32).
+// kernel numbers them (SIGRTMIN is 32). 0, no signal (kill(2) only
+// checks that the target exists and may be signalled), is "N/A", as
+// bpftrace's killsnoop.bt prints it.
 func decodeSignal(_ compiled.KeyField, raw []byte) any {
 	n := decodeInt(raw)
 	switch {
 	case n == 0:
-		return "0"
+		return "N/A"
 	case n > 0 && n < 32:
 		if name := unix.SignalName(syscall.Signal(n)); name != "" {
 			return name

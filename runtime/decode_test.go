@@ -39,6 +39,7 @@ func TestDecoders(t *testing.T) {
 		{compiler.KeyField{Decode: "errno"}, le(0), "0"},
 		{compiler.KeyField{Decode: "errno"}, le(-4000), "errno -4000"},
 		{compiler.KeyField{Decode: "signal"}, le(9), "SIGKILL"},
+		{compiler.KeyField{Decode: "signal"}, le(0), "N/A"},
 		{compiler.KeyField{Decode: "signal"}, le(34), "SIGRTMIN+2"},
 		{compiler.KeyField{Decode: "signal"}, le(99), "signal 99"},
 		{syscalls, le(257), "openat"},

@@ -496,15 +496,15 @@ func TestToolKillsnoop(t *testing.T) {
 		want = append(want, fmt.Sprintf("kill: pid=%d, comm=%s, syscall=syscalls:sys_exit_%s, sig=%s, tpid=%d, result=%d", wl.pid, name, syscall, sig, tpid, result))
 		wantCalls = append(wantCalls, fmt.Sprintf("%s %d", syscall, result))
 	}
-	// Signals by name, through signal_name; 0 (no signal: a check) and 99
-	// (no such signal) as numbers.
-	call("kill", "0", child, 0)
+	// Signals by name, through signal_name; 0 (no signal: a check) as
+	// killsnoop.bt prints it, N/A; 99 (no such signal) as a number.
+	call("kill", "N/A", child, 0)
 	call("kill", "SIGUSR1", child, 0) // ignored
-	call("kill", "0", none, -3)       // ESRCH
+	call("kill", "N/A", none, -3)     // ESRCH
 	call("kill", "signal 99", child, -22)
 	call("tkill", "SIGUSR2", child, 0) // ignored
-	call("tgkill", "0", child, 0)
-	call("tgkill", "0", child, -3) // the child is not a thread of the workload
+	call("tgkill", "N/A", child, 0)
+	call("tgkill", "N/A", child, -3) // the child is not a thread of the workload
 	call("kill", "SIGKILL", child, 0)
 	sameLines(t, "the workload's calls", calls[1:], wantCalls)
 	sameLines(t, "events", log.drain(t), want)

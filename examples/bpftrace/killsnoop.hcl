@@ -7,9 +7,10 @@
 # or thread ID (tkill, tgkill) the signal was sent to; result is 0 or
 # -errno (-3 ESRCH: no such process).
 #
-# The signal shows by name through signal_name (SIGKILL, SIGRTMIN+2); 0,
-# which sends nothing and only checks, as 0. Differs from killsnoop.bt:
-# the event says which system call it was.
+# The signal shows by name through signal_name (SIGKILL); 0, which sends
+# nothing and only checks, as N/A, as killsnoop.bt prints it. Differs
+# from killsnoop.bt: a real-time signal shows as SIGRTMIN+2 (killsnoop.bt
+# prints its number), and the event says which system call it was.
 
 table "sent" {
   max_keys = 10240
