@@ -109,3 +109,53 @@ var examplesNotEverywhere = map[string]struct {
 			"syscalls:sys_exit_newstat", "syscalls:sys_exit_newlstat"},
 	},
 }
+
+// The tcp examples show addresses as their tools' ntop prints them, as
+// text (issue 21): every event field and by key named laddr, raddr, saddr
+// or daddr goes through inet or inet6, and tcpretrans's state through
+// its labels.
+func TestBpftraceTCPExamplesShowAddresses(t *testing.T) {
+	files, err := filepath.Glob("../examples/bpftrace/tcp*.hcl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples/bpftrace/tcp*.hcl: %v", err)
+	}
+	addresses := 0
+	for _, file := range files {
+		cfg, diags := spec.LoadPaths([]string{file})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		out, diags := compiler.Compile(cfg, mustProfile(t, "linux-7.2-amd64"))
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		check := func(where string, f compiler.KeyField) {
+			switch {
+			case strings.HasSuffix(f.Name, "addr"):
+				addresses++
+				if f.Decode != "inet" && f.Decode != "inet6" {
+					t.Errorf("%s: %s %s shows as %s, not through inet or inet6", filepath.Base(file), where, f.Name, f.Kind)
+				}
+			case f.Name == "state" && f.Decode != "labels":
+				t.Errorf("%s: %s state shows as a number, not by name", filepath.Base(file), where)
+			}
+		}
+		for _, p := range out.Probes {
+			for _, ev := range p.Events {
+				for _, f := range ev.Fields {
+					check("event "+ev.Name, f)
+				}
+			}
+			for _, a := range p.Aggregations {
+				for _, f := range a.Key {
+					check("by of "+a.Name, f)
+				}
+			}
+		}
+	}
+	// Four fields in each of tcpaccept, tcplife and tcpretrans, six in
+	// tcpconnect (its counts' daddr keys too).
+	if addresses != 18 {
+		t.Errorf("%d addresses in the tcp examples, want 18", addresses)
+	}
+}

@@ -5,12 +5,12 @@
 # A port of bpftrace's tools/tcpaccept.bt. The return value is the new
 # struct sock * (NULL on error: every field then reads 0, and no event
 # passes the family test); cast(ret, "struct sock") reads it through the
-# kernel's BTF. IPv4 addresses are turned to host byte order with ntohl;
-# IPv6 addresses are bytes, shown in hex. qlen and qmax are the listen
-# socket's backlog and its limit.
+# kernel's BTF. Addresses show as text, as tcpaccept.bt's ntop prints
+# them: inet (IPv4) and inet6 (IPv6) take them as the kernel stores them.
+# qlen and qmax are the listen socket's backlog and its limit.
 #
-# Differs from tcpaccept.bt: addresses are numbers or bytes, not text;
-# IPv4 and IPv6 are two events. The time is the event's arrival.
+# Differs from tcpaccept.bt: IPv4 and IPv6 are two events. The time is
+# the event's arrival.
 
 probe "kernel" "accept" {
   functions = ["inet_csk_accept"]
@@ -21,9 +21,9 @@ probe "kernel" "accept" {
       fields = {
         pid   = pid
         comm  = comm
-        raddr = ntohl(cast(ret, "struct sock").__sk_common.skc_daddr)
+        raddr = inet(cast(ret, "struct sock").__sk_common.skc_daddr)
         rport = ntohs(cast(ret, "struct sock").__sk_common.skc_dport)
-        laddr = ntohl(cast(ret, "struct sock").__sk_common.skc_rcv_saddr)
+        laddr = inet(cast(ret, "struct sock").__sk_common.skc_rcv_saddr)
         lport = cast(ret, "struct sock").__sk_common.skc_num
         qlen  = cast(ret, "struct sock").sk_ack_backlog
         qmax  = cast(ret, "struct sock").sk_max_ack_backlog
@@ -34,9 +34,9 @@ probe "kernel" "accept" {
       fields = {
         pid   = pid
         comm  = comm
-        raddr = cast(ret, "struct sock").__sk_common.skc_v6_daddr.in6_u.u6_addr8
+        raddr = inet6(cast(ret, "struct sock").__sk_common.skc_v6_daddr.in6_u.u6_addr8)
         rport = ntohs(cast(ret, "struct sock").__sk_common.skc_dport)
-        laddr = cast(ret, "struct sock").__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8
+        laddr = inet6(cast(ret, "struct sock").__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8)
         lport = cast(ret, "struct sock").__sk_common.skc_num
         qlen  = cast(ret, "struct sock").sk_ack_backlog
         qmax  = cast(ret, "struct sock").sk_max_ack_backlog

@@ -9,10 +9,10 @@
 # born gets an owner from the current task if it has none yet (the
 # actions run in order), then the event reads both tables and the keys
 # are deleted. bytes_acked and bytes_received are struct tcp_sock's,
-# read through the kernel's BTF.
+# read through the kernel's BTF. Addresses show as text, as tcplife.bt's
+# ntop prints them (inet, inet6).
 #
-# Differs from tcplife.bt: addresses are numbers (IPv4, host byte order)
-# or bytes (IPv6, in hex), not text; IPv4 and IPv6 are two events.
+# Differs from tcplife.bt: IPv4 and IPv6 are two events.
 
 table "birth" {
   max_keys = 65536
@@ -46,9 +46,9 @@ probe "kernel" "set_state" {
       fields = {
         pid   = owner[args.sk].pid
         comm  = owner[args.sk].comm
-        laddr = ntohl(args.sk.__sk_common.skc_rcv_saddr)
+        laddr = inet(args.sk.__sk_common.skc_rcv_saddr)
         lport = args.sk.__sk_common.skc_num
-        raddr = ntohl(args.sk.__sk_common.skc_daddr)
+        raddr = inet(args.sk.__sk_common.skc_daddr)
         rport = ntohs(args.sk.__sk_common.skc_dport)
         tx_kb = cast(args.sk, "struct tcp_sock").bytes_acked / 1024
         rx_kb = cast(args.sk, "struct tcp_sock").bytes_received / 1024
@@ -60,9 +60,9 @@ probe "kernel" "set_state" {
       fields = {
         pid   = owner[args.sk].pid
         comm  = owner[args.sk].comm
-        laddr = args.sk.__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8
+        laddr = inet6(args.sk.__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8)
         lport = args.sk.__sk_common.skc_num
-        raddr = args.sk.__sk_common.skc_v6_daddr.in6_u.u6_addr8
+        raddr = inet6(args.sk.__sk_common.skc_v6_daddr.in6_u.u6_addr8)
         rport = ntohs(args.sk.__sk_common.skc_dport)
         tx_kb = cast(args.sk, "struct tcp_sock").bytes_acked / 1024
         rx_kb = cast(args.sk, "struct tcp_sock").bytes_received / 1024
