@@ -51,11 +51,41 @@ type Entry struct {
 	Sum     *int64     `json:"sum,omitempty"`
 }
 
-// Bucket is a histogram bucket: values in [Low, High).
+// Bucket is a histogram bucket: values in [Low, High). An open end (the
+// bucket below 0, or lhist's below min; hist's from 2^62, lhist's from
+// max) is the int64 limit: Low is MinInt64, High MaxInt64 (OpenLow,
+// OpenHigh).
 type Bucket struct {
-	Low   int64  `json:"low"`
-	High  int64  `json:"high"`
-	Count uint64 `json:"count"`
+	Low   int64
+	High  int64
+	Count uint64
+}
+
+// OpenLow reports whether the bucket has no lower bound: every value
+// below High.
+func (b Bucket) OpenLow() bool { return b.Low == math.MinInt64 }
+
+// OpenHigh reports whether the bucket has no upper bound: every value
+// from Low up.
+func (b Bucket) OpenHigh() bool { return b.High == math.MaxInt64 }
+
+// MarshalJSON writes {low, high, count}, and for an open end "open": true
+// in the place of its bound: no int64 limit stands for it.
+func (b Bucket) MarshalJSON() ([]byte, error) {
+	type bucket struct {
+		Low   *int64 `json:"low,omitempty"`
+		High  *int64 `json:"high,omitempty"`
+		Count uint64 `json:"count"`
+		Open  bool   `json:"open,omitempty"`
+	}
+	out := bucket{Count: b.Count, Open: b.OpenLow() || b.OpenHigh()}
+	if !b.OpenLow() {
+		out.Low = &b.Low
+	}
+	if !b.OpenHigh() {
+		out.High = &b.High
+	}
+	return bpf.JSON(out)
 }
 
 // KeyField is one decoded key field.

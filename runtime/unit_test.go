@@ -147,6 +147,32 @@ func TestBucketRanges(t *testing.T) {
 	}
 }
 
+// A bucket's JSON has no int64 limit for an open end (issue 21: hist's
+// top bucket had "high": 9223372036854775807): the open bound is left
+// out and "open" is true.
+func TestBucketJSONOpenEnds(t *testing.T) {
+	log := &compiler.Aggregation{Kind: "hist"}
+	lin := &compiler.Aggregation{Kind: "lhist", LinearMin: 0, LinearMax: 20, LinearStep: 5}
+	for _, c := range []struct {
+		agg  *compiler.Aggregation
+		b    int64
+		want string
+	}{
+		{log, 64, `{"low":4611686018427387904,"count":3,"open":true}`},
+		{log, 0, `{"high":0,"count":3,"open":true}`},
+		{log, 3, `{"low":2,"high":4,"count":3}`},
+		{lin, 5, `{"low":20,"count":3,"open":true}`},
+		{lin, 0, `{"high":0,"count":3,"open":true}`},
+		{lin, 1, `{"low":0,"high":5,"count":3}`},
+	} {
+		lo, hi := bucketRange(c.agg, c.b)
+		got, err := json.Marshal(Bucket{Low: lo, High: hi, Count: 3})
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s bucket %d: %s (%v), want %s", c.agg.Kind, c.b, got, err, c.want)
+		}
+	}
+}
+
 // Diff: create, no-op, replace with why, drift, delete.
 func TestDiff(t *testing.T) {
 	facts, err := bpf.Profile("linux-7.2-amd64")
