@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -123,4 +125,154 @@ func skipLine(tokens hclsyntax.Tokens, i int) int {
 		i++
 	}
 	return i
+}
+
+// bpftraceOperators are bpftrace's bitwise operators, which HCL lacks,
+// with the function that does the same here (Functions).
+var bpftraceOperators = map[string]string{"&": "band", "|": "bor", "^": "bxor", "<<": "shl", ">>": "shr", "~": "bnot"}
+
+// explainParse rewrites HCL's parse errors where the source at their range
+// is a bpftrace habit (bitwise operators, and/or/not, a function called as
+// a statement, a block inside a one-line block): HCL's own message names
+// its grammar, or suggests && for &. The parser's follow-on errors on the
+// line of an explained one are dropped: they are the same mistake.
+func explainParse(diags hcl.Diagnostics, src []byte) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	explained := map[int]bool{}
+	for _, d := range diags {
+		if d.Subject == nil || d.Severity != hcl.DiagError || d.Subject.Start.Byte >= len(src) {
+			out = append(out, d)
+			continue
+		}
+		if explained[d.Subject.Start.Line] {
+			continue
+		}
+		if e := explainHabit(d, src); e != nil {
+			explained[d.Subject.Start.Line] = true
+			d = e
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// explainHabit is the diagnostic for the bpftrace habit at d's range, or
+// nil when there is none.
+func explainHabit(d *hcl.Diagnostic, src []byte) *hcl.Diagnostic {
+	at := d.Subject.Start.Byte
+	word := wordAt(src, at)
+	habit := func(start, end int, summary, detail string, args ...any) *hcl.Diagnostic {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...),
+			Subject: byteRange(d.Subject.Filename, src, start, end).Ptr()}
+	}
+	if op, start := operatorAt(src, at); op != "" {
+		fn := bpftraceOperators[op]
+		if op == "~" {
+			return habit(start, start+len(op), "Bitwise operator",
+				"HCL has no ~ operator: bpftrace's ~x is bnot(x) here. The bitwise functions are band, bor, bxor, shl, shr and bnot.")
+		}
+		example := ""
+		if op == "&" {
+			example = ", as in when = band(args.flags, 64) != 0"
+		}
+		return habit(start, start+len(op), "Bitwise operator",
+			"HCL has no %s operator: bpftrace's a %s b is %s(a, b) here%s. The bitwise functions are band, bor, bxor, shl, shr and bnot.",
+			op, op, fn, example)
+	}
+	switch {
+	case word == "and" || word == "or":
+		op := map[string]string{"and": "&&", "or": "||"}[word]
+		return habit(at, at+len(word), "Use !, && and ||",
+			"HCL writes and as &&, or as ||, and not as !, as bpftrace does: write %s for %s (when = pid > 1 %s pid < 100).", op, word, op)
+	case word != "" && wordBefore(src, at) == "not":
+		start := at - 1
+		for src[start] == ' ' || src[start] == '\t' {
+			start--
+		}
+		return habit(start-2, start+1, "Use !, && and ||",
+			"HCL writes not as !, and as && and or as ||, as bpftrace does: write !%s.", word)
+	case d.Summary == "Argument or block definition required" && word != "" && nextByte(src, at+len(word)) == '(':
+		return habit(at, at+len(word), "Function call as a statement",
+			"%s(...) is a statement; a handler holds when = ..., save = { ... } and action blocks (count, sum, hist, event, store, ...), each on its own line.%s",
+			word, bpftraceFunction(word))
+	case d.Summary == "Argument definition required" && word != "":
+		ls, le := lineBounds(src, at)
+		brace := bytes.LastIndexByte(src[ls:at], '{')
+		if brace < 0 {
+			return nil
+		}
+		outer := strings.TrimSpace(string(src[ls : ls+brace]))
+		inner := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(string(src[at:le])), "}"))
+		return habit(at, at+len(word), "Block on one line",
+			"HCL allows a block on one line only when it holds a single argument (count \"n\" { by = [comm] }); a block inside a block goes on a line of its own:\n\n  %s {\n    %s\n  }", outer, inner)
+	}
+	return nil
+}
+
+// operatorAt is the bitwise operator at (or, for << and >>, ending at) byte
+// at, and where it starts; "" when there is none.
+func operatorAt(src []byte, at int) (string, int) {
+	if at > 0 && (src[at-1] == '<' || src[at-1] == '>') && src[at] == src[at-1] {
+		return string(src[at-1 : at+1]), at - 1
+	}
+	if at+1 < len(src) && (src[at] == '<' || src[at] == '>') && src[at+1] == src[at] {
+		return string(src[at : at+2]), at
+	}
+	op := string(src[at : at+1])
+	if bpftraceOperators[op] == "" || at+1 < len(src) && src[at+1] == src[at] {
+		return "", 0
+	}
+	return op, at
+}
+
+// wordAt is the name starting at byte at, or "".
+func wordAt(src []byte, at int) string {
+	end := at
+	for end < len(src) && identByte(src[end]) && src[end] != '-' {
+		end++
+	}
+	return string(src[at:end])
+}
+
+// wordBefore is the name that ends right before byte at, blanks between.
+func wordBefore(src []byte, at int) string {
+	end := at
+	for end > 0 && (src[end-1] == ' ' || src[end-1] == '\t') {
+		end--
+	}
+	start := end
+	for start > 0 && identByte(src[start-1]) {
+		start--
+	}
+	return string(src[start:end])
+}
+
+// nextByte is the first byte at or after at that is not a blank, or 0.
+func nextByte(src []byte, at int) byte {
+	for ; at < len(src); at++ {
+		if src[at] != ' ' && src[at] != '\t' {
+			return src[at]
+		}
+	}
+	return 0
+}
+
+// lineBounds are the start and end of the line holding byte at.
+func lineBounds(src []byte, at int) (int, int) {
+	start := bytes.LastIndexByte(src[:at], '\n') + 1
+	end := bytes.IndexByte(src[at:], '\n')
+	if end < 0 {
+		return start, len(src)
+	}
+	return start, at + end
+}
+
+// byteRange is the range of src's bytes start to end, which lie on one line.
+func byteRange(name string, src []byte, start, end int) hcl.Range {
+	ls, _ := lineBounds(src, start)
+	line := 1 + bytes.Count(src[:start], []byte{'\n'})
+	col := 1 + utf8.RuneCount(src[ls:start])
+	return hcl.Range{Filename: name,
+		Start: hcl.Pos{Line: line, Column: col, Byte: start},
+		End:   hcl.Pos{Line: line, Column: col + utf8.RuneCount(src[start:end]), Byte: end}}
 }

@@ -57,7 +57,8 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 		if f := parseApart(name, src, cuts); f != nil {
 			return f, nil
 		}
-		return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		return f, explainParse(diags, src)
 	}
 	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
 	if d := checkDepth(tokens); d != nil {
@@ -69,7 +70,8 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if diags := checkSyntax(tokens); diags.HasErrors() {
 		return nil, diags
 	}
-	return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	return f, explainParse(diags, src)
 }
 
 // checkNumbers refuses numbers HCL does not have, which it would otherwise
