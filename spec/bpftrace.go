@@ -24,6 +24,19 @@ var bpftraceNames = map[string]string{
 	"rand":     "no such value: there is no random number",
 }
 
+// bpftraceRoots are bpftrace's values with fields that probectl names
+// otherwise: curtask->real_parent->pid is task.real_parent.pid.
+var bpftraceRoots = map[string]string{"curtask": "task"}
+
+// bpftracePath says what to write for bpftrace's root with fields (the
+// names after it), or "".
+func bpftracePath(root string, fields []string) string {
+	if r := bpftraceRoots[root]; r != "" && len(fields) > 0 {
+		return fmt.Sprintf(" Write %s.%s.", r, strings.Join(fields, "."))
+	}
+	return ""
+}
+
 // bpftraceFunctions are bpftrace's functions that are blocks or other
 // functions in probectl.
 var bpftraceFunctions = map[string]string{
@@ -79,10 +92,14 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 		tok := tokens[i]
 		switch {
 		case isArrow(tokens, i):
-			rng, base, field := arrowField(tokens, i)
-			add(rng, "Use . for fields",
-				"bpftrace's -> is . in probectl, through pointers as well: write %s.%s.", base, field)
-			i++
+			rng, chain, last := arrowChain(tokens, i)
+			detail := "bpftrace's -> is . in probectl, through pointers as well: write %s."
+			if root := bpftraceRoots[chain[0]]; root != "" {
+				detail += fmt.Sprintf(" bpftrace's %s is %s here.", chain[0], root)
+				chain[0] = root
+			}
+			add(rng, "Use . for fields", detail, strings.Join(chain, "."))
+			i = last
 		case tok.Type == hclsyntax.TokenInvalid && string(tok.Bytes) == "@":
 			add(tok.Range, "bpftrace map",
 				"probectl has no @maps: an aggregation is a block in on_entry or on_exit, such as count \"opens\" { by = [comm] } for @opens[comm] = count(), and state shared between probes is a table (table \"start\" {}, store and read as start[tid]).")
@@ -107,15 +124,24 @@ func isArrow(tokens hclsyntax.Tokens, i int) bool {
 		next.Type == hclsyntax.TokenGreaterThan && tok.Range.End.Byte == next.Range.Start.Byte
 }
 
-// arrowField is the range of the -> at token i and the field after it, the
-// name before it, and the field's name (FIELD when none follows).
-func arrowField(tokens hclsyntax.Tokens, i int) (hcl.Range, string, string) {
-	tok := tokens[i]
-	base := strings.TrimSuffix(string(tok.Bytes), "-")
-	if i+2 < len(tokens) && tokens[i+2].Type == hclsyntax.TokenIdent {
-		return hcl.RangeBetween(tok.Range, tokens[i+2].Range), base, string(tokens[i+2].Bytes)
+// arrowChain reads the -> at token i and those chained after it
+// (curtask->real_parent->pid): their range, the names in the chain (FIELD
+// when none follows the last ->), and the index of the chain's last token.
+func arrowChain(tokens hclsyntax.Tokens, i int) (hcl.Range, []string, int) {
+	first := tokens[i].Range
+	chain := []string{strings.TrimSuffix(string(tokens[i].Bytes), "-")}
+	for {
+		next := i + 2
+		if next >= len(tokens) || tokens[next].Type != hclsyntax.TokenIdent ||
+			tokens[next].Range.Start.Byte != tokens[i+1].Range.End.Byte {
+			return hcl.RangeBetween(first, tokens[i+1].Range), append(chain, "FIELD"), i + 1
+		}
+		if !isArrow(tokens, next) {
+			return hcl.RangeBetween(first, tokens[next].Range), append(chain, string(tokens[next].Bytes)), next
+		}
+		chain = append(chain, strings.TrimSuffix(string(tokens[next].Bytes), "-"))
+		i = next
 	}
-	return hcl.RangeBetween(tok.Range, tokens[i+1].Range), base, "FIELD"
 }
 
 // skipLine returns the index of the last token of tok i's line, so that

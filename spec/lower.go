@@ -323,10 +323,10 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	switch {
 	case b != nil && b.Form == FormStack:
 		return s.stackVar(e)
+	case b == nil:
+		return s.unknownName(e, root, attrNames(tr[1:]))
 	case len(tr) != 1:
 		return s.plainFields(e, root, b)
-	case b == nil:
-		return s.unknownName(e, root)
 	}
 	return s.value(e, b)
 }
@@ -354,9 +354,10 @@ func (s *scope) value(e hcl.Expression, b *Builtin) Expr {
 }
 
 // unknownName reports a name that is no built-in value or table, with
-// what bpftrace's name is here or the closest name, and every value.
-func (s *scope) unknownName(e hcl.Expression, name string) Expr {
-	hint := bpftraceHint(name)
+// what bpftrace's name is here or the closest name, and every value; its
+// fields are the names after it (curtask.pid), nil for none.
+func (s *scope) unknownName(e hcl.Expression, name string, fields []string) Expr {
+	hint := bpftraceHint(name) + bpftracePath(name, fields)
 	if hint == "" {
 		hint = s.suggest(name)
 	}
@@ -820,4 +821,15 @@ func (s *scope) bitCall(e *hclsyntax.FunctionCallExpr, op Op) Expr {
 		return &Unary{exprBase: s.base(e, TypeInt), Op: op, X: args[0]}
 	}
 	return &Binary{exprBase: s.base(e, TypeInt), Op: op, L: args[0], R: args[1]}
+}
+
+// attrNames are the names of a traversal's attribute steps, in order.
+func attrNames(tr hcl.Traversal) []string {
+	var names []string
+	for _, step := range tr {
+		if a, ok := step.(hcl.TraverseAttr); ok {
+			names = append(names, a.Name)
+		}
+	}
+	return names
 }
