@@ -98,7 +98,7 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 				detail += fmt.Sprintf(" bpftrace's %s is %s here.", chain[0], root)
 				chain[0] = root
 			}
-			add(rng, "Use . for fields", detail, strings.Join(chain, "."))
+			add(rng, arrowSummary, detail, strings.Join(chain, "."))
 			i = last
 		case tok.Type == hclsyntax.TokenInvalid && string(tok.Bytes) == "@":
 			add(tok.Range, "bpftrace map",
@@ -111,6 +111,23 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// arrowSummary is the summary of the error for bpftrace's ->.
+const arrowSummary = "Use . for fields"
+
+// withArrowsRead is src with each bpftrace -> read as the . it means,
+// written ". " so that every byte keeps its place: the file's other
+// mistakes are then found, at their ranges.
+func withArrowsRead(src []byte, tokens hclsyntax.Tokens) []byte {
+	out := bytes.Clone(src)
+	for i := range tokens {
+		if isArrow(tokens, i) {
+			at := tokens[i].Range.End.Byte - 1
+			out[at], out[at+1] = '.', ' '
+		}
+	}
+	return out
 }
 
 // isArrow says tokens i and i+1 are bpftrace's -> as HCL reads it: a name

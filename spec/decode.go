@@ -126,10 +126,14 @@ type parsedFile struct {
 	probes  []*hcl.Block
 	labels  []*hcl.Block
 	content *hclsyntax.Body
+	// reported are the file's syntax errors (bpftrace's ->), whose
+	// ranges the decoder's errors do not report again.
+	reported hcl.Diagnostics
 }
 
 // parseFiles parses the files in name order and decodes their tables and
-// event buffers into all and cfg; files with syntax errors are left out.
+// event buffers into all and cfg; files that cannot be decoded are left
+// out.
 func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSets) ([]parsedFile, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(files))
@@ -141,14 +145,14 @@ func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSe
 	for _, name := range names {
 		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
-		if d.HasErrors() {
+		if f == nil {
 			continue
 		}
 		src := source(files[name])
 		dec := &decoder{src: &src, tables: all, labels: labels}
 		content, cd := f.Body.Content(fileSchema)
 		dec.diags = append(dec.diags, cd...)
-		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body)}
+		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body), reported: d}
 		for _, b := range content.Blocks {
 			switch b.Type {
 			case "table":
@@ -190,7 +194,7 @@ func decodeProbes(cfg *Config, parsedFiles []parsedFile) hcl.Diagnostics {
 			seen[p.Addr] = p
 			cfg.Probes = append(cfg.Probes, p)
 		}
-		diags = append(diags, pf.dec.diags...)
+		diags = append(diags, without(pf.dec.diags, pf.reported)...)
 	}
 	return diags
 }

@@ -48,7 +48,9 @@ func ReadFile(name string) ([]byte, *hcl.Diagnostic) {
 
 // ParseFile parses one spec file's HCL syntax, after checking it against
 // the input limits: a file beyond them is refused before the HCL parser
-// sees it.
+// sees it. The file is nil when it cannot be decoded; one whose only
+// mistakes are bpftrace's -> is returned with their errors, read as if .
+// were written, so that its other mistakes are found too.
 func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(name)}
@@ -57,8 +59,7 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 		if f := parseApart(name, src, cuts); f != nil {
 			return f, nil
 		}
-		f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-		return f, explainParse(diags, src)
+		return parse(name, src, src)
 	}
 	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
 	if d := checkDepth(tokens); d != nil {
@@ -67,11 +68,46 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if d := checkNumbers(tokens); d != nil {
 		return nil, hcl.Diagnostics{d}
 	}
-	if diags := checkSyntax(tokens); diags.HasErrors() {
-		return nil, diags
+	habits := checkSyntax(tokens)
+	if !habits.HasErrors() {
+		return parse(name, src, src)
 	}
-	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-	return f, explainParse(diags, src)
+	for _, d := range habits {
+		if d.Summary != arrowSummary {
+			return nil, habits
+		}
+	}
+	// Only ->: the rest of the file is read as if . were written.
+	f, diags := parse(name, src, withArrowsRead(src, tokens))
+	return f, append(habits, without(diags, habits)...)
+}
+
+// parse parses text, which is src or src with bytes replaced in place,
+// explaining its errors in src's terms; the file is nil when it has
+// errors.
+func parse(name string, src, text []byte) (*hcl.File, hcl.Diagnostics) {
+	f, diags := hclsyntax.ParseConfig(text, name, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, explainParse(diags, src)
+	}
+	f.Bytes = src
+	return f, diags
+}
+
+// without is diags less those whose range meets one of reported's: the
+// same mistake, already reported.
+func without(diags, reported hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		met := false
+		for _, r := range reported {
+			met = met || d.Subject != nil && r.Subject != nil && d.Subject.Overlaps(*r.Subject)
+		}
+		if !met {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // checkNumbers refuses numbers HCL does not have, which it would otherwise
