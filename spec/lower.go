@@ -204,7 +204,11 @@ func (s *scope) fieldValue(e hcl.Expression, what string) Expr {
 	if isInvalid(x) {
 		return nil
 	}
-	if x.Type().Kind == KindBool || isLiteral(x) {
+	switch {
+	case isLiteral(x):
+		s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary; the string literal %s is the same every time. Keep a value that varies, and name what is constant in the field's name.", what, x.Text())
+		return nil
+	case x.Type().Kind == KindBool:
 		s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
 		return nil
 	}
