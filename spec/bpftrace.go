@@ -98,7 +98,7 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 				detail += fmt.Sprintf(" bpftrace's %s is %s here.", chain[0], root)
 				chain[0] = root
 			}
-			add(rng, arrowSummary, detail, strings.Join(chain, "."))
+			add(rng, "Use . for fields", detail, strings.Join(chain, "."))
 			i = last
 		case tok.Type == hclsyntax.TokenInvalid && string(tok.Bytes) == "@":
 			add(tok.Range, "bpftrace map",
@@ -113,21 +113,35 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 	return diags
 }
 
-// arrowSummary is the summary of the error for bpftrace's ->.
-const arrowSummary = "Use . for fields"
-
-// withArrowsRead is src with each bpftrace -> read as the . it means,
-// written ". " so that every byte keeps its place: the file's other
-// mistakes are then found, at their ranges.
-func withArrowsRead(src []byte, tokens hclsyntax.Tokens) []byte {
-	out := bytes.Clone(src)
-	for i := range tokens {
-		if isArrow(tokens, i) {
-			at := tokens[i].Range.End.Byte - 1
+// withHabitsRead is src read as if the bpftrace habits checkSyntax
+// reports were not there, every byte in its place, so that the file's
+// other mistakes are found at their ranges: each -> as the . it means
+// (". "), and a statement of @maps or $variables that is a line of its own
+// as blanks. ok is false when a habit cannot be read away (a statement
+// sharing its line with other code or a brace).
+func withHabitsRead(src []byte, tokens hclsyntax.Tokens) (out []byte, ok bool) {
+	out = bytes.Clone(src)
+	for i := 0; i < len(tokens); i++ {
+		tok := tokens[i]
+		switch {
+		case isArrow(tokens, i):
+			at := tok.Range.End.Byte - 1
 			out[at], out[at+1] = '.', ' '
+		case tok.Type == hclsyntax.TokenInvalid && (string(tok.Bytes) == "@" || string(tok.Bytes) == "$"):
+			start := tok.Range.Start.Byte
+			ls, le := lineBounds(src, start)
+			if len(bytes.TrimSpace(src[ls:start])) > 0 || bytes.ContainsAny(src[start:le], "{}") {
+				return nil, false
+			}
+			for j := start; j < le; j++ {
+				if out[j] != '\r' {
+					out[j] = ' '
+				}
+			}
+			i = skipLine(tokens, i)
 		}
 	}
-	return out
+	return out, true
 }
 
 // isArrow says tokens i and i+1 are bpftrace's -> as HCL reads it: a name
@@ -162,9 +176,11 @@ func arrowChain(tokens hclsyntax.Tokens, i int) (hcl.Range, []string, int) {
 }
 
 // skipLine returns the index of the last token of tok i's line, so that
-// one mistake is reported once.
+// one mistake is reported once. A # comment's token holds its newline.
 func skipLine(tokens hclsyntax.Tokens, i int) int {
-	for i+1 < len(tokens) && tokens[i+1].Type != hclsyntax.TokenNewline && tokens[i+1].Type != hclsyntax.TokenEOF {
+	line := tokens[i].Range.Start.Line
+	for i+1 < len(tokens) && tokens[i+1].Type != hclsyntax.TokenNewline && tokens[i+1].Type != hclsyntax.TokenEOF &&
+		tokens[i+1].Range.Start.Line == line {
 		i++
 	}
 	return i

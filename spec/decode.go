@@ -149,7 +149,7 @@ func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSe
 			continue
 		}
 		src := source(files[name])
-		dec := &decoder{src: &src, tables: all, labels: labels}
+		dec := &decoder{src: &src, tables: all, labels: labels, habits: d}
 		content, cd := f.Body.Content(fileSchema)
 		dec.diags = append(dec.diags, cd...)
 		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body), reported: d}
@@ -254,6 +254,9 @@ type decoder struct {
 	tables tables    // the spec set's, shared by every file
 	labels labelSets // likewise
 	diags  hcl.Diagnostics
+	// habits are the file's bpftrace habits read away (ParseFile): a
+	// probe that holds one is not also said to do nothing.
+	habits hcl.Diagnostics
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, detail string, args ...any) {
@@ -465,12 +468,14 @@ func (d *decoder) handlers(p *Probe, hbs []*hcl.Block) {
 // checkHandlers reports handlers that do nothing, a probe without any,
 // and entry data that no exit reads or that is too small.
 func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
+	// A bpftrace habit in the probe (reported) is what it was meant to do.
+	habit := d.habitIn(b)
 	for _, h := range []*Handler{p.Entry, p.Exit} {
-		if idle(h, p) {
+		if idle(h, p) && !habit {
 			d.errorf(h.DeclRange, "Handler does nothing", "Add an action to this block, such as count \"calls\" {}.")
 		}
 	}
-	if len(content.Blocks) == 0 {
+	if len(content.Blocks) == 0 && !habit {
 		d.errorf(b.DefRange, "Probe does nothing",
 			"Add an on_entry block (or on_exit, for kernel and user probes) with at least one action, such as count \"calls\" {}.")
 	}
@@ -480,6 +485,20 @@ func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent
 		d.warnf(p.EntryDataSizeRange, "Entry data without an exit handler",
 			"entry_data_size only matters when there is an on_exit block to read the data. Remove it.")
 	}
+}
+
+// habitIn says a bpftrace habit was read away inside block b.
+func (d *decoder) habitIn(b *hcl.Block) bool {
+	body, ok := b.Body.(*hclsyntax.Body)
+	if !ok {
+		return false
+	}
+	for _, h := range d.habits {
+		if h.Subject != nil && body.SrcRange.Overlaps(*h.Subject) {
+			return true
+		}
+	}
+	return false
 }
 
 // idle says p's handler h (nil: none) does nothing: no action, and not an

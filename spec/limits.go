@@ -48,9 +48,10 @@ func ReadFile(name string) ([]byte, *hcl.Diagnostic) {
 
 // ParseFile parses one spec file's HCL syntax, after checking it against
 // the input limits: a file beyond them is refused before the HCL parser
-// sees it. The file is nil when it cannot be decoded; one whose only
-// mistakes are bpftrace's -> is returned with their errors, read as if .
-// were written, so that its other mistakes are found too.
+// sees it. The file is nil when it cannot be decoded; one with bpftrace's
+// habits that can be read away (->, a line of @map or $variable) is
+// returned with their errors, read without them, so that its other
+// mistakes are found too.
 func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(name)}
@@ -72,13 +73,11 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if !habits.HasErrors() {
 		return parse(name, src, src)
 	}
-	for _, d := range habits {
-		if d.Summary != arrowSummary {
-			return nil, habits
-		}
+	text, ok := withHabitsRead(src, tokens)
+	if !ok {
+		return nil, habits
 	}
-	// Only ->: the rest of the file is read as if . were written.
-	f, diags := parse(name, src, withArrowsRead(src, tokens))
+	f, diags := parse(name, src, text)
 	return f, append(habits, without(diags, habits)...)
 }
 
