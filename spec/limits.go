@@ -78,7 +78,12 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 		return nil, habits
 	}
 	f, diags := parse(name, src, text)
-	return f, append(habits, without(diags, habits)...)
+	if f == nil {
+		// What was read away may have held what the rest needs (a heredoc's
+		// start): HCL's errors could be about the reading, not the file.
+		return nil, habits
+	}
+	return f, append(habits, diags...)
 }
 
 // parse parses text, which is src or src with bytes replaced in place,
