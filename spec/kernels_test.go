@@ -2,6 +2,7 @@ package spec_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,14 +15,7 @@ import (
 // kernels: none has it, an error with the nearest name; some lack it, a
 // warning naming them.
 func TestCheckKernels(t *testing.T) {
-	var kernels []*bpf.Facts
-	for _, name := range bpf.ProfileNames() {
-		f, err := bpf.Profile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kernels = append(kernels, f)
-	}
+	kernels := profiles(t)
 	for _, c := range []struct {
 		event, by string
 		severity  hcl.DiagnosticSeverity
@@ -62,4 +56,32 @@ func TestCheckKernels(t *testing.T) {
 	if diags := (&spec.Config{}).CheckKernels(nil); diags != nil {
 		t.Errorf("no kernels: %v", diags)
 	}
+}
+
+// The examples name only tracepoints and fields some known kernel has.
+func TestExamplesOnKnownKernels(t *testing.T) {
+	kernels := profiles(t)
+	paths, _ := filepath.Glob("../examples/bpftrace/*.hcl")
+	for _, p := range append(paths, "../examples") {
+		cfg, diags := spec.LoadPaths([]string{p})
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", p, diags)
+		}
+		if diags := cfg.CheckKernels(kernels); diags.HasErrors() {
+			t.Errorf("%s: %v", p, diags)
+		}
+	}
+}
+
+func profiles(t *testing.T) []*bpf.Facts {
+	t.Helper()
+	var kernels []*bpf.Facts
+	for _, name := range bpf.ProfileNames() {
+		f, err := bpf.Profile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernels = append(kernels, f)
+	}
+	return kernels
 }
