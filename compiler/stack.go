@@ -117,39 +117,6 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 	}
 }
 
-// checkStacks reports stacks where the compiler cannot keep them: in a
-// table that other probes use (a stack map is a probe's own, and the id of
-// a stack means nothing in another probe's).
-func (g *gen) checkStacks() {
-	for _, h := range g.handlers() {
-		for _, a := range h.Actions {
-			if a.Kind != spec.Store {
-				continue
-			}
-			xs := append([]spec.Expr{a.Value}, a.Key...)
-			for _, f := range a.Fields {
-				xs = append(xs, f.Value)
-			}
-			others := ""
-			for _, use := range g.u.uses[a.Table] {
-				if use.g != g {
-					others = use.g.p.Addr.String()
-				}
-			}
-			if others == "" {
-				continue
-			}
-			for _, x := range xs {
-				if x != nil && g.typeOf(x).IsStack() {
-					g.typeErrorf(x, x.Range(), "Stack in a table",
-						"A stack is an id in the stack map of the probe that takes it, and %s uses %q too: its stack ids would mean nothing there. Keep the table to one probe (one probe can attach several functions, told apart by func), key an aggregation by the stack (by = [%s]), or save it for on_exit (save = { s = %s }).",
-						others, a.Table.Name, x.Text(), x.Text())
-				}
-			}
-		}
-	}
-}
-
 // chooseProfileRoute decides what a profile probe samples: the event it
 // names, or for "auto" the CPU's cycle counter where the machine has one
 // that samples (samples then count work done, not time), else the

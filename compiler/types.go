@@ -513,7 +513,6 @@ func (g *gen) checkTypes() {
 	for _, x := range g.exprs() {
 		spec.Walk(x, func(x spec.Expr) { g.typeOf(x) })
 	}
-	g.checkStacks()
 	check := func(x spec.Expr, what string) {
 		if x == nil {
 			return

@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -20,6 +22,19 @@ var bpftraceNames = map[string]string{
 	"cpid":     "pid with a when filter: probectl starts no child process",
 	"sarg0":    "arg0 to arg5: arguments on the stack cannot be read",
 	"rand":     "no such value: there is no random number",
+}
+
+// bpftraceRoots are bpftrace's values with fields that probectl names
+// otherwise: curtask->real_parent->pid is task.real_parent.pid.
+var bpftraceRoots = map[string]string{"curtask": "task"}
+
+// bpftracePath says what to write for bpftrace's root with fields (the
+// names after it), or "".
+func bpftracePath(root string, fields []string) string {
+	if r := bpftraceRoots[root]; r != "" && len(fields) > 0 {
+		return fmt.Sprintf(" Write %s.%s.", r, strings.Join(fields, "."))
+	}
+	return ""
 }
 
 // bpftraceFunctions are bpftrace's functions that are blocks or other
@@ -77,10 +92,14 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 		tok := tokens[i]
 		switch {
 		case isArrow(tokens, i):
-			rng, base, field := arrowField(tokens, i)
-			add(rng, "Use . for fields",
-				"bpftrace's -> is . in probectl, through pointers as well: write %s.%s.", base, field)
-			i++
+			rng, chain, last := arrowChain(tokens, i)
+			detail := "bpftrace's -> is . in probectl, through pointers as well: write %s."
+			if root := bpftraceRoots[chain[0]]; root != "" {
+				detail += fmt.Sprintf(" bpftrace's %s is %s here.", chain[0], root)
+				chain[0] = root
+			}
+			add(rng, "Use . for fields", detail, strings.Join(chain, "."))
+			i = last
 		case tok.Type == hclsyntax.TokenInvalid && string(tok.Bytes) == "@":
 			add(tok.Range, "bpftrace map",
 				"probectl has no @maps: an aggregation is a block in on_entry or on_exit, such as count \"opens\" { by = [comm] } for @opens[comm] = count(), and state shared between probes is a table (table \"start\" {}, store and read as start[tid]).")
@@ -94,6 +113,37 @@ func checkSyntax(tokens hclsyntax.Tokens) hcl.Diagnostics {
 	return diags
 }
 
+// withHabitsRead is src read as if the bpftrace habits checkSyntax
+// reports were not there, every byte in its place, so that the file's
+// other mistakes are found at their ranges: each -> as the . it means
+// (". "), and a statement of @maps or $variables that is a line of its own
+// as blanks. ok is false when a habit cannot be read away (a statement
+// sharing its line with other code or a brace).
+func withHabitsRead(src []byte, tokens hclsyntax.Tokens) (out []byte, ok bool) {
+	out = bytes.Clone(src)
+	for i := 0; i < len(tokens); i++ {
+		tok := tokens[i]
+		switch {
+		case isArrow(tokens, i):
+			at := tok.Range.End.Byte - 1
+			out[at], out[at+1] = '.', ' '
+		case tok.Type == hclsyntax.TokenInvalid && (string(tok.Bytes) == "@" || string(tok.Bytes) == "$"):
+			start := tok.Range.Start.Byte
+			ls, le := lineBounds(src, start)
+			if len(bytes.TrimSpace(src[ls:start])) > 0 || bytes.ContainsAny(src[start:le], "{}") {
+				return nil, false
+			}
+			for j := start; j < le; j++ {
+				if out[j] != '\r' {
+					out[j] = ' '
+				}
+			}
+			i = skipLine(tokens, i)
+		}
+	}
+	return out, true
+}
+
 // isArrow says tokens i and i+1 are bpftrace's -> as HCL reads it: a name
 // ending in '-' right before a '>'.
 func isArrow(tokens hclsyntax.Tokens, i int) bool {
@@ -105,22 +155,183 @@ func isArrow(tokens hclsyntax.Tokens, i int) bool {
 		next.Type == hclsyntax.TokenGreaterThan && tok.Range.End.Byte == next.Range.Start.Byte
 }
 
-// arrowField is the range of the -> at token i and the field after it, the
-// name before it, and the field's name (FIELD when none follows).
-func arrowField(tokens hclsyntax.Tokens, i int) (hcl.Range, string, string) {
-	tok := tokens[i]
-	base := strings.TrimSuffix(string(tok.Bytes), "-")
-	if i+2 < len(tokens) && tokens[i+2].Type == hclsyntax.TokenIdent {
-		return hcl.RangeBetween(tok.Range, tokens[i+2].Range), base, string(tokens[i+2].Bytes)
+// arrowChain reads the -> at token i and those chained after it
+// (curtask->real_parent->pid): their range, the names in the chain (FIELD
+// when none follows the last ->), and the index of the chain's last token.
+func arrowChain(tokens hclsyntax.Tokens, i int) (hcl.Range, []string, int) {
+	first := tokens[i].Range
+	chain := []string{strings.TrimSuffix(string(tokens[i].Bytes), "-")}
+	for {
+		next := i + 2
+		if next >= len(tokens) || tokens[next].Type != hclsyntax.TokenIdent ||
+			tokens[next].Range.Start.Byte != tokens[i+1].Range.End.Byte {
+			return hcl.RangeBetween(first, tokens[i+1].Range), append(chain, "FIELD"), i + 1
+		}
+		if !isArrow(tokens, next) {
+			return hcl.RangeBetween(first, tokens[next].Range), append(chain, string(tokens[next].Bytes)), next
+		}
+		chain = append(chain, strings.TrimSuffix(string(tokens[next].Bytes), "-"))
+		i = next
 	}
-	return hcl.RangeBetween(tok.Range, tokens[i+1].Range), base, "FIELD"
 }
 
 // skipLine returns the index of the last token of tok i's line, so that
-// one mistake is reported once.
+// one mistake is reported once. A # comment's token holds its newline.
 func skipLine(tokens hclsyntax.Tokens, i int) int {
-	for i+1 < len(tokens) && tokens[i+1].Type != hclsyntax.TokenNewline && tokens[i+1].Type != hclsyntax.TokenEOF {
+	line := tokens[i].Range.Start.Line
+	for i+1 < len(tokens) && tokens[i+1].Type != hclsyntax.TokenNewline && tokens[i+1].Type != hclsyntax.TokenEOF &&
+		tokens[i+1].Range.Start.Line == line {
 		i++
 	}
 	return i
+}
+
+// bpftraceOperators are bpftrace's bitwise operators, which HCL lacks,
+// with the function that does the same here (Functions).
+var bpftraceOperators = map[string]string{"&": "band", "|": "bor", "^": "bxor", "<<": "shl", ">>": "shr", "~": "bnot"}
+
+// explainParse rewrites HCL's parse errors where the source at their range
+// is a bpftrace habit (bitwise operators, and/or/not, a function called as
+// a statement, a block inside a one-line block): HCL's own message names
+// its grammar, or suggests && for &. The parser's follow-on errors on the
+// line of an explained one are dropped: they are the same mistake.
+func explainParse(diags hcl.Diagnostics, src []byte) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	explained := map[int]bool{}
+	for _, d := range diags {
+		if d.Subject == nil || d.Severity != hcl.DiagError || d.Subject.Start.Byte >= len(src) {
+			out = append(out, d)
+			continue
+		}
+		if explained[d.Subject.Start.Line] {
+			continue
+		}
+		if e := explainHabit(d, src); e != nil {
+			explained[d.Subject.Start.Line] = true
+			d = e
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// explainHabit is the diagnostic for the bpftrace habit at d's range, or
+// nil when there is none.
+func explainHabit(d *hcl.Diagnostic, src []byte) *hcl.Diagnostic {
+	at := d.Subject.Start.Byte
+	word := wordAt(src, at)
+	habit := func(start, end int, summary, detail string, args ...any) *hcl.Diagnostic {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...),
+			Subject: byteRange(d.Subject.Filename, src, start, end).Ptr()}
+	}
+	if op, start := operatorAt(src, at); op != "" {
+		fn := bpftraceOperators[op]
+		if op == "~" {
+			return habit(start, start+len(op), "Bitwise operator",
+				"HCL has no ~ operator: bpftrace's ~x is bnot(x) here. The bitwise functions are band, bor, bxor, shl, shr and bnot.")
+		}
+		example := ""
+		if op == "&" {
+			example = ", as in when = band(args.flags, 64) != 0"
+		}
+		return habit(start, start+len(op), "Bitwise operator",
+			"HCL has no %s operator: bpftrace's a %s b is %s(a, b) here%s. The bitwise functions are band, bor, bxor, shl, shr and bnot.",
+			op, op, fn, example)
+	}
+	switch {
+	case word == "and" || word == "or":
+		op := map[string]string{"and": "&&", "or": "||"}[word]
+		return habit(at, at+len(word), "Use !, && and ||",
+			"HCL writes and as &&, or as ||, and not as !, as bpftrace does: write %s for %s (when = pid > 1 %s pid < 100).", op, word, op)
+	case word != "" && wordBefore(src, at) == "not":
+		start := at - 1
+		for src[start] == ' ' || src[start] == '\t' {
+			start--
+		}
+		return habit(start-2, start+1, "Use !, && and ||",
+			"HCL writes not as !, and as && and or as ||, as bpftrace does: write !%s.", word)
+	case d.Summary == "Argument or block definition required" && word != "" && nextByte(src, at+len(word)) == '(':
+		return habit(at, at+len(word), "Function call as a statement",
+			"%s(...) is a statement; a handler holds when = ..., save = { ... } and action blocks (count, sum, hist, event, store, ...), each on its own line.%s",
+			word, bpftraceFunction(word))
+	case d.Summary == "Argument definition required" && word != "":
+		ls, le := lineBounds(src, at)
+		brace := bytes.LastIndexByte(src[ls:at], '{')
+		if brace < 0 {
+			return nil
+		}
+		outer := strings.TrimSpace(string(src[ls : ls+brace]))
+		inner := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(string(src[at:le])), "}"))
+		return habit(at, at+len(word), "Block on one line",
+			"HCL allows a block on one line only when it holds a single argument (count \"n\" { by = [comm] }); a block inside a block goes on a line of its own:\n\n  %s {\n    %s\n  }", outer, inner)
+	}
+	return nil
+}
+
+// operatorAt is the bitwise operator at (or, for << and >>, ending at) byte
+// at, and where it starts; "" when there is none.
+func operatorAt(src []byte, at int) (string, int) {
+	if at > 0 && (src[at-1] == '<' || src[at-1] == '>') && src[at] == src[at-1] {
+		return string(src[at-1 : at+1]), at - 1
+	}
+	if at+1 < len(src) && (src[at] == '<' || src[at] == '>') && src[at+1] == src[at] {
+		return string(src[at : at+2]), at
+	}
+	op := string(src[at : at+1])
+	if bpftraceOperators[op] == "" || at+1 < len(src) && src[at+1] == src[at] {
+		return "", 0
+	}
+	return op, at
+}
+
+// wordAt is the name starting at byte at, or "".
+func wordAt(src []byte, at int) string {
+	end := at
+	for end < len(src) && identByte(src[end]) && src[end] != '-' {
+		end++
+	}
+	return string(src[at:end])
+}
+
+// wordBefore is the name that ends right before byte at, blanks between.
+func wordBefore(src []byte, at int) string {
+	end := at
+	for end > 0 && (src[end-1] == ' ' || src[end-1] == '\t') {
+		end--
+	}
+	start := end
+	for start > 0 && identByte(src[start-1]) {
+		start--
+	}
+	return string(src[start:end])
+}
+
+// nextByte is the first byte at or after at that is not a blank, or 0.
+func nextByte(src []byte, at int) byte {
+	for ; at < len(src); at++ {
+		if src[at] != ' ' && src[at] != '\t' {
+			return src[at]
+		}
+	}
+	return 0
+}
+
+// lineBounds are the start and end of the line holding byte at.
+func lineBounds(src []byte, at int) (int, int) {
+	start := bytes.LastIndexByte(src[:at], '\n') + 1
+	end := bytes.IndexByte(src[at:], '\n')
+	if end < 0 {
+		return start, len(src)
+	}
+	return start, at + end
+}
+
+// byteRange is the range of src's bytes start to end, which lie on one line.
+func byteRange(name string, src []byte, start, end int) hcl.Range {
+	ls, _ := lineBounds(src, start)
+	line := 1 + bytes.Count(src[:start], []byte{'\n'})
+	col := 1 + utf8.RuneCount(src[ls:start])
+	return hcl.Range{Filename: name,
+		Start: hcl.Pos{Line: line, Column: col, Byte: start},
+		End:   hcl.Pos{Line: line, Column: col + utf8.RuneCount(src[start:end]), Byte: end}}
 }

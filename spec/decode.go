@@ -101,6 +101,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	}
 	inferTables(all, bodies)
 	diags = append(diags, decodeProbes(cfg, parsedFiles)...)
+	diags = append(diags, checkSharedStacks(cfg)...)
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
 		diags = append(diags, checkEvents(cfg)...)
@@ -125,10 +126,14 @@ type parsedFile struct {
 	probes  []*hcl.Block
 	labels  []*hcl.Block
 	content *hclsyntax.Body
+	// reported are the file's syntax errors (bpftrace's ->), whose
+	// ranges the decoder's errors do not report again.
+	reported hcl.Diagnostics
 }
 
 // parseFiles parses the files in name order and decodes their tables and
-// event buffers into all and cfg; files with syntax errors are left out.
+// event buffers into all and cfg; files that cannot be decoded are left
+// out.
 func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSets) ([]parsedFile, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	names := make([]string, 0, len(files))
@@ -140,14 +145,14 @@ func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSe
 	for _, name := range names {
 		f, d := ParseFile(name, files[name])
 		diags = append(diags, d...)
-		if d.HasErrors() {
+		if f == nil {
 			continue
 		}
 		src := source(files[name])
-		dec := &decoder{src: &src, tables: all, labels: labels}
+		dec := &decoder{src: &src, tables: all, labels: labels, habits: d}
 		content, cd := f.Body.Content(fileSchema)
 		dec.diags = append(dec.diags, cd...)
-		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body)}
+		pf := parsedFile{dec: dec, content: f.Body.(*hclsyntax.Body), reported: d}
 		for _, b := range content.Blocks {
 			switch b.Type {
 			case "table":
@@ -189,7 +194,7 @@ func decodeProbes(cfg *Config, parsedFiles []parsedFile) hcl.Diagnostics {
 			seen[p.Addr] = p
 			cfg.Probes = append(cfg.Probes, p)
 		}
-		diags = append(diags, pf.dec.diags...)
+		diags = append(diags, without(pf.dec.diags, pf.reported)...)
 	}
 	return diags
 }
@@ -249,6 +254,9 @@ type decoder struct {
 	tables tables    // the spec set's, shared by every file
 	labels labelSets // likewise
 	diags  hcl.Diagnostics
+	// habits are the file's bpftrace habits read away (ParseFile): a
+	// probe that holds one is not also said to do nothing.
+	habits hcl.Diagnostics
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, detail string, args ...any) {
@@ -460,12 +468,14 @@ func (d *decoder) handlers(p *Probe, hbs []*hcl.Block) {
 // checkHandlers reports handlers that do nothing, a probe without any,
 // and entry data that no exit reads or that is too small.
 func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
+	// A bpftrace habit in the probe (reported) is what it was meant to do.
+	habit := d.habitIn(b)
 	for _, h := range []*Handler{p.Entry, p.Exit} {
-		if idle(h, p) {
+		if idle(h, p) && !habit {
 			d.errorf(h.DeclRange, "Handler does nothing", "Add an action to this block, such as count \"calls\" {}.")
 		}
 	}
-	if len(content.Blocks) == 0 {
+	if len(content.Blocks) == 0 && !habit {
 		d.errorf(b.DefRange, "Probe does nothing",
 			"Add an on_entry block (or on_exit, for kernel and user probes) with at least one action, such as count \"calls\" {}.")
 	}
@@ -475,6 +485,20 @@ func (d *decoder) checkHandlers(p *Probe, b *hcl.Block, content *hcl.BodyContent
 		d.warnf(p.EntryDataSizeRange, "Entry data without an exit handler",
 			"entry_data_size only matters when there is an on_exit block to read the data. Remove it.")
 	}
+}
+
+// habitIn says a bpftrace habit was read away inside block b.
+func (d *decoder) habitIn(b *hcl.Block) bool {
+	body, ok := b.Body.(*hclsyntax.Body)
+	if !ok {
+		return false
+	}
+	for _, h := range d.habits {
+		if h.Subject != nil && body.SrcRange.Overlaps(*h.Subject) {
+			return true
+		}
+	}
+	return false
 }
 
 // idle says p's handler h (nil: none) does nothing: no action, and not an

@@ -18,6 +18,8 @@
 // a spec set under one.
 //
 // What depends on a target kernel (routes, tracepoint field layouts,
-// function lists) is the compiler's. Package spec imports only bpf (for
+// function lists) is the compiler's; [Config.CheckKernels] only says
+// which of the kernels it is given lack a tracepoint or field a probe
+// names (validate gives it the built-in profiles). Package spec imports only bpf (for
 // probe addresses) and never loads anything into a kernel.
 package spec

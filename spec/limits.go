@@ -48,7 +48,10 @@ func ReadFile(name string) ([]byte, *hcl.Diagnostic) {
 
 // ParseFile parses one spec file's HCL syntax, after checking it against
 // the input limits: a file beyond them is refused before the HCL parser
-// sees it.
+// sees it. The file is nil when it cannot be decoded; one with bpftrace's
+// habits that can be read away (->, a line of @map or $variable) is
+// returned with their errors, read without them, so that its other
+// mistakes are found too.
 func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(name)}
@@ -57,7 +60,7 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 		if f := parseApart(name, src, cuts); f != nil {
 			return f, nil
 		}
-		return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		return parse(name, src, src)
 	}
 	tokens, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos)
 	if d := checkDepth(tokens); d != nil {
@@ -66,10 +69,49 @@ func ParseFile(name string, src []byte) (*hcl.File, hcl.Diagnostics) {
 	if d := checkNumbers(tokens); d != nil {
 		return nil, hcl.Diagnostics{d}
 	}
-	if diags := checkSyntax(tokens); diags.HasErrors() {
-		return nil, diags
+	habits := checkSyntax(tokens)
+	if !habits.HasErrors() {
+		return parse(name, src, src)
 	}
-	return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	text, ok := withHabitsRead(src, tokens)
+	if !ok {
+		return nil, habits
+	}
+	f, diags := parse(name, src, text)
+	if f == nil {
+		// What was read away may have held what the rest needs (a heredoc's
+		// start): HCL's errors could be about the reading, not the file.
+		return nil, habits
+	}
+	return f, append(habits, diags...)
+}
+
+// parse parses text, which is src or src with bytes replaced in place,
+// explaining its errors in src's terms; the file is nil when it has
+// errors.
+func parse(name string, src, text []byte) (*hcl.File, hcl.Diagnostics) {
+	f, diags := hclsyntax.ParseConfig(text, name, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, explainParse(diags, src)
+	}
+	f.Bytes = src
+	return f, diags
+}
+
+// without is diags less those whose range meets one of reported's: the
+// same mistake, already reported.
+func without(diags, reported hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		met := false
+		for _, r := range reported {
+			met = met || d.Subject != nil && r.Subject != nil && d.Subject.Overlaps(*r.Subject)
+		}
+		if !met {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // checkNumbers refuses numbers HCL does not have, which it would otherwise

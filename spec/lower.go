@@ -204,7 +204,11 @@ func (s *scope) fieldValue(e hcl.Expression, what string) Expr {
 	if isInvalid(x) {
 		return nil
 	}
-	if x.Type().Kind == KindBool || isLiteral(x) {
+	switch {
+	case isLiteral(x):
+		s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary; the string literal %s is the same every time. Keep a value that varies, and name what is constant in the field's name.", what, x.Text())
+		return nil
+	case x.Type().Kind == KindBool:
 		s.errorf(x.Range(), "Field cannot hold this", "The values of %s = { ... } are integers and strings that vary, not a %s. Use cond ? 1 : 0 for a flag.", what, x.Type())
 		return nil
 	}
@@ -323,10 +327,10 @@ func (s *scope) traversal(e *hclsyntax.ScopeTraversalExpr) Expr {
 	switch {
 	case b != nil && b.Form == FormStack:
 		return s.stackVar(e)
+	case b == nil:
+		return s.unknownName(e, root, attrNames(tr[1:]))
 	case len(tr) != 1:
 		return s.plainFields(e, root, b)
-	case b == nil:
-		return s.unknownName(e, root)
 	}
 	return s.value(e, b)
 }
@@ -354,9 +358,10 @@ func (s *scope) value(e hcl.Expression, b *Builtin) Expr {
 }
 
 // unknownName reports a name that is no built-in value or table, with
-// what bpftrace's name is here or the closest name, and every value.
-func (s *scope) unknownName(e hcl.Expression, name string) Expr {
-	hint := bpftraceHint(name)
+// what bpftrace's name is here or the closest name, and every value; its
+// fields are the names after it (curtask.pid), nil for none.
+func (s *scope) unknownName(e hcl.Expression, name string, fields []string) Expr {
+	hint := bpftraceHint(name) + bpftracePath(name, fields)
 	if hint == "" {
 		hint = s.suggest(name)
 	}
@@ -820,4 +825,15 @@ func (s *scope) bitCall(e *hclsyntax.FunctionCallExpr, op Op) Expr {
 		return &Unary{exprBase: s.base(e, TypeInt), Op: op, X: args[0]}
 	}
 	return &Binary{exprBase: s.base(e, TypeInt), Op: op, L: args[0], R: args[1]}
+}
+
+// attrNames are the names of a traversal's attribute steps, in order.
+func attrNames(tr hcl.Traversal) []string {
+	var names []string
+	for _, step := range tr {
+		if a, ok := step.(hcl.TraverseAttr); ok {
+			names = append(names, a.Name)
+		}
+	}
+	return names
 }

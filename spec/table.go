@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -158,6 +160,14 @@ func storeOf(pb, ab *hclsyntax.Block) tableStore {
 // inferTable types t from the first of its stores whose key and value
 // can be typed; false when none can (yet).
 func inferTable(all tables, t *Table, stores []tableStore) bool {
+	// A string literal (refused) types the table only when no other store
+	// can: the others say what the table is meant to hold.
+	stores = slices.Clone(stores)
+	slices.SortStableFunc(stores, func(a, b tableStore) int {
+		_, la := a.value.(*hclsyntax.TemplateExpr)
+		_, lb := b.value.(*hclsyntax.TemplateExpr)
+		return cmp.Compare(boolInt(la), boolInt(lb))
+	})
 	for _, st := range stores {
 		g := guesser{tables: all, probe: st.probe}
 		key, ok := g.list(st.key)
@@ -234,6 +244,10 @@ func (g guesser) guess(e hcl.Expression) (Type, bool) {
 		return g.guess(e.Expression)
 	case *hclsyntax.LiteralValueExpr:
 		return boolOrInt(e.Val.Type() == cty.Bool), true
+	case *hclsyntax.TemplateExpr:
+		// A string literal: refused at the store (checkSlot), whose
+		// table is typed so that its reads are not refused as well.
+		return StringType(DefaultStrSize), true
 	case *hclsyntax.BinaryOpExpr:
 		return boolOrInt(boolOps[e.Op]), true
 	case *hclsyntax.UnaryOpExpr:
@@ -252,6 +266,13 @@ func (g guesser) guess(e hcl.Expression) (Type, bool) {
 		return g.relative(e)
 	}
 	return Type{}, false
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func boolOrInt(isBool bool) Type {
@@ -459,8 +480,9 @@ func (d *decoder) tableAction(sc *scope, b *hcl.Block, a *Action) *Action {
 // storeFields lowers the value of a store into a table of objects: every
 // field of the table, each of its type.
 func (d *decoder) storeFields(sc *scope, t *Table, a *Action, value *hcl.Attribute) {
+	before := len(d.diags)
 	a.Fields = sc.fields(value, "value")
-	if len(a.Fields) != len(t.Fields) {
+	if len(d.diags) == before && len(a.Fields) != len(t.Fields) { // a field refused is not also missing
 		d.errorf(value.Expr.Range(), "Stores disagree",
 			"%q holds objects with %s; every store must set exactly those fields.", t.Name, quoteList(t.FieldNames()))
 		return

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/spec"
@@ -17,6 +18,9 @@ func newValidateCmd() *cobra.Command {
 		Long: `Validate reads spec files (a directory means every *.hcl in it; no PATH, the
 current directory) and reports
 every error as FILE:LINE:COL: error: SUMMARY, with the detail and the fix.
+Tracepoints and the fields read from them are checked against the built-in
+profiles' kernels: one that none has is an error, one that some lack a
+warning.
 
   -deny CLASS[,CLASS]  refuse constructs of these classes: ` + denyClasses() + `
 
@@ -29,6 +33,11 @@ Exit status: 0 valid, 1 errors.`,
 			cfg, diags := spec.LoadPaths(paths)
 			if cfg != nil {
 				diags = append(diags, cfg.Enforce(deny.p)...)
+				kernels, err := knownKernels()
+				if err != nil {
+					return err
+				}
+				diags = append(diags, cfg.CheckKernels(kernels)...)
 			}
 			var sources map[string][]byte
 			if cfg != nil {
@@ -73,4 +82,18 @@ func denyClasses() string {
 		s = append(s, string(c.Class)+" ("+c.Refuses+")")
 	}
 	return strings.Join(s, ", ")
+}
+
+// knownKernels are the built-in profiles, whose kernels validate checks
+// the tracepoint probes against.
+func knownKernels() ([]*bpf.Facts, error) {
+	var out []*bpf.Facts
+	for _, name := range bpf.ProfileNames() {
+		f, err := bpf.Profile(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -1,4 +1,3 @@
-# TARGET: linux-7.2-amd64
 # a stack stored in a table that another probe reads
 table "stacks" {}
 probe "tracepoint" "t" {
