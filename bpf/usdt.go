@@ -56,8 +56,8 @@ type USDTArg struct {
 // byte register such as %ah) is an error that says so.
 func ParseUSDTArgs(arch Arch, s string) ([]USDTArg, error) {
 	var out []USDTArg
-	for i, text := range splitUSDTArgs(s) {
-		a, err := parseUSDTArg(arch, text)
+	for i, text := range SplitUSDTArgs(s) {
+		a, err := ParseUSDTArg(arch, text)
 		if err != nil {
 			return nil, fmt.Errorf("argument %d (%s): %w", i, text, err)
 		}
@@ -66,9 +66,9 @@ func ParseUSDTArgs(arch Arch, s string) ([]USDTArg, error) {
 	return out, nil
 }
 
-// splitUSDTArgs splits specifiers at spaces outside brackets (arm64's
-// "[sp, 16]" holds one).
-func splitUSDTArgs(s string) []string {
+// SplitUSDTArgs splits a probe's argument specifiers at spaces outside
+// brackets (arm64's "[sp, 16]" holds one).
+func SplitUSDTArgs(s string) []string {
 	var out []string
 	depth, start := 0, -1
 	for i := 0; i <= len(s); i++ {
@@ -98,7 +98,8 @@ func splitUSDTArgs(s string) []string {
 	return out
 }
 
-func parseUSDTArg(arch Arch, text string) (USDTArg, error) {
+// ParseUSDTArg parses one argument specifier (ParseUSDTArgs).
+func ParseUSDTArg(arch Arch, text string) (USDTArg, error) {
 	a := USDTArg{Text: text}
 	size, operand, ok := strings.Cut(text, "@")
 	if !ok {

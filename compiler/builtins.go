@@ -117,6 +117,10 @@ func (g *gen) retValue(_ *spec.Var) {
 
 func (g *gen) argValue(v *spec.Var) {
 	n := int(v.Name[3] - '0')
+	if g.out.USDT != "" {
+		g.usdtArgValue(n)
+		return
+	}
 	if g.ctx == ctxTracing {
 		g.tracingValue(asm.FnGetFuncArg, n)
 		return

@@ -120,6 +120,9 @@ func (l *linker) uprobe() error {
 		return err
 	}
 	defer f.Close()
+	if l.p.USDT != "" {
+		return l.usdt(ex, id)
+	}
 	ret := l.prog.Family == compiled.FamilyUretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
@@ -128,6 +131,22 @@ func (l *linker) uprobe() error {
 				return ex.Uretprobe(fn, pr, opts)
 			}
 			return ex.Uprobe(fn, pr, opts)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usdt makes one uprobe per site of a USDT probe, at the site's file
+// offset, with its semaphore's file offset as ref_ctr_offset (the kernel
+// raises the semaphore in every process of the binary while the uprobe
+// is attached) and the site's index as the cookie.
+func (l *linker) usdt(ex *link.Executable, id *FileID) error {
+	for i, s := range l.p.Sites {
+		site := fmt.Sprintf("%s@%#x", l.p.USDT, s.Address)
+		if err := l.one(site, id, func(pr *ebpf.Program) (link.Link, error) {
+			return ex.Uprobe("", pr, &link.UprobeOptions{Address: s.Offset, RefCtrOffset: s.RefCtrOffset, Cookie: uint64(i), PID: l.p.PID})
 		}); err != nil {
 			return err
 		}
