@@ -158,7 +158,7 @@ func x86Reg(s string) (int16, error) {
 	}
 	switch name {
 	case "rip", "eip":
-		return 0, errors.New("a rip-relative operand (a global or static variable) needs the binary's load address, which probes do not read; pass the value through a local variable, or read it with a user probe on a function")
+		return 0, errors.New("a rip-relative operand (a global or static variable) needs the binary's load address in the process, which probes do not read")
 	case "ah", "bh", "ch", "dh":
 		return 0, fmt.Errorf("%%%s is a high byte register, which is not supported", name)
 	}

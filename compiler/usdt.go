@@ -121,7 +121,7 @@ func (g *gen) checkUSDTArg(x *spec.Var) (*hcl.Diagnostic, bool) {
 		a, err := bpf.ParseUSDTArg(g.facts.Arch, texts[n])
 		if err != nil {
 			return diagf(x.Range(), "USDT argument cannot be read",
-				"%s of %s at its site %#x is %s: %s. Read the probe's other arguments.", x.Name, g.out.USDT, s.Address, texts[n], err), false
+				"%s of %s at its site %#x is %s: %s. The probe's other arguments can be read.", x.Name, g.out.USDT, s.Address, texts[n], err), false
 		}
 		args = append(args, a)
 	}
