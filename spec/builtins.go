@@ -106,7 +106,7 @@ func argEntries() []*Builtin {
 			Phase: EntryOnly,
 			PhaseRefusal: Refusal{"Arguments are gone in on_exit",
 				"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { {name} = {name} }) and read entry.{name}."},
-			Doc:      "the function's arguments, whole registers",
+			Doc:      "the function's arguments, whole registers; a USDT probe's, as its note types them",
 			Bpftrace: fmt.Sprintf("arg%d", n),
 		})
 	}
