@@ -189,22 +189,42 @@ func TestNotesHostile(t *testing.T) {
 	}
 }
 
+// FuzzNotes reads notes against the test's own ELF file (its segments
+// and byte order), from a valid note onwards.
 func FuzzNotes(f *testing.F) {
-	bin := "/usr/bin/python3"
-	ef, err := elf.Open(bin)
+	self, err := os.Executable()
 	if err != nil {
-		f.Skip(err)
+		f.Fatal(err)
+	}
+	ef, err := elf.Open(self)
+	if err != nil {
+		f.Fatal(err)
 	}
 	defer ef.Close()
-	if s := ef.Section(".note.stapsdt"); s != nil {
-		if d, err := s.Data(); err == nil {
-			f.Add(d[:min(len(d), 512)])
+	var pc uint64
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			pc = p.Vaddr + 16
 		}
 	}
-	f.Add([]byte{8, 0, 0, 0, 40, 0, 0, 0, 3, 0, 0, 0, 's', 't', 'a', 'p', 's', 'd', 't', 0})
+	desc := binary.LittleEndian.AppendUint64(nil, pc)
+	desc = binary.LittleEndian.AppendUint64(desc, 0x1000)
+	desc = binary.LittleEndian.AppendUint64(desc, 0)
+	desc = append(desc, "nt\x00tick\x00-4@%edi -8@8(%rdi,%rsi,8)\x00"...)
+	note := binary.LittleEndian.AppendUint32(nil, 8)
+	note = binary.LittleEndian.AppendUint32(note, uint32(len(desc)))
+	note = binary.LittleEndian.AppendUint32(note, 3)
+	note = append(append(note, "stapsdt\x00"...), desc...)
+	for len(note)%4 != 0 {
+		note = append(note, 0)
+	}
+	if us, err := (noteReader{ef: ef, data: note, addrSize: 8}).all(); err != nil || len(us) != 1 {
+		f.Fatalf("the seed note: %v, %v", us, err)
+	}
+	f.Add(note)
+	f.Add(append(bytes.Clone(note), note...))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := noteReader{ef: ef, data: data, addrSize: 8, base: 0x1000}
-		us, err := r.all()
+		us, err := noteReader{ef: ef, data: data, addrSize: 8, base: 0x1000}.all()
 		if err == nil {
 			for _, u := range us {
 				if u.Provider == "" || u.Name == "" {
