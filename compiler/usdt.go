@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf/asm"
@@ -93,10 +94,12 @@ const usdtReason = "usdt: one uprobe perf link per site of the USDT probe, with 
 
 // argIndex returns N of argN, or -1.
 func argIndex(name string) int {
-	if len(name) == 4 && strings.HasPrefix(name, "arg") && name[3] >= '0' && name[3] <= '9' {
-		return int(name[3] - '0')
+	digits, ok := strings.CutPrefix(name, "arg")
+	n, err := strconv.Atoi(digits)
+	if !ok || err != nil || n < 0 || strconv.Itoa(n) != digits {
+		return -1
 	}
-	return -1
+	return n
 }
 
 // checkUSDTArg resolves argument x (argN) of a USDT probe at every site,

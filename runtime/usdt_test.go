@@ -43,7 +43,8 @@ func runUSDTWork(t *testing.T, bin string, n int) string {
 // memory below %rbp) and -O2 (registers of every size, base, index and
 // scale), runs it n times, and reads exactly what its probes passed:
 // signed and unsigned values of 1, 2, 4 and 8 bytes, constants, a probe
-// whose two sites place their arguments apart; its semaphore is raised
+// whose two sites place their arguments apart, a probe's twelfth
+// argument; its semaphore is raised
 // while the probes are attached, and only then.
 func TestUSDT(t *testing.T) {
 	requireRoot(t)
@@ -96,6 +97,15 @@ probe "user" "at" {
   }
 }
 
+probe "user" "many" {
+  binary = "BIN"
+  usdt   = "work:many"
+  on_entry {
+    sum "a6" { value = arg6 }
+    sum "a11" { value = arg11 }
+  }
+}
+
 probe "user" "two" {
   binary = "BIN"
   usdt   = "work:two"
@@ -134,6 +144,8 @@ probe "user" "two" {
 				{"user.pick", "low", low},
 				{"user.at", "v", map[string]int64{"": sumV}},
 				{"user.two", "calls", map[string]int64{"": 2 * n}},
+				{"user.many", "a6", map[string]int64{"": 7 * sumI}},
+				{"user.many", "a11", map[string]int64{"": 12 * sumI}},
 				{"user.two", "v", map[string]int64{"": sumI + n*1000000000000 + sumI}},
 			} {
 				got := values(aggregation(t, w, s, c.probe, c.agg))

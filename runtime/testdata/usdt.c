@@ -12,6 +12,7 @@ unsigned short work_tick_semaphore __attribute__((section(".probes")));
 unsigned short work_pick_semaphore __attribute__((section(".probes")));
 unsigned short work_at_semaphore __attribute__((section(".probes")));
 unsigned short work_two_semaphore __attribute__((section(".probes")));
+unsigned short work_many_semaphore __attribute__((section(".probes")));
 
 struct vec { long pad; long v[8]; };
 
@@ -40,6 +41,8 @@ int main(int argc, char **argv) {
 		pick(a, i % 8, i * 3, (short)-i);
 		at(&x, i % 8);
 		two(i, 1000000000000L + i);
+		/* twelve arguments, sys/sdt.h's most: argK is i * (K + 1) */
+		STAP_PROBE12(work, many, i, 2 * i, 3 * i, 4 * i, 5 * i, 6 * i, 7 * i, 8 * i, 9 * i, 10 * i, 11 * i, 12 * i);
 	}
 	printf("%d\n", raised);
 	return 0;
