@@ -3,11 +3,14 @@ package runtime_test
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/internal/testenv"
 )
@@ -215,4 +218,95 @@ sys.setprofile(None)
 		t.Errorf("%d collections of generation 1, want %d: %v", got["1"], gen1, got)
 	}
 	t.Logf("collections by generation: %v", got)
+}
+
+// TestUSDTLibraryRunning probes a shared library's USDT probe in a
+// process already running when the probe is applied, with pid: the
+// kernel raises the library's semaphore in that process, and not in
+// another running the library, the probe counts that process's calls
+// only, and a process started after the destroy finds it lowered.
+func TestUSDTLibraryRunning(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libbtusdt.so")
+	bin := filepath.Join(dir, "bt-usdt-lib")
+	for _, args := range [][]string{
+		{"-O2", "-shared", "-fPIC", "-o", lib, "testdata/usdtlib.c"},
+		{"-O2", "-DMAIN", "-o", bin, "testdata/usdtlib.c", lib, "-Wl,-rpath," + dir},
+	} {
+		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			if bytes.Contains(out, []byte("sys/sdt.h")) {
+				testenv.Absent(t, "no sys/sdt.h (systemtap-sdt-dev)")
+			}
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+	}
+	const n = 50
+	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
+		cmd := exec.Command(bin, fmt.Sprint(n))
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, in, &out
+	}
+	finish := func(cmd *exec.Cmd, in io.WriteCloser, out *bytes.Buffer) string {
+		in.Write([]byte("\n"))
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v", bin, err)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	cmd, in, out := start()
+	other, otherIn, otherOut := start() // not the probe's pid
+	// The library is mapped once the process waits on stdin: the probe's
+	// uprobe and semaphore go into a running process.
+	for i := 0; ; i++ {
+		maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+		if bytes.Contains(maps, []byte(lib)) {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("%s never mapped %s", bin, lib)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w := workspace(t)
+	s, _ := apply(t, w, fmt.Sprintf(`probe "user" "lib" {
+  binary = %q
+  usdt   = "lib:tick"
+  pid    = %d
+  on_entry {
+    count "calls" {}
+    sum "v" { value = arg0 }
+  }
+}`, lib, cmd.Process.Pid))
+	if got := finish(cmd, in, out); got != fmt.Sprint(n) {
+		t.Errorf("the running process saw the semaphore raised in %s of %d calls", got, n)
+	}
+	// The kernel puts the uprobe, and raises the semaphore, only in
+	// pid's process.
+	if got := finish(other, otherIn, otherOut); got != "0" {
+		t.Errorf("another process saw the semaphore raised in %s calls", got)
+	}
+	want := map[string]int64{"": n}
+	if got := values(aggregation(t, w, s, "user.lib", "calls")); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("calls: %v, want %v", got, want)
+	}
+	if got := values(aggregation(t, w, s, "user.lib", "v")); got[""] != 7*n*(n-1)/2 {
+		t.Errorf("sum of arg0: %v, want %d", got, 7*n*(n-1)/2)
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd, in, out = start()
+	if got := finish(cmd, in, out); got != "0" {
+		t.Errorf("after destroy, the semaphore was raised in %s calls", got)
+	}
 }
