@@ -29,6 +29,11 @@ import (
 // usdtSite is compiled.USDTSite, under the compiler's names.
 type usdtSite = compiled.USDTSite
 
+// maxUSDTSites bounds the sites of one USDT probe, each a uprobe link (a
+// file descriptor, and a perf event, held by the runtime while it
+// attaches).
+const maxUSDTSites = 1024
+
 // elfArch is the architecture of each ELF machine probectl targets.
 var elfArch = map[elf.Machine]bpf.Arch{elf.EM_X86_64: bpf.ArchX86_64, elf.EM_AARCH64: bpf.ArchArm64}
 
@@ -72,6 +77,10 @@ func resolveUSDT(bn binaryName, f *bpf.Facts) ([]usdtSite, hcl.Diagnostics) {
 		} else if spec.Printable(u.Key()) {
 			others[u.Key()] = true
 		}
+	}
+	if len(sites) > maxUSDTSites {
+		return nil, hcl.Diagnostics{diagf(p.USDTRange, "Too many USDT sites",
+			"%s has %d sites of %s; a probe attaches at most %d (one uprobe link each).", path, len(sites), p.USDT, maxUSDTSites)}
 	}
 	if len(sites) > 0 {
 		return sites, nil

@@ -87,10 +87,38 @@ func TestUSDTPlan(t *testing.T) {
 		}
 		t.Log(errs)
 	}
+	out, errs = compileUSDT(t, bin, "t:nope", "  optional = true\n  on_entry {\n    count \"c\" {}\n  }\n")
+	if len(errs) > 0 || len(out.Probes) != 0 || len(out.Skipped) != 1 || !strings.Contains(out.Skipped[0].Why, `has no USDT probe "t:nope"`) {
+		t.Errorf("optional, missing: %v, %+v", errs, out.Skipped)
+	}
 	if _, errs := compileUSDT(t, bin, "t:glob", "  on_entry {\n    count \"c\" {}\n  }\n"); len(errs) > 0 {
 		t.Errorf("t:glob without its argument: %v", errs)
 	}
 	if _, errs := compileUSDT(t, "/bin/true", "t:pair", "  on_entry {\n    count \"c\" {}\n  }\n"); len(errs) != 1 || !strings.Contains(errs[0], "has no USDT probes") {
 		t.Errorf("a binary without probes: %v", errs)
+	}
+}
+
+// A probe of more sites than a probe attaches is refused at usdt.
+func TestUSDTTooManySites(t *testing.T) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the profile is amd64")
+	}
+	gcc := needTool(t, "gcc")
+	dir := t.TempDir()
+	src := "#include <sys/sdt.h>\nint main(void) {\n" + strings.Repeat("\tDTRACE_PROBE(t, many);\n", 1025) + "\treturn 0;\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "m.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bt-usdt-many")
+	if out, err := exec.Command(gcc, "-O0", "-o", bin, filepath.Join(dir, "m.c")).CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("sys/sdt.h")) {
+			testenv.Absent(t, "no sys/sdt.h (systemtap-sdt-dev)")
+		}
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	_, errs := compileUSDT(t, bin, "t:many", "  on_entry {\n    count \"c\" {}\n  }\n")
+	if len(errs) != 1 || !strings.Contains(errs[0], "Too many USDT sites: "+bin+" has 1025 sites of t:many; a probe attaches at most 1024") {
+		t.Errorf("%v", errs)
 	}
 }
