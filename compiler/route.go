@@ -444,7 +444,7 @@ func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 	case !has(f, FamilyUprobe):
 		return decision{}, diagf(p.DeclRange, "No uprobe support", "The target (%s) cannot attach uprobes (CONFIG_UPROBES off).", f.Label())
 	case p.USDT != "":
-		return decision{route: RouteUprobe, families: []Family{FamilyUprobe}, reason: usdtReason}, nil
+		return r.usdt(), nil
 	case attach == FamilyUprobe:
 		return r.perFunction("attach = \"uprobe\": "), nil
 	case r.haveMulti && r.exit && r.haveSession && attach != FamilyUprobeMulti:

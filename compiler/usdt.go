@@ -19,8 +19,9 @@ import (
 )
 
 // A USDT probe (usdt = "provider:name" on a user probe) is a uprobe at
-// each of the probe's sites in the binary, with the site's semaphore as
-// the uprobe's ref_ctr_offset. Its arguments are read as each site's
+// each of the probe's sites in the binary (one uprobe.multi link for
+// all, or a perf link each: userRoutes.usdt), with the site's semaphore
+// as the uprobe's ref_ctr_offset. Its arguments are read as each site's
 // note says (bpf.ParseUSDTArgs): a register of pt_regs, user memory at
 // an address computed from registers, or a constant; sites whose
 // specifiers differ are told apart by the attach cookie, the site's
@@ -98,8 +99,23 @@ func resolveUSDT(bn binaryName, f *bpf.Facts) ([]usdtSite, hcl.Diagnostics) {
 		"%s has no USDT probe %q. It has %s (readelf -n lists them).", path, p.USDT, abbreviateNames(names, 12))}
 }
 
-// usdtReason is the route's reason for a USDT probe.
-const usdtReason = "usdt: one uprobe perf link per site of the USDT probe, with its semaphore as ref_ctr_offset when it has one"
+// usdt is a USDT probe's route: one uprobe.multi link for every site
+// where the target has it (attach = "auto" or "uprobe.multi"), else (or
+// with attach = "uprobe") a uprobe perf link per site; each with the
+// site's semaphore as its ref_ctr_offset.
+func (r *userRoutes) usdt() decision {
+	const sema = ", with the sites' semaphore as ref_ctr_offset when they have one"
+	if r.haveMulti && Family(r.p.Attach) != FamilyUprobe {
+		return decision{route: RouteUprobe, families: []Family{FamilyUprobeMulti},
+			reason: "usdt: one uprobe.multi link (6.6+) for every site of the USDT probe" + sema}
+	}
+	why := "no uprobe.multi (6.6): "
+	if Family(r.p.Attach) == FamilyUprobe {
+		why = "attach = \"uprobe\": "
+	}
+	return decision{route: RouteUprobe, families: []Family{FamilyUprobe},
+		reason: why + "usdt: one uprobe perf link per site of the USDT probe" + sema}
+}
 
 // argIndex returns N of argN, or -1.
 func argIndex(name string) int {

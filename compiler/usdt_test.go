@@ -69,7 +69,7 @@ func TestUSDTPlan(t *testing.T) {
 	}
 	p := out.Probes[0]
 	if len(p.Sites) != 1 || p.Sites[0].Args != "-4@%edi -8@%rsi" || p.Sites[0].Offset == 0 || p.Sites[0].RefCtrOffset != 0 ||
-		p.Route != compiler.RouteUprobe || len(p.Attach) != 1 || p.Attach[0] != compiler.FamilyUprobe ||
+		p.Route != compiler.RouteUprobe || len(p.Attach) != 1 || p.Attach[0] != compiler.FamilyUprobeMulti ||
 		!strings.HasPrefix(p.Reason, "usdt: ") || *p.LinkCount() != 1 || len(p.Functions) != 1 || p.Functions[0] != "t:pair" {
 		t.Errorf("%+v", p.Description)
 	}

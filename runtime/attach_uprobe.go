@@ -42,6 +42,9 @@ func (l *linker) uprobeMulti() error {
 		return err
 	}
 	defer f.Close()
+	if l.p.USDT != "" {
+		return l.usdtMulti(ex, id)
+	}
 	ret := l.prog.Family == compiled.FamilyUretprobeMulti
 	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
 		return func(pr *ebpf.Program) (link.Link, error) {
@@ -152,6 +155,19 @@ func (l *linker) usdt(ex *link.Executable, id *FileID) error {
 		}
 	}
 	return nil
+}
+
+// usdtMulti makes one uprobe.multi link for every site of a USDT probe:
+// the sites' file offsets, their semaphores' as ref_ctr_offsets, their
+// indexes as cookies.
+func (l *linker) usdtMulti(ex *link.Executable, id *FileID) error {
+	opts := &link.UprobeMultiOptions{PID: uint32(l.p.PID)}
+	for i, s := range l.p.Sites {
+		opts.Addresses = append(opts.Addresses, s.Offset)
+		opts.RefCtrOffsets = append(opts.RefCtrOffsets, s.RefCtrOffset)
+		opts.Cookies = append(opts.Cookies, uint64(i))
+	}
+	return l.one("", id, func(pr *ebpf.Program) (link.Link, error) { return ex.UprobeMulti(nil, pr, opts) })
 }
 
 // FileID identifies the file a uprobe is attached to. The kernel holds the

@@ -63,7 +63,9 @@ func TestUSDT(t *testing.T) {
 		sumV += -(i%8 + 1)
 		low[fmt.Sprint(uint8(i%8+250))]++
 	}
-	for _, opt := range []string{"O0", "O2"} {
+	// -O0's probes attach as uprobes, one per site; -O2's as one
+	// uprobe.multi link (attach = "auto" on the host's kernel).
+	for opt, attach := range map[string]string{"O0": "uprobe", "O2": "auto"} {
 		t.Run(opt, func(t *testing.T) {
 			bin := buildUSDTWork(t, opt)
 			if got := runUSDTWork(t, bin, n); got != "0" {
@@ -118,6 +120,7 @@ probe "user" "two" {
   }
 }
 `, "BIN", bin)
+			src = strings.ReplaceAll(src, "  usdt   =", "  attach = \""+attach+"\"\n  usdt   =")
 			out := compile(t, src)
 			for _, p := range out.Probes {
 				want := 1
@@ -127,7 +130,7 @@ probe "user" "two" {
 				if len(p.Sites) != want || p.Sites[0].RefCtrOffset == 0 || p.Reason == "" {
 					t.Fatalf("%s: sites %+v, reason %q: want %d with semaphores", p.Address, p.Sites, p.Reason, want)
 				}
-				t.Logf("%s: %+v", p.Address, p.Sites)
+				t.Logf("%s: %s %+v", p.Address, p.Attach, p.Sites)
 			}
 			s, _ := apply(t, w, src)
 			if got := runUSDTWork(t, bin, n); got != fmt.Sprint(n) {

@@ -454,9 +454,9 @@ func (d *decoder) checkUser(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
 	if ex, ok := content.Attributes["exclude"]; ok {
 		d.errorf(ex.NameRange, "Argument not valid here", "exclude removes functions from functions = [...]; a usdt probe has none. Remove it.")
 	}
-	if p.Attach != "auto" && p.Attach != "uprobe" {
+	if p.Attach == "uprobe.session" {
 		d.errorf(p.AttachRange, "Attach family not available",
-			"A USDT probe is attached with one uprobe per site in the binary (with its semaphore's ref_ctr_offset). Use attach = \"auto\" or \"uprobe\".")
+			"A USDT probe has no exit, so no session: it is attached with one uprobe.multi link for all its sites, or one uprobe per site. Use attach = \"auto\", \"uprobe.multi\" or \"uprobe\".")
 	}
 	for _, hb := range content.Blocks {
 		if hb.Type == "on_exit" {

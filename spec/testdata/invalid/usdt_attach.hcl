@@ -2,7 +2,7 @@
 probe "user" "u" {
   binary = "/usr/bin/python3"
   usdt   = "python:function__entry"
-  attach = "uprobe.multi" # ERROR: Attach family not available
+  attach = "uprobe.session" # ERROR: Attach family not available
   on_entry {
     count "c" {}
   }
