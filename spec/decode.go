@@ -230,10 +230,10 @@ var actionSchema = &hcl.BodySchema{
 	},
 }
 
-// kindAttrs says which probe attributes each kind takes, and which are required.
+// kindAttrs says which probe attributes each kind takes, and which are
+// required (a user probe needs functions or usdt: checkUser).
 var kindAttrs = map[bpf.Kind]map[string]bool{
-	bpf.KindKernel: {"functions": true, "exclude": false, "attach": false, "prefer": false, "entry_data_size": false, "optional": false},
-	// A user probe needs functions or usdt (checkUser).
+	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "prefer": false, "entry_data_size": false, "optional": false},
 	bpf.KindUser:       {"binary": true, "functions": false, "usdt": false, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
 	bpf.KindTracepoint: {"event": true, "optional": false},
 	bpf.KindProfile:    {"frequency": false, "period_ns": false, "event": false},
@@ -434,8 +434,7 @@ func cIdentifier(s string) bool {
 
 // checkUser reports a user probe that names neither functions nor a USDT
 // probe, or both, and what a USDT probe cannot have: an exit (the probe
-// is a point in the code, not a function) and a link family other than
-// a uprobe.
+// is a point in the code, not a function), a session, exclude.
 func (d *decoder) checkUser(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
 	_, funcs := content.Attributes["functions"]
 	usdt, isUSDT := content.Attributes["usdt"]
