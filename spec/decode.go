@@ -290,6 +290,11 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 // the defaults of its kind; nil when a label is wrong.
 func (d *decoder) probeAddress(b *hcl.Block) *Probe {
 	kind, name := bpf.Kind(b.Labels[0]), b.Labels[1]
+	if kind == "usdt" {
+		d.errorf(b.LabelRanges[0], "Unknown probe kind",
+			"A USDT probe is a user probe that names the probe: probe \"user\" %q { binary = \"/usr/bin/python3\", usdt = \"python:function__entry\" }.", name)
+		return nil
+	}
 	if !kind.Valid() {
 		d.errorf(b.LabelRanges[0], "Unknown probe kind",
 			"%q is not a probe kind. Use \"kernel\" for kernel functions, \"user\" for functions in a binary, \"tracepoint\", or \"profile\" to sample every CPU.", kind)
