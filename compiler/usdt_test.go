@@ -99,6 +99,24 @@ func TestUSDTPlan(t *testing.T) {
 	}
 }
 
+// An x86-64 binary on an arm64 target is refused: its notes' operands
+// name registers the target does not have.
+func TestUSDTOtherArch(t *testing.T) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the host's program is x86-64")
+	}
+	bin := buildUSDTProbes(t)
+	src := "probe \"user\" \"u\" {\n  binary = \"" + bin + "\"\n  usdt   = \"t:pair\"\n  on_entry {\n    count \"c\" {}\n  }\n}\n"
+	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = compiler.Compile(cfg, mustProfile(t, "linux-7.2-arm64"))
+	if len(diags) != 1 || diags[0].Summary != "Binary of another architecture" || !strings.Contains(diags[0].Detail, "EM_X86_64") || diags[0].Subject.Start.Line != 2 {
+		t.Errorf("%v", diags)
+	}
+}
+
 // A probe of more sites than a probe attaches is refused at usdt.
 func TestUSDTTooManySites(t *testing.T) {
 	if goruntime.GOARCH != "amd64" {
