@@ -8,7 +8,8 @@
 //     on the live kernel ([Detect]), read from a file, or taken from a built-in
 //     profile ([Profile]), with the display name of each link type
 //     ([LinkFacts]) that probectl target and the plan's header loop over;
-//   - context layouts per program type and architecture ([Regs]);
+//   - context layouts per program type and architecture ([Regs]), and the
+//     USDT argument specifiers read against them ([ParseUSDTArgs]);
 //   - kfunc calls that are resolved against kernel BTF at load time ([KfuncCall],
 //     [ResolveKfuncs]);
 //   - tracepoint names and format files ([CheckEvent], [TracepointFormat]),

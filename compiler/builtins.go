@@ -67,6 +67,13 @@ var builtinCodes = map[string]builtinCode{
 	"arg3":      {emit: (*gen).argValue},
 	"arg4":      {emit: (*gen).argValue},
 	"arg5":      {emit: (*gen).argValue},
+	// arg6 to arg11: USDT probes only (spec.Builtin.USDTOnly).
+	"arg6":  {emit: (*gen).argValue},
+	"arg7":  {emit: (*gen).argValue},
+	"arg8":  {emit: (*gen).argValue},
+	"arg9":  {emit: (*gen).argValue},
+	"arg10": {emit: (*gen).argValue},
+	"arg11": {emit: (*gen).argValue},
 }
 
 // variable emits the code that leaves built-in value v in R0.
@@ -116,7 +123,11 @@ func (g *gen) retValue(_ *spec.Var) {
 }
 
 func (g *gen) argValue(v *spec.Var) {
-	n := int(v.Name[3] - '0')
+	n := argIndex(v.Name)
+	if g.out.USDT != "" {
+		g.usdtArgValue(n)
+		return
+	}
 	if g.ctx == ctxTracing {
 		g.tracingValue(asm.FnGetFuncArg, n)
 		return

@@ -62,7 +62,11 @@ func TestEveryBuiltinCompiles(t *testing.T) {
 			if b.Phase == spec.ExitOnly {
 				handler = "on_exit"
 			}
-			src := kindSources[kind] + fmt.Sprintf("  %s {\n    count \"c\" { by = [%s] }\n    event \"e\" { fields = { v = %s } }\n  }\n}\n", handler, b.Name, b.Name)
+			header := kindSources[kind]
+			if b.USDTOnly && kind == bpf.KindUser {
+				header = "probe \"user\" \"p\" {\n  binary = \"/bin/true\"\n  usdt   = \"p:n\"\n"
+			}
+			src := header + fmt.Sprintf("  %s {\n    count \"c\" { by = [%s] }\n    event \"e\" { fields = { v = %s } }\n  }\n}\n", handler, b.Name, b.Name)
 			cfg, diags := spec.Parse(map[string][]byte{"p.hcl": []byte(src)})
 			if diags.HasErrors() {
 				t.Errorf("%s in a %s probe: %v", b.Name, kind, diags)

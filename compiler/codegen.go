@@ -70,6 +70,9 @@ type gen struct {
 	retRead *leaf
 	retDecl btf.Type
 	paths   map[string]*access
+	// usdtArgs are the specifiers of each USDT argument the probe reads
+	// (by N of argN), one per site (checkUSDTArg).
+	usdtArgs map[int][]bpf.USDTArg
 
 	// Set per program.
 	e   *emit.Emitter

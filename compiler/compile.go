@@ -132,7 +132,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	}
 	cp := &Probe{Description: Description{
 		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
-		Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID, Source: source,
+		Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID, USDT: p.USDT, Source: source,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)
@@ -146,7 +146,13 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	case bpf.KindKernel:
 		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, km, d)
 	case bpf.KindUser:
-		cp.Functions, cp.Missing, diags = resolveUserFunctions(bn, u.facts)
+		if p.USDT == "" {
+			cp.Functions, cp.Missing, diags = resolveUserFunctions(bn, u.facts)
+			break
+		}
+		if cp.Sites, diags = resolveUSDT(bn, u.facts); cp.Sites != nil {
+			cp.Functions = []string{p.USDT}
+		}
 	case bpf.KindTracepoint:
 		diags = g.resolveEvents()
 	case bpf.KindProfile:
@@ -371,6 +377,11 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 			switch x := x.(type) {
 			case *spec.Var:
 				usesCookie = usesCookie || g.usesCookie(x)
+				d, sites := g.checkUSDTArg(x)
+				if d != nil {
+					diags = append(diags, d)
+				}
+				usesCookie = usesCookie || sites
 				if d := g.checkSince(x); d != nil {
 					diags = append(diags, d)
 				}
@@ -395,7 +406,7 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 	// The slot of per-call entry data is keyed by the function's cookie.
 	if (usesCookie || g.storage == StorageMap) && !cookie {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
-			"func, event and per-call entry data need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
+			"func, event, per-call entry data and USDT arguments that differ between sites need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
 	return append(diags, g.checkLinks(d)...)
 }

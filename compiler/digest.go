@@ -59,6 +59,9 @@ func digest(p *Probe, sp *spec.Probe) string {
 	if p.Root != "" {
 		what = append(what, p.Root) // left out for "/": digests stay as they were
 	}
+	if p.USDT != "" {
+		what = append(what, p.USDT, p.Sites)
+	}
 	_ = enc.Encode(what)
 	for _, m := range p.Maps {
 		_ = enc.Encode(m)

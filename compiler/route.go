@@ -443,6 +443,8 @@ func chooseUserRoute(p *spec.Probe, f *bpf.Facts) (decision, *hcl.Diagnostic) {
 			"attach = \"uprobe.multi\" needs Linux 6.6, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
 	case !has(f, FamilyUprobe):
 		return decision{}, diagf(p.DeclRange, "No uprobe support", "The target (%s) cannot attach uprobes (CONFIG_UPROBES off).", f.Label())
+	case p.USDT != "":
+		return r.usdt(), nil
 	case attach == FamilyUprobe:
 		return r.perFunction("attach = \"uprobe\": "), nil
 	case r.haveMulti && r.exit && r.haveSession && attach != FamilyUprobeMulti:

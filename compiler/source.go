@@ -25,6 +25,7 @@ func sourceAttributes(p *spec.Probe) []compiled.Attribute {
 		add("pid", strconv.Itoa(p.PID))
 	}
 	add("functions", patternsText(p.Functions))
+	add("usdt", p.USDT)
 	add("exclude", patternsText(p.Exclude))
 	add("events", patternsText(p.Events))
 	if p.Attach != "auto" {

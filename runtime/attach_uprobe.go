@@ -42,6 +42,9 @@ func (l *linker) uprobeMulti() error {
 		return err
 	}
 	defer f.Close()
+	if l.p.USDT != "" {
+		return l.usdtMulti(ex, id)
+	}
 	ret := l.prog.Family == compiled.FamilyUretprobeMulti
 	mk := func(fns []string, cookies []uint64) func(*ebpf.Program) (link.Link, error) {
 		return func(pr *ebpf.Program) (link.Link, error) {
@@ -120,6 +123,9 @@ func (l *linker) uprobe() error {
 		return err
 	}
 	defer f.Close()
+	if l.p.USDT != "" {
+		return l.usdt(ex, id)
+	}
 	ret := l.prog.Family == compiled.FamilyUretprobe
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
@@ -133,6 +139,35 @@ func (l *linker) uprobe() error {
 		}
 	}
 	return nil
+}
+
+// usdt makes one uprobe per site of a USDT probe, at the site's file
+// offset, with its semaphore's file offset as ref_ctr_offset (the kernel
+// raises the semaphore in every process of the binary while the uprobe
+// is attached) and the site's index as the cookie.
+func (l *linker) usdt(ex *link.Executable, id *FileID) error {
+	for i, s := range l.p.Sites {
+		site := fmt.Sprintf("%s@%#x", l.p.USDT, s.Address)
+		if err := l.one(site, id, func(pr *ebpf.Program) (link.Link, error) {
+			return ex.Uprobe("", pr, &link.UprobeOptions{Address: s.Offset, RefCtrOffset: s.RefCtrOffset, Cookie: uint64(i), PID: l.p.PID})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usdtMulti makes one uprobe.multi link for every site of a USDT probe:
+// the sites' file offsets, their semaphores' as ref_ctr_offsets, their
+// indexes as cookies.
+func (l *linker) usdtMulti(ex *link.Executable, id *FileID) error {
+	opts := &link.UprobeMultiOptions{PID: uint32(l.p.PID)}
+	for i, s := range l.p.Sites {
+		opts.Addresses = append(opts.Addresses, s.Offset)
+		opts.RefCtrOffsets = append(opts.RefCtrOffsets, s.RefCtrOffset)
+		opts.Cookies = append(opts.Cookies, uint64(i))
+	}
+	return l.one("", id, func(pr *ebpf.Program) (link.Link, error) { return ex.UprobeMulti(nil, pr, opts) })
 }
 
 // FileID identifies the file a uprobe is attached to. The kernel holds the

@@ -52,6 +52,10 @@ type Probe struct {
 	Binary      string
 	BinaryRange hcl.Range
 	PID         int
+	// USDT is the binary's USDT probe ("provider:name") a user probe
+	// attaches at, instead of Functions; "" for functions.
+	USDT      string
+	USDTRange hcl.Range
 
 	// Optional: the probe attaches only if what it names is there; if it
 	// is not, the plan says so and the other probes attach.

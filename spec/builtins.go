@@ -78,6 +78,8 @@ type Builtin struct {
 	// Register: on kernel probes the value is a whole register, which may
 	// hold a pointer to cast (cast(arg0, "struct NAME").FIELD).
 	Register bool
+	// USDTOnly: only a USDT probe (a user probe with usdt) has the value.
+	USDTOnly bool
 	// Doc says what it is, in one line of the README.
 	Doc string
 	// Bpftrace is bpftrace's spelling of the value; BpftraceHint, when
@@ -93,7 +95,12 @@ var (
 		"event says which of a tracepoint probe's events fired; a profile probe samples one perf event on every CPU."}
 )
 
-// argEntries are arg0 to arg5, the argument registers.
+// MaxUSDTArgs is how many arguments a USDT probe can have: sys/sdt.h's
+// STAP_PROBE12.
+const MaxUSDTArgs = 12
+
+// argEntries are arg0 to arg5, the argument registers, and arg6 to
+// arg11, a USDT probe's further arguments.
 func argEntries() []*Builtin {
 	var out []*Builtin
 	for n := range 6 {
@@ -106,12 +113,28 @@ func argEntries() []*Builtin {
 			Phase: EntryOnly,
 			PhaseRefusal: Refusal{"Arguments are gone in on_exit",
 				"Argument registers are overwritten by the time the function returns. Save it in on_entry (save = { {name} = {name} }) and read entry.{name}."},
-			Doc:      "the function's arguments, whole registers",
+			Doc:      "the function's arguments, whole registers; a USDT probe's, as its note types them",
 			Bpftrace: fmt.Sprintf("arg%d", n),
 		})
 	}
+	for n := 6; n < MaxUSDTArgs; n++ {
+		b := *out[0]
+		b.Name, b.Written, b.Bpftrace, b.USDTOnly = fmt.Sprintf("arg%d", n), fmt.Sprintf("arg6..arg%d", MaxUSDTArgs-1), fmt.Sprintf("arg%d", n), true
+		b.Refused = map[bpf.Kind]Refusal{
+			bpf.KindKernel:     noArgRegister,
+			bpf.KindProfile:    noFunction,
+			bpf.KindTracepoint: {"argN is not for tracepoints", "Tracepoints have named fields: use args.FIELD."},
+		}
+		b.Doc = "a USDT probe's further arguments, as its note types them"
+		out = append(out, &b)
+	}
 	return out
 }
+
+// noArgRegister refuses arg6 and above where they would be a function's:
+// past the sixth, arguments are on the stack.
+var noArgRegister = Refusal{"{name} is for USDT probes",
+	"A function's arguments past the sixth are on the stack, which arg0 to arg5 do not reach; arg6 to arg11 are a USDT probe's further arguments (usdt = \"provider:name\")."}
 
 // podEntries are pod, namespace, container and node: names of the task's
 // cgroup. The kernel keys by the cgroup's id; user space names it when

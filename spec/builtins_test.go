@@ -48,8 +48,8 @@ func valuesTable() string {
 		bt := "—"
 		if v.Bpftrace != "" {
 			bt = "`" + v.Bpftrace + "`"
-			if w == "arg0..arg5" {
-				bt = "`arg0`..`arg5`"
+			if first, last, ok := strings.Cut(w, ".."); ok { // arg0..arg5
+				bt = "`" + first + "`..`" + last + "`"
 			}
 		}
 		what := v.Doc
@@ -126,7 +126,11 @@ func use(kind bpf.Kind, b *Builtin) hcl.Diagnostics {
 	if _, refused := b.Refused[kind]; b.Phase == ExitOnly && !refused {
 		handler = "on_exit"
 	}
-	src := headers[kind] + fmt.Sprintf("%s {\n count \"c\" { by = [%s] }\n}\n", handler, v)
+	header := headers[kind]
+	if b.USDTOnly && kind == bpf.KindUser {
+		header = "probe \"user\" \"p\" {\n binary = \"/bin/true\"\n usdt = \"p:n\"\n"
+	}
+	src := header + fmt.Sprintf("%s {\n count \"c\" { by = [%s] }\n}\n", handler, v)
 	if b.Name == "entry" {
 		src += "on_entry {\n save = { t = ktime }\n}\n"
 	}

@@ -214,7 +214,7 @@ var fileSchema = &hcl.BodySchema{
 var probeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "prefer"}, {Name: "entry_data_size"},
-		{Name: "binary"}, {Name: "pid"}, {Name: "event"}, {Name: "optional"}, {Name: "frequency"}, {Name: "period_ns"},
+		{Name: "binary"}, {Name: "usdt"}, {Name: "pid"}, {Name: "event"}, {Name: "optional"}, {Name: "frequency"}, {Name: "period_ns"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
 }
@@ -235,10 +235,11 @@ var actionSchema = &hcl.BodySchema{
 	},
 }
 
-// kindAttrs says which probe attributes each kind takes, and which are required.
+// kindAttrs says which probe attributes each kind takes, and which are
+// required (a user probe needs functions or usdt: checkUser).
 var kindAttrs = map[bpf.Kind]map[string]bool{
 	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "prefer": false, "entry_data_size": false, "optional": false},
-	bpf.KindUser:       {"binary": true, "functions": true, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
+	bpf.KindUser:       {"binary": true, "functions": false, "usdt": false, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
 	bpf.KindTracepoint: {"event": true, "optional": false},
 	bpf.KindProfile:    {"frequency": false, "period_ns": false, "event": false},
 }
@@ -281,6 +282,9 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 	bodyOK := !diags.HasErrors() // a misspelt argument is not also a missing one
 	d.probeArgs(p, content)
 	d.checkRequired(p, b, content, bodyOK)
+	if p.Addr.Kind == bpf.KindUser && bodyOK {
+		d.checkUser(p, b, content)
+	}
 	if p.Addr.Kind == bpf.KindProfile && bodyOK {
 		d.checkProfile(p, b, content)
 	}
@@ -294,6 +298,11 @@ func (d *decoder) probe(b *hcl.Block) *Probe {
 // the defaults of its kind; nil when a label is wrong.
 func (d *decoder) probeAddress(b *hcl.Block) *Probe {
 	kind, name := bpf.Kind(b.Labels[0]), b.Labels[1]
+	if kind == "usdt" {
+		d.errorf(b.LabelRanges[0], "Unknown probe kind",
+			"A USDT probe is a user probe that names the probe: probe \"user\" %q { binary = \"/usr/bin/python3\", usdt = \"python:function__entry\" }.", name)
+		return nil
+	}
 	if !kind.Valid() {
 		d.errorf(b.LabelRanges[0], "Unknown probe kind",
 			"%q is not a probe kind. Use \"kernel\" for kernel functions, \"user\" for functions in a binary, \"tracepoint\", or \"profile\" to sample every CPU.", kind)
@@ -345,6 +354,7 @@ var probeArgDecoders = map[string]func(*decoder, *Probe, *hcl.Attribute){
 	"prefer":          (*decoder).preferArg,
 	"entry_data_size": (*decoder).entryDataArg,
 	"binary":          (*decoder).binaryArg,
+	"usdt":            (*decoder).usdtArg,
 	"optional":        (*decoder).optionalArg,
 	"pid": func(d *decoder, p *Probe, attr *hcl.Attribute) {
 		if n, ok := d.intAttr(attr, 0, 1<<22); ok {
@@ -406,6 +416,65 @@ func (d *decoder) binaryArg(p *Probe, attr *hcl.Attribute) {
 	case !validLibrary(s):
 		d.errorf(attr.Expr.Range(), "Invalid library name",
 			"%q is neither an absolute path nor a library name. Give a path such as \"/usr/bin/bash\", or a library as ld.so names it: \"libc\", \"libssl.so.3\".", s)
+	}
+}
+
+// usdtArg decodes usdt = "provider:name", a USDT probe of the binary.
+func (d *decoder) usdtArg(p *Probe, attr *hcl.Attribute) {
+	p.USDTRange = attr.Expr.Range()
+	s, ok := d.stringAttr(attr)
+	if !ok {
+		return
+	}
+	provider, name, ok := strings.Cut(s, ":")
+	if !ok || !cIdentifier(provider) || !cIdentifier(name) {
+		d.errorf(attr.Expr.Range(), "Invalid USDT probe name",
+			"%q is not a USDT probe's name. Write it as \"provider:name\" (both C identifiers, as sys/sdt.h's DTRACE_PROBE(provider, name) makes them): for example \"python:function__entry\". readelf -n BINARY lists a binary's probes (NT_STAPSDT).", s)
+		return
+	}
+	p.USDT = s
+}
+
+// cIdentifier reports whether s is a C identifier.
+func cIdentifier(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// checkUser reports a user probe that names neither functions nor a USDT
+// probe, or both, and what a USDT probe cannot have: an exit (the probe
+// is a point in the code, not a function), a session, exclude.
+func (d *decoder) checkUser(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
+	_, funcs := content.Attributes["functions"]
+	usdt, isUSDT := content.Attributes["usdt"]
+	switch {
+	case !funcs && !isUSDT:
+		d.errorf(b.DefRange, "Missing required argument",
+			"user probes need \"functions\" (the binary's functions to probe) or \"usdt\" (one of its USDT probes, \"provider:name\"). Add one to the probe block.")
+		return
+	case funcs && isUSDT:
+		d.errorf(usdt.NameRange, "Conflicting arguments",
+			"usdt = %q probes a USDT probe, and functions = [...] the binary's functions. Keep one: a probe block attaches one or the other.", p.USDT)
+		return
+	case !isUSDT:
+		return
+	}
+	if ex, ok := content.Attributes["exclude"]; ok {
+		d.errorf(ex.NameRange, "Argument not valid here", "exclude removes functions from functions = [...]; a usdt probe has none. Remove it.")
+	}
+	if p.Attach == "uprobe.session" {
+		d.errorf(p.AttachRange, "Attach family not available",
+			"A USDT probe has no exit, so no session: it is attached with one uprobe.multi link for all its sites, or one uprobe per site. Use attach = \"auto\", \"uprobe.multi\" or \"uprobe\".")
+	}
+	for _, hb := range content.Blocks {
+		if hb.Type == "on_exit" {
+			d.errorf(hb.DefRange, "USDT probes have no exit",
+				"A USDT probe is a point in the program's code, not a function, so it has no on_exit. Move the actions into on_entry.")
+		}
 	}
 }
 

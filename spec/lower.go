@@ -354,6 +354,9 @@ func (s *scope) value(e hcl.Expression, b *Builtin) Expr {
 	if b.Phase == ExitOnly && !s.exit || b.Phase == EntryOnly && s.exit {
 		return s.refusal(e, b, b.PhaseRefusal)
 	}
+	if b.USDTOnly && s.probe.USDT == "" {
+		return s.refusal(e, b, noArgRegister)
+	}
 	return &Var{exprBase: s.base(e, b.TypeIn(s.probe.Addr.Kind)), Name: b.Name}
 }
 

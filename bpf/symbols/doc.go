@@ -10,7 +10,8 @@
 // libraries ld.so.cache names ([LDCache], [ResolveLibrary]), and how a
 // binary is opened under a host root, chroot-like ([OpenIn],
 // [ResolveLibraryIn], [ProcessRoot]): the one place the compiler, the
-// runtime and the node agent resolve user binaries.
+// runtime and the node agent resolve user binaries. It reads a binary's
+// USDT probes, its .note.stapsdt notes ([Notes], [ReadNotes]).
 //
 // The runtime reads it to show stacks and usym; the compiler for the
 // process slot's layout and a library's path; probectl for displays.

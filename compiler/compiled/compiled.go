@@ -116,9 +116,15 @@ type Description struct {
 	// Root is the directory Binary is resolved under, chroot-like ("" for
 	// "/"): the host's root as the node agent sees it (-host-root), or a
 	// process's /proc/PID/root for a probe with pid.
-	Root  string `json:"root,omitempty"`
-	PID   int    `json:"pid,omitempty"`
-	Event string `json:"event,omitempty"`
+	Root string `json:"root,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// USDT is the USDT probe ("provider:name") of Binary a user probe
+	// attaches at (Functions is then just it), and Sites are its places
+	// in the binary, one uprobe each; a site's index is its attach
+	// cookie. Sites is nil when the binary was not read.
+	USDT  string     `json:"usdt,omitempty"`
+	Sites []USDTSite `json:"sites,omitempty"`
+	Event string     `json:"event,omitempty"`
 	// Tracepoints are the events a tracepoint probe attaches, sorted (its
 	// patterns resolved; the index is the attach cookie); Event is the one
 	// event of a probe that has only one.
@@ -147,6 +153,22 @@ type Description struct {
 	// plan's attribute diff (Change.Changes); absent in states written
 	// before it was recorded. Not in the digest.
 	Source []Attribute `json:"source,omitempty"`
+}
+
+// USDTSite is one place of a USDT probe in its binary (one
+// NT_STAPSDT note, bpf/symbols.USDT).
+type USDTSite struct {
+	// Address is the probe's virtual address in the binary, as readelf
+	// -n shows it; Offset its file offset, where the uprobe goes.
+	Address uint64 `json:"address"`
+	Offset  uint64 `json:"offset"`
+	// RefCtrOffset is the file offset of the probe's semaphore (the
+	// uprobe's ref_ctr_offset: the kernel counts the attached uprobes in
+	// it, and the program evaluates the probe's arguments only while it
+	// is not zero); 0 without one.
+	RefCtrOffset uint64 `json:"ref_ctr_offset,omitempty"`
+	// Args are the site's argument specifiers, as the note writes them.
+	Args string `json:"args,omitempty"`
 }
 
 // Attribute is one attribute of a probe as written: its name

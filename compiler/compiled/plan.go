@@ -275,6 +275,8 @@ func (p *Probe) LinkCount() *int {
 			n += max(len(p.Tracepoints), 1) // one link per event
 		case fi.Multi:
 			n++
+		case p.USDT != "" && p.Sites != nil:
+			n += len(p.Sites) // one uprobe per site
 		case p.Functions == nil:
 			return nil
 		default:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -200,6 +201,10 @@ func renderWhat(row func(key, format string, args ...any), c *compiled.Change) {
 		row("events", "%s", quoteAll(c.Patterns))
 	case c.Sampler != nil:
 		row("sample", "%s", samplerText(c.Sampler))
+	case c.USDT != "" && c.Sites == nil:
+		row("usdt", "%s (resolved at apply: the binary is not on this host)", printable(c.USDT))
+	case c.USDT != "":
+		renderUSDT(row, c)
 	case c.Functions != nil:
 		row("functions", "%d: %s", len(c.Functions), abbreviate(c.Functions, 8))
 	default:
@@ -207,6 +212,30 @@ func renderWhat(row func(key, format string, args ...any), c *compiled.Change) {
 	}
 	if len(c.Exclude) > 0 {
 		row("exclude", "%s", quoteAll(c.Exclude))
+	}
+}
+
+// renderUSDT writes a USDT probe's sites: their addresses, the
+// semaphore the uprobes raise, and the argument specifiers.
+func renderUSDT(row func(key, format string, args ...any), c *compiled.Change) {
+	var at, args []string
+	var sem uint64
+	for _, s := range c.Sites {
+		at = append(at, fmt.Sprintf("%#x", s.Address))
+		if !slices.Contains(args, s.Args) {
+			args = append(args, s.Args)
+		}
+		sem = max(sem, s.RefCtrOffset)
+	}
+	text := fmt.Sprintf("%s, %s at %s", printable(c.USDT), plural(len(c.Sites), "site"), abbreviate(at, 4))
+	if sem != 0 {
+		text += fmt.Sprintf(", semaphore at file offset %#x (ref_ctr_offset)", sem)
+	}
+	row("usdt", "%s", text)
+	if len(args) == 1 {
+		row("arguments", "%s", printable(args[0]))
+	} else {
+		row("arguments", "%s (the sites differ: the cookie says which fired)", printable(strings.Join(args, "; ")))
 	}
 }
 

@@ -72,6 +72,8 @@ func renderStatus(w io.Writer, s *runtime.State, st []runtime.ProbeStatus) {
 			fmt.Fprintf(w, "    events     %d: %s\n", len(p.Tracepoints), abbreviate(p.Tracepoints, 6))
 		case p.Sampler != nil:
 			fmt.Fprintf(w, "    sample     %s\n", samplerText(p.Sampler))
+		case p.USDT != "":
+			fmt.Fprintf(w, "    usdt       %s, %s\n", printable(p.USDT), plural(len(p.Sites), "site"))
 		default:
 			fmt.Fprintf(w, "    functions  %d: %s\n", len(p.Functions), abbreviate(p.Functions, 6))
 		}

@@ -1,0 +1,142 @@
+package compiler_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/internal/testenv"
+	"github.com/probectl/probectl/spec"
+)
+
+// buildUSDTProbes builds a program with two USDT probes: t:pair of two
+// arguments, and t:glob whose argument is a global (rip-relative).
+func buildUSDTProbes(t *testing.T) string {
+	t.Helper()
+	gcc := needTool(t, "gcc")
+	dir := t.TempDir()
+	src := `#include <sys/sdt.h>
+long bt_usdt_global;
+__attribute__((noinline)) void pair(int a, long b) { DTRACE_PROBE2(t, pair, a, b); }
+int main(int argc, char **argv) { pair(argc, 2); DTRACE_PROBE1(t, glob, bt_usdt_global); return 0; }
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bt-usdt-probes")
+	if out, err := exec.Command(gcc, "-O2", "-o", bin, filepath.Join(dir, "p.c")).CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("sys/sdt.h")) {
+			testenv.Absent(t, "no sys/sdt.h (systemtap-sdt-dev)")
+		}
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func compileUSDT(t *testing.T, bin, usdt, handler string) (*compiler.Output, []string) {
+	t.Helper()
+	src := "probe \"user\" \"u\" {\n  binary = \"" + bin + "\"\n  usdt   = \"" + usdt + "\"\n" + handler + "}\n"
+	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	out, diags := compiler.Compile(cfg, mustProfile(t, "linux-7.2-amd64"))
+	var errs []string
+	for _, d := range diags {
+		errs = append(errs, d.Summary+": "+d.Detail)
+		if d.Subject == nil || d.Subject.Start.Line < 3 {
+			t.Errorf("%s: at %v, not at the usdt or the argument", d.Summary, d.Subject)
+		}
+	}
+	return out, errs
+}
+
+// TestUSDTPlan: the plan carries the probe's site, its uprobe route and
+// one link; what the sites cannot give is an error at the argument.
+func TestUSDTPlan(t *testing.T) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the host's program is x86-64; the profile is amd64")
+	}
+	bin := buildUSDTProbes(t)
+	out, errs := compileUSDT(t, bin, "t:pair", "  on_entry {\n    sum \"s\" {\n      value = arg0 + arg1\n    }\n  }\n")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	p := out.Probes[0]
+	if len(p.Sites) != 1 || p.Sites[0].Args != "-4@%edi -8@%rsi" || p.Sites[0].Offset == 0 || p.Sites[0].RefCtrOffset != 0 ||
+		p.Route != compiler.RouteUprobe || len(p.Attach) != 1 || p.Attach[0] != compiler.FamilyUprobeMulti ||
+		!strings.HasPrefix(p.Reason, "usdt: ") || *p.LinkCount() != 1 || len(p.Functions) != 1 || p.Functions[0] != "t:pair" {
+		t.Errorf("%+v", p.Description)
+	}
+	for _, c := range []struct{ usdt, handler, want string }{
+		{"t:pair", "  on_entry {\n    sum \"s\" {\n      value = arg2\n    }\n  }\n",
+			"No such USDT argument: t:pair has 2 arguments at its site"},
+		{"t:glob", "  on_entry {\n    sum \"s\" {\n      value = arg0\n    }\n  }\n",
+			"USDT argument cannot be read: arg0 of t:glob at its site"},
+		{"t:nope", "  on_entry {\n    count \"c\" {}\n  }\n",
+			`USDT probe not found: ` + bin + ` has no USDT probe "t:nope". It has t:glob, t:pair`},
+	} {
+		_, errs := compileUSDT(t, bin, c.usdt, c.handler)
+		if len(errs) != 1 || !strings.Contains(errs[0], c.want) {
+			t.Errorf("%s: %v, want %q", c.usdt, errs, c.want)
+		}
+		t.Log(errs)
+	}
+	out, errs = compileUSDT(t, bin, "t:nope", "  optional = true\n  on_entry {\n    count \"c\" {}\n  }\n")
+	if len(errs) > 0 || len(out.Probes) != 0 || len(out.Skipped) != 1 || !strings.Contains(out.Skipped[0].Why, `has no USDT probe "t:nope"`) {
+		t.Errorf("optional, missing: %v, %+v", errs, out.Skipped)
+	}
+	if _, errs := compileUSDT(t, bin, "t:glob", "  on_entry {\n    count \"c\" {}\n  }\n"); len(errs) > 0 {
+		t.Errorf("t:glob without its argument: %v", errs)
+	}
+	if _, errs := compileUSDT(t, "/bin/true", "t:pair", "  on_entry {\n    count \"c\" {}\n  }\n"); len(errs) != 1 || !strings.Contains(errs[0], "has no USDT probes") {
+		t.Errorf("a binary without probes: %v", errs)
+	}
+}
+
+// An x86-64 binary on an arm64 target is refused: its notes' operands
+// name registers the target does not have.
+func TestUSDTOtherArch(t *testing.T) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the host's program is x86-64")
+	}
+	bin := buildUSDTProbes(t)
+	src := "probe \"user\" \"u\" {\n  binary = \"" + bin + "\"\n  usdt   = \"t:pair\"\n  on_entry {\n    count \"c\" {}\n  }\n}\n"
+	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = compiler.Compile(cfg, mustProfile(t, "linux-7.2-arm64"))
+	if len(diags) != 1 || diags[0].Summary != "Binary of another architecture" || !strings.Contains(diags[0].Detail, "EM_X86_64") || diags[0].Subject.Start.Line != 2 {
+		t.Errorf("%v", diags)
+	}
+}
+
+// A probe of more sites than a probe attaches is refused at usdt.
+func TestUSDTTooManySites(t *testing.T) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("the profile is amd64")
+	}
+	gcc := needTool(t, "gcc")
+	dir := t.TempDir()
+	src := "#include <sys/sdt.h>\nint main(void) {\n" + strings.Repeat("\tDTRACE_PROBE(t, many);\n", 1025) + "\treturn 0;\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "m.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bt-usdt-many")
+	if out, err := exec.Command(gcc, "-O0", "-o", bin, filepath.Join(dir, "m.c")).CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("sys/sdt.h")) {
+			testenv.Absent(t, "no sys/sdt.h (systemtap-sdt-dev)")
+		}
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	_, errs := compileUSDT(t, bin, "t:many", "  on_entry {\n    count \"c\" {}\n  }\n")
+	if len(errs) != 1 || !strings.Contains(errs[0], "Too many USDT sites: "+bin+" has 1025 sites of t:many; a probe attaches at most 1024") {
+		t.Errorf("%v", errs)
+	}
+}
