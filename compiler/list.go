@@ -482,8 +482,8 @@ func protoFields(proto *btf.FuncProto, style protoStyle) []string {
 	case protoArgN:
 		n := 0
 		for _, prm := range proto.Params {
-			if _, fl := btf.UnderlyingType(prm.Type).(*btf.Float); fl {
-				continue // in other registers than argN's
+			if _, fl := btf.UnderlyingType(prm.Type).(*btf.Float); fl || variadic(prm) {
+				continue // in other registers than argN's, or none
 			}
 			out = append(out, cDecl(prm.Type, fmt.Sprintf("arg%d", n)))
 			n++
@@ -491,7 +491,11 @@ func protoFields(proto *btf.FuncProto, style protoStyle) []string {
 		return out
 	}
 	for _, prm := range proto.Params {
-		out = append(out, cDecl(prm.Type, prm.Name))
+		if variadic(prm) {
+			out = append(out, "...")
+		} else {
+			out = append(out, cDecl(prm.Type, prm.Name))
+		}
 	}
 	if !void {
 		ret := "retval"
@@ -506,7 +510,16 @@ func protoFields(proto *btf.FuncProto, style protoStyle) []string {
 // cDecl declares name of type t as bpftrace -lv prints it (libbpf's
 // btf_dump of the type, then the name): "struct file * file",
 // "const char * name", "char * const p", "int (*)(void *) fn".
-func cDecl(t btf.Type, name string) string { return cTypeName(t) + " " + name }
+func cDecl(t btf.Type, name string) string {
+	return strings.TrimSpace(cTypeName(t) + " " + name)
+}
+
+// variadic reports whether prm is BTF's mark of a variadic function's
+// "...": a last parameter of no type and no name.
+func variadic(prm btf.FuncParam) bool {
+	_, void := prm.Type.(*btf.Void)
+	return (void || prm.Type == nil) && prm.Name == ""
+}
 
 // cTypeName is cName with pointers as C writes them: a const pointer
 // "char * const", a function pointer "int (*)(void *)".

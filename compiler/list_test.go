@@ -102,7 +102,7 @@ func listFacts(t *testing.T) *bpf.Facts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Functions = []string{"ksys_read", "vfs_read", "vfs_readv", "vfs_write"}
+	f.Functions = []string{"ksys_read", "kthread_create_on_node", "vfs_read", "vfs_readv", "vfs_write"}
 	return f
 }
 
@@ -201,6 +201,11 @@ func TestListPrototypes(t *testing.T) {
 		"kretprobe:vfs_read": {"kretprobe:vfs_read", "    ssize_t retval"},
 		"fentry:vfs_read":    {"fentry:vmlinux:vfs_read", "    struct file * file", "    char * buf", "    size_t count", "    loff_t * pos", "    ssize_t retval"},
 		"kernel:vfs_read":    {"kernel:vfs_read", "    struct file * file", "    char * buf", "    size_t count", "    loff_t * pos", "    ssize_t ret"},
+		// A function pointer and a variadic function: C's spelling, and
+		// kprobe's argN only for what registers hold.
+		"fentry:kthread_create_on_node": {"fentry:vmlinux:kthread_create_on_node", "    int (*)(void *) threadfn", "    void * data", "    int node",
+			"    const char * namefmt", "    ...", "    struct task_struct * retval"},
+		"k:kthread_create_on_node": {"kprobe:kthread_create_on_node", "    int (*)(void *) arg0", "    void * arg1", "    int arg2", "    const char * arg3"},
 	} {
 		got, diags := listLines(t, arg, f, true)
 		if diags.HasErrors() || !slices.Equal(got, want) {
