@@ -387,7 +387,7 @@ func (l *lister) bare(p ListPattern) *hcl.Diagnostic {
 		l.warn(p.Range, "Tracepoints not searched", "%s does not list its tracepoints (%v); only its kernel functions are searched.", l.facts.Label(), err)
 	}
 	if len(l.facts.Functions) > 0 {
-		l.matchFunctions(p, lookupListKind("kprobe"), l.facts.Functions, nil)
+		l.kernel(p, lookupListKind("kprobe"))
 		cands = append(slices.Clip(cands), l.facts.Functions...)
 	} else {
 		l.warn(p.Range, "Kernel functions not searched",

@@ -212,7 +212,12 @@ func TestListPrototypes(t *testing.T) {
 			t.Errorf("%q:\n got %q\nwant %q\n%v", arg, got, want, diags)
 		}
 	}
-	got, _ := listLines(t, "fentry:vfs_*", f, false)
+	// A bare pattern lists kernel functions as kprobes, prototypes too.
+	got, _ := listLines(t, "vfs_read", f, true)
+	if want := []string{"kprobe:vfs_read", "    struct file * arg0", "    char * arg1", "    size_t arg2", "    loff_t * arg3"}; !slices.Equal(got, want) {
+		t.Errorf("bare -v: %q, want %q", got, want)
+	}
+	got, _ = listLines(t, "fentry:vfs_*", f, false)
 	if want := []string{"fentry:vmlinux:vfs_read", "fentry:vmlinux:vfs_readv", "fentry:vmlinux:vfs_write"}; !slices.Equal(got, want) {
 		t.Errorf("fentry glob: %q, want %q", got, want)
 	}
