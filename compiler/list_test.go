@@ -253,3 +253,22 @@ func TestListUser(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseListPatterns: whatever the argument, parsing never panics,
+// and every diagnostic points into the argument.
+func FuzzParseListPatterns(f *testing.F) {
+	for _, s := range []string{"", ":::", "k:vfs_*,t:sched:*", "uprobe:/bin/bash:readline", "t:a:[", "é:\x00", strings.Repeat(",", 70)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, arg string) {
+		q, diags := ParseListPatterns(arg)
+		for _, d := range diags {
+			if d.Subject == nil || d.Subject.Start.Byte < 0 || d.Subject.End.Byte > len(arg) || d.Subject.Start.Byte > d.Subject.End.Byte {
+				t.Fatalf("%q: %s at %+v", arg, d.Summary, d.Subject)
+			}
+		}
+		if !diags.HasErrors() && len(q) == 0 {
+			t.Fatalf("%q: no patterns and no error", arg)
+		}
+	})
+}
