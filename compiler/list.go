@@ -610,12 +610,12 @@ func (l *lister) user(p ListPattern) *hcl.Diagnostic {
 		}
 		bin = abs
 	default:
-		path, err := symbols.ResolveLibraryIn(f.Root, bin, f.Arch)
+		lib, err := symbols.ResolveLibraryIn(f.Root, bin, f.Arch)
 		if err != nil {
 			return diagf(p.Range, "Library not found",
 				"%q names a library, which is looked up in the dynamic linker's cache as user probes look it up: %v. Give the library's absolute path, or its name as ldconfig -p lists it.", p.Binary, err)
 		}
-		bin = path
+		bin = lib
 	}
 	b, err := openBinary(f.Root, bin)
 	if err != nil {
