@@ -15,6 +15,10 @@
 // size, maps, stack, jumps, functions per link, instructions uprobes cannot
 // single-step), reported at the construct that crosses the limit.
 //
+// It also lists what a target can probe (probectl list, [List]):
+// bpftrace -l's patterns matched against the facts and the symbols of user
+// binaries, as the compiler reads them for probes.
+//
 // Its output is defined in package compiled (which the compiler's names
 // alias), free of spec and HCL. Its instruction emitter is
 // compiler/internal/emit. Package compiler imports spec, compiled, emit,

@@ -71,6 +71,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newEventsCmd(g),
 		newRunCmd(),
 		newTargetCmd(),
+		newListCmd(),
 		newStateCmd(g),
 		newServeCmd(g),
 		newDashboardCmd(),
