@@ -141,6 +141,7 @@ func (f *Facts) detectLinks(kernelBTF *btf.Spec) {
 	f.Links.Kprobe = exists("/sys/bus/event_source/devices/kprobe/type")
 	f.Links.Uprobe = exists("/sys/bus/event_source/devices/uprobe/type")
 	f.Links.Tracepoint = exists("/sys/bus/event_source/devices/tracepoint/type")
+	f.Links.RawTracepoint = supported(features.HaveProgramType(ebpf.RawTracepoint))
 	f.Links.KprobeMulti = supported(features.HaveBPFLinkKprobeMulti())
 	f.Links.KprobeSession = supported(features.HaveBPFLinkKprobeSession())
 	f.Links.UprobeMulti = supported(features.HaveBPFLinkUprobeMulti())

@@ -20,6 +20,7 @@ var LinkFacts = []LinkFact{
 	{"uprobe.session", func(l Links) bool { return l.UprobeSession }},
 	{"uprobe", func(l Links) bool { return l.Uprobe }},
 	{"tracepoint", func(l Links) bool { return l.Tracepoint }},
+	{"raw_tracepoint", func(l Links) bool { return l.RawTracepoint }},
 }
 
 // LinkFactNamed returns the entry of LinkFacts called name.

@@ -117,7 +117,7 @@ func TestAttachValuesFollowFamilies(t *testing.T) {
 				continue
 			}
 			p := parseProbe(t, strings.Replace(src, "nope", fam, 1))
-			d, diag := chooseRoute(p, all, matchKernelFunctions(p, all))
+			d, diag := chooseRoute(p, all, matchKernelFunctions(p, all), nil)
 			if diag != nil || !slices.Contains(d.families, Family(fam)) {
 				t.Errorf("attach = %q on a target with every link: %v, %v", fam, d.families, diag)
 			}

@@ -75,6 +75,7 @@ const (
 	FamilyUprobe             = compiled.FamilyUprobe
 	FamilyUretprobe          = compiled.FamilyUretprobe
 	FamilyTracepoint         = compiled.FamilyTracepoint
+	FamilyRawTracepoint      = compiled.FamilyRawTracepoint
 	FamilyPerfEvent          = compiled.FamilyPerfEvent
 	MaxKprobeMulti           = compiled.MaxKprobeMulti
 	MaxUprobeMulti           = compiled.MaxUprobeMulti
@@ -101,6 +102,7 @@ const (
 	RouteKprobe              = compiled.RouteKprobe
 	RouteUprobe              = compiled.RouteUprobe
 	RouteTracepoint          = compiled.RouteTracepoint
+	RouteRawTracepoint       = compiled.RouteRawTracepoint
 	RouteProfile             = compiled.RouteProfile
 	StorageNone              = compiled.StorageNone
 	StorageCookie            = compiled.StorageCookie

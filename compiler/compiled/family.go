@@ -26,8 +26,9 @@ const (
 	FamilyUprobeSession  Family = "uprobe.session"
 	FamilyUprobe         Family = "uprobe"
 	FamilyUretprobe      Family = "uretprobe"
-	FamilyTracepoint     Family = "tracepoint"
-	FamilyPerfEvent      Family = "perf_event" // one BPF link per CPU's perf event
+	FamilyTracepoint     Family = "tracepoint"     // a perf event on the tracepoint
+	FamilyRawTracepoint  Family = "raw_tracepoint" // the tracepoint's BPF hook, without a perf event
+	FamilyPerfEvent      Family = "perf_event"     // one BPF link per CPU's perf event
 )
 
 // FamilyInfo is what a link family is, the one place that says it: the
@@ -72,6 +73,10 @@ const (
 	ContextRegs       Context = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
 	ContextTracing                   // u64 array built by a BPF trampoline: fentry, fexit, fsession
 	ContextTracepoint                // the tracepoint's record
+	// ContextRawTracepoint: the tracepoint's TP_PROTO arguments as u64s
+	// (struct bpf_raw_tracepoint_args), not its record; the compiler
+	// takes the route only for probes that read none of them.
+	ContextRawTracepoint
 )
 
 // Kernel limits on the functions of one multi link.
@@ -110,6 +115,8 @@ var families = []FamilyInfo{
 		Fact: "uprobe"},
 	{Family: FamilyTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.TracePoint, AttachType: ebpf.AttachNone, Context: ContextTracepoint,
 		Multi: true, Fact: "tracepoint"},
+	{Family: FamilyRawTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.RawTracepoint, AttachType: ebpf.AttachNone, Context: ContextRawTracepoint,
+		Multi: true, Fact: "raw_tracepoint"},
 	{Family: FamilyPerfEvent, Kind: bpf.KindProfile, Role: RoleSample, Type: ebpf.PerfEvent, AttachType: ebpf.AttachNone, Context: ContextRegs},
 }
 

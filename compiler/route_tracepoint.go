@@ -1,0 +1,137 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// tracepointRoutes is what choosing a tracepoint probe's route reads: the
+// probe, the target and the events it resolved to. As for kernel and user
+// probes, each route is a named constructor.
+//
+// A perf-event tracepoint program runs through trace_call_bpf, which skips
+// it (and counts a miss) while another BPF program that went through
+// there (a kprobe's, a perf-event tracepoint's, a sampling program's) is
+// running on the CPU: a probe's counts come out short, silently. A raw
+// tracepoint runs its program from the tracepoint itself, guarded only
+// against recursion into the same program, and costs less per hit, but
+// hands the program the event's TP_PROTO arguments, not the record whose
+// fields args.NAME reads. So the raw route is taken only where it keeps
+// what the probe reads.
+type tracepointRoutes struct {
+	p      *spec.Probe
+	f      *bpf.Facts
+	events []string
+}
+
+// chooseTracepointRoute takes a raw tracepoint when the target has one
+// for every event and the probe reads nothing a raw tracepoint would give
+// differently, else a perf event on the tracepoint, saying why not raw.
+func chooseTracepointRoute(p *spec.Probe, f *bpf.Facts, events []string) (decision, *hcl.Diagnostic) {
+	r := &tracepointRoutes{p: p, f: f, events: events}
+	why := r.notRaw()
+	switch {
+	case why == "":
+		return r.raw(), nil
+	case !has(f, FamilyTracepoint):
+		return decision{}, diagf(p.DeclRange, "No tracepoint support",
+			"The target (%s) cannot attach tracepoint programs through perf events, and a raw tracepoint does not fit this probe: %s.", f.Label(), why)
+	}
+	return r.perf(why), nil
+}
+
+// raw is one raw tracepoint link per event.
+func (r *tracepointRoutes) raw() decision {
+	what := "the probe reads no args"
+	if len(r.events) > 1 {
+		what = "the probe reads no args and not event (raw tracepoint links carry no cookie)"
+	}
+	return decision{route: RouteRawTracepoint, families: []Family{FamilyRawTracepoint},
+		reason: "raw tracepoint: " + what + ", so the TP_PROTO parameters it gets in place of the format's fields change nothing; it runs even while another BPF program runs on the CPU, where a perf-event tracepoint is skipped"}
+}
+
+// perf is one perf-event link per event; why says why not raw.
+func (r *tracepointRoutes) perf(why string) decision {
+	return decision{route: RouteTracepoint, families: []Family{FamilyTracepoint},
+		reason: "tracepoint: a perf link on the event; not a raw tracepoint: " + why}
+}
+
+// notRaw says why a raw tracepoint would not do for the probe, or "".
+func (r *tracepointRoutes) notRaw() string {
+	if !has(r.f, FamilyRawTracepoint) {
+		return "the target has no raw tracepoints (Linux 4.17)"
+	}
+	if len(r.events) == 0 {
+		return "no event resolved on the target"
+	}
+	for _, ev := range r.events {
+		if why := r.noRawHook(ev); why != "" {
+			return why
+		}
+	}
+	if x := readsArgs(r.p); x != nil {
+		return fmt.Sprintf("args.%s reads the event's format, and a raw tracepoint passes the TP_PROTO parameters instead", x.Name)
+	}
+	if len(r.events) > 1 && readsEvent(r.p) {
+		return "event tells the events apart by the link's cookie, which probectl cannot give a raw tracepoint link"
+	}
+	return ""
+}
+
+// noRawHook says why event ev has no raw tracepoint of its name, or "".
+// The system call events are filters on the sys_enter and sys_exit raw
+// tracepoints, which every system call reaches; ftrace's own events and
+// dynamic ones (kprobe, uprobe, eprobe, synthetic, user events) have no
+// tracepoint. Any other event is one when the target's BTF has its
+// btf_trace_NAME typedef; a module's event is not in vmlinux's BTF, and
+// stays on perf events. A target without BTF at hand (a profile) goes by
+// the group alone, and apply finds the raw tracepoint by name or fails.
+func (r *tracepointRoutes) noRawHook(ev string) string {
+	group, name, _ := strings.Cut(ev, ":")
+	switch group {
+	case "syscalls":
+		return fmt.Sprintf("%s is a filter on the raw tracepoint of every system call", ev)
+	case "ftrace", "kprobes", "uprobes", "eprobes", "synthetic", "user_events":
+		return fmt.Sprintf("%s is a %s event, not a tracepoint", ev, group)
+	}
+	types, err := r.f.Types()
+	if err != nil {
+		return ""
+	}
+	var td *btf.Typedef
+	if types.TypeByName("btf_trace_"+name, &td) != nil {
+		return fmt.Sprintf("%s has no raw tracepoint in the target's BTF (no btf_trace_%s: a module's or a dynamic event)", ev, name)
+	}
+	return ""
+}
+
+// readsArgs returns the first args.NAME the probe reads, or nil.
+func readsArgs(p *spec.Probe) *spec.ArgsField {
+	var found *spec.ArgsField
+	for _, x := range p.Exprs() {
+		spec.Walk(x, func(e spec.Expr) {
+			if a, ok := e.(*spec.ArgsField); ok && found == nil {
+				found = a
+			}
+		})
+	}
+	return found
+}
+
+// readsEvent reports whether the probe reads the event value.
+func readsEvent(p *spec.Probe) bool {
+	found := false
+	for _, x := range p.Exprs() {
+		spec.Walk(x, func(e spec.Expr) {
+			if v, ok := e.(*spec.Var); ok && v.Name == "event" {
+				found = true
+			}
+		})
+	}
+	return found
+}
