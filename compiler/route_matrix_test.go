@@ -69,8 +69,10 @@ func TestRouteMatrix(t *testing.T) {
 			{"events", `["sched:sched_switch", "sched:sched_wakeup"]`, "comm"},
 			{"events by event", `["sched:sched_switch", "sched:sched_wakeup"]`, "event"},
 		} {
-			src := fmt.Sprintf("probe \"tracepoint\" \"p\" {\n  event = %s\n  on_entry {\n    count \"c\" { by = [%s] }\n  }\n}\n", tp.event, tp.by)
-			add("tracepoint "+tp.name, routeOf(t, target.facts, src))
+			for _, attach := range []string{"auto", "raw_tracepoint", "tracepoint"} {
+				src := fmt.Sprintf("probe \"tracepoint\" \"p\" {\n  event = %s\n  attach = %q\n  on_entry {\n    count \"c\" { by = [%s] }\n  }\n}\n", tp.event, attach, tp.by)
+				add(fmt.Sprintf("tracepoint %s %s", attach, tp.name), routeOf(t, target.facts, src))
+			}
 		}
 		fmt.Fprintf(&b, "# %s\n", target.name)
 		for _, o := range order {

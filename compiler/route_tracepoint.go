@@ -32,33 +32,57 @@ type tracepointRoutes struct {
 // chooseTracepointRoute takes a raw tracepoint when the target has one
 // for every event and the probe reads nothing a raw tracepoint would give
 // differently, else a perf event on the tracepoint, saying why not raw.
+// attach = "raw_tracepoint" or "tracepoint" insists on one, an error when
+// it does not fit, never a fallback.
 func chooseTracepointRoute(p *spec.Probe, f *bpf.Facts, events []string) (decision, *hcl.Diagnostic) {
 	r := &tracepointRoutes{p: p, f: f, events: events}
+	switch Family(p.Attach) {
+	case FamilyTracepoint:
+		if !has(f, FamilyTracepoint) {
+			return decision{}, diagf(p.AttachRange, "Attach family not available",
+				"attach = \"tracepoint\" needs tracepoints through perf events, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
+		}
+		return r.perf(`attach = "tracepoint": `, ""), nil
+	case FamilyRawTracepoint:
+		if !has(f, FamilyRawTracepoint) {
+			return decision{}, diagf(p.AttachRange, "Attach family not available",
+				"attach = \"raw_tracepoint\" needs raw tracepoints (Linux 4.17), which the target (%s) lacks. Use attach = \"auto\".", f.Label())
+		}
+		if why := r.notRaw(); why != "" {
+			return decision{}, diagf(p.AttachRange, "Raw tracepoint does not fit",
+				"attach = \"raw_tracepoint\" does not fit this probe: %s. Use attach = \"auto\", which takes the perf event here.", why)
+		}
+		return r.raw(`attach = "raw_tracepoint": `), nil
+	}
 	why := r.notRaw()
 	switch {
 	case why == "":
-		return r.raw(), nil
+		return r.raw(""), nil
 	case !has(f, FamilyTracepoint):
 		return decision{}, diagf(p.DeclRange, "No tracepoint support",
 			"The target (%s) cannot attach tracepoint programs through perf events, and a raw tracepoint does not fit this probe: %s.", f.Label(), why)
 	}
-	return r.perf(why), nil
+	return r.perf("", why), nil
 }
 
-// raw is one raw tracepoint link per event.
-func (r *tracepointRoutes) raw() decision {
+// raw is one raw tracepoint link per event; why prefixes the reason.
+func (r *tracepointRoutes) raw(why string) decision {
 	what := "the probe reads no args"
 	if len(r.events) > 1 {
 		what = "the probe reads no args and not event (raw tracepoint links carry no cookie)"
 	}
 	return decision{route: RouteRawTracepoint, families: []Family{FamilyRawTracepoint},
-		reason: "raw tracepoint: " + what + ", so the TP_PROTO parameters it gets in place of the format's fields change nothing; it runs even while another BPF program runs on the CPU, where a perf-event tracepoint is skipped"}
+		reason: why + "raw tracepoint: " + what + ", so the TP_PROTO parameters it gets in place of the format's fields change nothing; it runs even while another BPF program runs on the CPU, where a perf-event tracepoint is skipped"}
 }
 
-// perf is one perf-event link per event; why says why not raw.
-func (r *tracepointRoutes) perf(why string) decision {
-	return decision{route: RouteTracepoint, families: []Family{FamilyTracepoint},
-		reason: "tracepoint: a perf link on the event; not a raw tracepoint: " + why}
+// perf is one perf-event link per event; why prefixes the reason, and
+// whyNotRaw, when the choice was probectl's, ends it.
+func (r *tracepointRoutes) perf(why, whyNotRaw string) decision {
+	reason := why + "tracepoint: a perf link on the event"
+	if whyNotRaw != "" {
+		reason += "; not a raw tracepoint: " + whyNotRaw
+	}
+	return decision{route: RouteTracepoint, families: []Family{FamilyTracepoint}, reason: reason}
 }
 
 // notRaw says why a raw tracepoint would not do for the probe, or "".
