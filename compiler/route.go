@@ -31,7 +31,11 @@ func handlers(p *spec.Probe) (entry, exit bool) { return p.Entry != nil, p.Exit 
 func chooseRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch, events []string) (decision, *hcl.Diagnostic) {
 	switch p.Addr.Kind {
 	case bpf.KindTracepoint:
-		return chooseTracepointRoute(p, f, events)
+		d, diag := chooseTracepointRoute(p, f, events)
+		if diag == nil {
+			d.cost = estimateRoute(f, d.families, len(events), false)
+		}
+		return d, diag
 	case bpf.KindUser:
 		return chooseUserRoute(p, f)
 	case bpf.KindProfile:
