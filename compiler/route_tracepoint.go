@@ -14,10 +14,12 @@ import (
 // probe, the target and the events it resolved to. As for kernel and user
 // probes, each route is a named constructor.
 //
-// A perf-event tracepoint program runs through trace_call_bpf, which skips
-// it (and counts a miss) while another BPF program that went through
-// there (a kprobe's, a perf-event tracepoint's, a sampling program's) is
-// running on the CPU: a probe's counts come out short, silently. A raw
+// A perf-event tracepoint program does not run when the event fires inside
+// another BPF program on the CPU: trace_call_bpf skips it while a kprobe's
+// or a sampling program holds bpf_prog_active (counting a miss), and
+// perf's recursion guard drops the event inside another perf-event
+// tracepoint's program (counting nothing): a probe's counts come out
+// short. A raw
 // tracepoint runs its program from the tracepoint itself, guarded only
 // against recursion into the same program, and costs less per hit, but
 // hands the program the event's TP_PROTO arguments, not the record whose
