@@ -106,6 +106,9 @@ type Links struct {
 	// which run without a perf event and so without its skip while
 	// another BPF program runs on the CPU.
 	RawTracepoint bool `json:"raw_tracepoint"`
+	// TPBtf: BTF-typed raw tracepoints (tp_btf, 5.5), whose programs read
+	// the TP_PROTO parameters with their types; detected by loading one.
+	TPBtf bool `json:"tp_btf"`
 }
 
 // Helpers says which helpers and kfuncs that probectl's code uses exist.

@@ -21,6 +21,7 @@ var LinkFacts = []LinkFact{
 	{"uprobe", func(l Links) bool { return l.Uprobe }},
 	{"tracepoint", func(l Links) bool { return l.Tracepoint }},
 	{"raw_tracepoint", func(l Links) bool { return l.RawTracepoint }},
+	{"tp_btf", func(l Links) bool { return l.TPBtf }},
 }
 
 // LinkFactNamed returns the entry of LinkFacts called name.

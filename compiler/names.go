@@ -76,6 +76,7 @@ const (
 	FamilyUretprobe          = compiled.FamilyUretprobe
 	FamilyTracepoint         = compiled.FamilyTracepoint
 	FamilyRawTracepoint      = compiled.FamilyRawTracepoint
+	FamilyTPBtf              = compiled.FamilyTPBtf
 	FamilyPerfEvent          = compiled.FamilyPerfEvent
 	MaxKprobeMulti           = compiled.MaxKprobeMulti
 	MaxUprobeMulti           = compiled.MaxUprobeMulti
@@ -103,6 +104,7 @@ const (
 	RouteUprobe              = compiled.RouteUprobe
 	RouteTracepoint          = compiled.RouteTracepoint
 	RouteRawTracepoint       = compiled.RouteRawTracepoint
+	RouteTPBtf               = compiled.RouteTPBtf
 	RouteProfile             = compiled.RouteProfile
 	StorageNone              = compiled.StorageNone
 	StorageCookie            = compiled.StorageCookie

@@ -17,6 +17,9 @@ type decision struct {
 	fsession bool // one fsession program per function: the exit always runs
 	reason   string
 	cost     *Estimate
+	// btfParams: on tp_btf, each args field's index among the TP_PROTO
+	// parameters.
+	btfParams map[string]int
 }
 
 // needsEntryProgram: an entry program runs when on_entry exists.

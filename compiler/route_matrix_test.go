@@ -69,7 +69,7 @@ func TestRouteMatrix(t *testing.T) {
 			{"events", `["sched:sched_switch", "sched:sched_wakeup"]`, "comm"},
 			{"events by event", `["sched:sched_switch", "sched:sched_wakeup"]`, "event"},
 		} {
-			for _, attach := range []string{"auto", "raw_tracepoint", "tracepoint"} {
+			for _, attach := range []string{"auto", "raw_tracepoint", "tp_btf", "tracepoint"} {
 				src := fmt.Sprintf("probe \"tracepoint\" \"p\" {\n  event = %s\n  attach = %q\n  on_entry {\n    count \"c\" { by = [%s] }\n  }\n}\n", tp.event, attach, tp.by)
 				add(fmt.Sprintf("tracepoint %s %s", attach, tp.name), routeOf(t, target.facts, src))
 			}

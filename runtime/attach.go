@@ -80,6 +80,7 @@ var attachers = map[compiled.Family]func(*linker) error{
 	compiled.FamilyUretprobe:      (*linker).uprobe,
 	compiled.FamilyTracepoint:     (*linker).tracepoint,
 	compiled.FamilyRawTracepoint:  (*linker).rawTracepoint,
+	compiled.FamilyTPBtf:          (*linker).tpBtf,
 	compiled.FamilyPerfEvent:      (*linker).perfEvent,
 }
 

@@ -36,10 +36,18 @@ func (l *linker) rawTracepoint() error {
 	return nil
 }
 
-// events are a tracepoint probe's events, sorted.
-func (l *linker) events() []string {
-	if len(l.p.Tracepoints) == 0 {
-		return []string{l.p.Event}
+// tpBtf attaches each event's own tp_btf program (loaded against its
+// btf_trace_NAME typedef) by a tracing link.
+func (l *linker) tpBtf() error {
+	for _, ev := range l.events() {
+		if err := l.one(ev, nil, func(pr *ebpf.Program) (link.Link, error) {
+			return link.AttachTracing(link.TracingOptions{Program: pr, AttachType: ebpf.AttachTraceRawTp})
+		}); err != nil {
+			return err
+		}
 	}
-	return l.p.Tracepoints
+	return nil
 }
+
+// events are a tracepoint probe's events, sorted.
+func (l *linker) events() []string { return l.p.EventNames() }

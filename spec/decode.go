@@ -242,7 +242,7 @@ var kindAttrs = map[bpf.Kind]map[string]bool{
 var attachFamilies = map[bpf.Kind][]string{
 	bpf.KindKernel:     {"auto", "kprobe.multi", "kprobe.session", "fentry", "fsession", "kprobe"},
 	bpf.KindUser:       {"auto", "uprobe.session", "uprobe.multi", "uprobe"},
-	bpf.KindTracepoint: {"auto", "raw_tracepoint", "tracepoint"},
+	bpf.KindTracepoint: {"auto", "raw_tracepoint", "tp_btf", "tracepoint"},
 }
 
 type decoder struct {

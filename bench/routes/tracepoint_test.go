@@ -14,12 +14,12 @@ import (
 // hitEvent is the tracepoint the tracepoint families are measured on:
 // the getppid call of calls enters the system call once, so it fires
 // once a call, on a perf event (raw_syscalls:sys_enter) or on the raw
-// tracepoint itself (sys_enter).
+// tracepoint itself (sys_enter), untyped or as tp_btf.
 const hitEvent = "raw_syscalls:sys_enter"
 
 // tracepointFamilies are the tracepoint link families the table prices
 // (TestMeasuresEveryKernelFamily holds them to the family table's).
-var tracepointFamilies = []compiler.Family{compiler.FamilyTracepoint, compiler.FamilyRawTracepoint}
+var tracepointFamilies = []compiler.Family{compiler.FamilyTracepoint, compiler.FamilyRawTracepoint, compiler.FamilyTPBtf}
 
 // tracepointLoader attaches a trivial program to hitEvent by each
 // tracepoint family.
@@ -33,7 +33,11 @@ func newTracepointLoader(t *testing.T, f *bpf.Facts) (tracepointLoader, []compil
 		if !fi.Available(f) {
 			continue
 		}
-		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: fi.Type, Instructions: trivial, License: "GPL"})
+		ps := &ebpf.ProgramSpec{Type: fi.Type, AttachType: fi.AttachType, Instructions: trivial, License: "GPL"}
+		if fam == compiler.FamilyTPBtf {
+			ps.AttachTo = "sys_enter" // btf_trace_sys_enter
+		}
+		p, err := ebpf.NewProgram(ps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +49,11 @@ func newTracepointLoader(t *testing.T, f *bpf.Facts) (tracepointLoader, []compil
 }
 
 func (l tracepointLoader) attach(fam compiler.Family) (link.Link, error) {
-	if fam == compiler.FamilyRawTracepoint {
+	switch fam {
+	case compiler.FamilyRawTracepoint:
 		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: l[fam]})
+	case compiler.FamilyTPBtf:
+		return link.AttachTracing(link.TracingOptions{Program: l[fam], AttachType: ebpf.AttachTraceRawTp})
 	}
 	return link.Tracepoint("raw_syscalls", "sys_enter", l[fam], nil)
 }
@@ -116,7 +123,7 @@ func TestTracepointRouteCost(t *testing.T) {
 		Families: map[compiler.Family]compiler.FamilyCost{}}
 	calls(kc.Calls) // warm up
 	measureTracepoints(t, f, &kc)
-	if len(kc.Families) != 2 {
-		t.Errorf("measured %d tracepoint families on %s, want both", len(kc.Families), f.Label())
+	if len(kc.Families) != len(tracepointFamilies) {
+		t.Errorf("measured %d tracepoint families on %s, want all %d", len(kc.Families), f.Label(), len(tracepointFamilies))
 	}
 }

@@ -23,7 +23,10 @@ const (
 	// RouteRawTracepoint: the program on the tracepoint's own BPF hook,
 	// which runs whatever other BPF program is running on the CPU.
 	RouteRawTracepoint Route = "raw_tracepoint"
-	RouteProfile       Route = "perf_event" // a sampling perf event on every CPU
+	// RouteTPBtf: the same hook, the program loaded against the event's
+	// btf_trace_NAME typedef, reading its parameters typed.
+	RouteTPBtf   Route = "tp_btf"
+	RouteProfile Route = "perf_event" // a sampling perf event on every CPU
 )
 
 // Storage is where entry data lives between a call's entry and its exit.
