@@ -33,44 +33,19 @@ type tracepointRoutes struct {
 
 // chooseTracepointRoute takes a raw tracepoint when the target has one
 // for every event and the probe reads nothing a raw tracepoint would give
-// differently, else a perf event on the tracepoint, saying why not raw.
-// attach = "raw_tracepoint" or "tracepoint" insists on one, an error when
-// it does not fit, never a fallback.
+// differently; else tp_btf when the args it reads are the event's typed
+// parameters; else a perf event on the tracepoint, saying why neither.
+// attach = "raw_tracepoint", "tp_btf" or "tracepoint" insists on one, an
+// error when it does not fit, never a fallback.
 func chooseTracepointRoute(p *spec.Probe, f *bpf.Facts, events []string) (decision, *hcl.Diagnostic) {
 	r := &tracepointRoutes{p: p, f: f, events: events}
 	switch Family(p.Attach) {
 	case FamilyTracepoint:
-		if !has(f, FamilyTracepoint) {
-			return decision{}, diagf(p.AttachRange, "Attach family not available",
-				"attach = \"tracepoint\" needs tracepoints through perf events, which the target (%s) lacks. Use attach = \"auto\".", f.Label())
-		}
-		return r.perf(`attach = "tracepoint": `, ""), nil
+		return r.insistPerf()
 	case FamilyRawTracepoint:
-		if !has(f, FamilyRawTracepoint) {
-			return decision{}, diagf(p.AttachRange, "Attach family not available",
-				"attach = \"raw_tracepoint\" needs raw tracepoints (Linux 4.17), which the target (%s) lacks. Use attach = \"auto\".", f.Label())
-		}
-		if why := r.notRaw(); why != "" {
-			return decision{}, diagf(p.AttachRange, "Raw tracepoint does not fit",
-				"attach = \"raw_tracepoint\" does not fit this probe: %s. Use attach = \"auto\", which takes the perf event here.", why)
-		}
-		return r.raw(`attach = "raw_tracepoint": `), nil
+		return r.insistRaw()
 	case FamilyTPBtf:
-		why := r.noHook()
-		if why == "" && len(r.events) > 1 && readsEvent(p) {
-			why = "event tells the events apart by the link's cookie, which probectl does not give tp_btf links"
-		}
-		params, whyNot := r.btfParams()
-		if why == "" {
-			why = whyNot
-		}
-		if why != "" {
-			return decision{}, diagf(p.AttachRange, "tp_btf does not fit",
-				"attach = \"tp_btf\" does not fit this probe: %s. Use attach = \"auto\".", why)
-		}
-		d := r.tpBtf(params)
-		d.reason = `attach = "tp_btf": ` + d.reason
-		return d, nil
+		return r.insistTPBtf()
 	}
 	why := r.notRaw()
 	if why == "" {
@@ -85,12 +60,52 @@ func chooseTracepointRoute(p *spec.Probe, f *bpf.Facts, events []string) (decisi
 		}
 		why += "; nor tp_btf: " + whyNot
 	}
-	switch {
-	case !has(f, FamilyTracepoint):
+	if !has(f, FamilyTracepoint) {
 		return decision{}, diagf(p.DeclRange, "No tracepoint support",
 			"The target (%s) cannot attach tracepoint programs through perf events, and a raw tracepoint does not fit this probe: %s.", f.Label(), why)
 	}
 	return r.perf("", why), nil
+}
+
+// insistPerf is the route of attach = "tracepoint", or why not.
+func (r *tracepointRoutes) insistPerf() (decision, *hcl.Diagnostic) {
+	if !has(r.f, FamilyTracepoint) {
+		return decision{}, diagf(r.p.AttachRange, "Attach family not available",
+			"attach = \"tracepoint\" needs tracepoints through perf events, which the target (%s) lacks. Use attach = \"auto\".", r.f.Label())
+	}
+	return r.perf(`attach = "tracepoint": `, ""), nil
+}
+
+// insistRaw is the route of attach = "raw_tracepoint", or why not.
+func (r *tracepointRoutes) insistRaw() (decision, *hcl.Diagnostic) {
+	if !has(r.f, FamilyRawTracepoint) {
+		return decision{}, diagf(r.p.AttachRange, "Attach family not available",
+			"attach = \"raw_tracepoint\" needs raw tracepoints (Linux 4.17), which the target (%s) lacks. Use attach = \"auto\".", r.f.Label())
+	}
+	if why := r.notRaw(); why != "" {
+		return decision{}, diagf(r.p.AttachRange, "Raw tracepoint does not fit",
+			"attach = \"raw_tracepoint\" does not fit this probe: %s. Use attach = \"auto\", which takes the perf event here.", why)
+	}
+	return r.raw(`attach = "raw_tracepoint": `), nil
+}
+
+// insistTPBtf is the route of attach = "tp_btf", or why not.
+func (r *tracepointRoutes) insistTPBtf() (decision, *hcl.Diagnostic) {
+	why := r.noHook()
+	if why == "" && len(r.events) > 1 && readsEvent(r.p) {
+		why = "event tells the events apart by the link's cookie, which probectl does not give tp_btf links"
+	}
+	params, whyNot := r.btfParams()
+	if why == "" {
+		why = whyNot
+	}
+	if why != "" {
+		return decision{}, diagf(r.p.AttachRange, "tp_btf does not fit",
+			"attach = \"tp_btf\" does not fit this probe: %s. Use attach = \"auto\".", why)
+	}
+	d := r.tpBtf(params)
+	d.reason = `attach = "tp_btf": ` + d.reason
+	return d, nil
 }
 
 // raw is one raw tracepoint link per event; why prefixes the reason.
