@@ -206,6 +206,7 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
 	bench/startup.sh
 	bench/perhit.sh
+	bench/tproutes.sh
 	bench/scale.sh
 	KERNELS="$(KPERHIT_KERNELS)" bench/kperhit.sh
 

@@ -141,11 +141,13 @@ func (f *Facts) detectLinks(kernelBTF *btf.Spec) {
 	f.Links.Kprobe = exists("/sys/bus/event_source/devices/kprobe/type")
 	f.Links.Uprobe = exists("/sys/bus/event_source/devices/uprobe/type")
 	f.Links.Tracepoint = exists("/sys/bus/event_source/devices/tracepoint/type")
+	f.Links.RawTracepoint = supported(features.HaveProgramType(ebpf.RawTracepoint))
 	f.Links.KprobeMulti = supported(features.HaveBPFLinkKprobeMulti())
 	f.Links.KprobeSession = supported(features.HaveBPFLinkKprobeSession())
 	f.Links.UprobeMulti = supported(features.HaveBPFLinkUprobeMulti())
 	f.Links.Fentry = haveFentry(kernelBTF)
 	f.Links.Fsession = f.Links.Fentry && haveFsession(kernelBTF)
+	f.Links.TPBtf = haveTPBtf(kernelBTF)
 }
 
 // detectFtrace sets the ftrace features of the kernel's build config, or
@@ -186,6 +188,24 @@ func exists(path string) bool {
 }
 
 func supported(err error) bool { return err == nil }
+
+// haveTPBtf loads (without attaching) a tp_btf program on sched_switch,
+// which every kernel has. A kernel policy that forbids tracing programs
+// counts as absent.
+func haveTPBtf(kernel *btf.Spec) bool {
+	if kernel == nil {
+		return false
+	}
+	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"tp_btf": {
+		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "sched_switch", License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	}}}, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}, Cache: KernelBTFCache()})
+	if err != nil {
+		return false
+	}
+	coll.Close()
+	return true
+}
 
 // haveFentry loads (without attaching) an fentry program on a function every
 // kernel has. A kernel policy that forbids tracing programs counts as absent.

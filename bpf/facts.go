@@ -101,7 +101,14 @@ type Links struct {
 	// UprobeSession: uprobe.session (6.13), one program for a user
 	// function's entry and exit; derived from UprobeMulti and the version.
 	UprobeSession bool `json:"uprobe_session"`
-	Tracepoint    bool `json:"tracepoint"`
+	Tracepoint    bool `json:"tracepoint"` // tracepoints through perf events
+	// RawTracepoint: raw tracepoints (BPF_PROG_TYPE_RAW_TRACEPOINT, 4.17),
+	// which run without a perf event and so without its skip while
+	// another BPF program runs on the CPU.
+	RawTracepoint bool `json:"raw_tracepoint"`
+	// TPBtf: BTF-typed raw tracepoints (tp_btf, 5.5), whose programs read
+	// the TP_PROTO parameters with their types; detected by loading one.
+	TPBtf bool `json:"tp_btf"`
 }
 
 // Helpers says which helpers and kfuncs that probectl's code uses exist.

@@ -32,7 +32,7 @@ func FactsCachePath() string {
 }
 
 // factsCacheVersion changes whenever what Detect caches changes meaning.
-const factsCacheVersion = 2
+const factsCacheVersion = 4
 
 // maxCachedFacts bounds the entries of the cache file.
 const maxCachedFacts = 8

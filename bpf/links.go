@@ -20,6 +20,8 @@ var LinkFacts = []LinkFact{
 	{"uprobe.session", func(l Links) bool { return l.UprobeSession }},
 	{"uprobe", func(l Links) bool { return l.Uprobe }},
 	{"tracepoint", func(l Links) bool { return l.Tracepoint }},
+	{"raw_tracepoint", func(l Links) bool { return l.RawTracepoint }},
+	{"tp_btf", func(l Links) bool { return l.TPBtf }},
 }
 
 // LinkFactNamed returns the entry of LinkFacts called name.

@@ -42,7 +42,7 @@ var profiles = map[string]func() Facts{
 			// VM matrix found it, and runs long jumps there correctly.
 			Arch: ArchX86_64, Kernel: Version{6, 1, 0}, BTF: true, ISAv4: true,
 			// CONFIG_FPROBE is off in Debian's 6.1: no kprobe.multi.
-			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, Tracepoint: true},
+			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true},
 		}
@@ -51,7 +51,7 @@ var profiles = map[string]func() Facts{
 		return Facts{
 			Arch: ArchX86_64, Kernel: Version{6, 12, 0}, BTF: true, ISAv4: true,
 			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true,
-				Uprobe: true, UprobeMulti: true, Tracepoint: true},
+				Uprobe: true, UprobeMulti: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
 				SessionKfuncs: true},
@@ -61,7 +61,7 @@ var profiles = map[string]func() Facts{
 		return Facts{
 			Arch: ArchX86_64, Kernel: Version{7, 2, 0}, BTF: true, ISAv4: true,
 			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true, Fsession: true,
-				Uprobe: true, UprobeMulti: true, Tracepoint: true},
+				Uprobe: true, UprobeMulti: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
 			FtraceWithRegs: true, FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
 				SessionKfuncs: true, SessionKfuncsCtxArg: true},
@@ -72,7 +72,7 @@ var profiles = map[string]func() Facts{
 			Arch: ArchArm64, Kernel: Version{6, 12, 0}, BTF: true, ISAv4: true,
 			// fprobe on arm64 needs the 6.14 fgraph rewrite: FPROBE is off,
 			// though the session kfuncs are in its BTF (checked in the VM).
-			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, UprobeMulti: true, Tracepoint: true},
+			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, UprobeMulti: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
 			FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
 				SessionKfuncs: true},
@@ -84,7 +84,7 @@ var profiles = map[string]func() Facts{
 			// fsession: "bpf, arm64: Add fsession support" came after
 			// x86_64's 7.0; the VM matrix found it in Debian's 7.2.
 			Links: Links{Kprobe: true, KprobeMulti: true, KprobeSession: true, Fentry: true, Fsession: true,
-				Uprobe: true, UprobeMulti: true, Tracepoint: true},
+				Uprobe: true, UprobeMulti: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
 			FtraceWithArgs: true,
 			Helpers: Helpers{AttachCookie: true, TracingAttachCookie: true, FuncArg: true, Ringbuf: true,
 				SessionKfuncs: true, SessionKfuncsCtxArg: true},

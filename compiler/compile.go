@@ -126,13 +126,8 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	if p.Addr.Kind == bpf.KindKernel {
 		km = matchKernelFunctions(p, u.facts)
 	}
-	d, diag := chooseRoute(p, u.facts, km)
-	if diag != nil {
-		return nil, hcl.Diagnostics{diag}
-	}
 	cp := &Probe{Description: Description{
-		Address: p.Addr, Route: d.route, Attach: d.families, Reason: d.reason, Cost: d.cost,
-		Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID, USDT: p.USDT, Source: source,
+		Address: p.Addr, Binary: p.Binary, Library: bn.library, Root: bn.root, PID: p.PID, USDT: p.USDT, Source: source,
 	}}
 	for _, pat := range p.Functions {
 		cp.Patterns = append(cp.Patterns, pat.Text)
@@ -140,8 +135,20 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	for _, pat := range p.Exclude {
 		cp.Exclude = append(cp.Exclude, pat.Text)
 	}
-	g := &gen{p: p, facts: u.facts, regs: regs, out: cp, storage: entryStorage(p, d), d: d, u: u}
+	g := &gen{p: p, facts: u.facts, regs: regs, out: cp, u: u}
 	var diags hcl.Diagnostics
+	if p.Addr.Kind == bpf.KindTracepoint {
+		// A tracepoint's route depends on its events, resolved first.
+		if diags = g.resolveEvents(); diags.HasErrors() {
+			return nil, diags
+		}
+	}
+	d, diag := chooseRoute(p, u.facts, km, cp.Tracepoints)
+	if diag != nil {
+		return nil, append(diags, diag)
+	}
+	cp.Route, cp.Attach, cp.Reason, cp.Cost = d.route, d.families, d.reason, d.cost
+	g.d, g.storage = d, entryStorage(p, d)
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
 		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, km, d)
@@ -153,8 +160,6 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 		if cp.Sites, diags = resolveUSDT(bn, u.facts); cp.Sites != nil {
 			cp.Functions = []string{p.USDT}
 		}
-	case bpf.KindTracepoint:
-		diags = g.resolveEvents()
 	case bpf.KindProfile:
 		_, cp.Sampler, _ = chooseProfileRoute(p, u.facts)
 	}

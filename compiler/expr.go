@@ -128,6 +128,10 @@ func (g *gen) tracingValue(fn asm.BuiltinFunc, n int) {
 // signed narrow ones. A probe over several events whose field sits at
 // different offsets picks the offset by its attach cookie (the event).
 func (g *gen) tracepointField(x *spec.ArgsField) {
+	if g.ctx == ctxTracing {
+		g.btfParam(x)
+		return
+	}
 	g.perEvent(x.Name, func(f *bpf.TracepointField) {
 		g.ctxLoad(f.Offset, f.Size)
 		if f.Signed && f.Size < 8 {
@@ -135,6 +139,23 @@ func (g *gen) tracepointField(x *spec.ArgsField) {
 			g.e.Emit(asm.LSh.Imm(asm.R0, shift), asm.ArSh.Imm(asm.R0, shift))
 		}
 	})
+}
+
+// btfParam loads a tp_btf program's TP_PROTO parameter that stands for
+// field x (the route checked they share the name, size and sign): a u64
+// of the context, cut to the field's size and extended as the field is.
+func (g *gen) btfParam(x *spec.ArgsField) {
+	f := g.tps[0].Field(x.Name)
+	g.e.Emit(asm.LoadMem(asm.R0, regCtx, int16(8*g.d.btfParams[x.Name]), asm.DWord))
+	if f.Size < 8 {
+		shift := int32(64 - 8*f.Size)
+		g.e.Emit(asm.LSh.Imm(asm.R0, shift))
+		if f.Signed {
+			g.e.Emit(asm.ArSh.Imm(asm.R0, shift))
+		} else {
+			g.e.Emit(asm.RSh.Imm(asm.R0, shift))
+		}
+	}
 }
 
 // ctxLoad loads size bytes (1, 2, 4 or 8) at off in the tracepoint's

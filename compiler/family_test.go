@@ -85,22 +85,24 @@ func hasRole(roles []Role, r Role) bool {
 // TestAttachValuesFollowFamilies holds spec's list of the families
 // attach = "..." may name (a list spec keeps, since it cannot import the
 // compiler) to the table: for each probe kind, "auto" and every family of
-// that kind that runs at entry or as a session, each one the route choice
-// can take on a target that has everything.
+// that kind that runs at entry, as a session or on an event, each one the
+// route choice can take on a target that has everything.
 func TestAttachValuesFollowFamilies(t *testing.T) {
 	all := mustAll(t)
-	probes := map[bpf.Kind]string{
-		bpf.KindKernel: "functions = [\"vfs_read\"]",
-		bpf.KindUser:   "binary = \"/nonexistent/app\"\n  functions = [\"main\"]",
+	exit := "\n  on_exit {\n    count \"x\" {}\n  }"
+	probes := map[bpf.Kind]struct{ where, exit string }{
+		bpf.KindKernel:     {"functions = [\"vfs_read\"]", exit},
+		bpf.KindUser:       {"binary = \"/nonexistent/app\"\n  functions = [\"main\"]", exit},
+		bpf.KindTracepoint: {"event = \"sched:sched_switch\"", ""},
 	}
-	for kind, where := range probes {
+	for kind, pr := range probes {
 		want := []string{`"auto"`}
 		for _, fi := range Families() {
-			if fi.Kind == kind && (fi.Role == RoleEntry || fi.Role == RoleSession) {
+			if fi.Kind == kind && (fi.Role == RoleEntry || fi.Role == RoleSession || fi.Role == RoleEvent) {
 				want = append(want, fmt.Sprintf("%q", fi.Family))
 			}
 		}
-		src := fmt.Sprintf("probe %q \"p\" {\n  %s\n  attach = \"nope\"\n  on_entry {\n    count \"c\" {}\n  }\n  on_exit {\n    count \"x\" {}\n  }\n}\n", kind, where)
+		src := fmt.Sprintf("probe %q \"p\" {\n  %s\n  attach = \"nope\"\n  on_entry {\n    count \"c\" {}\n  }%s\n}\n", kind, pr.where, pr.exit)
 		_, diags := spec.Parse(map[string][]byte{"t.hcl": []byte(src)})
 		_, list, ok := strings.Cut(diags.Error(), "Use one of: ")
 		if !ok {
@@ -117,7 +119,11 @@ func TestAttachValuesFollowFamilies(t *testing.T) {
 				continue
 			}
 			p := parseProbe(t, strings.Replace(src, "nope", fam, 1))
-			d, diag := chooseRoute(p, all, matchKernelFunctions(p, all))
+			var events []string
+			for _, ev := range p.Events {
+				events = append(events, ev.Text)
+			}
+			d, diag := chooseRoute(p, all, matchKernelFunctions(p, all), events)
 			if diag != nil || !slices.Contains(d.families, Family(fam)) {
 				t.Errorf("attach = %q on a target with every link: %v, %v", fam, d.families, diag)
 			}

@@ -75,6 +75,8 @@ const (
 	FamilyUprobe             = compiled.FamilyUprobe
 	FamilyUretprobe          = compiled.FamilyUretprobe
 	FamilyTracepoint         = compiled.FamilyTracepoint
+	FamilyRawTracepoint      = compiled.FamilyRawTracepoint
+	FamilyTPBtf              = compiled.FamilyTPBtf
 	FamilyPerfEvent          = compiled.FamilyPerfEvent
 	MaxKprobeMulti           = compiled.MaxKprobeMulti
 	MaxUprobeMulti           = compiled.MaxUprobeMulti
@@ -101,6 +103,8 @@ const (
 	RouteKprobe              = compiled.RouteKprobe
 	RouteUprobe              = compiled.RouteUprobe
 	RouteTracepoint          = compiled.RouteTracepoint
+	RouteRawTracepoint       = compiled.RouteRawTracepoint
+	RouteTPBtf               = compiled.RouteTPBtf
 	RouteProfile             = compiled.RouteProfile
 	StorageNone              = compiled.StorageNone
 	StorageCookie            = compiled.StorageCookie

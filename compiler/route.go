@@ -17,6 +17,9 @@ type decision struct {
 	fsession bool // one fsession program per function: the exit always runs
 	reason   string
 	cost     *Estimate
+	// btfParams: on tp_btf, each args field's index among the TP_PROTO
+	// parameters.
+	btfParams map[string]int
 }
 
 // needsEntryProgram: an entry program runs when on_entry exists.
@@ -27,15 +30,15 @@ func handlers(p *spec.Probe) (entry, exit bool) { return p.Entry != nil, p.Exit 
 // itself would: fprobe first, trampolines where fprobe is missing, legacy
 // kprobes below that. A family the user insists on that the target lacks is
 // an error, never a silent fallback.
-func chooseRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch) (decision, *hcl.Diagnostic) {
+// A tracepoint probe's route reads its events, resolved on the target.
+func chooseRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch, events []string) (decision, *hcl.Diagnostic) {
 	switch p.Addr.Kind {
 	case bpf.KindTracepoint:
-		if !has(f, FamilyTracepoint) {
-			return decision{}, diagf(p.DeclRange, "No tracepoint support",
-				"The target (%s) cannot attach tracepoint programs.", f.Label())
+		d, diag := chooseTracepointRoute(p, f, events)
+		if diag == nil {
+			d.cost = estimateRoute(f, d.families, len(events), false)
 		}
-		return decision{route: RouteTracepoint, families: []Family{FamilyTracepoint},
-			reason: "tracepoint: a perf link on the event"}, nil
+		return d, diag
 	case bpf.KindUser:
 		return chooseUserRoute(p, f)
 	case bpf.KindProfile:

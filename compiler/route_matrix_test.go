@@ -62,8 +62,18 @@ func TestRouteMatrix(t *testing.T) {
 				add(fmt.Sprintf("user %s %s", attach, h.name), routeOf(t, target.facts, src))
 			}
 		}
-		src := "probe \"tracepoint\" \"p\" {\n  event = \"sched:sched_switch\"\n  on_entry {\n    count \"c\" {}\n  }\n}\n"
-		add("tracepoint", routeOf(t, target.facts, src))
+		for _, tp := range []struct{ name, event, by string }{
+			{"no args", `"sched:sched_switch"`, "comm"},
+			{"args", `"sched:sched_switch"`, "args.prev_pid"},
+			{"syscall", `"syscalls:sys_enter_read"`, "comm"},
+			{"events", `["sched:sched_switch", "sched:sched_wakeup"]`, "comm"},
+			{"events by event", `["sched:sched_switch", "sched:sched_wakeup"]`, "event"},
+		} {
+			for _, attach := range []string{"auto", "raw_tracepoint", "tp_btf", "tracepoint"} {
+				src := fmt.Sprintf("probe \"tracepoint\" \"p\" {\n  event = %s\n  attach = %q\n  on_entry {\n    count \"c\" { by = [%s] }\n  }\n}\n", tp.event, attach, tp.by)
+				add(fmt.Sprintf("tracepoint %s %s", attach, tp.name), routeOf(t, target.facts, src))
+			}
+		}
 		fmt.Fprintf(&b, "# %s\n", target.name)
 		for _, o := range order {
 			fmt.Fprintf(&b, "%s\n    %s\n", o, strings.Join(cases[o], "; "))
@@ -108,6 +118,8 @@ func routeTargets(t *testing.T) []routeTarget {
 		{"uprobe.session", func(f *bpf.Facts) { f.Links.UprobeSession = false }},
 		{"uprobe", func(f *bpf.Facts) { f.Links.Uprobe = false }},
 		{"tracepoint", func(f *bpf.Facts) { f.Links.Tracepoint = false }},
+		{"raw_tracepoint", func(f *bpf.Facts) { f.Links.RawTracepoint = false }},
+		{"tracepoint and raw_tracepoint", func(f *bpf.Facts) { f.Links.Tracepoint, f.Links.RawTracepoint = false, false }},
 	}
 	for _, base := range []string{"linux-7.2-amd64", "linux-7.2-arm64"} {
 		for _, l := range lacks {

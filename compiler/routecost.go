@@ -35,11 +35,14 @@ type KernelCost struct {
 	// HitFunction is the kernel function the per-hit figures probe (the
 	// getppid system call's); BaselineNS its call from user space with no
 	// probe, Calls the calls per round, Rounds the interleaved rounds.
-	HitFunction string                `json:"hit_function"`
-	BaselineNS  float64               `json:"baseline_ns"`
-	Calls       int                   `json:"calls"`
-	Rounds      int                   `json:"rounds"`
-	Families    map[Family]FamilyCost `json:"families"`
+	HitFunction string `json:"hit_function"`
+	// HitEvent is the tracepoint the tracepoint families' per-hit figures
+	// probe, which the same getppid call fires once.
+	HitEvent   string                `json:"hit_event,omitempty"`
+	BaselineNS float64               `json:"baseline_ns"`
+	Calls      int                   `json:"calls"`
+	Rounds     int                   `json:"rounds"`
+	Families   map[Family]FamilyCost `json:"families"`
 }
 
 // FamilyCost is one link family on one kernel.

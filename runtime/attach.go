@@ -79,6 +79,8 @@ var attachers = map[compiled.Family]func(*linker) error{
 	compiled.FamilyUprobe:         (*linker).uprobe,
 	compiled.FamilyUretprobe:      (*linker).uprobe,
 	compiled.FamilyTracepoint:     (*linker).tracepoint,
+	compiled.FamilyRawTracepoint:  (*linker).rawTracepoint,
+	compiled.FamilyTPBtf:          (*linker).tpBtf,
 	compiled.FamilyPerfEvent:      (*linker).perfEvent,
 }
 

@@ -128,8 +128,15 @@ var wsCount int
 // kernel object it created must be gone.
 func workspace(t testing.TB) *runtime.Workspace {
 	t.Helper()
+	return namedWorkspace(t, "test")
+}
+
+// namedWorkspace is workspace with its name (and so its pins) starting
+// with prefix.
+func namedWorkspace(t testing.TB, prefix string) *runtime.Workspace {
+	t.Helper()
 	wsCount++
-	w, err := runtime.Open(t.TempDir(), fmt.Sprintf("test-%d-%d", os.Getpid(), wsCount))
+	w, err := runtime.Open(t.TempDir(), fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), wsCount))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,14 +240,15 @@ var actionSchema = &hcl.BodySchema{
 var kindAttrs = map[bpf.Kind]map[string]bool{
 	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "prefer": false, "entry_data_size": false, "optional": false},
 	bpf.KindUser:       {"binary": true, "functions": false, "usdt": false, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
-	bpf.KindTracepoint: {"event": true, "optional": false},
+	bpf.KindTracepoint: {"event": true, "attach": false, "optional": false},
 	bpf.KindProfile:    {"frequency": false, "period_ns": false, "event": false},
 }
 
 // Attach families a probe may insist on, by kind.
 var attachFamilies = map[bpf.Kind][]string{
-	bpf.KindKernel: {"auto", "kprobe.multi", "kprobe.session", "fentry", "fsession", "kprobe"},
-	bpf.KindUser:   {"auto", "uprobe.session", "uprobe.multi", "uprobe"},
+	bpf.KindKernel:     {"auto", "kprobe.multi", "kprobe.session", "fentry", "fsession", "kprobe"},
+	bpf.KindUser:       {"auto", "uprobe.session", "uprobe.multi", "uprobe"},
+	bpf.KindTracepoint: {"auto", "raw_tracepoint", "tp_btf", "tracepoint"},
 }
 
 type decoder struct {

@@ -74,16 +74,16 @@ func (fam family) has(f *bpf.Facts) bool {
 }
 
 // TestMeasuresEveryKernelFamily holds the measured families to the
-// kernel-function families of the compiler's table, which prices every
-// one of them by the table this test writes.
+// kernel-function and tracepoint families of the compiler's table, which
+// prices every one of them by the table this test writes.
 func TestMeasuresEveryKernelFamily(t *testing.T) {
 	var want []compiler.Family
 	for _, fi := range compiler.Families() {
-		if fi.Kind == bpf.KindKernel {
+		if fi.Kind == bpf.KindKernel || fi.Kind == bpf.KindTracepoint {
 			want = append(want, fi.Family)
 		}
 	}
-	var got []compiler.Family
+	got := append([]compiler.Family(nil), tracepointFamilies...)
 	for _, fam := range allFamilies {
 		got = append(got, fam.name)
 	}
@@ -532,6 +532,7 @@ func TestRouteCost(t *testing.T) {
 		fc := kc.Families[fam.name]
 		t.Logf("%-16s per hit %6.0f ns (%.0f..%.0f) over a %.0f ns call", fam.name, fc.HitNS, fc.HitMinNS, fc.HitMaxNS, kc.BaselineNS)
 	}
+	measureTracepoints(t, f, &kc)
 	b, err := json.Marshal(kc)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package compiled
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -52,14 +53,29 @@ func (p *Probe) CollectionSpec(kernel *btf.Spec, functions []string) (*ebpf.Coll
 			cs.Programs[ProgramKey(prog, "")] = ps
 			continue
 		}
+		if p.Address.Kind == bpf.KindTracepoint {
+			functions = p.EventNames() // tp_btf: a program per event, on btf_trace_NAME
+		}
 		if len(functions) == 0 {
 			return nil, fmt.Errorf("%s %s program: per-function program with no functions", p.Address, prog.Role)
 		}
 		for _, fn := range functions {
 			cp := ps.Copy()
 			cp.AttachTo = fn
+			if _, name, ok := strings.Cut(fn, ":"); ok {
+				cp.AttachTo = name
+			}
 			cs.Programs[ProgramKey(prog, fn)] = cp
 		}
 	}
 	return cs, nil
+}
+
+// EventNames are a tracepoint probe's events, sorted: its Tracepoints, or its
+// one Event in a plan that lists none.
+func (p *Probe) EventNames() []string {
+	if len(p.Tracepoints) == 0 && p.Event != "" {
+		return []string{p.Event}
+	}
+	return p.Tracepoints
 }

@@ -19,8 +19,14 @@ const (
 	RouteTrampoline Route = "trampoline" // BPF trampolines: fentry/fexit, fsession
 	RouteKprobe     Route = "kprobe"     // legacy kprobes and kretprobes
 	RouteUprobe     Route = "uprobe"     // uprobes, uretprobes, uprobe.multi
-	RouteTracepoint Route = "tracepoint"
-	RouteProfile    Route = "perf_event" // a sampling perf event on every CPU
+	RouteTracepoint Route = "tracepoint" // a perf event on the tracepoint
+	// RouteRawTracepoint: the program on the tracepoint's own BPF hook,
+	// which runs whatever other BPF program is running on the CPU.
+	RouteRawTracepoint Route = "raw_tracepoint"
+	// RouteTPBtf: the same hook, the program loaded against the event's
+	// btf_trace_NAME typedef, reading its parameters typed.
+	RouteTPBtf   Route = "tp_btf"
+	RouteProfile Route = "perf_event" // a sampling perf event on every CPU
 )
 
 // Storage is where entry data lives between a call's entry and its exit.

@@ -26,8 +26,10 @@ const (
 	FamilyUprobeSession  Family = "uprobe.session"
 	FamilyUprobe         Family = "uprobe"
 	FamilyUretprobe      Family = "uretprobe"
-	FamilyTracepoint     Family = "tracepoint"
-	FamilyPerfEvent      Family = "perf_event" // one BPF link per CPU's perf event
+	FamilyTracepoint     Family = "tracepoint"     // a perf event on the tracepoint
+	FamilyRawTracepoint  Family = "raw_tracepoint" // the tracepoint's BPF hook, without a perf event
+	FamilyTPBtf          Family = "tp_btf"         // that hook with typed TP_PROTO parameters, a program per event
+	FamilyPerfEvent      Family = "perf_event"     // one BPF link per CPU's perf event
 )
 
 // FamilyInfo is what a link family is, the one place that says it: the
@@ -70,8 +72,12 @@ type Context int
 // The program contexts.
 const (
 	ContextRegs       Context = iota // struct pt_regs: kprobe, kprobe.multi, kprobe.session, uprobe
-	ContextTracing                   // u64 array built by a BPF trampoline: fentry, fexit, fsession
+	ContextTracing                   // u64 array: a BPF trampoline's (fentry, fexit, fsession), tp_btf's TP_PROTO parameters
 	ContextTracepoint                // the tracepoint's record
+	// ContextRawTracepoint: the tracepoint's TP_PROTO arguments as u64s
+	// (struct bpf_raw_tracepoint_args), not its record; the compiler
+	// takes the route only for probes that read none of them.
+	ContextRawTracepoint
 )
 
 // Kernel limits on the functions of one multi link.
@@ -110,6 +116,10 @@ var families = []FamilyInfo{
 		Fact: "uprobe"},
 	{Family: FamilyTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.TracePoint, AttachType: ebpf.AttachNone, Context: ContextTracepoint,
 		Multi: true, Fact: "tracepoint"},
+	{Family: FamilyRawTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.RawTracepoint, AttachType: ebpf.AttachNone, Context: ContextRawTracepoint,
+		Multi: true, Fact: "raw_tracepoint"},
+	{Family: FamilyTPBtf, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, Context: ContextTracing,
+		PerFunction: true, Fact: "tp_btf"},
 	{Family: FamilyPerfEvent, Kind: bpf.KindProfile, Role: RoleSample, Type: ebpf.PerfEvent, AttachType: ebpf.AttachNone, Context: ContextRegs},
 }
 
