@@ -5,17 +5,26 @@ package bpftrace
 
 // Program is a parsed .bt file.
 type Program struct {
-	Header  []string          // the comments before the first item, without the #! line
-	Defines map[string]string // #define NAME VALUE, on a kernel with BTF
-	Config  []ConfigItem
-	Macros  map[string]*Macro
-	Probes  []*Probe
+	Header   []string          // the comments before the first item, without the #! line
+	Defines  map[string]string // #define NAME VALUE, on a kernel with BTF
+	Config   []ConfigItem
+	Macros   map[string]*Macro
+	MapDecls []MapDecl
+	Probes   []*Probe
 }
 
 // ConfigItem is one setting of config = { ... }.
 type ConfigItem struct {
 	Pos         Pos
 	Name, Value string
+}
+
+// MapDecl is let @name = KIND(SIZE); at the top level.
+type MapDecl struct {
+	Pos  Pos
+	Name string
+	Kind string // hash, lruhash, percpuhash, ...
+	Size int64
 }
 
 // Macro is macro NAME(PARAMS) { BODY }: expanded where it is used.

@@ -98,6 +98,9 @@ func (p *parser) takeComments(before int) {
 }
 
 func (p *parser) program() error {
+	if strings.HasPrefix(string(p.lx.src), "#!") {
+		p.lx.restOfLine()
+	}
 	if err := p.next(); err != nil {
 		return err
 	}
@@ -215,7 +218,9 @@ func (p *parser) item() error {
 			return p.config()
 		case "macro":
 			return p.macro()
-		case "import", "fn", "struct", "union", "enum", "typedef", "let":
+		case "let":
+			return p.mapDecl()
+		case "import", "fn", "struct", "union", "enum", "typedef":
 			return errAt(at, "Unsupported top-level "+p.tok.text, fmt.Sprintf("%q at the top level has no equivalent in a spec.", p.tok.text))
 		}
 	}
@@ -262,6 +267,41 @@ func (p *parser) item() error {
 	p.takeComments(p.tok.pos.Off)
 	pr.Comments, p.pending = p.pending, nil
 	p.prog.Probes = append(p.prog.Probes, pr)
+	return nil
+}
+
+// mapDecl reads let @name = KIND(N); at the top level.
+func (p *parser) mapDecl() error {
+	at := p.tok.pos
+	if err := p.next(); err != nil {
+		return err
+	}
+	if p.tok.kind != tMap {
+		return errAt(p.tok.pos, "Unsupported top-level let", "Only a map declaration (let @name = hash(N);) is understood at the top level.")
+	}
+	name := p.tok.text
+	if err := p.next(); err != nil {
+		return err
+	}
+	if err := p.expect("="); err != nil {
+		return err
+	}
+	x, err := p.expr()
+	if err != nil {
+		return err
+	}
+	call, ok := x.(*Call)
+	var size *Num
+	if ok && len(call.Args) == 1 {
+		size, _ = call.Args[0].(*Num)
+	}
+	if size == nil {
+		return errAt(x.At(), "Unsupported map declaration", "A map is declared here as hash(N) or lruhash(N), N a number.")
+	}
+	p.prog.MapDecls = append(p.prog.MapDecls, MapDecl{Pos: at, Name: name, Kind: call.Name, Size: size.Val})
+	if p.is(";") {
+		return p.next()
+	}
 	return nil
 }
 
