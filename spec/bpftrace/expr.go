@@ -19,6 +19,7 @@ const (
 	kDisplay // a decoder's value (inet, ksym, usym): a key or a field only
 	kTime    // strftime: the event's own time
 	kJoin    // join(argv)
+	kTuple   // (a, b): a map's key
 )
 
 const (
@@ -45,6 +46,8 @@ type hx struct {
 	neg string
 	// nonzero: the value is never 0 (a saved ktime), so it is true.
 	nonzero bool
+	elems   []hx // a tuple's
+	stored  bool // read from a table
 }
 
 func atom(text string, k valKind, name string) hx {

@@ -34,6 +34,7 @@ type parser struct {
 	prog    *Program
 	pending []string // comments not yet given to a probe
 	taken   int      // lexer comments already handed out
+	closed  int      // offset of the last block's }
 }
 
 // Parse reads a bpftrace program.
@@ -264,7 +265,7 @@ func (p *parser) item() error {
 		return err
 	}
 	pr.Body = body
-	p.takeComments(p.tok.pos.Off)
+	p.takeComments(p.closed)
 	pr.Comments, p.pending = p.pending, nil
 	p.prog.Probes = append(p.prog.Probes, pr)
 	return nil
@@ -422,6 +423,7 @@ func (p *parser) block() ([]Stmt, error) {
 			}
 		}
 	}
+	p.closed = p.tok.pos.Off
 	return out, p.next()
 }
 

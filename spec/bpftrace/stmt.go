@@ -9,7 +9,8 @@ import (
 type varVal struct {
 	x     hx
 	set   bool
-	stale string // a table stored into after the value was read from it
+	stale string          // a table stored into after the value was read from it
+	safe  map[string]bool // tables deleted from after the value was read
 }
 
 // ctx is where statements are translated: a handler of a spec probe
@@ -287,6 +288,9 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 		c.t.fail(s.Pos, "Unsupported map update", fmt.Sprintf("@%s is an aggregation elsewhere: storing a value into it has no equivalent.", name))
 	}
 	val := c.expr(s.RHS)
+	if val.kind == kTuple {
+		c.t.fail(s.RHS.At(), "Unsupported stored tuple", "A tuple as a map's value has no equivalent: store each value in a map of its own.")
+	}
 	if val.kind == kDisplay || val.kind == kTime || val.kind == kJoin {
 		c.t.fail(s.RHS.At(), "Unsupported stored value", "A decoded value (ntop, ksym, usym, strftime, join) is shown, not stored: store the number and decode it where it is printed.")
 	}
@@ -334,10 +338,9 @@ func keyList(keys []hx) string {
 func (c *ctx) keys(ref *MapRef) []hx {
 	var out []hx
 	for _, k := range ref.Keys {
-		if tup, ok := k.(*Tuple); ok {
-			for _, e := range tup.Elems {
-				out = append(out, c.key(e))
-			}
+		x := c.expr(k)
+		if x.kind == kTuple {
+			out = append(out, x.elems...)
 			continue
 		}
 		out = append(out, c.key(k))
@@ -351,6 +354,8 @@ func (c *ctx) keys(ref *MapRef) []hx {
 func (c *ctx) key(e Expr) hx {
 	x := c.expr(e)
 	switch x.kind {
+	case kTuple:
+		c.t.fail(e.At(), "Unsupported tuple", "A tuple in a key is its elements: internal.")
 	case kTime, kJoin:
 		c.t.fail(e.At(), "Unsupported key", "strftime and join are printed only; a key is a value.")
 	case kBool:
@@ -520,6 +525,14 @@ func (c *ctx) delete(call *Call) {
 		c.deleted = map[string]bool{}
 	}
 	c.deleted[m.hcl] = true
+	for _, v := range c.vars {
+		if slices.Contains(v.x.reads, m.hcl) {
+			if v.safe == nil {
+				v.safe = map[string]bool{}
+			}
+			v.safe[m.hcl] = true
+		}
+	}
 	c.deletes = append(c.deletes, a)
 }
 

@@ -41,6 +41,16 @@ func (c *ctx) expr(e Expr) hx {
 		if x.name == "" {
 			x.name = e.Name
 		}
+		if len(v.safe) > 0 {
+			// Read before a delete of the table: deletes come last.
+			var reads []string
+			for _, r := range x.reads {
+				if !v.safe[r] {
+					reads = append(reads, r)
+				}
+			}
+			x.reads = reads
+		}
 		return x
 	case *MapRef:
 		return c.mapRead(e)
@@ -83,6 +93,12 @@ func (c *ctx) expr(e Expr) hx {
 		return c.callValue(e)
 	case *Field:
 		x := c.expr(e.X)
+		if x.stored {
+			c.t.fail(e.Pos, "Unsupported field of a stored value", fmt.Sprintf(".%s of a value a map holds has no equivalent: a table holds a number, and reading the struct it points to (in user or kernel memory) would need its type; read the field where the pointer is an argument and store that.", e.Name))
+		}
+		if x.kind == kTuple {
+			c.t.fail(e.Pos, "Unsupported tuple field", "A tuple's element by index has no equivalent.")
+		}
 		if x.prec < precAtom || x.kind == kDisplay || x.kind == kStr && !strings.HasPrefix(x.text, "args") {
 			c.t.fail(e.Pos, "Unsupported field access", fmt.Sprintf(".%s of a computed value has no equivalent: fields are read from args, task, a cast or a struct they lead to.", e.Name))
 		}
@@ -110,7 +126,16 @@ func (c *ctx) expr(e Expr) hx {
 		}
 		c.t.fail(e.Pos, "Unsupported cast", fmt.Sprintf("(%s) has no equivalent: casts are to integer types or to a pointer to a struct.", e.Type))
 	case *Tuple:
-		c.t.fail(e.Pos, "Unsupported tuple", "A tuple as a value has no equivalent: tuples are map keys (@m[a, b]) only.")
+		x := hx{kind: kTuple, prec: precAtom}
+		for _, el := range e.Elems {
+			v := c.expr(el)
+			if v.kind == kTuple {
+				c.t.fail(el.At(), "Unsupported nested tuple", "A tuple in a tuple has no equivalent.")
+			}
+			x.elems = append(x.elems, v)
+			x.reads = append(x.reads, v.reads...)
+		}
+		return x
 	}
 	c.t.fail(e.At(), "Unsupported expression", "This expression has no equivalent.")
 	return hx{}
@@ -132,7 +157,7 @@ func (c *ctx) binop(p Pos, op string, x, y hx) hx {
 		c.t.fail(p, "Unsupported operator "+op, op+" has no equivalent.")
 	}
 	for _, v := range []hx{x, y} {
-		if v.kind == kDisplay || v.kind == kStack || v.kind == kTime || v.kind == kJoin {
+		if v.kind == kDisplay || v.kind == kStack || v.kind == kTime || v.kind == kJoin || v.kind == kTuple {
 			c.t.fail(p, "Unsupported operand", "A stack or a decoded value (ntop, ksym, usym, strftime, join) is shown, never computed with or compared.")
 		}
 	}
@@ -273,7 +298,7 @@ func (c *ctx) mapRead(e *MapRef) hx {
 	if len(keys) > 1 {
 		text = m.hcl + "[" + keyList(keys) + "]"
 	}
-	return hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name}
+	return hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name, stored: true}
 }
 
 // expand translates a macro's body in place; as a value, its last
@@ -423,6 +448,10 @@ func (c *ctx) callValue(e *Call) hx {
 			return atom("true", kBool, "")
 		}
 		if m.kind == mSaved {
+			return atom("true", kBool, "")
+		}
+		if m.kind == mLabels {
+			c.t.note("has_key(@%s, ...): labels(%s, x) shows a value the table lacks as the number.", name, m.hcl)
 			return atom("true", kBool, "")
 		}
 		if m.kind != mTable {
