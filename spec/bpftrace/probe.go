@@ -192,6 +192,9 @@ func (t *translator) probe(p *Probe) {
 					t.fail(g[1].pos, "Several profile rates", "One profile probe samples at one rate: write a probe per rate.")
 				}
 			}
+			if t.optional {
+				op.attrs = append(op.attrs, kv{"optional", "true"})
+			}
 			t.probes = append(t.probes, op)
 			idx = len(t.probes) - 1
 		}

@@ -38,6 +38,7 @@ type mapInfo struct {
 	begin   []*Assign // stores in BEGIN
 	uses    []mapUse
 	elseUse bool // used where a saved value cannot be (BEGIN aside)
+	shared  bool // used by more than one spec probe
 }
 
 type kv struct{ k, v string }
@@ -79,6 +80,9 @@ type translator struct {
 	notes   []string
 	pending []string // comments for the next probe
 	labels  []string // labels blocks, written
+	// optional: config missing_probes = ignore or warn; every probe may
+	// be missing.
+	optional bool
 }
 
 type bailout struct{ err *Error }
@@ -139,7 +143,8 @@ func (t *translator) run() (err *Error) {
 			t.fail(c.Pos, "Unsupported config", fmt.Sprintf("config %s has no equivalent in a spec.", c.Name))
 		}
 		if c.Value != "error" {
-			t.note("config missing_probes = %s: here a function or event the target lacks is an error in the plan (optional = true on a probe lets it be missing).", c.Value)
+			t.optional = true
+			t.note("config missing_probes = %s: every probe is optional (the plan says which the target lacks).", c.Value)
 		}
 	}
 	for _, p := range t.prog.Probes {
@@ -158,6 +163,11 @@ func (t *translator) run() (err *Error) {
 // classify decides, after the first walk, what each map is.
 func (t *translator) classify() {
 	for _, m := range t.maps {
+		for _, u := range m.uses {
+			if u.probe != m.uses[0].probe {
+				m.shared = true
+			}
+		}
 		if m.kind == mAgg {
 			continue
 		}
