@@ -178,7 +178,11 @@ func (t *translator) probe(p *Probe) {
 			}
 		}
 		if op == nil {
-			op = &outProbe{pos: p.Pos, kind: pk.kind, key: key, name: t.probeName(names[0])}
+			first := names[0]
+			if pk.kind == "profile" {
+				first = "profile"
+			}
+			op = &outProbe{pos: p.Pos, kind: pk.kind, key: key, name: t.probeName(first)}
 			switch pk.kind {
 			case "tracepoint":
 				op.attrs = append(op.attrs, kv{"event", list(quoteAll(names))})

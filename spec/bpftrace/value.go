@@ -110,6 +110,9 @@ func (c *ctx) expr(e Expr) hx {
 		t := strings.TrimSpace(e.Type)
 		if strings.HasSuffix(t, "*") {
 			t = strings.TrimSpace(strings.TrimRight(t, "*"))
+			if t == "struct task_struct" && x.text == "task" {
+				return x // curtask is one already
+			}
 			if strings.HasPrefix(t, "struct ") || strings.HasPrefix(t, "union ") {
 				return hx{text: "cast(" + x.integer().text + ", " + quote(t) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
 			}
