@@ -140,6 +140,7 @@ func (c *ctx) field(p Pos, name string, x hx) {
 	if x.kind == kBool {
 		x = x.integer()
 	}
+	c.checkConds(p, c.conds)
 	w, _ := c.when()
 	if c.event == nil || c.event.attrs[0].v != w {
 		ev := &action{kind: "event", name: c.eventName(), pos: p, hadTime: c.hadTime}
@@ -165,11 +166,8 @@ func (c *ctx) field(p Pos, name string, x hx) {
 	}
 }
 
+// addEvent adds an event, its condition already in attrs[0].
 func (c *ctx) addEvent(ev *action) {
-	// add without the when prefix handling: the event keeps its when in attrs[0].
-	for _, r := range ev.reads {
-		_ = r
-	}
 	c.h.actions = append(c.h.actions, ev)
 }
 

@@ -48,6 +48,9 @@ type hx struct {
 	nonzero bool
 	elems   []hx // a tuple's
 	stored  bool // read from a table
+	// gens are, for a condition, how many stores each table it reads had
+	// had in the handler when the condition held.
+	gens map[string]int
 }
 
 func atom(text string, k valKind, name string) hx {
@@ -75,7 +78,7 @@ func (x hx) boolean() hx {
 	case kStr:
 		return hx{text: x.paren(precEq) + ` != ""`, prec: precEq, kind: kBool, reads: x.reads, neg: x.paren(precEq) + ` == ""`}
 	}
-	return hx{text: x.paren(precEq) + " != 0", prec: precEq, kind: kBool, reads: x.reads}
+	return hx{text: x.paren(precEq) + " != 0", prec: precEq, kind: kBool, reads: x.reads, neg: x.paren(precEq) + " == 0"}
 }
 
 // integer is x as a number: a condition is 1 or 0.

@@ -234,7 +234,7 @@ func (p *parser) item() error {
 		if err != nil {
 			return err
 		}
-		if t.text == "" {
+		if t.text == "" || !isIdentStart(t.text[0]) {
 			return errAt(t.pos, "Syntax error", "Expected an attach point (kprobe:vfs_read, tracepoint:sched:sched_switch, BEGIN).")
 		}
 		pr.Attach = append(pr.Attach, Attach{Pos: t.pos, Text: t.text})

@@ -35,6 +35,34 @@ type ctx struct {
 	event   *action
 	hadTime bool
 	depth   int
+	// stores counts the stores into each table so far in the handler:
+	// a condition that reads a table changed since it held is not the
+	// condition bpftrace tested.
+	stores map[string]int
+}
+
+// hold is cond as tested now.
+func (c *ctx) hold(cond hx) hx {
+	cond.gens = map[string]int{}
+	for _, r := range cond.reads {
+		cond.gens[r] = c.stores[r]
+	}
+	return cond
+}
+
+// checkConds fails when a condition in force reads a table stored into
+// since it was tested.
+func (c *ctx) checkConds(p Pos, conds []hx) {
+	if c.t.pass != 2 {
+		return
+	}
+	for _, cond := range conds {
+		for r, g := range cond.gens {
+			if c.stores[r] != g {
+				c.t.fail(p, "Unsupported condition on a changed map", fmt.Sprintf("The condition around this reads the table %s, which a store before this in the block changed: here each statement tests its condition again, and would see the new value. Test the map into a $variable before storing into it, or split the block.", r))
+			}
+		}
+	}
 }
 
 func (c *ctx) special() bool { return c.h == nil }
@@ -53,6 +81,7 @@ func (c *ctx) when() (string, []string) {
 }
 
 func (c *ctx) add(a *action) {
+	c.checkConds(a.pos, c.conds)
 	w, reads := c.when()
 	if w != "" {
 		a.attrs = append([]kv{{"when", w}}, a.attrs...)
@@ -75,6 +104,9 @@ func (c *ctx) add(a *action) {
 }
 
 func (c *ctx) flush() {
+	for _, d := range c.deletes {
+		c.checkConds(d.pos, []hx{{gens: d.gens}})
+	}
 	c.h.actions = append(c.h.actions, c.deletes...)
 	c.deletes = nil
 }
@@ -105,12 +137,13 @@ func (c *ctx) stmts(list []Stmt) bool {
 				continue
 			}
 			before := c.snapshot()
+			cond = c.hold(cond)
 			c.conds = append(c.conds, cond)
 			thenRet := c.stmts(s.Then)
 			thenVars := c.snapshot()
 			c.conds = c.conds[:len(c.conds)-1]
 			c.vars = clone(before)
-			c.conds = append(c.conds, not(cond))
+			c.conds = append(c.conds, c.hold(not(cond)))
 			elseRet := c.stmts(s.Else)
 			elseVars := c.snapshot()
 			c.conds = c.conds[:len(c.conds)-1]
@@ -119,9 +152,9 @@ func (c *ctx) stmts(list []Stmt) bool {
 			case thenRet && elseRet:
 				return true
 			case thenRet:
-				c.conds = append(c.conds, not(cond))
+				c.conds = append(c.conds, c.hold(not(cond)))
 			case elseRet:
-				c.conds = append(c.conds, cond)
+				c.conds = append(c.conds, c.hold(cond))
 			}
 		default:
 			c.stmt(s)
@@ -318,6 +351,10 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 		}
 	}
 	c.add(&action{kind: "store", name: m.hcl, pos: s.Pos, attrs: []kv{{"key", keyList(keys)}, {"value", val.text}}, reads: joinReads(append(keys, val)...)})
+	if c.stores == nil {
+		c.stores = map[string]int{}
+	}
+	c.stores[m.hcl]++
 }
 
 func byTid(ref *MapRef) bool {
@@ -391,8 +428,8 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 	switch call.Name {
 	case "avg", "stats":
 		c.t.note("%s() of @%s: show prints the sum (%s_sum) and the count (%s_count); the average is their quotient.", call.Name, m.name, aggName(m), aggName(m))
-		c.aggregateAs(call.Pos, ref, m, "count", "", "_count")
-		c.aggregateAs(call.Pos, ref, m, "sum", value, "_sum")
+		c.aggregateAs(s.Pos, ref, m, "count", "", "_count")
+		c.aggregateAs(s.Pos, ref, m, "sum", value, "_sum")
 		return
 	case "lhist":
 		var lim []string
@@ -403,10 +440,10 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 			}
 			lim = append(lim, []string{"min", "max", "step"}[i]+"="+fmt.Sprint(n))
 		}
-		c.aggregateAs(call.Pos, ref, m, "lhist", value, append([]string{""}, lim...)...)
+		c.aggregateAs(s.Pos, ref, m, "lhist", value, append([]string{""}, lim...)...)
 		return
 	}
-	c.aggregateAs(call.Pos, ref, m, call.Name, value)
+	c.aggregateAs(s.Pos, ref, m, call.Name, value)
 }
 
 func aggName(m *mapInfo) string {
@@ -519,8 +556,10 @@ func (c *ctx) delete(call *Call) {
 		c.t.fail(call.Pos, "Unsupported delete", fmt.Sprintf("Deleting a key of the aggregation @%s has no equivalent: aggregations keep every key they counted.", name))
 	}
 	k := c.keys(r)
+	c.checkConds(call.Pos, c.conds)
 	w, reads := c.when()
 	a := &action{kind: "delete", name: m.hcl, pos: call.Pos, attrs: []kv{{"key", keyList(k)}}, reads: append(joinReads(k...), reads...)}
+	a.gens = c.hold(hx{reads: a.reads}).gens
 	if w != "" {
 		a.attrs = append([]kv{{"when", w}}, a.attrs...)
 	}

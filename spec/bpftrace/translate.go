@@ -48,9 +48,10 @@ type action struct {
 	attrs      []kv
 	fields     []kv // an event's
 	pos        Pos
-	reads      []string // tables its condition and values read
-	deletes    string   // a delete's table
-	hadTime    bool     // an event after time(): its time is the TIME column
+	reads      []string       // tables its condition and values read
+	deletes    string         // a delete's table
+	hadTime    bool           // an event after time(): its time is the TIME column
+	gens       map[string]int // a delete's: the stores its key and condition saw
 }
 
 type handler struct {

@@ -348,7 +348,7 @@ func (c *ctx) expand(m *Macro, args []Expr, at Pos, value bool) hx {
 		last, body = es.X, body[:len(body)-1]
 	}
 	inner.stmts(body)
-	c.deletes, c.deleted, c.event, c.hadTime = inner.deletes, inner.deleted, inner.event, inner.hadTime
+	c.deletes, c.deleted, c.event, c.hadTime, c.stores = inner.deletes, inner.deleted, inner.event, inner.hadTime, inner.stores
 	if last != nil {
 		return inner.expr(last)
 	}
