@@ -460,6 +460,9 @@ func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, kind, value string, ex
 	} else if len(extra) > 0 && extra[0] == "" {
 		extra = extra[1:]
 	}
+	if m.shared {
+		c.t.note("@%s is updated by several probes: each keeps its own %s %q, which show prints under it; together they are bpftrace's map.", aggName(m), kind, aggName(m)+suffix)
+	}
 	a := &action{kind: kind, name: aggName(m) + suffix, pos: p}
 	if value != "" {
 		a.attrs = append(a.attrs, kv{"value", value})

@@ -72,19 +72,24 @@ type outProbe struct {
 }
 
 type translator struct {
-	prog    *Program
-	pass    int
-	maps    map[string]*mapInfo
-	probes  []*outProbe
-	names   map[string]bool
-	columns []string // the header row BEGIN prints
-	notes   []string
-	pending []string // comments for the next probe
-	labels  []string // labels blocks, written
+	prog       *Program
+	pass       int
+	maps       map[string]*mapInfo
+	probes     []*outProbe
+	names      map[string]bool
+	columns    []string // the header row BEGIN prints
+	notes      []string
+	pending    []string // comments for the next probe
+	labels     []string // labels blocks, written
+	expansions int
 	// optional: config missing_probes = ignore or warn; every probe may
 	// be missing.
 	optional bool
 }
+
+// MaxExpansions bounds the macros a program expands (each may expand
+// others, twice each).
+const MaxExpansions = 10000
 
 type bailout struct{ err *Error }
 
@@ -126,6 +131,7 @@ func (t *translator) run() (err *Error) {
 		}
 	}()
 	t.probes, t.names, t.notes, t.pending, t.labels, t.columns = nil, map[string]bool{}, nil, nil, nil, nil
+	t.expansions = 0
 	for _, m := range t.maps {
 		m.uses, m.begin, m.elseUse = nil, nil, false
 	}

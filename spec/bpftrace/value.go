@@ -6,12 +6,25 @@ import (
 	"strings"
 )
 
+// MaxExprText bounds the text of one expression the import writes:
+// variables and macros are written out where they are used, and
+// $b = $a + $a; $c = $b + $b; ... doubles it each time.
+const MaxExprText = 64 << 10
+
 func (c *ctx) expr(e Expr) hx {
 	c.depth++
 	defer func() { c.depth-- }()
 	if c.depth > MaxNesting {
 		c.t.fail(e.At(), "Nested too deep", fmt.Sprintf("Expressions and macros nest at most %d deep.", MaxNesting))
 	}
+	x := c.exprOf(e)
+	if len(x.text) > MaxExprText {
+		c.t.fail(e.At(), "Expression too large", fmt.Sprintf("Written out with its variables and macros, this expression is over %d KiB.", MaxExprText>>10))
+	}
+	return x
+}
+
+func (c *ctx) exprOf(e Expr) hx {
 	switch e := e.(type) {
 	case *Num:
 		return atom(numText(e), kInt, "")
@@ -312,6 +325,10 @@ func (c *ctx) expand(m *Macro, args []Expr, at Pos, value bool) hx {
 	}
 	if c.depth > 50 {
 		c.t.fail(at, "Macro nested too deep", "Macros expand at most 50 deep.")
+	}
+	c.t.expansions++
+	if c.t.expansions > MaxExpansions {
+		c.t.fail(at, "Too many macro expansions", fmt.Sprintf("A program expands at most %d macros.", MaxExpansions))
 	}
 	inner := *c
 	inner.vars = map[string]*varVal{}
