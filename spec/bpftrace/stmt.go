@@ -309,9 +309,10 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 		}
 		m.kind = mAgg
 		if s.Op == "++" {
-			c.aggregateAs(s.Pos, ref, m, "count", "")
+			c.aggregateAs(s.Pos, ref, m, anonName(m, "count", hx{}), "count", "")
 		} else {
-			c.aggregateAs(s.Pos, ref, m, "sum", c.expr(s.RHS).integer().text)
+			v := c.expr(s.RHS).integer()
+			c.aggregateAs(s.Pos, ref, m, anonName(m, "sum", v), "sum", v.text)
 		}
 		return
 	case s.Op != "=":
@@ -418,8 +419,10 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 		c.t.fail(call.Pos, "Invalid aggregation", fmt.Sprintf("%s() takes %d argument(s).", call.Name, need))
 	}
 	var value string
+	base := anonName(m, call.Name, hx{})
 	if need > 0 {
 		v := c.expr(args[0])
+		base = anonName(m, call.Name, v)
 		if v.kind != kInt && v.kind != kBool {
 			c.t.fail(args[0].At(), "Unsupported aggregated value", fmt.Sprintf("%s() of a string or a decoded value has no equivalent: it aggregates numbers.", call.Name))
 		}
@@ -427,9 +430,9 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 	}
 	switch call.Name {
 	case "avg", "stats":
-		c.t.note("%s() of @%s: show prints the sum (%s_sum) and the count (%s_count); the average is their quotient.", call.Name, m.name, aggName(m), aggName(m))
-		c.aggregateAs(s.Pos, ref, m, "count", "", "_count")
-		c.aggregateAs(s.Pos, ref, m, "sum", value, "_sum")
+		c.t.note("%s() of @%s: show prints the sum (%s_sum) and the count (%s_count); the average is their quotient.", call.Name, m.name, base, base)
+		c.aggregateAs(s.Pos, ref, m, base, "count", "", "_count")
+		c.aggregateAs(s.Pos, ref, m, base, "sum", value, "_sum")
 		return
 	case "lhist":
 		var lim []string
@@ -440,20 +443,28 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 			}
 			lim = append(lim, []string{"min", "max", "step"}[i]+"="+fmt.Sprint(n))
 		}
-		c.aggregateAs(s.Pos, ref, m, "lhist", value, append([]string{""}, lim...)...)
+		c.aggregateAs(s.Pos, ref, m, base, "lhist", value, append([]string{""}, lim...)...)
 		return
 	}
-	c.aggregateAs(s.Pos, ref, m, call.Name, value)
+	c.aggregateAs(s.Pos, ref, m, base, call.Name, value)
 }
 
-func aggName(m *mapInfo) string {
-	if m.name == "" {
-		return "map"
+// anonName is the aggregation's name: the map's, or for bpftrace's
+// anonymous @, what it counts (calls) or the value's name (bytes).
+func anonName(m *mapInfo, kind string, v hx) string {
+	if m.name != "" {
+		return m.name
 	}
-	return m.name
+	if kind == "count" {
+		return "calls"
+	}
+	if n := identName(v.name); n != "" {
+		return n
+	}
+	return kind
 }
 
-func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, kind, value string, extra ...string) {
+func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, base, kind, value string, extra ...string) {
 	suffix := ""
 	if len(extra) > 0 && strings.HasPrefix(extra[0], "_") {
 		suffix, extra = extra[0], extra[1:]
@@ -461,9 +472,9 @@ func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, kind, value string, ex
 		extra = extra[1:]
 	}
 	if m.shared {
-		c.t.note("@%s is updated by several probes: each keeps its own %s %q, which show prints under it; together they are bpftrace's map.", aggName(m), kind, aggName(m)+suffix)
+		c.t.note("@%s is updated by several probes: each keeps its own %s %q, which show prints under it; together they are bpftrace's map.", m.name, kind, base+suffix)
 	}
-	a := &action{kind: kind, name: aggName(m) + suffix, pos: p}
+	a := &action{kind: kind, name: base + suffix, pos: p}
 	if value != "" {
 		a.attrs = append(a.attrs, kv{"value", value})
 	}
