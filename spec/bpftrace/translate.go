@@ -157,6 +157,9 @@ func (t *translator) run() (err *Error) {
 	for _, p := range t.prog.Probes {
 		t.probe(p)
 	}
+	if t.pass == 2 {
+		t.checkSeeds()
+	}
 	if len(t.probes) == 0 {
 		at := Pos{Line: 1, Col: 1}
 		if len(t.prog.Probes) > 0 {
@@ -165,6 +168,38 @@ func (t *translator) run() (err *Error) {
 		t.fail(at, "Nothing to measure", "The program has no probe with an equivalent that measures something (BEGIN, END and interval probes only print).")
 	}
 	return nil
+}
+
+// checkSeeds: BEGIN's stores into a map that is not a constant labels
+// table can only be the zero values bpftrace programs seed types with (a
+// table here starts empty, and a missing key reads as 0 or "").
+func (t *translator) checkSeeds() {
+	for _, name := range sortedKeys(t.maps) {
+		m := t.maps[name]
+		if m.kind == mLabels {
+			continue
+		}
+		for _, a := range m.begin {
+			if !zeroValue(a.RHS) {
+				t.fail(a.Pos, "Unsupported store in BEGIN", fmt.Sprintf("BEGIN stores a value into @%s, which probes also use: a table here starts empty (only a map BEGIN alone fills with strings is a constant labels table).", name))
+			}
+			t.note("BEGIN's zero values into @%s are left out: a table here starts empty, and a missing key reads as 0.", name)
+		}
+	}
+}
+
+func zeroValue(e Expr) bool {
+	switch e := e.(type) {
+	case *Num:
+		return e.Val == 0
+	case *Str:
+		return e.Val == ""
+	case *Cast:
+		return zeroValue(e.X)
+	case *Call:
+		return (e.Name == "ksym" || e.Name == "usym") && len(e.Args) == 1 && zeroValue(e.Args[0])
+	}
+	return false
 }
 
 // classify decides, after the first walk, what each map is.
