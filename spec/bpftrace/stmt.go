@@ -346,6 +346,9 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 		c.h.save = append(c.h.save, kv{m.hcl, val.text})
 		return
 	}
+	if c.deleted[m.hcl] && c.t.pass == 2 {
+		c.t.fail(s.Pos, "Store after delete", fmt.Sprintf("This stores into @%s after a delete from it in the block: here deletes take effect at the end of the probe, and would remove what this stores. Delete after storing, or store into another map.", name))
+	}
 	for _, v := range c.vars {
 		if slices.Contains(v.x.reads, m.hcl) && m.hcl != "" {
 			v.stale = name
@@ -525,6 +528,9 @@ func (c *ctx) call(call *Call) {
 		}
 		c.delete(call)
 	case "exit":
+		if c.family == "interval" {
+			c.t.note("exit() in an interval probe stopped bpftrace after it: probectl run -duration does.")
+		}
 		if printing {
 			return
 		}
