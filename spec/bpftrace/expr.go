@@ -46,8 +46,11 @@ type hx struct {
 	neg string
 	// nonzero: the value is never 0 (a saved ktime), so it is true.
 	nonzero bool
-	elems   []hx // a tuple's
-	stored  bool // read from a table
+	elems   []hx   // a tuple's
+	field   string // the kernel field it is, when it is one
+	// placeholder: bpftrace's ntop(0), giving a variable its type only.
+	placeholder bool
+	stored      bool // read from a table
 	// gens are, for a condition, how many stores each table it reads had
 	// had in the handler when the condition held.
 	gens map[string]int

@@ -103,11 +103,33 @@ func (c *ctx) add(a *action) {
 	c.h.actions = append(c.h.actions, a)
 }
 
+// flush adds the deletes, each after every delete whose key or condition
+// reads the table it deletes from.
 func (c *ctx) flush() {
 	for _, d := range c.deletes {
 		c.checkConds(d.pos, []hx{{gens: d.gens}})
 	}
-	c.h.actions = append(c.h.actions, c.deletes...)
+	left := c.deletes
+	for len(left) > 0 {
+		pick := -1
+		for i, d := range left {
+			readByOther := false
+			for j, o := range left {
+				if j != i && o.name != d.name && slices.Contains(o.reads, d.name) {
+					readByOther = true
+				}
+			}
+			if !readByOther {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			c.t.fail(left[0].pos, "Unsupported deletes", "These deletes each test a map another deletes from: here deletes take effect at the end of the probe, one after another, and no order keeps what each tested.")
+		}
+		c.h.actions = append(c.h.actions, left[pick])
+		left = append(left[:pick:pick], left[pick+1:]...)
+	}
 	c.deletes = nil
 }
 
@@ -115,7 +137,7 @@ func (c *ctx) flush() {
 func (c *ctx) stmts(list []Stmt) bool {
 	base := len(c.conds)
 	defer func() { c.conds = c.conds[:base] }()
-	for _, s := range list {
+	for i, s := range list {
 		switch s := s.(type) {
 		case *Return:
 			if c.special() {
@@ -136,25 +158,57 @@ func (c *ctx) stmts(list []Stmt) bool {
 				}
 				continue
 			}
+			// Both held as tested here, before either branch stores.
+			held, nheld := c.hold(cond), c.hold(not(cond))
 			before := c.snapshot()
-			cond = c.hold(cond)
-			c.conds = append(c.conds, cond)
+			c.conds = append(c.conds, held)
 			thenRet := c.stmts(s.Then)
 			thenVars := c.snapshot()
 			c.conds = c.conds[:len(c.conds)-1]
 			c.vars = clone(before)
-			c.conds = append(c.conds, c.hold(not(cond)))
+			c.conds = append(c.conds, nheld)
 			elseRet := c.stmts(s.Else)
 			elseVars := c.snapshot()
 			c.conds = c.conds[:len(c.conds)-1]
+			rest := list[i+1:]
+			if !thenRet && !elseRet && forks(before, thenVars, elseVars, rest) {
+				// A decoded value chosen by the if (ntop of one family or
+				// the other): the rest of the block once per branch.
+				// The paths exclude each other: what one deletes or stores
+				// the other does not see.
+				deleted, stores := copyBools(c.deleted), copyInts(c.stores)
+				c.vars = thenVars
+				c.conds = append(c.conds, held)
+				r1 := c.stmts(rest)
+				c.conds = c.conds[:len(c.conds)-1]
+				deleted1, stores1 := c.deleted, c.stores
+				c.deleted, c.stores, c.event = deleted, stores, nil
+				c.vars = elseVars
+				c.conds = append(c.conds, nheld)
+				r2 := c.stmts(rest)
+				c.conds = c.conds[:len(c.conds)-1]
+				for k, v := range deleted1 {
+					if c.deleted == nil {
+						c.deleted = map[string]bool{}
+					}
+					c.deleted[k] = c.deleted[k] || v
+				}
+				for k, v := range stores1 {
+					if c.stores == nil {
+						c.stores = map[string]int{}
+					}
+					c.stores[k] += v - stores[k]
+				}
+				return r1 && r2
+			}
 			c.merge(s, cond, before, thenVars, elseVars, thenRet, elseRet)
 			switch {
 			case thenRet && elseRet:
 				return true
 			case thenRet:
-				c.conds = append(c.conds, c.hold(not(cond)))
+				c.conds = append(c.conds, nheld)
 			case elseRet:
-				c.conds = append(c.conds, c.hold(cond))
+				c.conds = append(c.conds, held)
 			}
 		default:
 			c.stmt(s)
@@ -220,6 +274,101 @@ func (c *ctx) merge(s *If, cond hx, before, thenV, elseV map[string]*varVal, the
 			c.vars[name] = &varVal{set: true, x: hx{text: cond.paren(precCond+1) + " ? " + tv.x.paren(precCond+1) + " : " + ev.x.paren(precCond), prec: precCond, kind: tv.x.kind, name: tv.x.name, reads: joinReads(cond, tv.x, ev.x)}}
 		}
 	}
+}
+
+func copyBools(m map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyInts(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// forks says whether an if gave a variable that the rest of the block
+// reads a decoded value (ntop, ksym), a string or a stack, different ones
+// on its paths: a spec chooses none of those by a condition.
+func forks(before, thenV, elseV map[string]*varVal, rest []Stmt) bool {
+	for name, tv := range thenV {
+		ev := elseV[name]
+		if ev == nil || tv.x.text == ev.x.text {
+			continue
+		}
+		chosen := func(k valKind) bool { return k == kDisplay || k == kStr || k == kStack }
+		if (chosen(tv.x.kind) || chosen(ev.x.kind)) && usesVar(rest, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// usesVar says whether the statements read $name.
+func usesVar(list []Stmt, name string) bool {
+	found := false
+	var expr func(e Expr)
+	expr = func(e Expr) {
+		switch e := e.(type) {
+		case *Var:
+			found = found || e.Name == name
+		case *MapRef:
+			for _, k := range e.Keys {
+				expr(k)
+			}
+		case *Unary:
+			expr(e.X)
+		case *Binary:
+			expr(e.X)
+			expr(e.Y)
+		case *Cond:
+			expr(e.C)
+			expr(e.T)
+			expr(e.F)
+		case *Call:
+			for _, a := range e.Args {
+				expr(a)
+			}
+		case *Field:
+			expr(e.X)
+		case *Index:
+			expr(e.X)
+			expr(e.I)
+		case *Cast:
+			expr(e.X)
+		case *Tuple:
+			for _, a := range e.Elems {
+				expr(a)
+			}
+		}
+	}
+	var stmts func(l []Stmt)
+	stmts = func(l []Stmt) {
+		for _, s := range l {
+			switch s := s.(type) {
+			case *ExprStmt:
+				expr(s.X)
+			case *Assign:
+				if s.RHS != nil {
+					expr(s.RHS)
+				}
+				if m, ok := s.LHS.(*MapRef); ok {
+					expr(m)
+				}
+			case *If:
+				expr(s.Cond)
+				stmts(s.Then)
+				stmts(s.Else)
+			}
+		}
+	}
+	stmts(list)
+	return found
 }
 
 func same(a, b *varVal) bool { return a.x.text == b.x.text && a.set == b.set && a.stale == b.stale }

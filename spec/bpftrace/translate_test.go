@@ -178,6 +178,8 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { @s[tid] = kstack; }\nkretprobe:g { @n[@s[tid]] = count(); }", "1:22 Unsupported stack in a shared map"},
 		{"BEGIN { printf(\"hi\\n\"); }", "1:1 Nothing to measure"},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @x[tid] = 2; }", "2:35 Store after delete"},
+		{"kprobe:f { @n[bswap(arg0)] = count(); }", "1:15 Unsupported bswap()"},
+		{"kprobe:f { $a = ntop(0); @n[$a] = count(); }", "1:29 Unsupported ntop(0)"},
 		{"BEGIN { @x[0] = 5; }\ntracepoint:a:b { @n[@x[0]] = count(); @x[1] = 2; }", "1:9 Unsupported store in BEGIN"},
 		{"kprobe:f { @n = count() }}", "1:26 Syntax error"},
 		{"kprobe:f { $x = \"a", "1:17 Unterminated string"},

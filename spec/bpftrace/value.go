@@ -51,6 +51,9 @@ func (c *ctx) exprOf(e Expr) hx {
 			c.t.fail(e.Pos, "Unsupported stale variable", fmt.Sprintf("$%s holds what @%s held before a store changed it: here a value is read where it is used.", e.Name, v.stale))
 		}
 		x := v.x
+		if x.placeholder {
+			c.t.fail(e.Pos, "Unsupported ntop(0)", fmt.Sprintf("$%s is still ntop(0), bpftrace's placeholder, here: it has no equivalent; a decoded value is chosen where it is shown.", e.Name))
+		}
 		if x.name == "" {
 			x.name = e.Name
 		}
@@ -115,7 +118,7 @@ func (c *ctx) exprOf(e Expr) hx {
 		if x.prec < precAtom || x.kind == kDisplay || x.kind == kStr && !strings.HasPrefix(x.text, "args") {
 			c.t.fail(e.Pos, "Unsupported field access", fmt.Sprintf(".%s of a computed value has no equivalent: fields are read from args, task, a cast or a struct they lead to.", e.Name))
 		}
-		return hx{text: x.text + "." + e.Name, prec: precAtom, kind: kInt, reads: x.reads, name: e.Name}
+		return hx{text: x.text + "." + e.Name, prec: precAtom, kind: kInt, reads: x.reads, name: e.Name, field: e.Name}
 	case *Index:
 		c.t.fail(e.Pos, "Unsupported index", "Indexing a value ([i]) has no equivalent: arrays and strings are read whole.")
 	case *Cast:
@@ -448,7 +451,9 @@ func (c *ctx) callValue(e *Call) hx {
 			six = af == 10
 		}
 		if n, ok := constInt(addr); ok && n == 0 {
-			c.t.fail(addr.At(), "Unsupported ntop(0)", "ntop(0), a placeholder, has no equivalent: a decoded value is chosen where it is shown.")
+			// bpftrace's placeholder, to give a variable its type: an
+			// error where it is shown.
+			return hx{kind: kDisplay, prec: precAtom, placeholder: true, name: "addr"}
 		}
 		if six {
 			return wrap("inet6", kDisplay, c.expr(addr))
@@ -494,6 +499,15 @@ func (c *ctx) callValue(e *Call) hx {
 	case "syscall_name":
 		args(1, 1)
 		return wrap("syscall_name", kDisplay, c.expr(e.Args[0]).integer())
+	case "bswap":
+		args(1, 1)
+		x := c.expr(e.Args[0])
+		bits, ok := byteOrderFields[x.field]
+		if !ok {
+			c.t.fail(e.Pos, "Unsupported bswap()", "bswap() of a value of a width not known here has no equivalent: ntohs(x) and ntohl(x) take 16 or 32 bits from network order (only struct sock's ports and addresses are known by name).")
+		}
+		f := map[int]string{16: "ntohs", 32: "ntohl"}[bits]
+		return hx{text: f + "(" + x.integer().text + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
 	case "kptr", "uptr":
 		args(1, 1)
 		return c.expr(e.Args[0])
@@ -509,6 +523,11 @@ func (c *ctx) callValue(e *Call) hx {
 	c.t.fail(e.Pos, "Unsupported "+e.Name+"()", fmt.Sprintf("%s() has no equivalent here.", e.Name))
 	return hx{}
 }
+
+// byteOrderFields are the kernel's fields in network byte order, by
+// name, with their width: struct sock_common's, whose types (__be16,
+// __be32) the kernel's ABI keeps, and sockaddr_in's.
+var byteOrderFields = map[string]int{"skc_dport": 16, "sin_port": 16, "sin6_port": 16, "skc_daddr": 32, "skc_rcv_saddr": 32}
 
 func constIntText(s string) (int64, bool) {
 	n, err := strconv.ParseInt(s, 10, 64)
