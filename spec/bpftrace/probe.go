@@ -265,7 +265,10 @@ func (t *translator) special(p *Probe, fam string) {
 		t.fail(p.Filter.At(), "Unsupported filter on "+fam, "A filter on "+fam+" has no equivalent.")
 	}
 	c.stmts(p.Body)
-	if fam == "interval" {
+	switch {
+	case fam == "interval" && c.exited:
+		t.note("%s stopped bpftrace with exit(): probectl run -duration %s does.", p.Attach[0].Text, intervalOf(p.Attach[0].Text))
+	case fam == "interval":
 		t.note("%s printed the maps each interval: probectl run -interval %s prints what each interval added.", p.Attach[0].Text, intervalOf(p.Attach[0].Text))
 	}
 }

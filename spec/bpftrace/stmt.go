@@ -39,6 +39,7 @@ type ctx struct {
 	// a condition that reads a table changed since it held is not the
 	// condition bpftrace tested.
 	stores map[string]int
+	exited bool // exit() was called (in an interval probe: the run's length)
 }
 
 // hold is cond as tested now.
@@ -677,9 +678,7 @@ func (c *ctx) call(call *Call) {
 		}
 		c.delete(call)
 	case "exit":
-		if c.family == "interval" {
-			c.t.note("exit() in an interval probe stopped bpftrace after it: probectl run -duration does.")
-		}
+		c.exited = true
 		if printing {
 			return
 		}

@@ -196,3 +196,27 @@ func TestImportRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestImportOneLiners imports the one-liners of bpftrace's tutorial,
+// old syntax (args->x) and new, each to a spec that validates.
+func TestImportOneLiners(t *testing.T) {
+	for _, bt := range []string{
+		`tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }`,
+		`tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }`,
+		`tracepoint:syscalls:sys_exit_read /pid == 18644/ { @bytes = hist(args->ret); }`,
+		`kretprobe:vfs_read { @bytes = lhist(retval, 0, 2000, 200); }`,
+		`kprobe:vfs_read { @start[tid] = nsecs; } kretprobe:vfs_read /@start[tid]/ { @ns[comm] = hist(nsecs - @start[tid]); delete(@start[tid]); }`,
+		`profile:hz:99 /pid == 189/ { @[ustack] = count(); }`,
+		`tracepoint:block:block_rq_insert { @[kstack] = count(); }`,
+		`kprobe:do_nanosleep { printf("PID %d sleeping...\n", pid); }`,
+		`tracepoint:syscalls:sys_enter_* { @[probe] = count(); }`,
+		`kfunc:vfs_read { @[comm] = sum(args->count); }`,
+		`t:syscalls:sys_enter_kill /args.sig == 9/ { @kills[comm, args.pid] = count(); }`,
+		`kprobe:vfs_* { @[func] = count(); } interval:s:5 { exit(); }`,
+		`uprobe:/bin/bash:readline { @calls = count(); } uretprobe:/bin/bash:readline { @lines[pid] = count(); }`,
+	} {
+		if _, diags := Import("one.bt", []byte(bt)); diags.HasErrors() {
+			t.Errorf("%s: %v", bt, diags)
+		}
+	}
+}
