@@ -48,6 +48,10 @@ type hx struct {
 	nonzero bool
 	elems   []hx   // a tuple's
 	field   string // the kernel field it is, when it is one
+	// deco and arg: a decoder of one number (inet(x)), which a table
+	// keeps as the number.
+	deco string
+	arg  *hx
 	// placeholder: bpftrace's ntop(0), giving a variable its type only.
 	placeholder bool
 	stored      bool // read from a table

@@ -475,6 +475,12 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 	if val.kind == kTuple {
 		c.t.fail(s.RHS.At(), "Unsupported stored tuple", "A tuple as a map's value has no equivalent: store each value in a map of its own.")
 	}
+	if val.deco != "" {
+		if m.deco != "" && m.deco != val.deco {
+			c.t.fail(s.RHS.At(), "Unsupported stored value", fmt.Sprintf("@%s holds values decoded by %s and by %s: a table keeps numbers shown one way.", name, m.deco, val.deco))
+		}
+		m.deco, val = val.deco, *val.arg
+	}
 	if val.kind == kDisplay || val.kind == kTime || val.kind == kJoin {
 		c.t.fail(s.RHS.At(), "Unsupported stored value", "A decoded value (ntop, ksym, usym, strftime, join) is shown, not stored: store the number and decode it where it is printed.")
 	}

@@ -37,8 +37,9 @@ type mapInfo struct {
 	decl    *MapDecl
 	begin   []*Assign // stores in BEGIN
 	uses    []mapUse
-	elseUse bool // used where a saved value cannot be (BEGIN aside)
-	shared  bool // used by more than one spec probe
+	elseUse bool   // used where a saved value cannot be (BEGIN aside)
+	shared  bool   // used by more than one spec probe
+	deco    string // the decoder its values are shown through
 }
 
 type kv struct{ k, v string }

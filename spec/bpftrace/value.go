@@ -305,6 +305,9 @@ func (c *ctx) mapRead(e *MapRef) hx {
 				}
 				x := atom("entry."+m.hcl, m.val, name)
 				x.nonzero = u.value == "ktime"
+				if m.deco != "" {
+					x = atom(m.deco+"(entry."+m.hcl+")", kDisplay, name)
+				}
 				return x
 			}
 		}
@@ -316,6 +319,9 @@ func (c *ctx) mapRead(e *MapRef) hx {
 	text := m.hcl + "[" + keys[0].text + "]"
 	if len(keys) > 1 {
 		text = m.hcl + "[" + keyList(keys) + "]"
+	}
+	if m.deco != "" {
+		return hx{text: m.deco + "(" + text + ")", prec: precAtom, kind: kDisplay, reads: append(joinReads(keys...), m.hcl), name: name}
 	}
 	return hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name, stored: true}
 }
@@ -393,7 +399,11 @@ func (c *ctx) callValue(e *Call) hx {
 		if len(xs) > 0 {
 			name = xs[0].name
 		}
-		return hx{text: f + "(" + strings.Join(s, ", ") + ")", prec: precAtom, kind: k, reads: joinReads(xs...), name: name}
+		x := hx{text: f + "(" + strings.Join(s, ", ") + ")", prec: precAtom, kind: k, reads: joinReads(xs...), name: name}
+		if k == kDisplay && len(xs) == 1 && xs[0].kind == kInt && storableDecoders[f] {
+			x.deco, x.arg = f, &xs[0]
+		}
+		return x
 	}
 	if c.special() && e.Name != "getopt" {
 		c.t.fail(e.Pos, "Unsupported "+e.Name+"() in "+c.family, fmt.Sprintf("%s() in %s has no equivalent: %s only prints here.", e.Name, c.family, c.family))
@@ -523,6 +533,11 @@ func (c *ctx) callValue(e *Call) hx {
 	c.t.fail(e.Pos, "Unsupported "+e.Name+"()", fmt.Sprintf("%s() has no equivalent here.", e.Name))
 	return hx{}
 }
+
+// storableDecoders are the decoders of a number that a table can keep
+// the number of, decoding it where it is read (bpftrace stores the
+// decoded value).
+var storableDecoders = map[string]bool{"inet": true, "ksym": true, "errno_name": true, "syscall_name": true, "cgroup_path": true}
 
 // byteOrderFields are the kernel's fields in network byte order, by
 // name, with their width: struct sock_common's, whose types (__be16,
