@@ -150,7 +150,7 @@ func (c *ctx) field(p Pos, name string, x hx) {
 		c.event = ev
 	}
 	name = identName(name)
-	if name == "" || reserved[name] && false {
+	if name == "" {
 		name = "value"
 	}
 	base := name
@@ -321,9 +321,6 @@ func (t *translator) write(source string) ([]byte, []lineMark) {
 		for i, h := range []*handler{p.entry, p.exit} {
 			if h == nil {
 				continue
-			}
-			if i == 1 && p.entry == nil {
-				// on_exit alone
 			}
 			b.WriteString("\n  " + []string{"on_entry", "on_exit"}[i] + " {\n")
 			if h.when != "" {

@@ -112,9 +112,6 @@ func (t *translator) mapOf(name string) *mapInfo {
 	m, ok := t.maps[name]
 	if !ok {
 		m = &mapInfo{name: name}
-		if name == "" {
-			m.name = ""
-		}
 		t.maps[name] = m
 	}
 	return m
@@ -131,7 +128,7 @@ func (t *translator) run() (err *Error) {
 			err = b.err
 		}
 	}()
-	t.probes, t.names, t.notes, t.pending, t.labels, t.columns = nil, map[string]bool{}, nil, nil, nil, nil
+	t.probes, t.names, t.notes, t.pending, t.columns = nil, map[string]bool{}, nil, nil, nil
 	t.expansions = 0
 	for _, m := range t.maps {
 		m.uses, m.begin, m.elseUse = nil, nil, false
