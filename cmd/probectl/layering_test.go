@@ -68,6 +68,7 @@ var layers = map[string][]string{
 	"bpf/symbols":            {"bpf"},
 	"spec":                   {"bpf"},
 	"spec/spectest":          {"spec"},
+	"spec/bpftrace":          {"spec"},
 	"compiler/internal/emit": {},
 	"compiler/compiled":      {"bpf", "bpf/sys"},
 	"compiler":               {"spec", "compiler/compiled", "compiler/internal/emit", "bpf", "bpf/symbols"},
@@ -87,7 +88,7 @@ var layers = map[string][]string{
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
 	"fleet/podwatch":         {"internal/pods"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "spec/bpftrace", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},

@@ -63,6 +63,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newValidateCmd(),
 		newFmtCmd(),
+		newImportCmd(),
 		newPlanCmd(g),
 		newApplyCmd(g),
 		newDestroyCmd(g),

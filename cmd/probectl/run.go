@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/examples"
 	"github.com/probectl/probectl/internal/engine"
@@ -22,6 +23,7 @@ import (
 	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec"
+	"github.com/probectl/probectl/spec/bpftrace"
 	"github.com/spf13/cobra"
 )
 
@@ -51,8 +53,9 @@ func (o *runOptions) check() error {
 
 func newRunCmd() *cobra.Command {
 	var o runOptions
+	var program string
 	cmd := &cobra.Command{
-		Use:   "run [PATH...] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
+		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -66,7 +69,8 @@ find the buffer full are dropped, counted and reported as they happen; at
 exit the buffer is drained and the totals printed. An aggregation keyed
 by stacks prints its samples, lost and distinct stacks and the 10 largest
 (-v: all). With no PATH it runs the built-in example: tracepoints on
-system calls.
+system calls. A bpftrace program (FILE.bt, or -e PROGRAM) runs as the
+spec probectl import writes of it.
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end):
@@ -80,6 +84,7 @@ system calls.
                -symbols DIR[:DIR] where to find exited processes' files)
   -pprof FILE.pb.gz
                at the end, write the pprof profile show -pprof writes
+  -e PROGRAM   run this bpftrace program (as probectl import takes it)
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
@@ -90,13 +95,14 @@ system calls.
 			if err := o.check(); err != nil {
 				return err
 			}
-			cfg, out, err := compileRun(cmd, args)
+			cfg, out, err := compileRun(cmd, args, program)
 			if err != nil {
 				return err
 			}
 			return runProbes(cmd, cfg, out, o)
 		},
 	}
+	cmd.Flags().StringVarP(&program, "program", "e", "", "run this bpftrace program")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
@@ -109,13 +115,45 @@ system calls.
 	return cmd
 }
 
-// compileRun compiles the specs at args for the live kernel, or with no
-// args the built-in example.
-func compileRun(cmd *cobra.Command, args []string) (*spec.Config, *compiler.Output, error) {
-	if len(args) == 0 {
+// compileRun compiles the specs at args for the live kernel, a bpftrace
+// program (one FILE.bt, or -e PROGRAM) as probectl import writes it, or
+// with neither the built-in example.
+func compileRun(cmd *cobra.Command, args []string, program string) (*spec.Config, *compiler.Output, error) {
+	switch {
+	case program != "" && len(args) > 0:
+		fmt.Fprintln(cmd.ErrOrStderr(), "Error: -e PROGRAM runs that program alone: give no PATH with it")
+		return nil, nil, exitError{2}
+	case program != "":
+		return compileBpftrace(cmd, "-e", []byte(program))
+	case len(args) == 1 && strings.HasSuffix(args[0], ".bt"):
+		src, d := spec.ReadFile(args[0])
+		if d != nil {
+			termtext.Diagnostics(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
+			return nil, nil, exitError{1}
+		}
+		return compileBpftrace(cmd, args[0], src)
+	case len(args) == 0:
 		return compileDemo(cmd)
 	}
 	return compileLive(cmd, args, spec.Policy{})
+}
+
+// compileBpftrace imports a bpftrace program and compiles the spec.
+func compileBpftrace(cmd *cobra.Command, name string, src []byte) (*spec.Config, *compiler.Output, error) {
+	text, diags := bpftrace.Import(name, src)
+	if diags.HasErrors() {
+		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
+		return nil, nil, exitError{1}
+	}
+	cfg, err := parseSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": text})
+	if err != nil {
+		return nil, nil, err
+	}
+	facts, err := engine.TargetFacts("auto", cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return compileFor(cmd, cfg, facts, spec.Policy{})
 }
 
 func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {

@@ -1,0 +1,13 @@
+// Package bpftrace imports bpftrace programs as specs: a lexer and parser
+// for .bt files (the preamble, probes with their attach points, filters
+// and blocks, bpftrace's expressions with their precedence, macros), every
+// node at its line and column, and a translator that writes the spec the
+// program means, as HCL text in the canonical format, keeping the file's
+// header and comments. What has no equivalent in a spec stops the import
+// with a diagnostic at the .bt file's line and column that names the
+// construct and what is missing: never a spec that measures something
+// else.
+//
+// Package bpftrace imports spec (to check what it writes) and never
+// loads anything into a kernel.
+package bpftrace

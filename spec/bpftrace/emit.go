@@ -1,0 +1,391 @@
+package bpftrace
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/probectl/probectl/spec"
+)
+
+// conversion is one %-conversion of a printf format, with the text before it.
+type conversion struct {
+	before string
+	verb   byte
+}
+
+func conversions(format string) []conversion {
+	var out []conversion
+	var text strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			text.WriteByte(format[i])
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			text.WriteByte('%')
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("-+ #0123456789.lhzj", format[j]) >= 0 {
+			j++
+		}
+		if j >= len(format) {
+			break
+		}
+		out = append(out, conversion{before: text.String(), verb: format[j]})
+		text.Reset()
+		i = j
+	}
+	return out
+}
+
+func (c *ctx) printf(call *Call) {
+	if len(call.Args) == 0 {
+		c.t.fail(call.Pos, "Invalid printf", "printf takes a format.")
+	}
+	f, ok := call.Args[0].(*Str)
+	if !ok {
+		if c.family == "END" {
+			return
+		}
+		c.t.fail(call.Args[0].At(), "Unsupported printf format", "printf's format is a string literal.")
+	}
+	convs := conversions(f.Val)
+	if len(convs) != len(call.Args)-1 {
+		c.t.fail(call.Pos, "Invalid printf", fmt.Sprintf("The format has %d conversion(s) for %d value(s).", len(convs), len(call.Args)-1))
+	}
+	if c.special() {
+		if c.family == "BEGIN" {
+			literal := true
+			for _, a := range call.Args[1:] {
+				if _, ok := a.(*Str); !ok {
+					literal = false
+				}
+			}
+			if literal {
+				// The header row as printed: the format's words and its values'.
+				var row strings.Builder
+				for i, cv := range convs {
+					row.WriteString(cv.before + " " + call.Args[i+1].(*Str).Val + " ")
+				}
+				if len(convs) > 0 || !strings.Contains(f.Val, "...") {
+					row.WriteString(tailText(f.Val))
+					c.t.columns = append(c.t.columns, strings.Fields(row.String())...)
+				}
+			}
+		}
+		for _, a := range call.Args[1:] {
+			if _, ok := a.(*Str); !ok && c.family == "interval" {
+				c.t.fail(a.At(), "Unsupported printf in interval", "printf of a value in an interval probe has no equivalent: probectl run -interval prints the aggregations each interval.")
+			}
+		}
+		return
+	}
+	for i, a := range call.Args[1:] {
+		x := c.expr(a)
+		if x.kind == kTuple {
+			c.t.fail(a.At(), "Unsupported tuple", "Printing a tuple has no equivalent: print its elements.")
+		}
+		if x.kind == kTime {
+			c.hadTime = true
+			continue
+		}
+		switch convs[i].verb {
+		case 'x', 'X', 'p':
+			x = hx{text: "hex(" + x.integer().text + ")", prec: precAtom, kind: kDisplay, reads: x.reads, name: x.name}
+		case 'c':
+			c.t.fail(a.At(), "Unsupported %c", "A character conversion has no equivalent: the number is printed.")
+		case 'r':
+			c.t.fail(a.At(), "Unsupported %r", "A buffer conversion has no equivalent.")
+		}
+		name := trailingWord(convs[i].before)
+		if name == "" {
+			name = x.name
+		}
+		c.field(a.At(), name, x)
+	}
+}
+
+// tailText is the format's text after its last conversion.
+func tailText(format string) string {
+	i := strings.LastIndexAny(format, "sdux")
+	if j := strings.LastIndex(format, "%"); j >= 0 && i > j {
+		return format[i+1:]
+	}
+	if strings.Contains(format, "%") {
+		return ""
+	}
+	return format
+}
+
+func trailingWord(s string) string {
+	s = strings.TrimRight(s, "=: ")
+	i := len(s)
+	for i > 0 && isIdent(s[i-1]) {
+		i--
+	}
+	if i == len(s) || (i > 0 && s[i-1] != ' ' && s[i-1] != '(' && s[i-1] != ',') {
+		return ""
+	}
+	return identName(s[i:])
+}
+
+// field adds a value to the event the printfs of this place print.
+func (c *ctx) field(p Pos, name string, x hx) {
+	if x.kind == kBool {
+		x = x.integer()
+	}
+	c.checkConds(p, c.conds)
+	w, _ := c.when()
+	if c.event == nil || c.event.attrs[0].v != w {
+		ev := &action{kind: "event", name: c.eventName(), pos: p, hadTime: c.hadTime}
+		ev.attrs = []kv{{"when", w}}
+		c.event = nil
+		c.addEvent(ev)
+		c.event = ev
+	}
+	name = identName(name)
+	if name == "" {
+		name = "value"
+	}
+	base := name
+	for i := 2; c.event.hasField(name); i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	c.event.fields = append(c.event.fields, kv{name, x.text})
+	c.event.reads = append(c.event.reads, x.reads...)
+	for _, r := range x.reads {
+		if c.deleted[r] && c.t.pass == 2 {
+			c.t.fail(p, "Read after delete", "This reads a map a delete before it in the block removed the key from; here deletes take effect at the end of the probe.")
+		}
+	}
+}
+
+// addEvent adds an event, its condition already in attrs[0].
+func (c *ctx) addEvent(ev *action) {
+	c.h.actions = append(c.h.actions, ev)
+}
+
+func (a *action) hasField(n string) bool {
+	for _, f := range a.fields {
+		if f.k == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *ctx) eventName() string {
+	n := c.op.name
+	name := n
+	for i := 2; c.op.hasAction(name); i++ {
+		name = fmt.Sprintf("%s_%d", n, i)
+	}
+	return name
+}
+
+func (o *outProbe) hasAction(n string) bool {
+	for _, h := range []*handler{o.entry, o.exit} {
+		if h == nil {
+			continue
+		}
+		for _, a := range h.actions {
+			if a.name == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Import translates a bpftrace program into a spec: HCL in the canonical
+// format. The diagnostics are at the .bt file's lines and columns.
+func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
+	prog, err := Parse(src)
+	if err != nil {
+		e, ok := err.(*Error)
+		if !ok {
+			e = &Error{Pos: Pos{Line: 1, Col: 1}, Summary: "Invalid program", Detail: err.Error()}
+		}
+		return nil, diag(filename, e)
+	}
+	t := &translator{prog: prog, maps: map[string]*mapInfo{}}
+	t.pass = 1
+	if e := t.run(); e != nil {
+		return nil, diag(filename, e)
+	}
+	t.classify()
+	t.pass = 2
+	if e := t.run(); e != nil {
+		return nil, diag(filename, e)
+	}
+	out, lines := t.write(filepath.Base(filename))
+	formatted := hclwrite.Format(out)
+	hclName := strings.TrimSuffix(filename, filepath.Ext(filename)) + ".hcl"
+	if _, diags := spec.Parse(map[string][]byte{hclName: formatted}); diags.HasErrors() {
+		// The spec the import wrote does not check: say so at the probe
+		// of the .bt file it came from.
+		var out hcl.Diagnostics
+		for _, d := range diags {
+			at := Pos{Line: 1, Col: 1}
+			text := ""
+			if d.Subject != nil {
+				for _, l := range lines {
+					if d.Subject.Start.Line >= l.line {
+						at = l.pos
+					}
+				}
+				ls := strings.Split(string(formatted), "\n")
+				if d.Subject.Start.Line-1 < len(ls) {
+					text = strings.TrimSpace(ls[d.Subject.Start.Line-1])
+				}
+			}
+			out = append(out, diag(filename, &Error{Pos: at, Summary: "No equivalent: " + d.Summary,
+				Detail: fmt.Sprintf("The spec this probe becomes does not check: %s (in `%s`).", strings.TrimSpace(d.Detail), text)})...)
+		}
+		return nil, out[:1]
+	}
+	return formatted, nil
+}
+
+func diag(filename string, e *Error) hcl.Diagnostics {
+	p := hcl.Pos{Line: e.Pos.Line, Column: e.Pos.Col, Byte: e.Pos.Off}
+	end := p
+	end.Column++
+	end.Byte++
+	return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: e.Summary, Detail: e.Detail, Subject: &hcl.Range{Filename: filename, Start: p, End: end}}}
+}
+
+type lineMark struct {
+	line int
+	pos  Pos
+}
+
+func comments(b *strings.Builder, lines []string, indent string) {
+	for _, l := range lines {
+		l = strings.TrimRight(l, " \t")
+		if strings.TrimSpace(l) == "" {
+			b.WriteString(indent + "#\n")
+			continue
+		}
+		if !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t") {
+			l = " " + l
+		}
+		b.WriteString(indent + "#" + l + "\n")
+	}
+}
+
+// write renders the spec; lines say where each probe of the .bt file starts.
+func (t *translator) write(source string) ([]byte, []lineMark) {
+	var b strings.Builder
+	comments(&b, t.prog.Header, "")
+	if len(t.prog.Header) > 0 {
+		b.WriteString("#\n")
+	}
+	b.WriteString("# Imported from " + source + " by probectl import.\n")
+	for _, n := range t.notes {
+		comments(&b, []string{"- " + n}, "")
+	}
+	var marks []lineMark
+	for _, name := range sortedKeys(t.maps) {
+		m := t.maps[name]
+		switch m.kind {
+		case mLabels:
+			fmt.Fprintf(&b, "\nlabels %q {\n  values = {\n", m.hcl)
+			for _, a := range m.begin {
+				k, _ := constInt(a.LHS.(*MapRef).Keys[0])
+				fmt.Fprintf(&b, "    %s = %s\n", strconv.Quote(strconv.FormatInt(k, 10)), quote(a.RHS.(*Str).Val))
+			}
+			b.WriteString("  }\n}\n")
+		case mTable:
+			fmt.Fprintf(&b, "\ntable %q {\n", m.hcl)
+			if m.decl != nil {
+				fmt.Fprintf(&b, "  max_keys = %d\n", m.decl.Size)
+			}
+			b.WriteString("}\n")
+		}
+	}
+	for _, p := range t.probes {
+		b.WriteString("\n")
+		marks = append(marks, lineMark{line: strings.Count(b.String(), "\n") + 1, pos: p.pos})
+		comments(&b, p.comments, "")
+		fmt.Fprintf(&b, "probe %q %q {\n", p.kind, p.name)
+		for _, a := range p.attrs {
+			fmt.Fprintf(&b, "  %s = %s\n", a.k, a.v)
+		}
+		for i, h := range []*handler{p.entry, p.exit} {
+			if h == nil {
+				continue
+			}
+			b.WriteString("\n  " + []string{"on_entry", "on_exit"}[i] + " {\n")
+			if h.when != "" {
+				fmt.Fprintf(&b, "    when = %s\n", h.when)
+			}
+			if len(h.save) > 0 {
+				var s []string
+				for _, kv := range h.save {
+					s = append(s, kv.k+" = "+kv.v)
+				}
+				fmt.Fprintf(&b, "    save = { %s }\n", strings.Join(s, ", "))
+			}
+			for _, a := range h.actions {
+				t.writeAction(&b, a)
+			}
+			b.WriteString("  }\n")
+		}
+		if p.entry == nil && p.exit == nil {
+			b.WriteString("  on_entry {\n  }\n")
+		}
+		b.WriteString("}\n")
+	}
+	if len(t.pending) > 0 {
+		b.WriteString("\n")
+		comments(&b, t.pending, "")
+	}
+	return []byte(b.String()), marks
+}
+
+func (t *translator) writeAction(b *strings.Builder, a *action) {
+	fmt.Fprintf(b, "    %s %q {\n", a.kind, a.name)
+	for _, kv := range a.attrs {
+		if kv.v == "" {
+			continue
+		}
+		fmt.Fprintf(b, "      %s = %s\n", kv.k, kv.v)
+	}
+	if a.kind == "event" {
+		fields := a.fields
+		cols := t.columns
+		if a.hadTime && len(cols) > 0 && cols[0] == "TIME" {
+			cols = cols[1:]
+		}
+		if len(cols) == len(fields) && len(cols) > 0 {
+			renamed := make([]kv, len(fields))
+			seen := map[string]bool{}
+			ok := true
+			for i, f := range fields {
+				n := identName(cols[i])
+				if n == "" || seen[n] {
+					ok = false
+					break
+				}
+				seen[n] = true
+				renamed[i] = kv{n, f.v}
+			}
+			if ok {
+				fields = renamed
+			}
+		}
+		b.WriteString("      fields = {\n")
+		for _, f := range fields {
+			fmt.Fprintf(b, "        %s = %s\n", f.k, f.v)
+		}
+		b.WriteString("      }\n")
+	}
+	b.WriteString("    }\n")
+}

@@ -1,0 +1,222 @@
+package bpftrace
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// body is the spec without its comment lines and blank lines.
+func body(out []byte) string {
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		lines = append(lines, strings.TrimRight(l, " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestImportPatterns holds the translation of each pattern the hand
+// ports use to the spec it must write, exactly.
+func TestImportPatterns(t *testing.T) {
+	for _, tc := range []struct{ name, bt, want string }{
+		{"entry and exit of the same functions are one probe; @start[tid] a saved value", `
+kprobe:vfs_read, kprobe:vfs_write { @start[tid] = nsecs; }
+kretprobe:vfs_read, kretprobe:vfs_write /@start[tid]/ {
+  @us[func] = hist((nsecs - @start[tid]) / 1000);
+  delete(@start, tid);
+}`, `probe "kernel" "vfs_read" {
+  functions = ["vfs_read", "vfs_write"]
+  on_entry {
+    save = { start = ktime }
+  }
+  on_exit {
+    hist "us" {
+      value = (ktime - entry.start) / 1000
+      by    = [func]
+    }
+  }
+}`},
+		{"a map read by another probe is a table; deletes come last", `
+tracepoint:syscalls:sys_enter_kill { @sig[tid] = args.sig; }
+tracepoint:syscalls:sys_exit_kill /@sig[tid]/ {
+  delete(@sig, tid);
+  @r[comm] = count();
+}`, `table "sig" {
+}
+probe "tracepoint" "sys_enter_kill" {
+  event = "syscalls:sys_enter_kill"
+  on_entry {
+    store "sig" {
+      key   = [tid]
+      value = args.sig
+    }
+  }
+}
+probe "tracepoint" "sys_exit_kill" {
+  event = "syscalls:sys_exit_kill"
+  on_entry {
+    when = sig[tid] != 0
+    count "r" {
+      by = [comm]
+    }
+    delete "sig" {
+      key = [tid]
+    }
+  }
+}`},
+		{"if, else and return are conditions; ternaries, casts and bit operators", `
+#define MASK 0xff
+tracepoint:sched:sched_switch {
+  if (args.next_pid == 0) { return; }
+  if (args.prev_state & MASK) {
+    @a = count();
+  } else {
+    @b[(uint32)args.prev_pid > 10 ? 1 : 0] = sum(args.prev_prio << 2);
+  }
+}`, `probe "tracepoint" "sched_switch" {
+  event = "sched:sched_switch"
+  on_entry {
+    count "a" {
+      when = args.next_pid != 0 && band(args.prev_state, hex("0xff")) != 0
+    }
+    sum "b" {
+      when  = args.next_pid != 0 && band(args.prev_state, hex("0xff")) == 0
+      value = shl(args.prev_prio, 2)
+      by    = [u32(args.prev_pid) > 10 ? 1 : 0]
+    }
+  }
+}`},
+		{"printf is an event named by BEGIN's header; variables and -> through BTF", `
+BEGIN { printf("%-6s %-16s %s\n", "PID", "COMM", "DPORT"); }
+kprobe:tcp_connect {
+  $sk = (struct sock *)arg0;
+  printf("%-6d %-16s %d\n", pid, comm, $sk->__sk_common.skc_dport);
+}`, `probe "kernel" "tcp_connect" {
+  functions = ["tcp_connect"]
+  on_entry {
+    event "tcp_connect" {
+      fields = {
+        pid   = pid
+        comm  = comm
+        dport = cast(arg0, "struct sock").__sk_common.skc_dport
+      }
+    }
+  }
+}`},
+		{"BEGIN's constant strings are labels; a tuple variable is a key", `
+BEGIN { @name[0] = "zero"; @name[1] = "one"; }
+tracepoint:block:block_rq_issue {
+  $k = (args.dev, args.sector);
+  @n[$k, @name[args.bytes & 1]] = count();
+}`, `labels "name" {
+  values = {
+    "0" = "zero"
+    "1" = "one"
+  }
+}
+probe "tracepoint" "block_rq_issue" {
+  event = "block:block_rq_issue"
+  on_entry {
+    count "n" {
+      by = [args.dev, args.sector, labels(name, band(args.bytes, 1))]
+    }
+  }
+}`},
+		{"macros expand; getopt is its default; uprobes and profiles", `
+macro enabled() { getopt("enabled", true) }
+macro bump(@m, k) { @m[k] = count(); }
+uretprobe:/bin/bash:readline /enabled/ { bump(@lines, pid); }
+profile:hz:49 { @cpu = lhist(cpu, 0, 8, 1); }`, `probe "user" "readline" {
+  binary    = "/bin/bash"
+  functions = ["readline"]
+  on_exit {
+    count "lines" {
+      by = [pid]
+    }
+  }
+}
+probe "profile" "profile" {
+  frequency = 49
+  on_entry {
+    lhist "cpu" {
+      value = cpu
+      min   = 0
+      max   = 8
+      step  = 1
+    }
+  }
+}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, diags := Import("t.bt", []byte(tc.bt))
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if got := body(out); got != tc.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestImportRefuses holds that what has no equivalent stops the import
+// at its line and column, naming it.
+func TestImportRefuses(t *testing.T) {
+	for _, tc := range []struct{ bt, want string }{
+		{"kprobe:f { @x = hist(elapsed); }", "1:22 Unsupported elapsed"},
+		{"kprobe:f {\n  for $i : 0..3 { @x = count(); }\n}", "2:3 Unsupported for loop"},
+		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { if (@x[tid]) { @x[tid] = 2; @n = count(); } }", "2:46 Unsupported condition on a changed map"},
+		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @n[@x[tid]] = count(); }", "2:35 Read after delete"},
+		{"tracepoint:a:b { @x = count(); }\ntracepoint:a:c { @y = hist(@x); }", "2:28 Unsupported aggregation read"},
+		{"usdt:/bin/x:p:n { @n = count(); }", "1:1 Unsupported probe type usdt"},
+		{"kprobe:f { @n[$1] = count(); }", "1:15 Unsupported positional parameter"},
+		{"kprobe:f { exit(); }", "1:12 Unsupported exit"},
+		{"kprobe:f { @n[AF_UNKNOWN] = count(); }", "1:15 Unknown name AF_UNKNOWN"},
+		{"kprobe:f { @s[tid] = kstack; }\nkretprobe:g { @n[@s[tid]] = count(); }", "1:22 Unsupported stack in a shared map"},
+		{"BEGIN { printf(\"hi\\n\"); }", "1:1 Nothing to measure"},
+		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @x[tid] = 2; }", "2:35 Store after delete"},
+		{"kprobe:f { @n[bswap(arg0)] = count(); }", "1:15 Unsupported bswap()"},
+		{"kprobe:f { $a = ntop(0); @n[$a] = count(); }", "1:29 Unsupported ntop(0)"},
+		{"BEGIN { @x[0] = 5; }\ntracepoint:a:b { @n[@x[0]] = count(); @x[1] = 2; }", "1:9 Unsupported store in BEGIN"},
+		{"kprobe:f { @n = count() }}", "1:26 Syntax error"},
+		{"kprobe:f { $x = \"a", "1:17 Unterminated string"},
+	} {
+		_, diags := Import("t.bt", []byte(tc.bt))
+		if len(diags) != 1 {
+			t.Errorf("%q: want one diagnostic, got %v", tc.bt, diags)
+			continue
+		}
+		d := diags[0]
+		got := fmt.Sprintf("%d:%d %s", d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
+		if got != tc.want || d.Subject.Filename != "t.bt" || d.Detail == "" {
+			t.Errorf("%q: got %s (%s: %s), want %s", tc.bt, got, d.Subject.Filename, d.Detail, tc.want)
+		}
+	}
+}
+
+// TestImportOneLiners imports the one-liners of bpftrace's tutorial,
+// old syntax (args->x) and new, each to a spec that validates.
+func TestImportOneLiners(t *testing.T) {
+	for _, bt := range []string{
+		`tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }`,
+		`tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }`,
+		`tracepoint:syscalls:sys_exit_read /pid == 18644/ { @bytes = hist(args->ret); }`,
+		`kretprobe:vfs_read { @bytes = lhist(retval, 0, 2000, 200); }`,
+		`kprobe:vfs_read { @start[tid] = nsecs; } kretprobe:vfs_read /@start[tid]/ { @ns[comm] = hist(nsecs - @start[tid]); delete(@start[tid]); }`,
+		`profile:hz:99 /pid == 189/ { @[ustack] = count(); }`,
+		`tracepoint:block:block_rq_insert { @[kstack] = count(); }`,
+		`kprobe:do_nanosleep { printf("PID %d sleeping...\n", pid); }`,
+		`tracepoint:syscalls:sys_enter_* { @[probe] = count(); }`,
+		`kfunc:vfs_read { @[comm] = sum(args->count); }`,
+		`t:syscalls:sys_enter_kill /args.sig == 9/ { @kills[comm, args.pid] = count(); }`,
+		`kprobe:vfs_* { @[func] = count(); } interval:s:5 { exit(); }`,
+		`uprobe:/bin/bash:readline { @calls = count(); } uretprobe:/bin/bash:readline { @lines[pid] = count(); }`,
+	} {
+		if _, diags := Import("one.bt", []byte(bt)); diags.HasErrors() {
+			t.Errorf("%s: %v", bt, diags)
+		}
+	}
+}
