@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"path"
@@ -41,7 +42,7 @@ const (
 	listKernel     listFamily = iota // kernel functions
 	listTracepoint                   // tracepoints, GROUP:EVENT
 	listUser                         // a binary's functions, BINARY:FUNCTION
-	listUSDT                         // a binary's SDT notes: not yet
+	listUSDT                         // a binary's SDT notes, BINARY:PROVIDER:NAME
 )
 
 // protoStyle is what -v shows of a kernel function's BTF prototype.
@@ -77,8 +78,6 @@ var listKinds = []listKind{
 	{name: "user", family: listUser},
 	{name: "uprobe", aliases: []string{"u"}, family: listUser},
 	{name: "uretprobe", aliases: []string{"ur"}, family: listUser},
-	// USDT is not listed yet: the SDT note reader comes with USDT probes
-	// (branch bt-usdt), and the pattern is refused until then.
 	{name: "usdt", aliases: []string{"U"}, family: listUSDT},
 }
 
@@ -215,8 +214,7 @@ func parseListPattern(text string, at func(o, n int) hcl.Range, inList bool) (Li
 	case listTracepoint:
 		return parseTracepointPattern(p, rest, restAt)
 	case listUSDT:
-		return p, diagf(at(0, len(kindText)), "USDT probes not listed yet",
-			"probectl reads no SDT notes yet, so it cannot list %q. List the binary's functions instead, as uprobe:BINARY:*.", text)
+		return parseUSDTPattern(p, rest, restAt)
 	}
 	return parseUserPattern(p, rest, restAt)
 }
@@ -293,6 +291,36 @@ func parseUserPattern(p ListPattern, rest string, at func(o, n int) hcl.Range) (
 	return p, checkListGlob(p, fn, at(i+1, len(fn)))
 }
 
+// parseUSDTPattern parses BINARY:PROVIDER:NAME, or BINARY:NAME (of any
+// provider), as bpftrace's usdt: takes them; the binary is no glob.
+func parseUSDTPattern(p ListPattern, rest string, at func(o, n int) hcl.Range) (ListPattern, *hcl.Diagnostic) {
+	parts := strings.Split(rest, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return p, diagf(at(0, len(rest)), "Bad USDT pattern",
+			"A USDT pattern names a binary and its probes, as %s:/usr/bin/python3:python:function__entry, %s:/usr/bin/python3:* (every probe) or %s:libc:PROVIDER:NAME.", p.Kind, p.Kind, p.Kind)
+	}
+	bin, match := parts[0], "*:"+parts[len(parts)-1]
+	if len(parts) == 3 {
+		match = parts[1] + ":" + parts[2]
+	}
+	if parts[len(parts)-1] == "*" && len(parts) == 2 {
+		match = "*"
+	}
+	switch {
+	case bin == "":
+		return p, diagf(at(0, 1), "No binary",
+			"Name the binary before the probe: %s:/usr/bin/python3:*, or a library as ldconfig -p lists it (libc).", p.Kind)
+	case isGlob(bin):
+		return p, diagf(at(0, len(bin)), "Binary is a glob",
+			"%q would name several binaries; a pattern lists the USDT probes of one. Give its path, or a library's name (libc).", bin)
+	case slices.Contains(parts[1:], ""):
+		return p, diagf(at(len(bin)+1, len(rest)-len(bin)-1), "No probe",
+			"Name the probe after the binary, or a glob of them: %s:%s:* or %s:%s:PROVIDER:NAME.", p.Kind, bin, p.Kind, bin)
+	}
+	p.Binary, p.Match = bin, match
+	return p, checkListGlob(p, match, at(len(bin)+1, len(rest)-len(bin)-1))
+}
+
 // checkListGlob refuses a glob path.Match cannot read.
 func checkListGlob(p ListPattern, glob string, rng hcl.Range) *hcl.Diagnostic {
 	if _, err := path.Match(glob, ""); err != nil {
@@ -322,6 +350,8 @@ func List(q ListQuery, f *bpf.Facts, verbose bool) ([]compiled.ProbePoint, hcl.D
 			d = l.kernel(p, p.kind)
 		case p.kind.family == listTracepoint:
 			d = l.tracepoints(p)
+		case p.kind.family == listUSDT:
+			d = l.usdt(p)
 		default:
 			d = l.user(p)
 		}
@@ -600,22 +630,9 @@ func (l *lister) eventFields(p ListPattern, ev string) []string {
 // root.
 func (l *lister) user(p ListPattern) *hcl.Diagnostic {
 	f := l.facts
-	bin := p.Binary
-	switch {
-	case strings.HasPrefix(bin, "/"):
-	case strings.Contains(bin, "/"):
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			return diagf(p.Range, "Cannot read binary", "%v. Give the binary's absolute path.", err)
-		}
-		bin = abs
-	default:
-		lib, err := symbols.ResolveLibraryIn(f.Root, bin, f.Arch)
-		if err != nil {
-			return diagf(p.Range, "Library not found",
-				"%q names a library, which is looked up in the dynamic linker's cache as user probes look it up: %v. Give the library's absolute path, or its name as ldconfig -p lists it.", p.Binary, err)
-		}
-		bin = lib
+	bin, d := l.binary(p)
+	if d != nil {
+		return d
 	}
 	b, err := openBinary(f.Root, bin)
 	if err != nil {
@@ -629,5 +646,86 @@ func (l *lister) user(p ListPattern) *hcl.Diagnostic {
 		}
 	}
 	l.candidates = fns
+	return nil
+}
+
+// binary is the path of a user pattern's binary: a library name looked
+// up in ld.so.cache under the target's root, as user probes look it up.
+func (l *lister) binary(p ListPattern) (string, *hcl.Diagnostic) {
+	f := l.facts
+	bin := p.Binary
+	switch {
+	case strings.HasPrefix(bin, "/"):
+	case strings.Contains(bin, "/"):
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return "", diagf(p.Range, "Cannot read binary", "%v. Give the binary's absolute path.", err)
+		}
+		bin = abs
+	default:
+		lib, err := symbols.ResolveLibraryIn(f.Root, bin, f.Arch)
+		if err != nil {
+			return "", diagf(p.Range, "Library not found",
+				"%q names a library, which is looked up in the dynamic linker's cache as user probes look it up: %v. Give the library's absolute path, or its name as ldconfig -p lists it.", p.Binary, err)
+		}
+		bin = lib
+	}
+	return bin, nil
+}
+
+// usdt lists a binary's USDT probes (its SDT notes), one line a probe
+// however many sites it has, as bpftrace prints them:
+// usdt:/usr/bin/python3.11:python:function__entry. With -v, each
+// distinct set of the sites' argument specifiers, as the notes write
+// them ("-4@%edi 8@%rsi").
+func (l *lister) usdt(p ListPattern) *hcl.Diagnostic {
+	bin, d := l.binary(p)
+	if d != nil {
+		return d
+	}
+	file, err := symbols.OpenIn(l.facts.Root, bin)
+	if err != nil {
+		return diagf(p.Range, "Cannot read binary", "%v. The binary must exist and be an ELF file.", err)
+	}
+	defer file.Close()
+	where := symbols.InRoot(l.facts.Root, bin)
+	ef, err := elf.NewFile(file)
+	if err != nil {
+		return diagf(p.Range, "Cannot read binary", "%s: %v. The binary must be an ELF file.", where, err)
+	}
+	notes, err := symbols.ReadNotes(ef)
+	if err != nil {
+		return diagf(p.Range, "Cannot read USDT probes", "%s: %v.", where, err)
+	}
+	if len(notes) == 0 {
+		return diagf(p.Range, "No USDT probes",
+			"%s has no USDT probes (no .note.stapsdt notes): it was built without sys/sdt.h's probes (for Python, PostgreSQL and others, configure --with-dtrace or --enable-dtrace). List its functions instead: uprobe:%s:*.", where, p.Binary)
+	}
+	var keys []string
+	args := map[string][]string{}
+	for _, u := range notes {
+		key := u.Key()
+		if !spec.Printable(key) {
+			continue
+		}
+		if _, ok := args[key]; !ok {
+			keys = append(keys, key)
+			args[key] = nil
+		}
+		if u.Args != "" && !slices.Contains(args[key], u.Args) && spec.Printable(u.Args) {
+			args[key] = append(args[key], u.Args)
+		}
+	}
+	for _, key := range keys {
+		if ok, _ := path.Match(p.Match, key); !ok {
+			continue
+		}
+		pt := compiled.ProbePoint{Kind: p.Kind, Name: bin + ":" + key}
+		if l.verbose {
+			pt.Fields = args[key]
+		}
+		l.add(pt)
+	}
+	l.candidates = keys
 	return nil
 }

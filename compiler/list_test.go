@@ -1,7 +1,10 @@
 package compiler
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,8 +79,12 @@ func TestParseListPatternHostile(t *testing.T) {
 		{"uprobe:readline", "No binary", 8, "uprobe:/bin/bash:readline"},
 		{"uprobe:/bin/*:main", "Binary is a glob", 8, "Give its path"},
 		{"uprobe:/bin/bash:", "No function", 18, "uprobe:/bin/bash:*"},
-		{"usdt:/usr/bin/python3:*", "USDT probes not listed yet", 1, "uprobe:BINARY:*"},
-		{"U:/bin/x:p", "USDT probes not listed yet", 1, "probectl reads no SDT notes yet"},
+		{"usdt:/bin/x", "Bad USDT pattern", 6, "usdt:/usr/bin/python3:python:function__entry"},
+		{"U:/bin/x:a:b:c", "Bad USDT pattern", 3, "usdt:/usr/bin/python3:* (every probe)"},
+		{"usdt::t:pair", "No binary", 6, "usdt:/usr/bin/python3:*"},
+		{"usdt:/bin/*:t:pair", "Binary is a glob", 6, "the USDT probes of one"},
+		{"usdt:/bin/x:t:", "No probe", 13, "usdt:/bin/x:PROVIDER:NAME"},
+		{"usdt:/bin/x:t:[", "Bad glob", 13, "unclosed ["},
 		{"profile:hz:99", "Nothing to list", 1, "samples every CPU"},
 		{"rt:sched_switch", "Nothing to list", 1, "tracepoint:GROUP:EVENT"},
 	} {
@@ -271,4 +278,74 @@ func FuzzParseListPatterns(f *testing.F) {
 			t.Fatalf("%q: no patterns and no error", arg)
 		}
 	})
+}
+
+// TestListUSDT: a binary's USDT probes, one line each however many sites
+// it has, in bpftrace's three forms; -v shows the argument specifiers.
+func TestListUSDT(t *testing.T) {
+	bin := buildListUSDT(t)
+	f := listFacts(t)
+	f.Arch = bpf.ArchX86_64
+	for arg, want := range map[string][]string{
+		"usdt:" + bin + ":*":                         {"usdt:" + bin + ":t:pair", "usdt:" + bin + ":t:glob"},
+		"U:" + bin + ":t:pair":                       {"usdt:" + bin + ":t:pair"},
+		"usdt:" + bin + ":gl*":                       {"usdt:" + bin + ":t:glob"},
+		"usdt:" + bin + ":*:*":                       {"usdt:" + bin + ":t:pair", "usdt:" + bin + ":t:glob"},
+		"usdt:" + bin + ":t:pair,U:" + bin + ":pair": {"usdt:" + bin + ":t:pair"},
+	} {
+		got, diags := listLines(t, arg, f, false)
+		if diags.HasErrors() || !slices.Equal(got, want) {
+			t.Errorf("%q: got %q, want %q: %v", arg, got, want, diags)
+		}
+	}
+	q, diags := ParseListPatterns("usdt:" + bin + ":t:pair")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	pts, diags := List(q, f, true)
+	if diags.HasErrors() || len(pts) != 1 || len(pts[0].Fields) != 2 {
+		t.Fatalf("-v: %+v, want the two sites' specifiers: %v", pts, diags)
+	}
+	for _, line := range pts[0].Fields {
+		if specs := strings.Fields(line); len(specs) != 2 || !strings.Contains(line, "@") {
+			t.Errorf("-v: %q, want two specifiers", line)
+		}
+	}
+	for arg, summary := range map[string]string{
+		"usdt:" + bin + ":t:nope":     "Pattern matches nothing",
+		"usdt:/nonexistent-bt-lu:*":   "Cannot read binary",
+		"usdt:libnonexistent-bt-lu:*": "Library not found",
+		"usdt:/bin/sh:*":              "No USDT probes",
+	} {
+		if _, diags := listLines(t, arg, f, false); len(diags) != 1 || diags[0].Summary != summary {
+			t.Errorf("%q: %v, want %s", arg, diags, summary)
+		}
+	}
+}
+
+// buildListUSDT builds a program with the USDT probes t:pair (two
+// sites, two arguments) and t:glob.
+func buildListUSDT(t *testing.T) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testenv.Absent(t, "no gcc: %v", err)
+	}
+	dir := t.TempDir()
+	src := `#include <sys/sdt.h>
+long bt_lu_global;
+__attribute__((noinline)) void pair(int a, long b) { DTRACE_PROBE2(t, pair, a, b); }
+int main(int argc, char **argv) { pair(argc, 2); DTRACE_PROBE2(t, pair, argc, 3L); DTRACE_PROBE1(t, glob, bt_lu_global); return 0; }
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bt-lu-usdt")
+	if out, err := exec.Command("nice", "-n", "19", gcc, "-O2", "-o", bin, filepath.Join(dir, "p.c")).CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("sys/sdt.h")) {
+			testenv.Absent(t, "no sys/sdt.h (systemtap-sdt-dev)")
+		}
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
 }

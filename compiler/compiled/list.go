@@ -6,17 +6,19 @@ package compiled
 type ProbePoint struct {
 	// Kind is the pattern's kind spelt in full: bpftrace's "kprobe",
 	// "kretprobe", "fentry", "fexit", "tracepoint", "uprobe", "uretprobe",
-	// or probectl's "kernel" and "user".
+	// "usdt", or probectl's "kernel" and "user".
 	Kind string `json:"kind"`
 	// Name is what it attaches to: a kernel function ("vfs_read"; for
 	// fentry and fexit with its module, "vmlinux:vfs_read", as bpftrace
 	// prints them), an event ("syscalls:sys_enter_openat"), or a binary's
-	// function ("/bin/bash:readline").
+	// function ("/bin/bash:readline") or USDT probe
+	// ("/usr/bin/python3.11:python:function__entry").
 	Name string `json:"name"`
 	// Fields are shown with -v, one C declaration each: a tracepoint's
 	// fields ("int __syscall_nr", "const char * filename"), or a kernel
 	// function's prototype from the target's BTF ("struct file * file",
-	// and its return value). Nil without -v, or where the target does
+	// and its return value), or a USDT probe's argument specifiers, one
+	// line per distinct set among its sites ("-4@%edi 8@%rsi"). Nil without -v, or where the target does
 	// not know them (a function its BTF does not declare).
 	Fields []string `json:"fields,omitempty"`
 }
