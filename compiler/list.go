@@ -236,7 +236,7 @@ func unknownListKind(kind string, rng hcl.Range) *hcl.Diagnostic {
 			"A pattern is KIND:NAME, such as kprobe:vfs_* or tracepoint:syscalls:*, or a bare NAME, which searches every kernel function and tracepoint. The kinds: %s.", strings.Join(names, ", "))
 	}
 	return diagf(rng, "Unknown probe kind",
-		"%q is not a kind probectl lists.%s The kinds: %s (and bpftrace's short names: k, kr, f, fr, t, u, ur).", kind, nearest(kind, names), strings.Join(names, ", "))
+		"%q is not a kind probectl lists.%s The kinds: %s (and bpftrace's short names: k, kr, f, fr, t, u, ur, U).", kind, nearest(kind, names), strings.Join(names, ", "))
 }
 
 // parseKernelPattern parses FUNCTION, or MODULE:FUNCTION with the module
