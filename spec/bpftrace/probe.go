@@ -10,8 +10,8 @@ import (
 // target is one attach point, understood.
 type target struct {
 	pos    Pos
-	family string // kprobe, kretprobe, uprobe, uretprobe, tracepoint, fentry, fexit, profile, interval, BEGIN, END
-	name   string // function or GROUP:EVENT
+	family string // kprobe, kretprobe, uprobe, uretprobe, usdt, tracepoint, fentry, fexit, profile, interval, BEGIN, END
+	name   string // function, GROUP:EVENT, or a USDT probe's PROVIDER:NAME
 	binary string
 	attrs  []kv // a profile's
 }
@@ -32,7 +32,6 @@ var familyAliases = map[string]string{
 // missingFamilies say why a probe type has no equivalent.
 var missingFamilies = map[string]string{
 	"rawtracepoint": "a raw tracepoint's arguments are the kernel's raw values; write the tracepoint (tracepoint:GROUP:EVENT, a tracepoint probe here) with its named fields",
-	"usdt":          "probectl has no USDT probes; a uprobe on the function the marker is in is the nearest",
 	"watchpoint":    "probectl has no hardware watchpoints",
 	"iter":          "probectl has no BPF iterators",
 	"self":          "probectl has no probes on itself",
@@ -72,6 +71,18 @@ func (t *translator) target(a Attach) target {
 		tg.binary, tg.name = parts[1], parts[2]
 		if strings.ContainsAny(tg.name, "+") || strings.HasPrefix(tg.name, "0x") {
 			t.fail(a.Pos, "Unsupported probe offset", fmt.Sprintf("%q: a uprobe at an address or an offset has no equivalent; probes are at a function's entry or exit.", a.Text))
+		}
+	case "usdt":
+		switch len(parts) {
+		case 4:
+			tg.binary, tg.name = parts[1], parts[2]+":"+parts[3]
+		case 3:
+			t.fail(a.Pos, "USDT probe without provider", fmt.Sprintf("%q names the probe %s of any provider; a user probe's usdt names one, provider:name. Write usdt:%s:PROVIDER:%s (probectl list 'usdt:%s:%s' prints the provider).", a.Text, parts[2], parts[1], parts[2], parts[1], parts[2]))
+		default:
+			bad("usdt:BINARY:PROVIDER:NAME")
+		}
+		if strings.ContainsAny(tg.name, "*?[") || tg.binary == "" {
+			t.fail(a.Pos, "Unsupported USDT glob", fmt.Sprintf("%q: a user probe attaches one USDT probe of one binary, named in full: write a probe for each.", a.Text))
 		}
 	case "tracepoint":
 		if len(parts) != 3 {
@@ -122,7 +133,7 @@ var probeKinds = map[string]struct {
 	exit bool
 }{
 	"kprobe": {"kernel", false}, "fentry": {"kernel", false}, "kretprobe": {"kernel", true}, "fexit": {"kernel", true},
-	"uprobe": {"user", false}, "uretprobe": {"user", true},
+	"uprobe": {"user", false}, "uretprobe": {"user", true}, "usdt": {"user", false},
 	"tracepoint": {"tracepoint", false}, "profile": {"profile", false},
 }
 
@@ -149,7 +160,9 @@ func (t *translator) probe(p *Probe) {
 	for _, tg := range targets {
 		found := false
 		for i, g := range groups {
-			if g[0].binary == tg.binary {
+			// A user probe attaches one USDT probe, or functions.
+			usdt := g[0].family == "usdt" || tg.family == "usdt"
+			if g[0].binary == tg.binary && (!usdt || g[0].family == tg.family && g[0].name == tg.name) {
 				groups[i] = append(groups[i], tg)
 				found = true
 			}
@@ -166,6 +179,10 @@ func (t *translator) probe(p *Probe) {
 		sorted := append([]string(nil), names...)
 		sort.Strings(sorted)
 		key := pk.kind + "|" + g[0].binary + "|" + strings.Join(sorted, ",")
+		usdt := g[0].family == "usdt"
+		if usdt {
+			key = "usdt|" + key
+		}
 		if p.Filter != nil && !pk.exit {
 			key += "|filtered@" + strconv.Itoa(p.Pos.Off)
 		}
@@ -179,8 +196,11 @@ func (t *translator) probe(p *Probe) {
 		}
 		if op == nil {
 			first := names[0]
-			if pk.kind == "profile" {
+			switch {
+			case pk.kind == "profile":
 				first = "profile"
+			case usdt:
+				_, first, _ = strings.Cut(first, ":")
 			}
 			op = &outProbe{pos: p.Pos, kind: pk.kind, key: key, name: t.probeName(first)}
 			switch pk.kind {
@@ -189,6 +209,10 @@ func (t *translator) probe(p *Probe) {
 			case "kernel":
 				op.attrs = append(op.attrs, kv{"functions", "[" + strings.Join(quoteAll(names), ", ") + "]"})
 			case "user":
+				if usdt {
+					op.attrs = append(op.attrs, kv{"binary", quote(g[0].binary)}, kv{"usdt", quote(names[0])})
+					break
+				}
 				op.attrs = append(op.attrs, kv{"binary", quote(g[0].binary)}, kv{"functions", "[" + strings.Join(quoteAll(names), ", ") + "]"})
 			case "profile":
 				op.attrs = append(op.attrs, g[0].attrs...)

@@ -149,6 +149,25 @@ probe "profile" "profile" {
     }
   }
 }`},
+		{"usdt: a user probe with usdt, one per USDT probe; arguments kept", `
+usdt:/usr/bin/python3.11:python:function__entry,U:/usr/bin/python3.11:python:function__return { @calls[str(arg1)] = count(); }`, `probe "user" "function__entry" {
+  binary = "/usr/bin/python3.11"
+  usdt   = "python:function__entry"
+  on_entry {
+    count "calls" {
+      by = [str(arg1)]
+    }
+  }
+}
+probe "user" "function__return" {
+  binary = "/usr/bin/python3.11"
+  usdt   = "python:function__return"
+  on_entry {
+    count "calls" {
+      by = [str(arg1)]
+    }
+  }
+}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, diags := Import("t.bt", []byte(tc.bt))
@@ -171,7 +190,9 @@ func TestImportRefuses(t *testing.T) {
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { if (@x[tid]) { @x[tid] = 2; @n = count(); } }", "2:46 Unsupported condition on a changed map"},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @n[@x[tid]] = count(); }", "2:35 Read after delete"},
 		{"tracepoint:a:b { @x = count(); }\ntracepoint:a:c { @y = hist(@x); }", "2:28 Unsupported aggregation read"},
-		{"usdt:/bin/x:p:n { @n = count(); }", "1:1 Unsupported probe type usdt"},
+		{"usdt:/bin/x:n { @n = count(); }", "1:1 USDT probe without provider"},
+		{"U:/bin/x:p:n* { @n = count(); }", "1:1 Unsupported USDT glob"},
+		{"usdt:/bin/x { @n = count(); }", "1:1 Invalid attach point"},
 		{"kprobe:f { @n[$1] = count(); }", "1:15 Unsupported positional parameter"},
 		{"kprobe:f { exit(); }", "1:12 Unsupported exit"},
 		{"kprobe:f { @n[AF_UNKNOWN] = count(); }", "1:15 Unknown name AF_UNKNOWN"},
