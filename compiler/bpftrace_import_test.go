@@ -89,3 +89,24 @@ func TestImportedToolsPlanForProfile(t *testing.T) {
 
 // lacking are the errors a plan gives for what a profile's kernel lacks.
 var lacking = map[string]bool{"Tracepoint not found": true, "Library not found": true, "Function not found": true, "Binary not found": true}
+
+// TestImportedUSDTCompiles: a bpftrace usdt: program, imported, compiles
+// against the workload's notes, its arguments read as the notes say.
+func TestImportedUSDTCompiles(t *testing.T) {
+	bin := buildUSDTProbes(t)
+	src := "usdt:" + bin + ":t:pair { @a[arg0] = sum(arg1); }\nU:" + bin + ":t:glob { @g = count(); }\n"
+	out, diags := bpftrace.Import("bt-lu.bt", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if !strings.Contains(string(out), `usdt   = "t:pair"`) || !strings.Contains(string(out), `usdt   = "t:glob"`) {
+		t.Fatalf("not two USDT probes:\n%s", out)
+	}
+	cfg, diags := spec.Parse(map[string][]byte{"bt-lu.hcl": out})
+	if diags.HasErrors() {
+		t.Fatalf("%v\n%s", diags, out)
+	}
+	if _, diags := compiler.Compile(cfg, mustProfile(t, "linux-7.2-amd64")); diags.HasErrors() {
+		t.Fatalf("%v\n%s", diags, out)
+	}
+}
