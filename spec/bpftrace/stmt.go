@@ -90,7 +90,7 @@ func (c *ctx) add(a *action) {
 	a.reads = append(a.reads, reads...)
 	for _, r := range a.reads {
 		if c.deleted[r] && c.t.pass == 2 {
-			c.t.fail(a.pos, "Read after delete", fmt.Sprintf("This reads the map a delete before it in the block removed the key from; here deletes take effect at the end of the probe. Read the map before deleting from it."))
+			c.t.fail(a.pos, "Read after delete", "This reads the map a delete before it in the block removed the key from; here deletes take effect at the end of the probe. Read the map before deleting from it.")
 		}
 	}
 	if a.kind != "event" {

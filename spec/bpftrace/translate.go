@@ -50,7 +50,6 @@ type action struct {
 	fields     []kv // an event's
 	pos        Pos
 	reads      []string       // tables its condition and values read
-	deletes    string         // a delete's table
 	hadTime    bool           // an event after time(): its time is the TIME column
 	gens       map[string]int // a delete's: the stores its key and condition saw
 }
@@ -81,7 +80,6 @@ type translator struct {
 	columns    []string // the header row BEGIN prints
 	notes      []string
 	pending    []string // comments for the next probe
-	labels     []string // labels blocks, written
 	expansions int
 	// optional: config missing_probes = ignore or warn; every probe may
 	// be missing.
