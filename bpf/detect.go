@@ -193,11 +193,15 @@ func supported(err error) bool { return err == nil }
 // which every kernel has. A kernel policy that forbids tracing programs
 // counts as absent.
 func haveTPBtf(kernel *btf.Spec) bool {
-	if kernel == nil {
-		return false
-	}
-	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"tp_btf": {
-		Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "sched_switch", License: "GPL",
+	return kernel != nil && loadsTracing(kernel, ebpf.AttachTraceRawTp, "sched_switch")
+}
+
+// loadsTracing loads (without attaching) an empty tracing program of the
+// attach type on target. A collection, to share the process's parsed BTF:
+// a lone program would parse the kernel's again to find its target.
+func loadsTracing(kernel *btf.Spec, at ebpf.AttachType, target string) bool {
+	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"probe": {
+		Type: ebpf.Tracing, AttachType: at, AttachTo: target, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	}}}, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}, Cache: KernelBTFCache()})
 	if err != nil {
@@ -218,17 +222,7 @@ func haveFentry(kernel *btf.Spec) bool {
 		if kernel.TypeByName(fn, &target) != nil {
 			continue
 		}
-		// A collection, to share the process's parsed BTF: a lone program
-		// would parse the kernel's again to find its target.
-		coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"fentry": {
-			Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: fn, License: "GPL",
-			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
-		}}}, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}, Cache: KernelBTFCache()})
-		if err != nil {
-			return false
-		}
-		coll.Close()
-		return true
+		return loadsTracing(kernel, ebpf.AttachTraceFEntry, fn)
 	}
 	return false
 }

@@ -145,19 +145,17 @@ func compileBpftrace(cmd *cobra.Command, name string, src []byte) (*spec.Config,
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
 	}
-	cfg, err := parseSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": text})
-	if err != nil {
-		return nil, nil, err
-	}
-	facts, err := engine.TargetFacts("auto", cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return compileFor(cmd, cfg, facts, spec.Policy{})
+	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": text})
 }
 
 func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
-	cfg, err := parseSources(cmd, map[string][]byte{examples.DemoName: examples.Demo})
+	return compileSources(cmd, map[string][]byte{examples.DemoName: examples.Demo})
+}
+
+// compileSources parses specs held in memory and compiles them for the
+// live kernel.
+func compileSources(cmd *cobra.Command, sources map[string][]byte) (*spec.Config, *compiler.Output, error) {
+	cfg, err := parseSources(cmd, sources)
 	if err != nil {
 		return nil, nil, err
 	}
