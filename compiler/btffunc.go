@@ -14,30 +14,37 @@ import (
 
 // proto finds a function's prototype in the target's BTF.
 func (r *resolver) proto(fn string, rng hcl.Range) (*btf.FuncProto, bool) {
-	types, err := r.types.AnyTypesByName(fn)
-	var found *btf.FuncProto
-	if err == nil {
-		for _, t := range types {
-			f, ok := t.(*btf.Func)
-			if !ok {
-				continue
-			}
-			p, ok := f.Type.(*btf.FuncProto)
-			if !ok {
-				continue
-			}
-			if found != nil && !sameProto(found, p) {
-				return nil, r.fail(rng, "Function is ambiguous",
-					"The target's BTF declares several functions %s with different prototypes, so which one the probe attaches is not known: read arguments as arg0 to arg5.", fn)
-			}
-			found = p
-		}
+	found, ambiguous := btfProto(r.types, fn)
+	if ambiguous {
+		return nil, r.fail(rng, "Function is ambiguous",
+			"The target's BTF declares several functions %s with different prototypes, so which one the probe attaches is not known: read arguments as arg0 to arg5.", fn)
 	}
 	if found == nil {
 		return nil, r.fail(rng, "Function has no BTF",
 			"The target's BTF does not declare %s (a module's function, or a copy the compiler specialised, such as a .isra or .constprop one), so %s cannot be typed. Read arguments as arg0 to arg5, or probe a function the BTF declares.", fn, r.x.Text())
 	}
 	return found, true
+}
+
+// btfProto is the prototype types declares for fn: nil when it declares
+// none, ambiguous when it declares several that differ.
+func btfProto(types *btf.Spec, fn string) (proto *btf.FuncProto, ambiguous bool) {
+	found, _ := types.AnyTypesByName(fn)
+	for _, t := range found {
+		f, ok := t.(*btf.Func)
+		if !ok {
+			continue
+		}
+		p, ok := f.Type.(*btf.FuncProto)
+		if !ok {
+			continue
+		}
+		if proto != nil && !sameProto(proto, p) {
+			return nil, true
+		}
+		proto = p
+	}
+	return proto, false
 }
 
 func sameProto(a, b *btf.FuncProto) bool {

@@ -478,21 +478,9 @@ func (l *lister) matchFunctions(p ListPattern, k *listKind, fns []string, types 
 // funcProto is the prototype BTF declares for fn, nil when it declares
 // none or several that differ (the compiler's "Function is ambiguous").
 func funcProto(types *btf.Spec, fn string) *btf.FuncProto {
-	found, _ := types.AnyTypesByName(fn)
-	var proto *btf.FuncProto
-	for _, t := range found {
-		f, ok := t.(*btf.Func)
-		if !ok {
-			continue
-		}
-		p, ok := f.Type.(*btf.FuncProto)
-		if !ok {
-			continue
-		}
-		if proto != nil && !sameProto(proto, p) {
-			return nil
-		}
-		proto = p
+	proto, ambiguous := btfProto(types, fn)
+	if ambiguous {
+		return nil
 	}
 	return proto
 }
