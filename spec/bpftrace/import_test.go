@@ -72,16 +72,3 @@ func TestImportTools(t *testing.T) {
 		t.Errorf("the tools' table changed (go test ./spec/bpftrace -run TestImportTools -update):\n%s", table.String())
 	}
 }
-
-func TestImportDump(t *testing.T) {
-	name := os.Getenv("BT")
-	if name == "" {
-		t.Skip("BT=TOOL prints a tool's import")
-	}
-	src, err := os.ReadFile("testdata/tools/" + name + ".bt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, diags := Import(name+".bt", src)
-	t.Logf("%s\n%v", out, diags)
-}
