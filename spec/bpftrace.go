@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -189,6 +190,36 @@ func skipLine(tokens hclsyntax.Tokens, i int) int {
 // bpftraceOperators are bpftrace's bitwise operators, which HCL lacks,
 // with the function that does the same here (Functions).
 var bpftraceOperators = map[string]string{"&": "band", "|": "bor", "^": "bxor", "<<": "shl", ">>": "shr", "~": "bnot"}
+
+// BpftraceOperator is the function that does what bpftrace's bitwise
+// operator op does, or "".
+func BpftraceOperator(op string) string { return bpftraceOperators[op] }
+
+// bpftraceValues are the built-in values bpftrace spells as one word
+// (Builtin.Bpftrace), by that word; a word two values share (probe: func
+// or event) and the values of USDT probes alone are left out.
+var bpftraceValues = func() map[string]string {
+	m := map[string]string{}
+	shared := map[string]bool{}
+	for _, b := range builtinList {
+		w := b.Bpftrace
+		if w == "" || b.USDTOnly || strings.IndexFunc(w, func(r rune) bool { return !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) }) >= 0 {
+			continue
+		}
+		if _, ok := m[w]; ok {
+			shared[w] = true
+		}
+		m[w] = b.Name
+	}
+	for w := range shared {
+		delete(m, w)
+	}
+	return m
+}()
+
+// BpftraceValue is the built-in value probectl writes for bpftrace's
+// one-word value name (nsecs: ktime), or "".
+func BpftraceValue(name string) string { return bpftraceValues[name] }
 
 // explainParse rewrites HCL's parse errors where the source at their range
 // is a bpftrace habit (bitwise operators, and/or/not, a function called as

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/probectl/probectl/spec"
 )
 
 // What an expression translates to: HCL text, its precedence (to add
@@ -153,14 +155,18 @@ var castNames = map[string]string{
 	"__u8": "u8", "__u16": "u16", "__u32": "u32", "__u64": "u64", "unsigned char": "u8", "unsigned short": "u16",
 }
 
-// builtinNames are bpftrace's values that probectl names the same or
-// otherwise; those probectl lacks are the spec package's hints.
-var builtinNames = map[string]string{
-	"pid": "pid", "tid": "tid", "uid": "uid", "gid": "gid", "cpu": "cpu", "numaid": "numaid", "comm": "comm",
-	"nsecs": "ktime", "jiffies": "jiffies", "retval": "ret", "kstack": "kstack", "ustack": "ustack",
-	"cgroup": "cgroup", "cgroupid": "cgroup", "ppid": "ppid", "curtask": "task", "args": "args",
-	"arg0": "arg0", "arg1": "arg1", "arg2": "arg2", "arg3": "arg3", "arg4": "arg4", "arg5": "arg5",
-	"pcomm": "task.real_parent.comm",
+// importNames are bpftrace's values that the spec's table of built-in
+// values (spec.BpftraceValue) does not spell as bpftrace does.
+var importNames = map[string]string{
+	"cgroup": "cgroup", "ppid": "ppid", "args": "args", "pcomm": "task.real_parent.comm",
+}
+
+// builtinName is what probectl writes for bpftrace's value name, or "".
+func builtinName(name string) string {
+	if n := spec.BpftraceValue(name); n != "" {
+		return n
+	}
+	return importNames[name]
 }
 
 // missingValues are bpftrace's values without an equivalent, with why.

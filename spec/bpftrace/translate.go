@@ -236,7 +236,7 @@ func (t *translator) classify() {
 			n = "map"
 		}
 		if m.kind == mTable || m.kind == mLabels {
-			if reserved[n] || builtinNames[n] != "" || used[n] {
+			if reserved[n] || builtinName(n) != "" || used[n] {
 				n += "_map"
 			}
 			used[n] = true

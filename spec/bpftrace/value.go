@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/probectl/probectl/spec"
 )
 
 // MaxExprText bounds the text of one expression the import writes:
@@ -162,13 +164,11 @@ func (c *ctx) exprOf(e Expr) hx {
 
 var binaryHCL = map[string]int{"||": precOr, "&&": precAnd, "==": precEq, "!=": precEq, "<": precRel, "<=": precRel, ">": precRel, ">=": precRel, "+": precAdd, "-": precAdd, "*": precMul, "/": precMul, "%": precMul}
 
-var bitFuncs = map[string]string{"&": "band", "|": "bor", "^": "bxor", "<<": "shl", ">>": "shr"}
-
 var negated = map[string]string{"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 func (c *ctx) binop(p Pos, op string, x, y hx) hx {
 	reads := joinReads(x, y)
-	if f, ok := bitFuncs[op]; ok {
+	if f := spec.BpftraceOperator(op); f != "" {
 		return hx{text: f + "(" + x.integer().text + ", " + y.integer().text + ")", prec: precAtom, kind: kInt, reads: reads, name: x.name}
 	}
 	prec, ok := binaryHCL[op]
@@ -245,7 +245,7 @@ func (c *ctx) ident(e *Ident) hx {
 			c.t.fail(e.Pos, "Unsupported args", "A user function's arguments by name need debug information: use arg0..arg5.")
 		}
 	}
-	if n, ok := builtinNames[e.Name]; ok {
+	if n := builtinName(e.Name); n != "" {
 		k := kInt
 		switch n {
 		case "comm", "task.real_parent.comm":
