@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/bpf"
@@ -105,6 +108,26 @@ type stackResolver struct {
 	cache map[string][]symbols.Frame
 }
 
+// stackLookups makes this process's readers of stack maps take turns.
+var stackLookups sync.Mutex
+
+// lookupStack reads stack id of m. The kernel's lookup of a stack map
+// takes the stack out of its bucket while it copies it
+// (bpf_stackmap_copy), so another reader of the same id meanwhile finds
+// none: this process's readers take turns, and a reader that finds none
+// tries again a few times, as another process may be reading it.
+func lookupStack(m *ebpf.Map, id uint32, raw *[]byte) error {
+	stackLookups.Lock()
+	defer stackLookups.Unlock()
+	for try := 0; ; try++ {
+		err := m.Lookup(id, raw)
+		if err == nil || !errors.Is(err, ebpf.ErrKeyNotExist) || try == 4 {
+			return err
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
 func newStackResolver(open mapSource, user *symbols.UserSymbols) *stackResolver {
 	return &stackResolver{open: open, maps: map[string]*ebpf.Map{}, user: user, cache: map[string][]symbols.Frame{}}
 }
@@ -148,7 +171,7 @@ func (r *stackResolver) resolve(s *Stack) error {
 		r.rels = append(r.rels, rel)
 	}
 	var raw []byte
-	if err := m.Lookup(uint32(s.ID), &raw); err != nil {
+	if err := lookupStack(m, uint32(s.ID), &raw); err != nil {
 		s.Err = "stack lost: not in the stack map"
 		return nil
 	}
