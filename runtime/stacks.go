@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,12 +36,56 @@ type Stack struct {
 }
 
 // MarshalJSON writes the frames: [{addr, symbol, offset, module}, ...].
+// A stack without frames for a reason is one element saying why:
+// [{"lost": kind, "reason": text}] (kind from Lost), so JSON keeps what
+// the text and flame graph views show.
 func (s *Stack) MarshalJSON() ([]byte, error) {
+	if s.Err != "" {
+		return bpf.JSON([]stackLoss{{Lost: s.Lost(), Reason: s.Err}})
+	}
 	if s.Frames == nil {
 		return []byte("[]"), nil
 	}
 	return bpf.JSON(s.Frames)
 }
+
+// stackLoss is the JSON of a stack without frames.
+type stackLoss struct {
+	Lost   string `json:"lost"`
+	Reason string `json:"reason"`
+}
+
+// Lost is the kind of reason a stack has no frames, "" when it has them:
+// "full" (the stack map was full), "collision" (its bucket held another
+// stack), "no stack" (none to record: a kernel stack of a sample in user
+// mode, a user stack of a kernel thread, no stack stored), "missing"
+// (the id is no longer in the map), "unreadable" (the map is gone), or
+// "other".
+func (s *Stack) Lost() string {
+	switch {
+	case s.Err == "":
+		return ""
+	case s.Err == stackErrFull:
+		return "full"
+	case s.Err == stackErrCollision:
+		return "collision"
+	case strings.HasPrefix(s.Err, "no "):
+		return "no stack"
+	case s.Err == stackErrMissing:
+		return "missing"
+	case strings.HasPrefix(s.Err, stackErrUnreadable):
+		return "unreadable"
+	}
+	return "other"
+}
+
+// Why a stack has no frames, as its text says.
+const (
+	stackErrFull       = "stack lost: stack map full"
+	stackErrCollision  = "stack lost: hash collision in the stack map"
+	stackErrMissing    = "stack lost: not in the stack map"
+	stackErrUnreadable = "stack map unreadable: "
+)
 
 // String is the stack on one line, innermost first: "f1; f2; f3".
 func (s *Stack) String() string {
@@ -80,9 +125,9 @@ func stackErr(id int64, user bool) string {
 		}
 		return "no kernel stack"
 	case unix.EEXIST:
-		return "stack lost: hash collision in the stack map"
+		return stackErrCollision
 	case unix.ENOMEM:
-		return "stack lost: stack map full"
+		return stackErrFull
 	case unix.ENOENT:
 		return "no stack stored"
 	}
@@ -172,7 +217,7 @@ func (r *stackResolver) resolve(s *Stack) error {
 	}
 	var raw []byte
 	if err := lookupStack(m, uint32(s.ID), &raw); err != nil {
-		s.Err = "stack lost: not in the stack map"
+		s.Err = stackErrMissing
 		return nil
 	}
 	if s.User {
@@ -323,7 +368,7 @@ func (e *eventStacks) resolve(p *ProbeState, fields OrderedKey) {
 	for _, f := range fields {
 		if s, ok := f.Value.(*Stack); ok {
 			if err := r.resolve(s); err != nil {
-				s.Err = "stack map unreadable: " + err.Error()
+				s.Err = stackErrUnreadable + err.Error()
 			}
 		}
 	}

@@ -1,0 +1,58 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"testing"
+
+	"github.com/probectl/probectl/compiler/compiled"
+	"golang.org/x/sys/unix"
+)
+
+// TestStackLossInJSON: a stack bpf_get_stackid could not record keeps its
+// reason in JSON, as a kind and the text show prints.
+func TestStackLossInJSON(t *testing.T) {
+	for _, c := range []struct {
+		errno unix.Errno
+		user  bool
+		lost  string
+		text  string
+	}{
+		{unix.ENOMEM, true, "full", "stack lost: stack map full"},
+		{unix.EEXIST, false, "collision", "stack lost: hash collision in the stack map"},
+		{unix.EFAULT, true, "no stack", "no user stack"},
+		{unix.EFAULT, false, "no stack", "no kernel stack"},
+		{unix.ENOENT, false, "no stack", "no stack stored"},
+		{unix.E2BIG, false, "other", "stack lost: " + unix.E2BIG.Error()},
+	} {
+		raw := make([]byte, 16)
+		binary.LittleEndian.PutUint64(raw, uint64(-int64(c.errno)))
+		kind := compiled.KeyKStack
+		if c.user {
+			kind = compiled.KeyUStack
+		}
+		s := decodeStack(compiled.KeyField{Kind: kind, StackMap: "x"}, raw)
+		if s.Lost() != c.lost || s.Err != c.text || s.String() != "["+c.text+"]" {
+			t.Errorf("errno %v: lost %q err %q text %q, want %q %q", c.errno, s.Lost(), s.Err, s.String(), c.lost, c.text)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []map[string]string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("errno %v: %s: %v", c.errno, b, err)
+		}
+		if len(got) != 1 || got[0]["lost"] != c.lost || got[0]["reason"] != c.text {
+			t.Errorf("errno %v: JSON %s, want one element lost %q reason %q", c.errno, b, c.lost, c.text)
+		}
+	}
+	// A recorded stack has no loss.
+	ok := &Stack{Frames: nil}
+	if ok.Lost() != "" {
+		t.Errorf("a stack without error: lost %q", ok.Lost())
+	}
+	if b, _ := json.Marshal(ok); string(b) != "[]" {
+		t.Errorf("a stack without frames or error: %s, want []", b)
+	}
+}
