@@ -39,6 +39,10 @@ type AggregationResult struct {
 	Dropped  uint64                   `json:"dropped"`
 	// Omitted counts the keys left out of Entries (show -top N).
 	Omitted int `json:"omitted,omitempty"`
+	// StacksLost counts the stacks of Entries without frames, by kind
+	// (Stack.Lost: "full", "collision", "no stack", ...): samples for a
+	// count aggregation, keys for the others.
+	StacksLost map[string]int64 `json:"stacks_lost,omitempty"`
 }
 
 // Entry is one key's value: Value for count, sum, min and max; Buckets for

@@ -56,3 +56,40 @@ func TestStackLossInJSON(t *testing.T) {
 		t.Errorf("a stack without frames or error: %s, want []", b)
 	}
 }
+
+// TestStacksLostCounted: an aggregation counts its lost stacks by kind,
+// in samples for a count.
+func TestStacksLostCounted(t *testing.T) {
+	lost := func(errno unix.Errno) *Stack {
+		raw := make([]byte, 16)
+		binary.LittleEndian.PutUint64(raw, uint64(-int64(errno)))
+		return decodeStack(compiled.KeyField{Kind: compiled.KeyUStack, StackMap: "x"}, raw)
+	}
+	v := func(n int64) *int64 { return &n }
+	ar := &AggregationResult{Kind: compiled.AggCount}
+	for _, e := range []Entry{
+		{Key: OrderedKey{{Name: "s", Value: lost(unix.ENOMEM)}}, Value: v(7)},
+		{Key: OrderedKey{{Name: "s", Value: lost(unix.ENOMEM)}}, Value: v(5)},
+		{Key: OrderedKey{{Name: "s", Value: lost(unix.EEXIST)}}, Value: v(3)},
+		{Key: OrderedKey{{Name: "s", Value: lost(unix.EFAULT)}}, Value: v(2)},
+		{Key: OrderedKey{{Name: "s", Value: &Stack{Frames: nil}}}, Value: v(100)},
+	} {
+		ar.countLost(e)
+	}
+	want := map[string]int64{"full": 12, "collision": 3, "no stack": 2}
+	if len(ar.StacksLost) != len(want) {
+		t.Fatalf("StacksLost %v, want %v", ar.StacksLost, want)
+	}
+	for k, n := range want {
+		if ar.StacksLost[k] != n {
+			t.Errorf("StacksLost %v, want %v", ar.StacksLost, want)
+		}
+	}
+	b, _ := json.Marshal(ar)
+	var got struct {
+		StacksLost map[string]int64 `json:"stacks_lost"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.StacksLost["full"] != 12 {
+		t.Errorf("JSON %s: stacks_lost %v (%v)", b, got.StacksLost, err)
+	}
+}

@@ -336,7 +336,8 @@ func trustedCacheDir(p string, own bool, euid uint32) bool {
 	return true
 }
 
-// resolveStacks reads and symbolizes the stacks in an aggregation's keys.
+// resolveStacks reads and symbolizes the stacks in an aggregation's keys,
+// and counts those without frames by kind of loss (StacksLost).
 func resolveStacks(ar *AggregationResult, open mapSource, syms *symbols.UserSymbols) error {
 	r := newStackResolver(open, syms)
 	defer r.close()
@@ -344,8 +345,28 @@ func resolveStacks(ar *AggregationResult, open mapSource, syms *symbols.UserSymb
 		if err := r.resolveKey(e.Key); err != nil {
 			return err
 		}
+		ar.countLost(e)
 	}
 	return nil
+}
+
+// countLost adds entry e's lost stacks to StacksLost: its count for a
+// count aggregation (the samples whose stack was lost), else 1 (the key).
+func (ar *AggregationResult) countLost(e Entry) {
+	n := int64(1)
+	if ar.Kind == compiled.AggCount && e.Value != nil {
+		n = *e.Value
+	}
+	for _, f := range e.Key {
+		s, ok := f.Value.(*Stack)
+		if !ok || s.Err == "" {
+			continue
+		}
+		if ar.StacksLost == nil {
+			ar.StacksLost = map[string]int64{}
+		}
+		ar.StacksLost[s.Lost()] += n
+	}
 }
 
 // eventStacks reads the stacks of event records: each probe's from its
