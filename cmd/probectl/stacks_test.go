@@ -595,3 +595,63 @@ func TestStackFramesPrintable(t *testing.T) {
 		t.Errorf("events print %q", got)
 	}
 }
+
+// A profile of a workload burning CPU in user mode: most samples have no
+// kernel stack. show -json says so in each such key ({"lost": "no
+// stack"}) and counts the samples by kind in stacks_lost, the same sums
+// as the keys'.
+func TestStackLostInJSON(t *testing.T) {
+	path, comm := stkWork(t)
+	c := newStkCLI(t)
+	c.apply(burnProfileSpec(comm))
+	runWork(t, path, "burn", "2")
+	out := c.must("show", "-json", "-symbols", filepath.Dir(path))
+	var res struct {
+		Probes []struct {
+			Aggregations []struct {
+				Entries []struct {
+					Key   map[string]json.RawMessage `json:"key"`
+					Value int64                      `json:"value"`
+				} `json:"entries"`
+				StacksLost map[string]int64 `json:"stacks_lost"`
+			} `json:"aggregations"`
+		} `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(res.Probes) != 1 || len(res.Probes[0].Aggregations) != 1 {
+		t.Fatalf("want one probe with one aggregation:\n%s", out)
+	}
+	agg := res.Probes[0].Aggregations[0]
+	want := map[string]int64{}
+	var samples int64
+	for _, e := range agg.Entries {
+		samples += e.Value
+		for _, name := range []string{"ustack", "kstack"} {
+			var frames []map[string]any
+			if err := json.Unmarshal(e.Key[name], &frames); err != nil {
+				t.Fatalf("key %s: %v\n%s", name, err, e.Key[name])
+			}
+			if len(frames) == 1 && frames[0]["lost"] != nil {
+				kind, _ := frames[0]["lost"].(string)
+				if reason, _ := frames[0]["reason"].(string); reason == "" {
+					t.Errorf("key %s: a lost stack without its reason: %s", name, e.Key[name])
+				}
+				want[kind] += e.Value
+			}
+		}
+	}
+	t.Logf("%d samples; stacks lost %v", samples, agg.StacksLost)
+	if want["no stack"] == 0 {
+		t.Fatalf("no sample without a kernel stack, of %d: the workload burns in user mode\n%s", samples, out)
+	}
+	if len(agg.StacksLost) != len(want) {
+		t.Fatalf("stacks_lost %v, the keys' %v", agg.StacksLost, want)
+	}
+	for k, n := range want {
+		if agg.StacksLost[k] != n {
+			t.Errorf("stacks_lost %v, the keys' %v", agg.StacksLost, want)
+		}
+	}
+}
