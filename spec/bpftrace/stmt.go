@@ -126,12 +126,30 @@ func (c *ctx) flush() {
 			}
 		}
 		if pick < 0 {
-			c.t.fail(left[0].pos, "Unsupported deletes", "These deletes each test a map another deletes from: here deletes take effect at the end of the probe, one after another, and no order keeps what each tested.")
+			c.t.fail(left[0].pos, "Unsupported deletes", deleteCycle(left))
 		}
 		c.h.actions = append(c.h.actions, left[pick])
 		left = append(left[:pick:pick], left[pick+1:]...)
 	}
 	c.deletes = nil
+}
+
+// deleteCycle says, for deletes no order can run, which map each one's
+// key or condition tests that another of them deletes from.
+func deleteCycle(left []*action) string {
+	var tests []string
+	for _, d := range left {
+		var others []string
+		for _, o := range left {
+			if o.name != d.name && slices.Contains(d.reads, o.name) && !slices.Contains(others, "@"+o.name) {
+				others = append(others, "@"+o.name)
+			}
+		}
+		if len(others) > 0 {
+			tests = append(tests, fmt.Sprintf("the delete from @%s tests %s", d.name, strings.Join(others, " and ")))
+		}
+	}
+	return "These deletes each test a map another deletes from (" + strings.Join(tests, "; ") + "): here deletes take effect at the end of the probe, one after another, so whichever runs first changes what the others test; a $variable holding a map's value still tests the map. Delete under a condition that reads none of the maps deleted from, e.g. one on the key or the probe's arguments only."
 }
 
 // stmts translates a list; it says whether every path through it returns.
