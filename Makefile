@@ -200,15 +200,26 @@ fuzz:
 # Compiler benchmarks, then (root) start-up and per-hit overhead against
 # bpftrace, the scale of specs, and the per-hit overhead of kernel-function
 # probes on each route against hand-written C, in the VMs (KPERHIT_KERNELS,
-# a few minutes a kernel).
+# a few minutes a kernel). Every part's output goes to $(BENCH_LOG) too;
+# at the end bench/summary.sh prints issue 22's goals from the lines
+#	RATIO name median min max op goal
+# the parts print (one word name; op "<=" or "<"; min-max the spread of
+# the rounds' own ratios): a new script plugs in by printing such lines.
+# A part that fails does not stop the others; make bench then fails.
 KPERHIT_KERNELS ?= linux-7.2-amd64 linux-6.12-amd64
+BENCH_LOG ?= bin/bench.log
+BENCH_PARTS ?= bench/startup.sh bench/perhit.sh bench/tproutes.sh bench/scale.sh bench/plan1k.sh bench/apply1k.sh bench/kperhit.sh
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./compiler
-	bench/startup.sh
-	bench/perhit.sh
-	bench/tproutes.sh
-	bench/scale.sh
-	KERNELS="$(KPERHIT_KERNELS)" bench/kperhit.sh
+	@mkdir -p $(dir $(BENCH_LOG)); : > $(BENCH_LOG); fail=""; \
+	$(GO) test -run='^$$' -bench=. -benchmem ./compiler 2>&1 | tee -a $(BENCH_LOG); \
+	for p in $(BENCH_PARTS); do \
+		[ -x $$p ] || { echo "== $$p: absent" | tee -a $(BENCH_LOG); continue; }; \
+		echo "== $$p" | tee -a $(BENCH_LOG); \
+		{ KERNELS="$(KPERHIT_KERNELS)" $$p 2>&1; echo "rc=$$?" > $(BENCH_LOG).rc; } | tee -a $(BENCH_LOG); \
+		[ "$$(cat $(BENCH_LOG).rc)" = rc=0 ] || fail="$$fail $$p"; \
+	done; rm -f $(BENCH_LOG).rc; \
+	bench/summary.sh $(BENCH_LOG); \
+	if [ -n "$$fail" ]; then echo "make bench: failed:$$fail" >&2; exit 1; fi
 
 clean:
 	rm -rf bin dist

@@ -155,10 +155,15 @@ report() { # name calls
 		printf "  %-10s %9.1f (%.1f-%.1f)   overhead %8.1f\n", "probectl", p, pl, ph, p - b
 		printf "  %-10s %9.1f (%.1f-%.1f)   overhead %8.1f\n", "reference", f, fl, fh, f - b
 		printf "  %-10s %9.1f (%.1f-%.1f)   overhead %8.1f\n", "bpftrace", t, tl, th, t - b
-		if (f - b > 0) printf "  probectl / reference %.2f (goal <= 1.10)", (p - b) / (f - b)
+		if (f - b > 0) printf "  probectl / reference %.2f (goal <= 1.05)", (p - b) / (f - b)
 		if (t - b > 0) printf "   probectl / bpftrace %.2f (goal <= 1.00)", (p - b) / (t - b)
 		print ""
 	}'
+	# The summary line (bench/summary.sh): the median and spread of the
+	# rounds' own ratios, each round's overheads over its own baseline
+	# (the rounds interleave baseline, probectl, reference).
+	paste -d' ' "$tmp/$1.base" "$tmp/$1.pc" "$tmp/$1.ref" | awk '$3 - $1 > 0 {print ($2 - $1) / ($3 - $1)}' | sort -g |
+		awk -v name="$1" '{a[NR] = $1} END {if (NR) printf "RATIO perhit-%s-vs-c %.3f %.3f %.3f <= 1.05\n", name, a[int((NR+1)/2)], a[1], a[NR]}'
 }
 report tp "$N"
 body tp

@@ -93,4 +93,8 @@ awk -v calls="$N" -v n="$ROUNDS" -v b="$b" -v bl="$bl" -v bh="$bh" -v w="$w" -v 
 	if (p - b > 0) printf "  raw_tracepoint / tracepoint per hit %.2f (goal <= 0.70)\n", (w - b) / (p - b)
 	printf "  programs run time per call (kernel.bpf_stats_enabled): raw_tracepoint %.1f ns (%.1f-%.1f), tracepoint %.1f ns (%.1f-%.1f): %.2f\n", wb, wbl, wbh, pb, pbl, pbh, (pb > 0 ? wb / pb : 0)
 }'
+# The summary line (bench/summary.sh): the median and spread of the
+# rounds' own ratios, each round's overheads over its own baseline.
+paste -d' ' "$tmp/base" "$tmp/raw" "$tmp/perf" | awk '$3 - $1 > 0 {print ($2 - $1) / ($3 - $1)}' | sort -g |
+	awk '{a[NR] = $1} END {if (NR) printf "RATIO rawtp-vs-tracepoint %.3f %.3f %.3f <= 0.70\n", a[int((NR+1)/2)], a[1], a[NR]}'
 exit $fail
