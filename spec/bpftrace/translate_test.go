@@ -205,6 +205,7 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { @n = count() }}", "1:26 Syntax error", ""},
 		{"kprobe:f { $x = \"a", "1:17 Unterminated string", ""},
 
+		{"tracepoint:a:b { @p[tid] = args.rqtp; }\ntracepoint:a:c { $t = @p[tid]; @n[$t.tv_sec] = count(); }", "2:37 Unsupported field of a stored value", `user_cast(p[tid], "struct NAME").tv_sec`},
 		{"tracepoint:a:b { @a[tid] = 1; @b[tid] = 2; }\ntracepoint:a:c { if (@a[tid] && @b[tid]) { @n = count(); delete(@a, tid); delete(@b, tid); } }", "2:58 Unsupported deletes", "the delete from @a tests @b; the delete from @b tests @a"},
 	} {
 		_, diags := Import("t.bt", []byte(tc.bt))
