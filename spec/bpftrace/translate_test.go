@@ -67,6 +67,55 @@ probe "tracepoint" "sys_exit_kill" {
     }
   }
 }`},
+		{"a delete on both copies of a fork is one delete, under neither branch", `
+tracepoint:a:b { @c[tid] = comm; @t[tid] = 1; }
+tracepoint:a:c /@t[tid]/ {
+  $x = ntop(0);
+  if (@c[tid] == "") { $x = ntop(AF_INET, 1); } else { $x = ntop(AF_INET, 2); }
+  printf("%s\n", $x);
+  delete(@t, tid);
+  delete(@c, tid);
+}`, `table "c" {
+}
+table "t" {
+}
+probe "tracepoint" "b" {
+  event = "a:b"
+  on_entry {
+    store "c" {
+      key   = [tid]
+      value = comm
+    }
+    store "t" {
+      key   = [tid]
+      value = 1
+    }
+  }
+}
+probe "tracepoint" "c" {
+  event = "a:c"
+  on_entry {
+    when = t[tid] != 0
+    event "c" {
+      when = c[tid] == ""
+      fields = {
+        x = inet(1)
+      }
+    }
+    event "c_2" {
+      when = c[tid] != ""
+      fields = {
+        x = inet(2)
+      }
+    }
+    delete "t" {
+      key = [tid]
+    }
+    delete "c" {
+      key = [tid]
+    }
+  }
+}`},
 		{"if, else and return are conditions; ternaries, casts and bit operators", `
 #define MASK 0xff
 tracepoint:sched:sched_switch {
