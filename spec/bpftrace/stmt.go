@@ -148,8 +148,9 @@ func deleteCycle(left []*action) string {
 				others = append(others, "@"+o.name)
 			}
 		}
-		if len(others) > 0 {
-			tests = append(tests, fmt.Sprintf("the delete from @%s tests %s", d.name, strings.Join(others, " and ")))
+		// One delete copied per branch of a fork (stmts) is said once.
+		if line := fmt.Sprintf("the delete from @%s tests %s", d.name, strings.Join(others, " and ")); len(others) > 0 && !slices.Contains(tests, line) {
+			tests = append(tests, line)
 		}
 	}
 	return "These deletes each test a map another deletes from (" + strings.Join(tests, "; ") + "): here deletes take effect at the end of the probe, one after another, so whichever runs first changes what the others test; a $variable holding a map's value still tests the map. Delete under a condition that reads none of the maps deleted from, e.g. one on the key or the probe's arguments only."
