@@ -25,6 +25,7 @@ type access struct {
 	root  spec.PathRoot
 	arg   int       // RootArg: the argument's slot
 	base  spec.Expr // RootCast: the pointer
+	user  bool      // user_cast: every read is of user memory
 	loads []int32   // pointer fields followed: R0 = *(u64 *)(R0 + off)
 	leaf  leaf
 	typ   btf.Type // the leaf's type as declared
@@ -186,10 +187,10 @@ func (g *gen) readAccess(a *access) {
 	case leafRoot:
 		g.extend(l.size, l.signed)
 	case leafInt:
-		g.readKernel(l.off, l.size)
+		g.readMem(a, l.off, l.size)
 		g.extend(l.size, l.signed)
 	case leafBits:
-		g.readKernel(l.off, l.size)
+		g.readMem(a, l.off, l.size)
 		// The field's bits to the top, then back down to bit 0.
 		if up := int32(64 - l.shift - l.bits); up > 0 {
 			g.e.Emit(asm.LSh.Imm(asm.R0, up))
@@ -220,14 +221,30 @@ func (g *gen) follow(a *access) {
 		g.expr(a.base)
 	}
 	for _, off := range a.loads {
-		g.readKernel(off, 8)
+		g.readMem(a, off, 8)
 	}
+}
+
+// readMem reads size bytes at R0 + off into R0 as readKernel does, from
+// user memory when a is a user_cast.
+func (g *gen) readMem(a *access, off int32, size int) {
+	if a.user {
+		g.readWith(asm.FnProbeReadUser, off, size)
+		return
+	}
+	g.readKernel(off, size)
 }
 
 // readKernel reads size bytes of kernel memory at R0 + off into R0, zero
 // above them; an address that cannot be read (a NULL pointer on the way)
 // reads as 0.
 func (g *gen) readKernel(off int32, size int) {
+	g.readWith(asm.FnProbeReadKernel, off, size)
+}
+
+// readWith reads size bytes at R0 + off into R0 with helper fn
+// (bpf_probe_read_kernel or _user), zero above them and 0 if unreadable.
+func (g *gen) readWith(fn asm.BuiltinFunc, off int32, size int) {
 	slot := g.e.Alloc(8)
 	g.e.Emit(emit.StoreImm64(asm.RFP, slot, 0), asm.Mov.Reg(asm.R3, asm.R0))
 	if off != 0 {
@@ -236,7 +253,7 @@ func (g *gen) readKernel(off int32, size int) {
 	g.e.Emit(
 		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, int32(size)),
-		asm.FnProbeReadKernel.Call(),
+		fn.Call(),
 		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
 	)
 }

@@ -74,8 +74,12 @@ func (r *resolver) root(path *spec.KernelPath) (*access, btf.Type, string, bool)
 		task, ok := r.structNamed("task_struct", prefixRange(r.x.Range(), len("task")))
 		return &access{root: spec.RootTask}, &btf.Pointer{Target: task}, "task", ok
 	}
-	text := fmt.Sprintf("cast(%s, \"struct %s\")", path.Base.Text(), path.Struct)
-	a := &access{root: spec.RootCast, base: path.Base}
+	fn, user := "cast", path.Space == spec.SpaceUser
+	if user {
+		fn = "user_cast"
+	}
+	text := fmt.Sprintf("%s(%s, \"struct %s\")", fn, path.Base.Text(), path.Struct)
+	a := &access{root: spec.RootCast, base: path.Base, user: user}
 	switch ok, deferred := r.castBase(path.Base); {
 	case !ok:
 		return nil, nil, "", false

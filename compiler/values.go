@@ -99,6 +99,12 @@ func (g *gen) text(x spec.Expr, p place, n int) {
 		if t.Kind == spec.KindBytes {
 			fn = asm.FnProbeReadKernel
 		}
+		if x.Space == spec.SpaceUser {
+			fn = asm.FnProbeReadUserStr
+			if t.Kind == spec.KindBytes {
+				fn = asm.FnProbeReadUser
+			}
+		}
 		g.kernelAddr(x)
 		g.readInto(p, min(n, t.Size), fn)
 	case *spec.TableRead:

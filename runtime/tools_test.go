@@ -671,6 +671,35 @@ func TestToolStatsnoop(t *testing.T) {
 	wl.finish()
 }
 
+// naptime: the workload asks nanosleep for 1.002345678 s and
+// clock_nanosleep for 0.007654321 s; the exit probe reads each request's
+// struct __kernel_timespec in the workload's memory (user_cast, at the
+// pointer the entry probe kept) and reports exactly those fields.
+func TestToolNaptime(t *testing.T) {
+	requireRoot(t)
+	name := taskName("naptime")
+	wl := startTool(t, name, "nap")
+	w, s := applyTool(t, toolSpec(t, "naptime",
+		`when = has(rqtp, [tid]) && args.ret == 0`, fmt.Sprintf(`when = has(rqtp, [tid]) && args.ret == 0 && pid == %d`, wl.pid)))
+	log := collectEvents(t, w, s, "tracepoint.nap_exit")
+	calls := wl.run()
+	sameLines(t, "the workload's calls", calls, []string{"nanosleep 0", "clock_nanosleep 0"})
+	pcomm, err := os.ReadFile("/proc/self/comm") // the workload's parent: this test
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(sec, nsec int) string {
+		return fmt.Sprintf("nap: ppid=%d, pcomm=%s, pid=%d, comm=%s, sec=%d, nsec=%d",
+			os.Getpid(), strings.TrimSpace(string(pcomm)), wl.pid, name, sec, nsec)
+	}
+	sameLines(t, "events", log.drain(t), []string{ev(1, 2345678), ev(0, 7654321)})
+	nothingDropped(t, w, s)
+	if tableHolds(t, w, s, "rqtp", int64(wl.pid)) {
+		t.Errorf("rqtp still holds the workload's thread after its sleeps returned")
+	}
+	wl.finish()
+}
+
 // runqlat: the workload sleeps n times in read(2), each time woken by the
 // test's write once it sleeps off the run queue (and once more by the line
 // that starts it), then runs for 50 ms in user mode and 50 ms in the

@@ -224,6 +224,9 @@ type KernelPath struct {
 	Arg    string // RootArg: the argument's name
 	Base   Expr   // RootCast: the pointer
 	Struct string // RootCast: the struct's name, without "struct "
+	// Space is the memory a cast's struct and the pointers it leads to
+	// are read from: SpaceUser for user_cast, SpaceKernel otherwise.
+	Space Space
 	// StructRange is the range of the struct's name (RootCast).
 	StructRange hcl.Range
 	Fields      []PathField

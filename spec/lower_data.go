@@ -56,20 +56,27 @@ func (s *scope) pathFields(tr hcl.Traversal) []PathField {
 	return out
 }
 
-// cast lowers cast(X, "struct NAME"), then the fields in tr after it.
+// cast lowers cast(X, "struct NAME") and user_cast(X, "struct NAME"), then
+// the fields in tr after it. user_cast reads the struct (and the pointers
+// it leads to) from user memory, typed by the kernel's BTF: a struct a
+// syscall takes (struct __kernel_timespec).
 func (s *scope) cast(e *hclsyntax.FunctionCallExpr, tr hcl.Traversal) Expr {
+	space := SpaceKernel
+	if e.Name == "user_cast" {
+		space = SpaceUser
+	}
 	if s.probe.Addr.Kind == bpf.KindUser {
 		return s.errorf(e.Range(), "cast is for kernel data", "cast reads a kernel struct through the kernel's BTF; user functions have none.")
 	}
 	if len(e.Args) != 2 {
-		return s.errorf(e.Range(), "Wrong number of arguments", "cast takes a pointer and a struct: cast(arg0, \"struct sock\").")
+		return s.errorf(e.Range(), "Wrong number of arguments", "%s takes a pointer and a struct: %s(arg0, \"struct sock\").", e.Name, e.Name)
 	}
 	x := s.lower(e.Args[0])
 	if isInvalid(x) {
 		return x
 	}
 	if !x.Type().Numeric() {
-		return s.errorf(x.Range(), "cast needs a pointer", "%s is a %s, not a pointer.", x.Text(), x.Type())
+		return s.errorf(x.Range(), e.Name+" needs a pointer", "%s is a %s, not a pointer.", x.Text(), x.Type())
 	}
 	name, ok := s.d.literalString(e.Args[1])
 	st, isStruct := strings.CutPrefix(name, "struct ")
@@ -80,7 +87,7 @@ func (s *scope) cast(e *hclsyntax.FunctionCallExpr, tr hcl.Traversal) Expr {
 	if len(tr) > 0 {
 		rng = hcl.RangeBetween(rng, tr[len(tr)-1].SourceRange())
 	}
-	return &KernelPath{exprBase: exprBase{rng: rng, src: s.d.src, typ: TypeTarget}, Root: RootCast, Base: x, Struct: st, StructRange: e.Args[1].Range(), Fields: s.pathFields(tr)}
+	return &KernelPath{exprBase: exprBase{rng: rng, src: s.d.src, typ: TypeTarget}, Root: RootCast, Base: x, Struct: st, Space: space, StructRange: e.Args[1].Range(), Fields: s.pathFields(tr)}
 }
 
 // str lowers str(X[, N]), user_str and kernel_str.
@@ -259,7 +266,7 @@ func (s *scope) relative(e *hclsyntax.RelativeTraversalExpr) Expr {
 		}
 		return s.tableRead(e, t, s.tableKey(t, src.Key), a.Name, a.SrcRange)
 	case *hclsyntax.FunctionCallExpr:
-		if src.Name == "cast" {
+		if src.Name == "cast" || src.Name == "user_cast" {
 			return s.cast(src, e.Traversal)
 		}
 	}

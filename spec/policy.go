@@ -225,8 +225,8 @@ func rawAddress(p *Probe, x Expr) *hcl.Diagnostic {
 	var what string
 	switch x := x.(type) {
 	case *KernelPath:
-		if x.Root != RootCast {
-			return nil
+		if x.Root != RootCast || x.Space == SpaceUser {
+			return nil // user_cast reads user memory
 		}
 		addr, what = x.Base, "cast"
 	case *Str:

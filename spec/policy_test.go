@@ -73,6 +73,7 @@ func TestDenyRawAddress(t *testing.T) {
 		fmt.Sprintf(tracepoint, "syscalls:sys_enter_openat", `str(args.filename + 16)`),
 		fmt.Sprintf(tracepoint, "sched:sched_process_exec", `str(args.filename)`), // a string in the record, or the compiler's to refuse
 		fmt.Sprintf(user, `str(arg0)`),
+		fmt.Sprintf(tracepoint, "syscalls:sys_enter_nanosleep", `user_cast(args.rqtp, "struct __kernel_timespec").tv_sec`), // user memory
 	}
 	for _, src := range allowed {
 		cfg, diags := spec.Parse(map[string][]byte{"p.hcl": []byte(src)})

@@ -299,7 +299,7 @@ func guessCall(e *hclsyntax.FunctionCallExpr) Type {
 		return StringType(size)
 	case "has", "starts_with":
 		return TypeBool
-	case "cast":
+	case "cast", "user_cast":
 		return TypeTarget
 	case "kstack", "ustack":
 		depth := MaxStackDepth

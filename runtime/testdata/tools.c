@@ -215,6 +215,14 @@ static void stats(void) {
 	printf("statfs %ld\n", result(syscall(SYS_statfs, "missing", &sfs)));
 }
 
+/* naptime: a nanosleep and a clock_nanosleep of known requests, made as
+ * system calls (glibc's nanosleep is a clock_nanosleep). */
+static void naps(void) {
+	struct timespec a = {1, 2345678}, b = {0, 7654321};
+	printf("nanosleep %ld\n", result(syscall(SYS_nanosleep, &a, NULL)));
+	printf("clock_nanosleep %ld\n", result(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &b, NULL)));
+}
+
 /* heapArgv copies argv to the heap. A child's copy of the parent's written
  * pages is there at once, while pages of read-only data (string literals)
  * are mapped again on first touch, and a probe cannot fault them in: a
@@ -359,6 +367,8 @@ int main(int argc, char **argv) {
 		capables();
 	else if (strcmp(mode, "stat") == 0)
 		stats();
+	else if (strcmp(mode, "nap") == 0)
+		naps();
 	else if (strcmp(mode, "exec") == 0)
 		execs("/proc/self/exe");
 	else if (strcmp(mode, "bio") == 0)

@@ -57,6 +57,9 @@ type hx struct {
 	// placeholder: bpftrace's ntop(0), giving a variable its type only.
 	placeholder bool
 	stored      bool // read from a table
+	// fork: a condition the rest of a block was copied under, once per
+	// branch of an if (stmts); a delete on both copies does not need it.
+	fork bool
 	// gens are, for a condition, how many stores each table it reads had
 	// had in the handler when the condition held.
 	gens map[string]int

@@ -69,10 +69,13 @@ func (c *ctx) checkConds(p Pos, conds []hx) {
 func (c *ctx) special() bool { return c.h == nil }
 
 // when is the conjunction of the conditions in force.
-func (c *ctx) when() (string, []string) {
+func (c *ctx) when() (string, []string) { return c.whenOf(false) }
+
+// whenOf is when, without the conditions of forks when unforked.
+func (c *ctx) whenOf(unforked bool) (string, []string) {
 	var parts, reads []string
 	for _, x := range c.conds {
-		if x.text == "true" {
+		if x.text == "true" || unforked && x.fork {
 			continue
 		}
 		parts = append(parts, x.paren(precAnd))
@@ -145,11 +148,54 @@ func deleteCycle(left []*action) string {
 				others = append(others, "@"+o.name)
 			}
 		}
-		if len(others) > 0 {
-			tests = append(tests, fmt.Sprintf("the delete from @%s tests %s", d.name, strings.Join(others, " and ")))
+		// One delete copied per branch of a fork (stmts) is said once.
+		if line := fmt.Sprintf("the delete from @%s tests %s", d.name, strings.Join(others, " and ")); len(others) > 0 && !slices.Contains(tests, line) {
+			tests = append(tests, line)
 		}
 	}
 	return "These deletes each test a map another deletes from (" + strings.Join(tests, "; ") + "): here deletes take effect at the end of the probe, one after another, so whichever runs first changes what the others test; a $variable holding a map's value still tests the map. Delete under a condition that reads none of the maps deleted from, e.g. one on the key or the probe's arguments only."
+}
+
+// joinDeletes makes one delete of each pair that both copies of a fork
+// hold (c.deletes[n0:n1], the first copy's, and c.deletes[n1:], the
+// second's): the same delete, with the same key and condition but for the
+// fork's, runs on both paths, so under neither fork condition. (tcplife's
+// deletes, after an if on $comm = @skcomm[$sk], then test no @skcomm.)
+func (c *ctx) joinDeletes(n0, n1 int) {
+	first, second := c.deletes[n0:n1], c.deletes[n1:]
+	var out []*action
+	used := make([]bool, len(second))
+	for _, a := range first {
+		joined := false
+		for j, b := range second {
+			if !used[j] && a.unforked != nil && b.unforked != nil && a.pos == b.pos && sameAttrs(a.unforked.attrs, b.unforked.attrs) {
+				used[j], joined = true, true
+				out = append(out, a.unforked)
+				break
+			}
+		}
+		if !joined {
+			out = append(out, a)
+		}
+	}
+	for j, b := range second {
+		if !used[j] {
+			out = append(out, b)
+		}
+	}
+	c.deletes = append(c.deletes[:n0:n0], out...)
+}
+
+func sameAttrs(a, b []kv) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // stmts translates a list; it says whether every path through it returns.
@@ -196,9 +242,12 @@ func (c *ctx) stmts(list []Stmt) bool {
 				// The paths exclude each other: what one deletes or stores
 				// the other does not see.
 				deleted, stores := copyBools(c.deleted), copyInts(c.stores)
+				held.fork, nheld.fork = true, true
+				n0 := len(c.deletes)
 				c.vars = thenVars
 				c.conds = append(c.conds, held)
 				r1 := c.stmts(rest)
+				n1 := len(c.deletes)
 				c.conds = c.conds[:len(c.conds)-1]
 				deleted1, stores1 := c.deleted, c.stores
 				c.deleted, c.stores, c.event = deleted, stores, nil
@@ -206,6 +255,7 @@ func (c *ctx) stmts(list []Stmt) bool {
 				c.conds = append(c.conds, nheld)
 				r2 := c.stmts(rest)
 				c.conds = c.conds[:len(c.conds)-1]
+				c.joinDeletes(n0, n1)
 				for k, v := range deleted1 {
 					if c.deleted == nil {
 						c.deleted = map[string]bool{}
@@ -755,6 +805,13 @@ func (c *ctx) delete(call *Call) {
 	if w != "" {
 		a.attrs = append([]kv{{"when", w}}, a.attrs...)
 	}
+	uw, ureads := c.whenOf(true)
+	u := &action{kind: "delete", name: m.hcl, pos: call.Pos, attrs: []kv{{"key", keyList(k)}}, reads: append(joinReads(k...), ureads...)}
+	u.gens = c.hold(hx{reads: u.reads}).gens
+	if uw != "" {
+		u.attrs = append([]kv{{"when", uw}}, u.attrs...)
+	}
+	u.unforked, a.unforked = u, u // joined, it is its own unforked form
 	if c.deleted == nil {
 		c.deleted = map[string]bool{}
 	}

@@ -52,6 +52,9 @@ type action struct {
 	reads      []string       // tables its condition and values read
 	hadTime    bool           // an event after time(): its time is the TIME column
 	gens       map[string]int // a delete's: the stores its key and condition saw
+	// unforked is a delete's condition without the conditions of the
+	// forks it is under: its form when both copies of a fork delete.
+	unforked *action
 }
 
 type handler struct {

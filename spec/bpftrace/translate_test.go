@@ -67,6 +67,55 @@ probe "tracepoint" "sys_exit_kill" {
     }
   }
 }`},
+		{"a delete on both copies of a fork is one delete, under neither branch", `
+tracepoint:a:b { @c[tid] = comm; @t[tid] = 1; }
+tracepoint:a:c /@t[tid]/ {
+  $x = ntop(0);
+  if (@c[tid] == "") { $x = ntop(AF_INET, 1); } else { $x = ntop(AF_INET, 2); }
+  printf("%s\n", $x);
+  delete(@t, tid);
+  delete(@c, tid);
+}`, `table "c" {
+}
+table "t" {
+}
+probe "tracepoint" "b" {
+  event = "a:b"
+  on_entry {
+    store "c" {
+      key   = [tid]
+      value = comm
+    }
+    store "t" {
+      key   = [tid]
+      value = 1
+    }
+  }
+}
+probe "tracepoint" "c" {
+  event = "a:c"
+  on_entry {
+    when = t[tid] != 0
+    event "c" {
+      when = c[tid] == ""
+      fields = {
+        x = inet(1)
+      }
+    }
+    event "c_2" {
+      when = c[tid] != ""
+      fields = {
+        x = inet(2)
+      }
+    }
+    delete "t" {
+      key = [tid]
+    }
+    delete "c" {
+      key = [tid]
+    }
+  }
+}`},
 		{"if, else and return are conditions; ternaries, casts and bit operators", `
 #define MASK 0xff
 tracepoint:sched:sched_switch {
@@ -205,6 +254,7 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { @n = count() }}", "1:26 Syntax error", ""},
 		{"kprobe:f { $x = \"a", "1:17 Unterminated string", ""},
 
+		{"tracepoint:a:b { @p[tid] = args.rqtp; }\ntracepoint:a:c { $t = @p[tid]; @n[$t.tv_sec] = count(); }", "2:37 Unsupported field of a stored value", `user_cast(p[tid], "struct NAME").tv_sec`},
 		{"tracepoint:a:b { @a[tid] = 1; @b[tid] = 2; }\ntracepoint:a:c { if (@a[tid] && @b[tid]) { @n = count(); delete(@a, tid); delete(@b, tid); } }", "2:58 Unsupported deletes", "the delete from @a tests @b; the delete from @b tests @a"},
 	} {
 		_, diags := Import("t.bt", []byte(tc.bt))

@@ -112,7 +112,7 @@ func (c *ctx) exprOf(e Expr) hx {
 	case *Field:
 		x := c.expr(e.X)
 		if x.stored {
-			c.t.fail(e.Pos, "Unsupported field of a stored value", fmt.Sprintf(".%s of a value a map holds has no equivalent: a table holds a number, and reading the struct it points to (in user or kernel memory) would need its type; read the field where the pointer is an argument and store that.", e.Name))
+			c.t.fail(e.Pos, "Unsupported field of a stored value", storedFieldDetail(x.text, e.Name))
 		}
 		if x.kind == kTuple {
 			c.t.fail(e.Pos, "Unsupported tuple field", "A tuple's element by index has no equivalent.")
@@ -574,4 +574,14 @@ func exprText(e Expr) string {
 		return e.Name + "(" + strings.Join(s, ", ") + ")"
 	}
 	return "…"
+}
+
+// storedFieldDetail is the fix for .field of a pointer a table holds
+// (naptime's $t = @rqtp[tid]; $t.tv_sec): the spec reads it with a cast
+// naming the struct, which bpftrace takes from the tracepoint's format or
+// the kernel's BTF and the importer, reading no kernel, cannot tell.
+func storedFieldDetail(table, field string) string {
+	return fmt.Sprintf(".%[2]s of the pointer read from %[1]s: the importer cannot tell which struct it points to (bpftrace takes it from the tracepoint's format or the kernel's BTF). "+
+		"Write the read with the struct's name: user_cast(%[1]s, \"struct NAME\").%[2]s for a struct in the process's memory (a system call's argument: "+
+		"naptime's is user_cast(rqtp[tid], \"struct __kernel_timespec\").tv_sec, see examples/bpftrace/naptime.hcl), cast(%[1]s, \"struct NAME\").%[2]s for kernel memory.", table, field)
 }
