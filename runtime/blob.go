@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf/sys"
 )
 
 // bpffs holds only BPF objects and directories, so what probectl must find
@@ -53,12 +54,11 @@ func pinBlob(d *dir, name, mapName string, data []byte) (ebpf.MapID, error) {
 	if err := m.Pin(path); err != nil {
 		return 0, fmt.Errorf("pin %s/%s: %w", d.path, name, err)
 	}
-	info, err := m.Info()
+	id, err := sys.ObjectID(m.FD())
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("pin %s/%s: map info: %w", d.path, name, err)
 	}
-	id, _ := info.ID()
-	return id, nil
+	return ebpf.MapID(id), nil
 }
 
 // isBlob says m has the shape pinBlob gives a blob: an array of one value,
