@@ -208,6 +208,7 @@ bench:
 	bench/perhit.sh
 	bench/tproutes.sh
 	bench/scale.sh
+	bench/apply1k.sh
 	KERNELS="$(KPERHIT_KERNELS)" bench/kperhit.sh
 
 clean:
