@@ -16,7 +16,6 @@ N=${N:-1000}
 export PATH="$PATH:/usr/local/go/bin"
 
 [ "$(id -u)" = 0 ] || { echo "needs root: it attaches probes" >&2; exit 1; }
-[ -x /usr/bin/time ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
 tmp=$(mktemp -d /tmp/apply1k-bench.XXXXXX)
 export PROBECTL_STATE_DIR="$tmp/state"
 ws1="apply1k-one-$$" wsn="apply1k-many-$$"
@@ -43,8 +42,16 @@ spec() { # N -> N probes, two per event at most
 spec 1 > "$tmp/s1.hcl"
 spec "$N" > "$tmp/sn.hcl"
 
-secs() { /usr/bin/time -f %e -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }; cat "$tmp/t"; }
-stats() { sort -n | awk '{a[NR]=$1} END {printf "%.3f %.3f %.3f\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
+# secs CMD...: wall seconds of CMD from date +%s%N (nanoseconds: /usr/bin/time's
+# 10 ms steps made the one-probe figures, and so the ratios, mostly noise).
+secs() {
+	local t0 t1
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+	t1=$(date +%s%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", (b - a) / 1e9 }'
+}
+stats() { sort -n | awk '{a[NR]=$1} END {printf "%.4f %.4f %.4f\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 
 for _ in $(seq "$ROUNDS"); do
 	for size in 1 n; do
@@ -69,7 +76,7 @@ done
 		case $op in apply) goal="goal <= 20x" ;; status | show) goal="goal <= 3x" ;; esac
 		awk -v op="$op" -v n="$N" -v m1="$m1" -v l1="$l1" -v h1="$h1" -v mn="$mn" -v ln="$ln" -v hn="$hn" -v goal="$goal" 'BEGIN {
 			r = (m1 > 0) ? mn / m1 : 0
-			printf "  %-8s 1: %6.3f (%.3f-%.3f)   %d: %7.3f (%.3f-%.3f)   ratio %6.1fx   %s\n", op, m1, l1, h1, n, mn, ln, hn, r, goal
+			printf "  %-8s 1: %7.4f (%.4f-%.4f)   %d: %7.4f (%.4f-%.4f)   ratio %6.1fx   %s\n", op, m1, l1, h1, n, mn, ln, hn, r, goal
 		}'
 	done
 } 

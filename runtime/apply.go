@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/sys"
 	"github.com/probectl/probectl/compiler/compiled"
@@ -553,19 +554,35 @@ func loadError(p *compiled.Probe, err error) error {
 }
 
 // createdColl records the maps and programs of coll as created.
+// Only tests observe creations; without an observer it asks for no ids.
 func (w *Workspace) createdColl(coll *ebpf.Collection) {
+	if w.observe == nil {
+		return
+	}
 	for _, m := range coll.Maps {
-		if info, err := m.Info(); err == nil {
-			id, _ := info.ID()
-			w.created("map", uint32(id))
+		if id, err := sys.ObjectID(m.FD()); err == nil {
+			w.created("map", id)
 		}
 	}
 	for _, prog := range coll.Programs {
-		if info, err := prog.Info(); err == nil {
-			id, _ := info.ID()
-			w.created("prog", uint32(id))
+		if id, err := sys.ObjectID(prog.FD()); err == nil {
+			w.created("prog", id)
 		}
 	}
+}
+
+// linkIDs are the ids of a link and its program, with one system call
+// where the link shows its fd (all of cilium/ebpf's do), else with Info.
+func linkIDs(l link.Link) (link.ID, ebpf.ProgramID, error) {
+	if fl, ok := l.(interface{ FD() int }); ok {
+		o, err := sys.ObjectInfo(fl.FD())
+		return link.ID(o.ID), ebpf.ProgramID(o.ProgramID), err
+	}
+	info, err := l.Info()
+	if err != nil {
+		return 0, 0, err
+	}
+	return info.ID, info.Program, nil
 }
 
 // loadFsessions loads a probe's fsession programs, one per function, into
@@ -666,12 +683,11 @@ func (w *Workspace) pinMaps(d *dir, c *change, ps *ProbeState) error {
 		if err := km.Pin(path); err != nil {
 			return fmt.Errorf("%s: pin map %s: %w", p.Address, m.Ref, err)
 		}
-		info, err := km.Info()
+		id, err := sys.ObjectID(km.FD())
 		if err != nil {
 			return fmt.Errorf("%s: map info: %w", p.Address, err)
 		}
-		id, _ := info.ID()
-		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: id, Pin: pin, Match: m.Match})
+		ps.Maps = append(ps.Maps, MapState{Ref: m.Ref, Name: m.Name, ID: ebpf.MapID(id), Pin: pin, Match: m.Match})
 	}
 	return nil
 }
@@ -692,12 +708,12 @@ func (w *Workspace) pinLinks(d *dir, c *change, ps *ProbeState) error {
 		if err := a.link.Pin(path); err != nil {
 			return fmt.Errorf("%s: pin %s link: %w", p.Address, a.family, err)
 		}
-		info, err := a.link.Info()
+		id, progID, err := linkIDs(a.link)
 		if err != nil {
 			return fmt.Errorf("%s: link info: %w", p.Address, err)
 		}
-		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: info.ID,
-			Program: a.program, ProgramID: info.Program, Pin: pin})
+		ps.Links = append(ps.Links, LinkState{Family: a.family, Function: a.function, ID: id,
+			Program: a.program, ProgramID: progID, Pin: pin})
 	}
 	return nil
 }
@@ -724,12 +740,11 @@ func (w *Workspace) pinPrograms(d *dir, c *change, ps *ProbeState) error {
 		if err := prog.Pin(path); err != nil {
 			return fmt.Errorf("%s: pin program %s: %w", p.Address, name, err)
 		}
-		info, err := prog.Info()
+		id, err := sys.ObjectID(prog.FD())
 		if err != nil {
 			return fmt.Errorf("%s: program info: %w", p.Address, err)
 		}
-		id, _ := info.ID()
-		ps.Programs = append(ps.Programs, ProgramState{Name: name, ID: id, Pin: pin})
+		ps.Programs = append(ps.Programs, ProgramState{Name: name, ID: ebpf.ProgramID(id), Pin: pin})
 	}
 	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf/sys"
 )
 
 // bpffs holds only BPF objects and directories, so what probectl must find
@@ -19,16 +21,25 @@ import (
 // with kmalloc.
 const maxBlob = 1 << 20
 
+// gzipWriters are the blob compressors, reused: a new writer allocates and
+// clears its compressor state (hundreds of KiB even at BestSpeed), which
+// made most of the garbage of an apply of 1,000 probes, one meta blob
+// each (issue 22). BestSpeed: blobs are small, and a better ratio saves
+// less than it costs.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
 // pinBlob stores data in a new map pinned as name in d. The map is frozen:
 // nothing, not even root through bpf(2), can change it afterwards.
 func pinBlob(d *dir, name, mapName string, data []byte) (ebpf.MapID, error) {
 	var z bytes.Buffer
-	// BestSpeed: blobs are small, and the default level's compressor
-	// state (hundreds of KiB, cleared on every new writer) cost more than
-	// its better ratio saves, at every apply.
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&z)
 	_, _ = zw.Write(data)
 	_ = zw.Close()
+	gzipWriters.Put(zw)
 	if z.Len()+4 > maxBlob {
 		return 0, fmt.Errorf("%s: %d bytes, more than a pinned blob holds (%d)", name, z.Len(), maxBlob)
 	}
@@ -53,12 +64,11 @@ func pinBlob(d *dir, name, mapName string, data []byte) (ebpf.MapID, error) {
 	if err := m.Pin(path); err != nil {
 		return 0, fmt.Errorf("pin %s/%s: %w", d.path, name, err)
 	}
-	info, err := m.Info()
+	id, err := sys.ObjectID(m.FD())
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("pin %s/%s: map info: %w", d.path, name, err)
 	}
-	id, _ := info.ID()
-	return id, nil
+	return ebpf.MapID(id), nil
 }
 
 // isBlob says m has the shape pinBlob gives a blob: an array of one value,

@@ -37,6 +37,21 @@ func TestManyTracepointsCountExactly(t *testing.T) {
 			t.Errorf("many%d: opens = %v, want %s: %d", i, got, workComm, n)
 		}
 	}
+	// All at once, as show and status read a workspace (in parallel, each
+	// probe's pin directory opened once): the same counts, no drift.
+	for i, res := range w.Read(s.Probes) {
+		if res.Error != "" || len(res.Aggregations) != 1 {
+			t.Fatalf("%s: %q, %d aggregations", res.Address, res.Error, len(res.Aggregations))
+		}
+		if got := values(res.Aggregations[0]); got[workComm] != n || len(got) != 1 {
+			t.Errorf("%s (read of all): opens = %v, want %s: %d", s.Probes[i].Address, got, workComm, n)
+		}
+	}
+	for _, st := range w.Status(s) {
+		if len(st.Drift) != 0 || len(st.Links) != 1 || st.EntryHits < n {
+			t.Errorf("%s: status drift %v, %d links, %d entry hits (want >= %d)", st.Address, st.Drift, len(st.Links), st.EntryHits, n)
+		}
+	}
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -154,24 +154,40 @@ func (w *Workspace) read(probes []*ProbeState, mode readMode) []ProbeResult {
 	syms := w.symbols()
 	parallel(len(probes), func(i int) {
 		p := probes[i]
-		out[i] = readProbe(p, w.pinnedMaps(p), func() ([]uint64, error) { return w.pinnedStats(p) }, syms, mode)
+		d, err := w.probeDir(p)
+		if err != nil {
+			out[i] = ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0, Error: err.Error()}
+			return
+		}
+		defer d.close()
+		out[i] = readProbe(p, dirMaps(d, p), func() ([]uint64, error) { return dirStats(d, p) }, syms, mode)
 	})
 	_ = syms.Save() // the build-id index is a cache: losing it loses nothing now
 	return out
 }
 
-// pinnedMaps opens a probe's maps from its pins.
+// pinnedMaps opens a probe's maps from its pins, opening its pin
+// directory for each.
 func (w *Workspace) pinnedMaps(p *ProbeState) mapSource {
+	return func(ref string) (*ebpf.Map, func(), error) {
+		d, err := w.probeDir(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer d.close()
+		return dirMaps(d, p)(ref)
+	}
+}
+
+// dirMaps opens a probe's maps from its pins in d, its pin directory,
+// which the caller keeps open while it reads: show opens each probe's
+// directory once, not once per map (issue 22).
+func dirMaps(d *dir, p *ProbeState) mapSource {
 	return func(ref string) (*ebpf.Map, func(), error) {
 		for _, m := range p.Maps {
 			if m.Ref != ref {
 				continue
 			}
-			d, err := w.probeDir(p)
-			if err != nil {
-				return nil, nil, err
-			}
-			defer d.close()
 			path, err := d.procPath(m.Pin)
 			if err != nil {
 				return nil, nil, err
@@ -218,18 +234,14 @@ func stats(p *ProbeState, open mapSource) ([]uint64, error) {
 	return out, nil
 }
 
-// pinnedStats reads a probe's stats from its pinned stats map with raw
-// bpf(2) calls (stats through cilium/ebpf costs a dozen more per probe).
-func (w *Workspace) pinnedStats(p *ProbeState) ([]uint64, error) {
+// dirStats reads a probe's stats from its pinned stats map in d, its open
+// pin directory, with raw bpf(2) calls (stats through cilium/ebpf costs a
+// dozen more per probe).
+func dirStats(d *dir, p *ProbeState) ([]uint64, error) {
 	for _, m := range p.Maps {
 		if m.Ref != refStats {
 			continue
 		}
-		d, err := w.probeDir(p)
-		if err != nil {
-			return nil, err
-		}
-		defer d.close()
 		sums, drift, err := readStatsPin(d, p, m)
 		switch {
 		case drift != "" && err != nil: // not opened

@@ -39,6 +39,29 @@ func ReadPinnedObject(path string) (PinnedObject, error) {
 	return PinnedObject{Type: info[0], ID: info[1], ProgramID: info[2]}, nil
 }
 
+// ObjectInfo is what ReadPinnedObject reads, from an open fd.
+func ObjectInfo(fd int) (PinnedObject, error) {
+	var info [3]uint32
+	if err := objInfo(fd, unsafe.Pointer(&info), unsafe.Sizeof(info)); err != nil {
+		return PinnedObject{}, err
+	}
+	return PinnedObject{Type: info[0], ID: info[1], ProgramID: info[2]}, nil
+}
+
+// ObjectID is the kernel id of the map, program or link fd refers to,
+// read with one BPF_OBJ_GET_INFO_BY_FD of its first two fields (type, id:
+// the same in bpf_map_info, bpf_prog_info and bpf_link_info). cilium/ebpf's
+// Map.Info and Program.Info take two or three system calls and a read of
+// /proc/self/fdinfo for it; an apply of 1,000 probes asked for ids 9,000
+// times (issue 22).
+func ObjectID(fd int) (uint32, error) {
+	var info [2]uint32
+	if err := objInfo(fd, unsafe.Pointer(&info), unsafe.Sizeof(info)); err != nil {
+		return 0, err
+	}
+	return info[1], nil
+}
+
 const (
 	bpfMapLookupElem = 1
 	bpfFRdonly       = 1 << 3

@@ -147,3 +147,62 @@ func TestReadPinnedProgramAndCounters(t *testing.T) {
 		t.Error("a program read as counters")
 	}
 }
+
+// ObjectID reads the ids cilium/ebpf's Info reads, for a map, a program
+// and a link, and fails on an fd that is no BPF object.
+func TestObjectID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("creating maps needs root")
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mi, err := m.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMap, _ := mi.ID()
+	if got, err := ObjectID(m.FD()); err != nil || ebpf.MapID(got) != wantMap {
+		t.Errorf("map: %d %v, want %d", got, err, wantMap)
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.TracePoint, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	pi, err := prog.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProg, _ := pi.ID()
+	if got, err := ObjectID(prog.FD()); err != nil || ebpf.ProgramID(got) != wantProg {
+		t.Errorf("program: %d %v, want %d", got, err, wantProg)
+	}
+	l, err := link.Tracepoint("syscalls", "sys_enter_getppid", prog, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	li, err := l.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, ok := l.(interface{ FD() int })
+	if !ok {
+		t.Fatalf("%T has no FD", l)
+	}
+	if got, err := ObjectID(fl.FD()); err != nil || link.ID(got) != li.ID {
+		t.Errorf("link: %d %v, want %d", got, err, li.ID)
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, err := ObjectID(int(f.Fd())); err == nil {
+		t.Errorf("/dev/null: id %d, want an error", got)
+	}
+}
