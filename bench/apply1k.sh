@@ -80,3 +80,12 @@ done
 		}'
 	done
 } 
+
+# RATIO lines for bench/summary.sh (bench/README.md): the rounds' own ratios,
+# N probes over one; status-show-vs-1 takes the larger of status's and show's.
+ratios() { paste "$tmp/${1}n" "$tmp/${1}1" | awk '{ if ($2 > 0) printf "%.4f\n", $1 / $2 }'; }
+ratio_line() { # name goal < ratios
+	sort -n | awk -v name="$1" -v goal="$2" '{a[NR]=$1} END { if (NR) printf "RATIO %s %.3f %.3f %.3f <= %s\n", name, a[int((NR+1)/2)], a[1], a[NR], goal }'
+}
+ratios apply | ratio_line apply-1k-vs-1 20
+paste <(ratios status) <(ratios show) | awk '{ print ($1 > $2) ? $1 : $2 }' | ratio_line status-show-vs-1 3
