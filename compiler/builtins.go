@@ -50,6 +50,7 @@ var builtinCodes = map[string]builtinCode{
 	"cpu":     {emit: helper(asm.FnGetSmpProcessorId)},
 	"numaid":  {emit: helper(asm.FnGetNumaNodeId)},
 	"ktime":   {emit: helper(asm.FnKtimeGetNs)},
+	"elapsed": {emit: (*gen).elapsed},
 	"jiffies": {emit: helper(asm.FnJiffies64)},
 	"cgroup":  {emit: helper(asm.FnGetCurrentCgroupId)},
 	// The pod's names are the cgroup's, named in user space.

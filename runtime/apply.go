@@ -472,6 +472,9 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err := fillPods(p, coll); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
+	if err := fillStart(p, coll); err != nil {
+		return &LoadError{Probe: p, Err: err}
+	}
 	if err := loadFsessions(p, coll, l.shared, fsessions, *kernelBTF); err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 // for, with what to write instead; bpftrace's spellings of the values
 // probectl has are in the table of built-in values (Builtin.Bpftrace).
 var bpftraceNames = map[string]string{
-	"elapsed":  "ktime, the time since boot: there is no start of the run in a spec that outlives it; for a duration subtract a time you saved (ktime - entry.start)",
 	"username": "uid: the kernel knows the numeric user ID only",
 	"cpid":     "pid with a when filter: probectl starts no child process",
 	"sarg0":    "arg0 to arg5: arguments on the stack cannot be read",

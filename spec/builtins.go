@@ -196,6 +196,8 @@ var builtinList = slices.Concat([]*Builtin{
 		Doc: "which of the probe's events fired; compares with a name (event == \"sched:sched_wakeup\")", Bpftrace: "probe"},
 	{Name: "ktime", Type: TypeInt, NonNegative: true, Helper: "bpf_ktime_get_ns",
 		Doc: "nanoseconds since boot", Bpftrace: "nsecs", BpftraceHint: "ktime: nanoseconds since boot (bpf_ktime_get_ns)"},
+	{Name: "elapsed", Type: TypeInt, NonNegative: true, Helper: "bpf_ktime_get_ns",
+		Doc: "nanoseconds since the probe was loaded (ktime less the load's ktime)", Bpftrace: "elapsed"},
 	{Name: "jiffies", Type: TypeInt, NonNegative: true, Helper: "bpf_jiffies64", Since: bpf.Version{Major: 5, Minor: 5},
 		Doc: "the kernel's tick count (jiffies_64), as /proc/timer_list shows it", Bpftrace: "jiffies"},
 }, argEntries(), []*Builtin{

@@ -253,7 +253,14 @@ type Map struct {
 	// Match is the predicate of a pod map (PodMapRef): the cgroups it
 	// holds are those whose pod matches it, filled at apply.
 	Match *PodMatch `json:",omitempty"`
+	// Start marks the start map (StartMapRef): its one u64 is written at
+	// load with the kernel's monotonic clock (bpf_ktime_get_ns), which
+	// elapsed counts from.
+	Start bool `json:",omitempty"`
 }
+
+// StartMapRef is the ref of a probe's start map (Map.Start).
+const StartMapRef = "start"
 
 // Spec returns the map's cilium/ebpf spec.
 func (m *Map) Spec() *ebpf.MapSpec {

@@ -174,7 +174,6 @@ func builtinName(name string) string {
 
 // missingValues are bpftrace's values without an equivalent, with why.
 var missingValues = map[string]string{
-	"elapsed":  "there is no start of the run in a spec that outlives it; for a duration, subtract a time saved earlier",
 	"username": "the kernel knows the numeric user ID only: use uid",
 	"cpid":     "probectl starts no child process",
 	"rand":     "there is no random number",

@@ -234,7 +234,9 @@ probe "user" "function__return" {
 // at its line and column, naming it.
 func TestImportRefuses(t *testing.T) {
 	for _, tc := range []struct{ bt, want, detail string }{
-		{"kprobe:f { @x = hist(elapsed); }", "1:22 Unsupported elapsed", ""},
+		{"kprobe:f { @x = hist(rand); }", "1:22 Unsupported rand", ""},
+		{"kprobe:f { cat(\"/etc/shadow\"); }", "1:12 Unsupported cat()", ""},
+		{"kprobe:f { printf(\"x\\n\"); cat(\"/proc/loadavg\"); }", "1:27 Unsupported cat()", ""},
 		{"kprobe:f {\n  for $i : 0..3 { @x = count(); }\n}", "2:3 Unsupported for loop", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { if (@x[tid]) { @x[tid] = 2; @n = count(); } }", "2:46 Unsupported condition on a changed map", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @n[@x[tid]] = count(); }", "2:35 Read after delete", ""},
