@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -59,5 +60,47 @@ func TestFilesReadOnce(t *testing.T) {
 	}
 	if fs.ldLookup != 1 {
 		t.Errorf("ld.so.cache looked up %d times for %d probes, want once", fs.ldLookup, n)
+	}
+}
+
+// TestFilesBrokenBinaryEachProbe: a binary that is no ELF file, named by
+// two probes, is read once, and each probe still gets its own diagnostic
+// at its own binary = line.
+func TestFilesBrokenBinaryEachProbe(t *testing.T) {
+	bad := t.TempDir() + "/plan1k-notelf"
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\necho not an ELF file\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := bpf.Profile("linux-7.2-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := 0; i < 2; i++ {
+		fmt.Fprintf(&b, "probe \"user\" \"plan1k_bad%d\" {\n  binary = %q\n  functions = [\"main\"]\n  on_entry {\n    count \"calls\" {}\n  }\n}\n", i, bad)
+	}
+	cfg, diags := spec.Parse(map[string][]byte{"bad.hcl": []byte(b.String())})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	fs := newFiles()
+	u := &unit{facts: f, policy: cfg.Policy, files: fs}
+	regs, err := bpf.RegsFor(f.Arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diags = u.prepareAll(cfg, regs, &Output{Facts: f})
+	fs.close()
+	var lines []int
+	for _, d := range diags {
+		if d.Summary == "Cannot read binary" && d.Subject != nil {
+			lines = append(lines, d.Subject.Start.Line)
+		}
+	}
+	if fmt.Sprint(lines) != "[2 9]" {
+		t.Errorf("Cannot read binary at lines %v, want [2 9]: %v", lines, diags)
+	}
+	if fs.opens != 1 {
+		t.Errorf("the broken binary read %d times, want once", fs.opens)
 	}
 }
