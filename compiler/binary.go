@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -39,7 +40,7 @@ type binaryName struct {
 // target's ld.so.cache (the host's under its root, or as published), and
 // says which root the path is read under: the target's, or a probe with
 // pid's process root (symbols.ProcessRoot).
-func resolveBinaryName(p *spec.Probe, f *bpf.Facts) (binaryName, *hcl.Diagnostic) {
+func resolveBinaryName(p *spec.Probe, f *bpf.Facts, fs *files) (binaryName, *hcl.Diagnostic) {
 	if p.Addr.Kind != bpf.KindUser || p.Binary == "" {
 		return binaryName{p: p}, nil
 	}
@@ -53,7 +54,7 @@ func resolveBinaryName(p *spec.Probe, f *bpf.Facts) (binaryName, *hcl.Diagnostic
 	var path string
 	var err error
 	if f.Binaries == nil {
-		path, err = symbols.ResolveLibraryIn(bn.root, p.Binary, f.Arch)
+		path, err = fs.library(bn.root, p.Binary, f.Arch)
 	} else if b := f.Binaries[p.Binary]; b != nil {
 		path = b.Path
 	}
@@ -73,18 +74,21 @@ func resolveBinaryName(p *spec.Probe, f *bpf.Facts) (binaryName, *hcl.Diagnostic
 // published one for facts of another node, else the ELF file under root.
 // A nil binary and no error: the binary stays unresolved (and the
 // diagnostics say why, for published facts).
-func openUserBinary(bn binaryName, f *bpf.Facts) (userBinary, func(), hcl.Diagnostics) {
+func openUserBinary(bn binaryName, f *bpf.Facts, fs *files) (userBinary, func(), hcl.Diagnostics) {
 	p := bn.p
 	if f.Binaries != nil {
 		return publishedBinary(bn, f)
 	}
-	bin, err := openBinary(bn.root, p.Binary)
+	bin, err := fs.binary(bn.root, p.Binary)
 	if errors.Is(err, os.ErrNotExist) && f.Source != "live" {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, hcl.Diagnostics{diagf(p.BinaryRange, "Cannot read binary",
 			"%s. The binary must exist and be an ELF file with a symbol table.", err)}
+	}
+	if fs != nil {
+		return bin, func() {}, nil // fs closes it at the compile's end
 	}
 	return bin, func() { bin.Close() }, nil
 }
@@ -124,9 +128,9 @@ func (p published) refusal(name string) string { return p.b.Refused[name] }
 // there to read. A binary absent from the planning host stays unresolved
 // for a profile target, and is an error for a live one. Functions the
 // kernel cannot put a uprobe on are refused at the pattern that chose them.
-func resolveUserFunctions(bn binaryName, f *bpf.Facts) ([]string, []string, hcl.Diagnostics) {
+func resolveUserFunctions(bn binaryName, f *bpf.Facts, fs *files) ([]string, []string, hcl.Diagnostics) {
 	p := bn.p
-	bin, done, diags := openUserBinary(bn, f)
+	bin, done, diags := openUserBinary(bn, f, fs)
 	if bin == nil {
 		return nil, nil, diags
 	}
@@ -170,6 +174,10 @@ type elfBinary struct {
 	// functions to probe: see explainIFuncs.
 	ifuncs map[string]bool
 	isGo   bool // a Go program: see goExitWarning
+	// sorted is functions(), sorted once: a binary read once per compile
+	// serves every probe of it.
+	sorted     []string
+	sortedOnce sync.Once
 }
 
 // openBinary reads the function symbols of an ELF file at path under
@@ -180,7 +188,12 @@ func openBinary(root, path string) (*elfBinary, error) {
 	if err != nil {
 		return nil, err
 	}
-	path = symbols.InRoot(root, path)
+	return readBinary(f, symbols.InRoot(root, path))
+}
+
+// readBinary reads the function symbols of the open ELF file f, which
+// path names in errors. It closes f on an error.
+func readBinary(f *os.File, path string) (*elfBinary, error) {
 	ef, err := elf.NewFile(f)
 	if err != nil {
 		f.Close()
@@ -219,14 +232,17 @@ func (b *elfBinary) addSymbols(syms []elf.Symbol) {
 
 func (b *elfBinary) Close() error { return b.file.Close() }
 
-// functions lists the function names, sorted.
+// functions lists the function names, sorted. The list is shared: it is
+// not to be changed.
 func (b *elfBinary) functions() []string {
-	names := make([]string, 0, len(b.funcs))
-	for n := range b.funcs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	b.sortedOnce.Do(func() {
+		b.sorted = make([]string, 0, len(b.funcs))
+		for n := range b.funcs {
+			b.sorted = append(b.sorted, n)
+		}
+		sort.Strings(b.sorted)
+	})
+	return b.sorted
 }
 
 // refusal implements userBinary for x86-64 files (the only ones whose

@@ -45,7 +45,8 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported target", Detail: err.Error() + "."}}
 	}
-	u := &unit{facts: facts, policy: cfg.Policy}
+	u := &unit{facts: facts, policy: cfg.Policy, files: newFiles()}
+	defer u.files.close()
 	diags = u.prepareAll(cfg, regs, out)
 	if diags.HasErrors() {
 		return nil, diags
@@ -117,7 +118,7 @@ func skipReason(p *spec.Probe, g *gen, diags hcl.Diagnostics) string {
 // checking what it uses against what the target has.
 func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 	source := sourceAttributes(p)
-	bn, diag := resolveBinaryName(p, u.facts)
+	bn, diag := resolveBinaryName(p, u.facts, u.files)
 	if diag != nil {
 		return nil, hcl.Diagnostics{diag}
 	}
@@ -154,7 +155,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 		cp.Functions, cp.Missing, diags = resolveKernelFunctions(p, u.facts, km, d)
 	case bpf.KindUser:
 		if p.USDT == "" {
-			cp.Functions, cp.Missing, diags = resolveUserFunctions(bn, u.facts)
+			cp.Functions, cp.Missing, diags = resolveUserFunctions(bn, u.facts, u.files)
 			break
 		}
 		if cp.Sites, diags = resolveUSDT(bn, u.facts); cp.Sites != nil {

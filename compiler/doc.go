@@ -19,6 +19,10 @@
 // bpftrace -l's patterns matched against the facts and the symbols of user
 // binaries, as the compiler reads them for probes.
 //
+// A compile reads each file of the planning host once (files.go): a user
+// binary's symbols by its path and its identity, a library's ld.so.cache
+// lookup; what it read is closed at the compile's end.
+//
 // Its output is defined in package compiled (which the compiler's names
 // alias), free of spec and HCL. Its instruction emitter is
 // compiler/internal/emit. Package compiler imports spec, compiled, emit,

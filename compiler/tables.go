@@ -40,6 +40,8 @@ type unit struct {
 	diags hcl.Diagnostics
 	// buffer is the spec set's event buffer, nil when no probe emits events.
 	buffer *EventBuffer
+	// files is what the compile reads of the host's files, once each.
+	files *files
 }
 
 // collectUses records where g uses tables.
