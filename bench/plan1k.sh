@@ -46,3 +46,5 @@ echo "rounds: $ROUNDS, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "plan of 1 probe:          $(stats "${one[@]}")"
 echo "plan of 1,000 mixed:      $(stats "${thousand[@]}")"
 awk -v t="$(med "${thousand[@]}")" -v o="$(med "${one[@]}")" 'BEGIN {printf "1,000 / 1: %.1fx; 1,000 / goal (100 ms): %.2fx\n", t/(o?o:1), t/100}'
+# For bench/summary.sh (bench/README.md): the 1,000-probe plan in ms.
+printf '%s\n' "${thousand[@]}" | sort -n | awk '{a[NR]=$1} END {printf "RATIO plan-1k-mixed-ms %d %d %d <= 100\n", a[int((NR+1)/2)], a[1], a[NR]}'
