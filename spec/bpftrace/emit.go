@@ -206,6 +206,10 @@ func (o *outProbe) hasAction(n string) bool {
 // Import translates a bpftrace program into a spec: HCL in the canonical
 // format. The diagnostics are at the .bt file's lines and columns.
 func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
+	return importProgram(filename, src, Options{})
+}
+
+func importProgram(filename string, src []byte, o Options) ([]byte, hcl.Diagnostics) {
 	prog, err := Parse(src)
 	if err != nil {
 		e, ok := err.(*Error)
@@ -224,6 +228,7 @@ func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
 	if e := t.run(); e != nil {
 		return nil, diag(filename, e)
 	}
+	t.limitTo(o.PID)
 	out, lines := t.write(filepath.Base(filename))
 	formatted := hclwrite.Format(out)
 	hclName := strings.TrimSuffix(filename, filepath.Ext(filename)) + ".hcl"

@@ -1,0 +1,40 @@
+package bpftrace
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/probectl/probectl/spec"
+)
+
+// TestImportPID: with -p, user probes attach to the process's binary
+// only and every kernel-side probe counts its events only, ahead of the
+// program's own filter; the spec checks.
+func TestImportPID(t *testing.T) {
+	for _, tc := range []struct{ name, bt, want string }{
+		{"a tracepoint with a filter", `tracepoint:syscalls:sys_enter_openat /comm == "a" || comm == "b"/ { @[comm] = count(); }`,
+			`when = pid == 4242 && (comm == "a" || comm == "b")`},
+		{"a tracepoint without one", `tracepoint:syscalls:sys_enter_openat { @n = count(); }`, `when = pid == 4242`},
+		{"a user probe", `uprobe:/bin/sh:main { @n = count(); }`, `pid       = 4242`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, diags := ImportWith("p.bt", []byte(tc.bt), Options{PID: 4242})
+			if diags.HasErrors() {
+				t.Fatalf("import: %v", diags)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("want %q in\n%s", tc.want, out)
+			}
+			if !strings.Contains(string(out), "# - Limited to process 4242 (bpftrace -p 4242).") {
+				t.Errorf("the spec does not say it is limited:\n%s", out)
+			}
+			if _, diags := spec.Parse(map[string][]byte{"p.hcl": out}); diags.HasErrors() {
+				t.Errorf("the spec does not check: %v\n%s", diags, out)
+			}
+			plain, _ := Import("p.bt", []byte(tc.bt))
+			if strings.Contains(string(plain), "4242") {
+				t.Errorf("without -p the spec names the pid:\n%s", plain)
+			}
+		})
+	}
+}
