@@ -218,7 +218,7 @@ func importProgram(filename string, src []byte, o Options) ([]byte, hcl.Diagnost
 		}
 		return nil, diag(filename, e)
 	}
-	t := &translator{prog: prog, maps: map[string]*mapInfo{}}
+	t := &translator{prog: prog, maps: map[string]*mapInfo{}, opts: o}
 	t.pass = 1
 	if e := t.run(); e != nil {
 		return nil, diag(filename, e)

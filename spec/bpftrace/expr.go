@@ -173,7 +173,7 @@ func builtinName(name string) string {
 var missingValues = map[string]string{
 	"elapsed":  "there is no start of the run in a spec that outlives it; for a duration, subtract a time saved earlier",
 	"username": "the kernel knows the numeric user ID only: use uid",
-	"cpid":     "probectl starts no child process",
+	"cpid":     "there is no child process: probectl run -c CMD starts one",
 	"rand":     "there is no random number",
 	"ncpus":    "the number of CPUs is not a value in a probe",
 	"ctx":      "the raw context pointer is not a value",

@@ -16,6 +16,9 @@ type Options struct {
 	// profiles) count its events only (when = pid == PID). 0: every
 	// process.
 	PID int
+	// CPID is the pid of the child bpftrace -c started, the value of
+	// cpid; 0: there is none, and cpid is an error.
+	CPID int
 }
 
 // ImportWith is Import with bpftrace's command-line options.

@@ -38,3 +38,20 @@ func TestImportPID(t *testing.T) {
 		})
 	}
 }
+
+// TestImportCPID: cpid is the child's pid with -c, an error naming the
+// fix without.
+func TestImportCPID(t *testing.T) {
+	bt := `tracepoint:syscalls:sys_enter_openat /pid == cpid/ { @n = count(); }`
+	out, diags := ImportWith("c.bt", []byte(bt), Options{CPID: 777})
+	if diags.HasErrors() {
+		t.Fatalf("import: %v", diags)
+	}
+	if !strings.Contains(string(out), "when = pid == 777") {
+		t.Errorf("cpid is not the child's pid:\n%s", out)
+	}
+	_, diags = Import("c.bt", []byte(bt))
+	if !diags.HasErrors() || diags[0].Summary != "Unsupported cpid" || !strings.Contains(diags[0].Detail, "run -c") {
+		t.Errorf("without -c, want Unsupported cpid naming run -c, got %v", diags)
+	}
+}

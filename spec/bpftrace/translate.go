@@ -84,6 +84,7 @@ type translator struct {
 	// optional: config missing_probes = ignore or warn; every probe may
 	// be missing.
 	optional bool
+	opts     Options // bpftrace's command-line options
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand
