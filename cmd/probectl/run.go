@@ -36,6 +36,8 @@ type runOptions struct {
 	aggName, symbolDirs  string
 	pid                  int            // -p: the process a bpftrace program is limited to
 	proc                 *tracedProcess // -p's process, open
+	command              string         // -c: the command to start and trace
+	child                *heldChild     // -c's child, held until the probes are attached
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -57,7 +59,7 @@ func newRunCmd() *cobra.Command {
 	var o runOptions
 	var program string
 	cmd := &cobra.Command{
-		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-p PID] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
+		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-p PID | -c CMD] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -91,6 +93,11 @@ spec probectl import writes of it.
                probes attach to that process; tracepoint, kernel and
                profile probes count its events only, by its pid, not its
                children's) and stop when it exits
+  -c CMD       as bpftrace -c: start CMD (its words; found on PATH),
+               held until the probes are attached, limit the program to
+               it as -p does (cpid is its pid) and stop when it exits;
+               a run that ends first sends it SIGTERM. probectl's exit
+               status is its own, not CMD's
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
@@ -101,10 +108,24 @@ spec probectl import writes of it.
 			if err = o.check(); err != nil {
 				return err
 			}
-			if o.pid != 0 {
+			bo := bpftrace.Options{PID: o.pid}
+			if o.pid != 0 || o.command != "" {
 				if program == "" && !(len(args) == 1 && strings.HasSuffix(args[0], ".bt")) {
-					fmt.Fprintln(cmd.ErrOrStderr(), "Error: -p PID limits a bpftrace program (-e PROGRAM or FILE.bt); a spec names its process with pid = PID in its user probes, or when = pid == PID")
+					fmt.Fprintln(cmd.ErrOrStderr(), "Error: -p PID and -c CMD limit a bpftrace program (-e PROGRAM or FILE.bt); a spec names its process with pid = PID in its user probes, or when = pid == PID")
 					return exitError{2}
+				}
+				if o.pid != 0 && o.command != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "Error: give -p PID or -c CMD, not both")
+					return exitError{2}
+				}
+				if o.command != "" {
+					if o.child, err = startChild(o.command, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
+						return exitError{1}
+					}
+					defer o.child.end()
+					o.pid = o.child.cmd.Process.Pid
+					bo = bpftrace.Options{PID: o.pid, CPID: o.pid}
 				}
 				if o.proc, err = openProcess(o.pid); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
@@ -112,7 +133,7 @@ spec probectl import writes of it.
 				}
 				defer o.proc.close()
 			}
-			cfg, out, err := compileRun(cmd, args, program, bpftrace.Options{PID: o.pid})
+			cfg, out, err := compileRun(cmd, args, program, bo)
 			if err != nil {
 				return err
 			}
@@ -121,6 +142,7 @@ spec probectl import writes of it.
 	}
 	cmd.Flags().StringVarP(&program, "program", "e", "", "run this bpftrace program")
 	cmd.Flags().IntVarP(&o.pid, "pid", "p", 0, "limit the bpftrace program to this process, and stop when it exits")
+	cmd.Flags().StringVarP(&o.command, "command", "c", "", "start this command once the probes are attached, limit the bpftrace program to it, and stop when it exits")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
@@ -241,6 +263,9 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		defer r.st.Close()
 	}
 	defer r.drain()
+	if o.child != nil {
+		o.child.release()
+	}
 	return r.loop(ctx)
 }
 
@@ -260,6 +285,9 @@ func (r *probeRun) announce(skipped []compiler.Skipped) {
 	until := "until Ctrl-C"
 	if r.o.proc != nil {
 		until = fmt.Sprintf("until process %d exits or Ctrl-C", r.o.pid)
+		if r.o.child != nil {
+			until = fmt.Sprintf("until %s (process %d) exits or Ctrl-C", strings.Fields(r.o.command)[0], r.o.pid)
+		}
 	}
 	if r.o.duration > 0 {
 		until = "for " + r.o.duration.String()

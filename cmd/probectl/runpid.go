@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,3 +65,64 @@ func (t *tracedProcess) watch(ctx context.Context, say io.Writer) (context.Conte
 
 // close closes the pidfd.
 func (t *tracedProcess) close() { unix.Close(t.fd) }
+
+// heldChild is the command run -c starts: a process that waits, before
+// it executes the command, until the probes are attached (as bpftrace
+// holds its child on a pipe), so that nothing it does escapes them. Its
+// pid is the command's: the wait is a shell's read, and the shell
+// executes the command in its place.
+type heldChild struct {
+	cmd *exec.Cmd
+	go_ *os.File // the pipe's write end: a line releases the child, closing it unwritten ends it
+}
+
+// childScript waits for a line on fd 3, then executes its arguments
+// (found on PATH, as bpftrace -c does); without one it exits 125.
+const childScript = `read _ <&3 || exit 125; exec 3<&-; exec "$@"`
+
+// startChild starts command (words, split on blanks as bpftrace does)
+// held before it executes.
+func startChild(command string, stdout, stderr io.Writer) (*heldChild, error) {
+	words := strings.Fields(command)
+	if len(words) == 0 {
+		return nil, fmt.Errorf("-c: no command given")
+	}
+	if _, err := exec.LookPath(words[0]); err != nil {
+		return nil, fmt.Errorf("-c %s: %w", words[0], err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	c := exec.Command("/bin/sh", append([]string{"-c", childScript, "sh"}, words...)...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
+	c.ExtraFiles = []*os.File{r}
+	if err := c.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("-c %s: %w", words[0], err)
+	}
+	return &heldChild{cmd: c, go_: w}, nil
+}
+
+// release lets the child execute the command.
+func (h *heldChild) release() {
+	if h.go_ != nil {
+		h.go_.Write([]byte("\n"))
+		h.go_.Close()
+		h.go_ = nil
+	}
+}
+
+// end reaps the child: never released, it exits without executing the
+// command; still running (the run ended first), it gets SIGTERM, as
+// bpftrace's child does.
+func (h *heldChild) end() {
+	if h.go_ != nil {
+		h.go_.Close()
+		h.go_ = nil
+	} else if h.cmd.ProcessState == nil {
+		h.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	h.cmd.Wait()
+}
