@@ -72,8 +72,8 @@ func (t *tracedProcess) close() { unix.Close(t.fd) }
 // pid is the command's: the wait is a shell's read, and the shell
 // executes the command in its place.
 type heldChild struct {
-	cmd *exec.Cmd
-	go_ *os.File // the pipe's write end: a line releases the child, closing it unwritten ends it
+	cmd  *exec.Cmd
+	gate *os.File // the pipe's write end: a line releases the child, closing it unwritten ends it
 }
 
 // childScript waits for a line on fd 3, then executes its arguments
@@ -102,15 +102,15 @@ func startChild(command string, stdout, stderr io.Writer) (*heldChild, error) {
 		w.Close()
 		return nil, fmt.Errorf("-c %s: %w", words[0], err)
 	}
-	return &heldChild{cmd: c, go_: w}, nil
+	return &heldChild{cmd: c, gate: w}, nil
 }
 
 // release lets the child execute the command.
 func (h *heldChild) release() {
-	if h.go_ != nil {
-		h.go_.Write([]byte("\n"))
-		h.go_.Close()
-		h.go_ = nil
+	if h.gate != nil {
+		h.gate.Write([]byte("\n"))
+		h.gate.Close()
+		h.gate = nil
 	}
 }
 
@@ -118,9 +118,9 @@ func (h *heldChild) release() {
 // command; still running (the run ended first), it gets SIGTERM, as
 // bpftrace's child does.
 func (h *heldChild) end() {
-	if h.go_ != nil {
-		h.go_.Close()
-		h.go_ = nil
+	if h.gate != nil {
+		h.gate.Close()
+		h.gate = nil
 	} else if h.cmd.ProcessState == nil {
 		h.cmd.Process.Signal(syscall.SIGTERM)
 	}
