@@ -38,6 +38,7 @@ type runOptions struct {
 	proc                 *tracedProcess // -p's process, open
 	command              string         // -c: the command to start and trace
 	child                *heldChild     // -c's child, held until the probes are attached
+	bt                   bpftrace.Options
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -108,7 +109,7 @@ spec probectl import writes of it.
 			if err = o.check(); err != nil {
 				return err
 			}
-			bo := bpftrace.Options{PID: o.pid}
+			o.bt = bpftrace.Options{PID: o.pid}
 			if o.pid != 0 || o.command != "" {
 				if program == "" && !(len(args) == 1 && strings.HasSuffix(args[0], ".bt")) {
 					fmt.Fprintln(cmd.ErrOrStderr(), "Error: -p PID and -c CMD limit a bpftrace program (-e PROGRAM or FILE.bt); a spec names its process with pid = PID in its user probes, or when = pid == PID")
@@ -125,7 +126,7 @@ spec probectl import writes of it.
 					}
 					defer o.child.end()
 					o.pid = o.child.cmd.Process.Pid
-					bo = bpftrace.Options{PID: o.pid, CPID: o.pid}
+					o.bt = bpftrace.Options{PID: o.pid, CPID: o.pid}
 				}
 				if o.proc, err = openProcess(o.pid); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
@@ -133,7 +134,7 @@ spec probectl import writes of it.
 				}
 				defer o.proc.close()
 			}
-			cfg, out, err := compileRun(cmd, args, program, bo)
+			cfg, out, err := compileRun(cmd, args, program, &o)
 			if err != nil {
 				return err
 			}
@@ -158,20 +159,20 @@ spec probectl import writes of it.
 // compileRun compiles the specs at args for the live kernel, a bpftrace
 // program (one FILE.bt, or -e PROGRAM) as probectl import writes it, or
 // with neither the built-in example.
-func compileRun(cmd *cobra.Command, args []string, program string, bo bpftrace.Options) (*spec.Config, *compiler.Output, error) {
+func compileRun(cmd *cobra.Command, args []string, program string, o *runOptions) (*spec.Config, *compiler.Output, error) {
 	switch {
 	case program != "" && len(args) > 0:
 		fmt.Fprintln(cmd.ErrOrStderr(), "Error: -e PROGRAM runs that program alone: give no PATH with it")
 		return nil, nil, exitError{2}
 	case program != "":
-		return compileBpftrace(cmd, "-e", []byte(program), bo)
+		return compileBpftrace(cmd, "-e", []byte(program), o)
 	case len(args) == 1 && strings.HasSuffix(args[0], ".bt"):
 		src, d := spec.ReadFile(args[0])
 		if d != nil {
 			termtext.Diagnostics(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
 			return nil, nil, exitError{1}
 		}
-		return compileBpftrace(cmd, args[0], src, bo)
+		return compileBpftrace(cmd, args[0], src, o)
 	case len(args) == 0:
 		return compileDemo(cmd)
 	}
@@ -179,13 +180,18 @@ func compileRun(cmd *cobra.Command, args []string, program string, bo bpftrace.O
 }
 
 // compileBpftrace imports a bpftrace program and compiles the spec.
-func compileBpftrace(cmd *cobra.Command, name string, src []byte, bo bpftrace.Options) (*spec.Config, *compiler.Output, error) {
-	text, diags := bpftrace.ImportWith(name, src, bo)
+// An interval probe calling exit() stops the run after its interval,
+// unless -duration says otherwise.
+func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions) (*spec.Config, *compiler.Output, error) {
+	imp, diags := bpftrace.ImportRun(name, src, o.bt)
 	if diags.HasErrors() {
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
 	}
-	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": text})
+	if imp.StopAfter > 0 && o.duration == 0 {
+		o.duration = imp.StopAfter
+	}
+	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": imp.Spec})
 }
 
 func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {

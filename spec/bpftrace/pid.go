@@ -3,6 +3,7 @@ package bpftrace
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -23,6 +24,22 @@ type Options struct {
 
 // ImportWith is Import with bpftrace's command-line options.
 func ImportWith(filename string, src []byte, o Options) ([]byte, hcl.Diagnostics) {
+	r, diags := importProgram(filename, src, o)
+	return r.Spec, diags
+}
+
+// Run is an imported program as probectl run runs it: the spec, and
+// what the run does beyond it.
+type Run struct {
+	Spec []byte
+	// StopAfter is the shortest interval probe that calls exit()
+	// (interval:s:5 { exit(); }): the run stops after it, as bpftrace
+	// does; 0: none does.
+	StopAfter time.Duration
+}
+
+// ImportRun is ImportWith for probectl run.
+func ImportRun(filename string, src []byte, o Options) (Run, hcl.Diagnostics) {
 	return importProgram(filename, src, o)
 }
 

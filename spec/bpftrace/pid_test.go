@@ -3,6 +3,7 @@ package bpftrace
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/spec"
 )
@@ -53,5 +54,26 @@ func TestImportCPID(t *testing.T) {
 	_, diags = Import("c.bt", []byte(bt))
 	if !diags.HasErrors() || diags[0].Summary != "Unsupported cpid" || !strings.Contains(diags[0].Detail, "run -c") {
 		t.Errorf("without -c, want Unsupported cpid naming run -c, got %v", diags)
+	}
+}
+
+// TestImportStopAfter: an interval probe calling exit() is when run
+// stops (the shortest, of several); without one, nothing stops it.
+func TestImportStopAfter(t *testing.T) {
+	for _, tc := range []struct {
+		bt   string
+		want time.Duration
+	}{
+		{`tracepoint:sched:sched* { @[probe] = count(); } interval:s:5 { exit(); }`, 5 * time.Second},
+		{`t:raw_syscalls:sys_enter { @ = count(); } interval:s:3 { exit(); } interval:ms:250 { exit(); }`, 250 * time.Millisecond},
+		{`t:raw_syscalls:sys_enter { @ = count(); } interval:s:1 { print(@); }`, 0},
+	} {
+		r, diags := ImportRun("s.bt", []byte(tc.bt), Options{})
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", tc.bt, diags)
+		}
+		if r.StopAfter != tc.want {
+			t.Errorf("%s: stops after %v, want %v", tc.bt, r.StopAfter, tc.want)
+		}
 	}
 }
