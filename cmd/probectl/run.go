@@ -34,6 +34,11 @@ type runOptions struct {
 	verbose              bool
 	flameFile, pprofFile string
 	aggName, symbolDirs  string
+	pid                  int            // -p: the process a bpftrace program is limited to
+	proc                 *tracedProcess // -p's process, open
+	command              string         // -c: the command to start and trace
+	child                *heldChild     // -c's child, held until the probes are attached
+	bt                   bpftrace.Options
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -55,7 +60,7 @@ func newRunCmd() *cobra.Command {
 	var o runOptions
 	var program string
 	cmd := &cobra.Command{
-		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
+		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-p PID | -c CMD] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -85,17 +90,51 @@ spec probectl import writes of it.
   -pprof FILE.pb.gz
                at the end, write the pprof profile show -pprof writes
   -e PROGRAM   run this bpftrace program (as probectl import takes it)
+  -p PID       as bpftrace -p: limit the program to process PID (its user
+               probes attach to that process; tracepoint, kernel and
+               profile probes count its events only, by its pid, not its
+               children's) and stop when it exits
+  -c CMD       as bpftrace -c: start CMD (its words; found on PATH),
+               held until the probes are attached, limit the program to
+               it as -p does (cpid is its pid) and stop when it exits;
+               a run that ends first sends it SIGTERM. probectl's exit
+               status is its own, not CMD's
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireBPF("run"); err != nil {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if err = requireBPF("run"); err != nil {
 				return err
 			}
-			if err := o.check(); err != nil {
+			if err = o.check(); err != nil {
 				return err
 			}
-			cfg, out, err := compileRun(cmd, args, program)
+			o.bt = bpftrace.Options{PID: o.pid}
+			if o.pid != 0 || o.command != "" {
+				if program == "" && !(len(args) == 1 && strings.HasSuffix(args[0], ".bt")) {
+					fmt.Fprintln(cmd.ErrOrStderr(), "Error: -p PID and -c CMD limit a bpftrace program (-e PROGRAM or FILE.bt); a spec names its process with pid = PID in its user probes, or when = pid == PID")
+					return exitError{2}
+				}
+				if o.pid != 0 && o.command != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "Error: give -p PID or -c CMD, not both")
+					return exitError{2}
+				}
+				if o.command != "" {
+					if o.child, err = startChild(o.command, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
+						return exitError{1}
+					}
+					defer o.child.end()
+					o.pid = o.child.cmd.Process.Pid
+					o.bt = bpftrace.Options{PID: o.pid, CPID: o.pid}
+				}
+				if o.proc, err = openProcess(o.pid); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
+					return exitError{1}
+				}
+				defer o.proc.close()
+			}
+			cfg, out, err := compileRun(cmd, args, program, &o)
 			if err != nil {
 				return err
 			}
@@ -103,6 +142,8 @@ spec probectl import writes of it.
 		},
 	}
 	cmd.Flags().StringVarP(&program, "program", "e", "", "run this bpftrace program")
+	cmd.Flags().IntVarP(&o.pid, "pid", "p", 0, "limit the bpftrace program to this process, and stop when it exits")
+	cmd.Flags().StringVarP(&o.command, "command", "c", "", "start this command once the probes are attached, limit the bpftrace program to it, and stop when it exits")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
@@ -118,20 +159,20 @@ spec probectl import writes of it.
 // compileRun compiles the specs at args for the live kernel, a bpftrace
 // program (one FILE.bt, or -e PROGRAM) as probectl import writes it, or
 // with neither the built-in example.
-func compileRun(cmd *cobra.Command, args []string, program string) (*spec.Config, *compiler.Output, error) {
+func compileRun(cmd *cobra.Command, args []string, program string, o *runOptions) (*spec.Config, *compiler.Output, error) {
 	switch {
 	case program != "" && len(args) > 0:
 		fmt.Fprintln(cmd.ErrOrStderr(), "Error: -e PROGRAM runs that program alone: give no PATH with it")
 		return nil, nil, exitError{2}
 	case program != "":
-		return compileBpftrace(cmd, "-e", []byte(program))
+		return compileBpftrace(cmd, "-e", []byte(program), o)
 	case len(args) == 1 && strings.HasSuffix(args[0], ".bt"):
 		src, d := spec.ReadFile(args[0])
 		if d != nil {
 			termtext.Diagnostics(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
 			return nil, nil, exitError{1}
 		}
-		return compileBpftrace(cmd, args[0], src)
+		return compileBpftrace(cmd, args[0], src, o)
 	case len(args) == 0:
 		return compileDemo(cmd)
 	}
@@ -139,13 +180,18 @@ func compileRun(cmd *cobra.Command, args []string, program string) (*spec.Config
 }
 
 // compileBpftrace imports a bpftrace program and compiles the spec.
-func compileBpftrace(cmd *cobra.Command, name string, src []byte) (*spec.Config, *compiler.Output, error) {
-	text, diags := bpftrace.Import(name, src)
+// An interval probe calling exit() stops the run after its interval,
+// unless -duration says otherwise.
+func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions) (*spec.Config, *compiler.Output, error) {
+	imp, diags := bpftrace.ImportRun(name, src, o.bt)
 	if diags.HasErrors() {
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
 	}
-	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": text})
+	if imp.StopAfter > 0 && o.duration == 0 {
+		o.duration = imp.StopAfter
+	}
+	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": imp.Spec})
 }
 
 func compileDemo(cmd *cobra.Command) (*spec.Config, *compiler.Output, error) {
@@ -206,6 +252,11 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	r.announce(out.Skipped)
 	ctx, stop := o.context()
 	defer stop()
+	if o.proc != nil {
+		var unwatch context.CancelFunc
+		ctx, unwatch = o.proc.watch(ctx, r.say)
+		defer unwatch()
+	}
 	r.pr = views.NewEvents(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.asJSON, nil)
 	if !o.verbose && !o.asJSON {
 		r.pr.Quiet(runLastEvents)
@@ -218,6 +269,9 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		defer r.st.Close()
 	}
 	defer r.drain()
+	if o.child != nil {
+		o.child.release()
+	}
 	return r.loop(ctx)
 }
 
@@ -235,6 +289,12 @@ func (r *probeRun) announce(skipped []compiler.Skipped) {
 		fmt.Fprintf(r.say, "Skipped %s (optional): %s\n", sk.Address, sentence(termtext.Printable(sk.Why)))
 	}
 	until := "until Ctrl-C"
+	if r.o.proc != nil {
+		until = fmt.Sprintf("until process %d exits or Ctrl-C", r.o.pid)
+		if r.o.child != nil {
+			until = fmt.Sprintf("until %s (process %d) exits or Ctrl-C", strings.Fields(r.o.command)[0], r.o.pid)
+		}
+	}
 	if r.o.duration > 0 {
 		until = "for " + r.o.duration.String()
 	}

@@ -206,24 +206,30 @@ func (o *outProbe) hasAction(n string) bool {
 // Import translates a bpftrace program into a spec: HCL in the canonical
 // format. The diagnostics are at the .bt file's lines and columns.
 func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
+	r, diags := importProgram(filename, src, Options{})
+	return r.Spec, diags
+}
+
+func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics) {
 	prog, err := Parse(src)
 	if err != nil {
 		e, ok := err.(*Error)
 		if !ok {
 			e = &Error{Pos: Pos{Line: 1, Col: 1}, Summary: "Invalid program", Detail: err.Error()}
 		}
-		return nil, diag(filename, e)
+		return Run{}, diag(filename, e)
 	}
-	t := &translator{prog: prog, maps: map[string]*mapInfo{}}
+	t := &translator{prog: prog, maps: map[string]*mapInfo{}, opts: o}
 	t.pass = 1
 	if e := t.run(); e != nil {
-		return nil, diag(filename, e)
+		return Run{}, diag(filename, e)
 	}
 	t.classify()
 	t.pass = 2
 	if e := t.run(); e != nil {
-		return nil, diag(filename, e)
+		return Run{}, diag(filename, e)
 	}
+	t.limitTo(o.PID)
 	out, lines := t.write(filepath.Base(filename))
 	formatted := hclwrite.Format(out)
 	hclName := strings.TrimSuffix(filename, filepath.Ext(filename)) + ".hcl"
@@ -248,9 +254,9 @@ func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
 			out = append(out, diag(filename, &Error{Pos: at, Summary: "No equivalent: " + d.Summary,
 				Detail: fmt.Sprintf("The spec this probe becomes does not check: %s (in `%s`).", strings.TrimSpace(d.Detail), text)})...)
 		}
-		return nil, out[:1]
+		return Run{}, out[:1]
 	}
-	return formatted, nil
+	return Run{Spec: formatted, StopAfter: t.stopAfter}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

@@ -175,7 +175,7 @@ func builtinName(name string) string {
 // missingValues are bpftrace's values without an equivalent, with why.
 var missingValues = map[string]string{
 	"username": "the kernel knows the numeric user ID only: use uid",
-	"cpid":     "probectl starts no child process",
+	"cpid":     "there is no child process: probectl run -c CMD starts one",
 	"rand":     "there is no random number",
 	"ncpus":    "the number of CPUs is not a value in a probe",
 	"ctx":      "the raw context pointer is not a value",

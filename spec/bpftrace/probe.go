@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // target is one attach point, understood.
@@ -291,6 +292,9 @@ func (t *translator) special(p *Probe, fam string) {
 	c.stmts(p.Body)
 	switch {
 	case fam == "interval" && c.exited:
+		if d, err := time.ParseDuration(intervalOf(p.Attach[0].Text)); err == nil && d > 0 && (t.stopAfter == 0 || d < t.stopAfter) {
+			t.stopAfter = d
+		}
 		t.note("%s stopped bpftrace with exit(): probectl run -duration %s does.", p.Attach[0].Text, intervalOf(p.Attach[0].Text))
 	case fam == "interval":
 		t.note("%s printed the maps each interval: probectl run -interval %s prints what each interval added.", p.Attach[0].Text, intervalOf(p.Attach[0].Text))

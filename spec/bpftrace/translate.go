@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 )
 
 // The translator walks the program twice: the first walk learns what each
@@ -87,6 +88,9 @@ type translator struct {
 	// optional: config missing_probes = ignore or warn; every probe may
 	// be missing.
 	optional bool
+	opts     Options // bpftrace's command-line options
+	// stopAfter is the shortest interval probe calling exit().
+	stopAfter time.Duration
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand

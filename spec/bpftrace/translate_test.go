@@ -275,6 +275,17 @@ func TestImportRefuses(t *testing.T) {
 // TestImportOneLiners imports the one-liners of bpftrace's tutorial,
 // old syntax (args->x) and new, each to a spec that validates.
 func TestImportOneLiners(t *testing.T) {
+	// What has no equivalent stops with a diagnostic naming it.
+	for _, tc := range []struct{ bt, summary string }{
+		{`BEGIN { printf("hello world\n"); }`, "Nothing to measure"},
+		{`software:faults:1 { @[comm] = count(); }`, "Unsupported software event"},
+		{`hardware:cache-misses:1000000 { @[comm, pid] = count(); }`, "Unsupported probe type hardware"},
+	} {
+		_, diags := Import("one.bt", []byte(tc.bt))
+		if !diags.HasErrors() || diags[0].Summary != tc.summary {
+			t.Errorf("%s: want the diagnostic %q, got %v", tc.bt, tc.summary, diags)
+		}
+	}
 	for _, bt := range []string{
 		`tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }`,
 		`tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }`,
@@ -289,8 +300,21 @@ func TestImportOneLiners(t *testing.T) {
 		`t:syscalls:sys_enter_kill /args.sig == 9/ { @kills[comm, args.pid] = count(); }`,
 		`kprobe:vfs_* { @[func] = count(); } interval:s:5 { exit(); }`,
 		`uprobe:/bin/bash:readline { @calls = count(); } uretprobe:/bin/bash:readline { @lines[pid] = count(); }`,
+		// The rest of the tutorial's lessons, and bpftrace's README one-liners.
+		`tracepoint:sched:sched* { @[probe] = count(); } interval:s:5 { exit(); }`,
+		`profile:hz:99 { @[kstack] = count(); }`,
+		`tracepoint:sched:sched_switch { @[kstack] = count(); }`,
+		`tracepoint:block:block_rq_issue { @ = hist(args.bytes); }`,
+		`tracepoint:syscalls:sys_exit_read /args.ret/ { @[comm] = sum(args.ret); }`,
+		`tracepoint:syscalls:sys_exit_read { @[comm] = hist(args.ret); }`,
+		`tracepoint:block:block_rq_issue { printf("%d %s %d\n", pid, comm, args.bytes); }`,
+		`tracepoint:syscalls:sys_enter_execve { printf("%s -> %s\n", comm, str(args.filename)); }`,
+		`tracepoint:syscalls:sys_enter_openat /pid == cpid/ { @[comm] = count(); }`,
+		`tracepoint:raw_syscalls:sys_enter { @ = count(); } interval:s:1 { print(@); clear(@); }`,
+		`tracepoint:syscalls:sys_enter_execve { join(args.argv); }`,
+		`kprobe:vfs_open { printf("open path: %s\n", str(((struct path *)arg0)->dentry->d_name.name)); }`,
 	} {
-		if _, diags := Import("one.bt", []byte(bt)); diags.HasErrors() {
+		if _, diags := ImportWith("one.bt", []byte(bt), Options{CPID: 1234}); diags.HasErrors() {
 			t.Errorf("%s: %v", bt, diags)
 		}
 	}

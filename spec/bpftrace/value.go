@@ -265,6 +265,9 @@ func (c *ctx) ident(e *Ident) hx {
 		}
 		return atom(n, k, name)
 	}
+	if e.Name == "cpid" && c.t.opts.CPID != 0 {
+		return hx{text: strconv.Itoa(c.t.opts.CPID), prec: precAtom, kind: kInt}
+	}
 	if why, ok := missingValues[e.Name]; ok {
 		c.t.fail(e.Pos, "Unsupported "+e.Name, fmt.Sprintf("%s has no equivalent: %s.", e.Name, why))
 	}
