@@ -88,7 +88,7 @@ var layers = map[string][]string{
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
 	"fleet/podwatch":         {"internal/pods"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "spec/bpftrace", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "spec/bpftrace", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods", "internal/bttext"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},

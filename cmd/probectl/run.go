@@ -34,6 +34,7 @@ type runOptions struct {
 	verbose              bool
 	flameFile, pprofFile string
 	aggName, symbolDirs  string
+	prints               bpftrace.Prints // an imported program's printfs (btprint.go)
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -95,7 +96,7 @@ spec probectl import writes of it.
 			if err := o.check(); err != nil {
 				return err
 			}
-			cfg, out, err := compileRun(cmd, args, program)
+			cfg, out, err := compileRun(cmd, args, program, &o.prints)
 			if err != nil {
 				return err
 			}
@@ -118,20 +119,20 @@ spec probectl import writes of it.
 // compileRun compiles the specs at args for the live kernel, a bpftrace
 // program (one FILE.bt, or -e PROGRAM) as probectl import writes it, or
 // with neither the built-in example.
-func compileRun(cmd *cobra.Command, args []string, program string) (*spec.Config, *compiler.Output, error) {
+func compileRun(cmd *cobra.Command, args []string, program string, prints *bpftrace.Prints) (*spec.Config, *compiler.Output, error) {
 	switch {
 	case program != "" && len(args) > 0:
 		fmt.Fprintln(cmd.ErrOrStderr(), "Error: -e PROGRAM runs that program alone: give no PATH with it")
 		return nil, nil, exitError{2}
 	case program != "":
-		return compileBpftrace(cmd, "-e", []byte(program))
+		return compileBpftrace(cmd, "-e", []byte(program), prints)
 	case len(args) == 1 && strings.HasSuffix(args[0], ".bt"):
 		src, d := spec.ReadFile(args[0])
 		if d != nil {
 			termtext.Diagnostics(cmd.ErrOrStderr(), hcl.Diagnostics{d}, nil)
 			return nil, nil, exitError{1}
 		}
-		return compileBpftrace(cmd, args[0], src)
+		return compileBpftrace(cmd, args[0], src, prints)
 	case len(args) == 0:
 		return compileDemo(cmd)
 	}
@@ -139,8 +140,10 @@ func compileRun(cmd *cobra.Command, args []string, program string) (*spec.Config
 }
 
 // compileBpftrace imports a bpftrace program and compiles the spec.
-func compileBpftrace(cmd *cobra.Command, name string, src []byte) (*spec.Config, *compiler.Output, error) {
-	text, diags := bpftrace.Import(name, src)
+// Its printfs go to *prints (bpftrace.ImportPrints).
+func compileBpftrace(cmd *cobra.Command, name string, src []byte, prints *bpftrace.Prints) (*spec.Config, *compiler.Output, error) {
+	text, p, diags := bpftrace.ImportPrints(name, src)
+	*prints = p
 	if diags.HasErrors() {
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
@@ -281,7 +284,7 @@ func (r *probeRun) readEvents() {
 		rec, err := r.st.Next(time.Now().Add(200 * time.Millisecond))
 		switch {
 		case err == nil:
-			err = r.pr.Record(rec)
+			err = r.record(rec)
 		case errors.Is(err, runtime.ErrIdle):
 			r.pr.Flush()
 			r.st.Housekeep()

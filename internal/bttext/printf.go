@@ -80,6 +80,14 @@ func lastConversion(format string) int {
 }
 
 func conv(flags string, verb byte, long bool, arg any) string {
+	if s, ok := arg.(string); ok && verb != 's' {
+		// A value shown as text (hex(), a decoder's) printed as a number.
+		if n, err := strconv.ParseInt(s, 0, 64); err == nil {
+			arg = n
+		} else if u, err := strconv.ParseUint(s, 0, 64); err == nil {
+			arg = u
+		}
+	}
 	if s, ok := arg.(string); ok {
 		if verb == 's' {
 			return fmt.Sprintf("%"+flags+"s", s)

@@ -86,6 +86,13 @@ func (c *ctx) printf(call *Call) {
 		}
 		return
 	}
+	line := Print{Format: f.Val}
+	var ev *action
+	defer func() {
+		if ev != nil {
+			ev.prints = append(ev.prints, line)
+		}
+	}()
 	for i, a := range call.Args[1:] {
 		x := c.expr(a)
 		if x.kind == kTuple {
@@ -93,13 +100,12 @@ func (c *ctx) printf(call *Call) {
 		}
 		if x.kind == kTime {
 			c.hadTime = true
+			line.Fields = append(line.Fields, -1)
 			continue
 		}
 		switch convs[i].verb {
 		case 'x', 'X', 'p':
 			x = hx{text: "hex(" + x.integer().text + ")", prec: precAtom, kind: kDisplay, reads: x.reads, name: x.name}
-		case 'c':
-			c.t.fail(a.At(), "Unsupported %c", "A character conversion has no equivalent: the number is printed.")
 		case 'r':
 			c.t.fail(a.At(), "Unsupported %r", "A buffer conversion has no equivalent.")
 		}
@@ -108,7 +114,47 @@ func (c *ctx) printf(call *Call) {
 			name = x.name
 		}
 		c.field(a.At(), name, x)
+		ev = c.event
+		line.Fields = append(line.Fields, len(ev.fields)-1)
 	}
+}
+
+// Print is one printf of the program as an event carries it: its format,
+// and for each of its conversions the index of the event's field it
+// prints (-1: the time, which the record's timestamp gives).
+type Print struct {
+	Format string
+	Fields []int
+}
+
+// Prints are the printfs of an imported program, by the spec probe (its
+// address, kind.name) and
+// the event action that carry them, in the order the event's printfs
+// print (ImportPrints).
+type Prints map[[2]string][]Print
+
+// ImportPrints imports as Import does, and says which printfs each event
+// of the spec prints: probectl run prints an event's record through them
+// as bpftrace prints its lines.
+func ImportPrints(filename string, src []byte) ([]byte, Prints, hcl.Diagnostics) {
+	text, t, diags := importProgram(filename, src)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	out := Prints{}
+	for _, p := range t.probes {
+		for _, h := range []*handler{p.entry, p.exit} {
+			if h == nil {
+				continue
+			}
+			for _, a := range h.actions {
+				if a.kind == "event" && len(a.prints) > 0 {
+					out[[2]string{p.kind + "." + p.name, a.name}] = a.prints
+				}
+			}
+		}
+	}
+	return text, out, nil
 }
 
 // tailText is the format's text after its last conversion.
@@ -206,23 +252,28 @@ func (o *outProbe) hasAction(n string) bool {
 // Import translates a bpftrace program into a spec: HCL in the canonical
 // format. The diagnostics are at the .bt file's lines and columns.
 func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
+	text, _, diags := importProgram(filename, src)
+	return text, diags
+}
+
+func importProgram(filename string, src []byte) ([]byte, *translator, hcl.Diagnostics) {
 	prog, err := Parse(src)
 	if err != nil {
 		e, ok := err.(*Error)
 		if !ok {
 			e = &Error{Pos: Pos{Line: 1, Col: 1}, Summary: "Invalid program", Detail: err.Error()}
 		}
-		return nil, diag(filename, e)
+		return nil, nil, diag(filename, e)
 	}
 	t := &translator{prog: prog, maps: map[string]*mapInfo{}}
 	t.pass = 1
 	if e := t.run(); e != nil {
-		return nil, diag(filename, e)
+		return nil, nil, diag(filename, e)
 	}
 	t.classify()
 	t.pass = 2
 	if e := t.run(); e != nil {
-		return nil, diag(filename, e)
+		return nil, nil, diag(filename, e)
 	}
 	out, lines := t.write(filepath.Base(filename))
 	formatted := hclwrite.Format(out)
@@ -248,9 +299,9 @@ func Import(filename string, src []byte) ([]byte, hcl.Diagnostics) {
 			out = append(out, diag(filename, &Error{Pos: at, Summary: "No equivalent: " + d.Summary,
 				Detail: fmt.Sprintf("The spec this probe becomes does not check: %s (in `%s`).", strings.TrimSpace(d.Detail), text)})...)
 		}
-		return nil, out[:1]
+		return nil, nil, out[:1]
 	}
-	return formatted, nil
+	return formatted, t, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

@@ -52,6 +52,7 @@ type action struct {
 	reads      []string       // tables its condition and values read
 	hadTime    bool           // an event after time(): its time is the TIME column
 	gens       map[string]int // a delete's: the stores its key and condition saw
+	prints     []Print        // an event's: the printfs it carries
 }
 
 type handler struct {
