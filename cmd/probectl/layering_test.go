@@ -88,10 +88,11 @@ var layers = map[string][]string{
 	"fleet/kubetest":         {"fleet/api/v1alpha1"},
 	"fleet":                  {"spec", "compiler", "bpf", "fleet/api/v1alpha1"},
 	"fleet/podwatch":         {"internal/pods"},
-	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "spec/bpftrace", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods"},
+	"cmd/probectl":           {"bpf", "bpf/symbols", "spec", "spec/bpftrace", "compiler", "compiler/compiled", "runtime", "metrics", "examples", "fleet", "fleet/api/v1alpha1", "internal/engine", "internal/termtext", "internal/eventfile", "internal/flamegraph", "internal/views", "internal/buildinfo", "fleet/podwatch", "internal/pods", "internal/bttext"},
 
 	// The engines of commands, out of package main.
 	"internal/termtext":                  {},
+	"internal/bttext":                    {},
 	"internal/pods":                      {},
 	"internal/pods/podstest":             {},
 	"internal/buildinfo":                 {},
@@ -107,7 +108,7 @@ var layers = map[string][]string{
 // specFree are the packages that must not reach spec or HCL, directly or
 // through any package they import: a saved plan is self-contained, and
 // what runtime and metrics read is what the state recorded.
-var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo", "internal/pods", "internal/cgrouptest", "internal/testenv"}
+var specFree = []string{"bpf", "bpf/sys", "bpf/symbols", "compiler/internal/emit", "compiler/compiled", "runtime", "metrics", "runtime/internal/uwork", "fleet/api/v1alpha1", "fleet/kubetest", "internal/eventfile", "internal/flamegraph", "internal/flamegraph/flamegraphtest", "internal/buildinfo", "internal/pods", "internal/cgrouptest", "internal/testenv", "internal/bttext"}
 
 // importGraph maps a package's import path to its imports.
 type importGraph map[string][]string

@@ -39,6 +39,7 @@ type runOptions struct {
 	command              string         // -c: the command to start and trace
 	child                *heldChild     // -c's child, held until the probes are attached
 	bt                   bpftrace.Options
+	prints               bpftrace.Prints // an imported program's printfs (btprint.go)
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -184,6 +185,7 @@ func compileRun(cmd *cobra.Command, args []string, program string, o *runOptions
 // unless -duration says otherwise.
 func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions) (*spec.Config, *compiler.Output, error) {
 	imp, diags := bpftrace.ImportRun(name, src, o.bt)
+	o.prints = imp.Prints
 	if diags.HasErrors() {
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
@@ -341,7 +343,7 @@ func (r *probeRun) readEvents() {
 		rec, err := r.st.Next(time.Now().Add(200 * time.Millisecond))
 		switch {
 		case err == nil:
-			err = r.pr.Record(rec)
+			err = r.record(rec)
 		case errors.Is(err, runtime.ErrIdle):
 			r.pr.Flush()
 			r.st.Housekeep()

@@ -86,6 +86,13 @@ func (c *ctx) printf(call *Call) {
 		}
 		return
 	}
+	line := Print{Format: f.Val}
+	var ev *action
+	defer func() {
+		if ev != nil {
+			ev.prints = append(ev.prints, line)
+		}
+	}()
 	for i, a := range call.Args[1:] {
 		x := c.expr(a)
 		if x.kind == kTuple {
@@ -93,13 +100,12 @@ func (c *ctx) printf(call *Call) {
 		}
 		if x.kind == kTime {
 			c.hadTime = true
+			line.Fields = append(line.Fields, -1)
 			continue
 		}
 		switch convs[i].verb {
 		case 'x', 'X', 'p':
 			x = hx{text: "hex(" + x.integer().text + ")", prec: precAtom, kind: kDisplay, reads: x.reads, name: x.name}
-		case 'c':
-			c.t.fail(a.At(), "Unsupported %c", "A character conversion has no equivalent: the number is printed.")
 		case 'r':
 			c.t.fail(a.At(), "Unsupported %r", "A buffer conversion has no equivalent.")
 		}
@@ -108,7 +114,49 @@ func (c *ctx) printf(call *Call) {
 			name = x.name
 		}
 		c.field(a.At(), name, x)
+		ev = c.event
+		line.Fields = append(line.Fields, len(ev.fields)-1)
 	}
+}
+
+// Print is one printf of the program as an event carries it: its format,
+// and for each of its conversions the index of the event's field it
+// prints (-1: the time, which the record's timestamp gives).
+type Print struct {
+	Format string
+	Fields []int
+}
+
+// Prints are the printfs of an imported program, by the spec probe (its
+// address, kind.name) and
+// the event action that carry them, in the order the event's printfs
+// print (ImportPrints).
+type Prints map[[2]string][]Print
+
+// ImportPrints imports as Import does, and says which printfs each event
+// of the spec prints: probectl run prints an event's record through them
+// as bpftrace prints its lines.
+func ImportPrints(filename string, src []byte) ([]byte, Prints, hcl.Diagnostics) {
+	r, diags := importProgram(filename, src, Options{})
+	return r.Spec, r.Prints, diags
+}
+
+// printsOf is which printfs each event of t's spec prints.
+func (t *translator) printsOf() Prints {
+	out := Prints{}
+	for _, p := range t.probes {
+		for _, h := range []*handler{p.entry, p.exit} {
+			if h == nil {
+				continue
+			}
+			for _, a := range h.actions {
+				if a.kind == "event" && len(a.prints) > 0 {
+					out[[2]string{p.kind + "." + p.name, a.name}] = a.prints
+				}
+			}
+		}
+	}
+	return out
 }
 
 // tailText is the format's text after its last conversion.
@@ -256,7 +304,7 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		}
 		return Run{}, out[:1]
 	}
-	return Run{Spec: formatted, StopAfter: t.stopAfter}, nil
+	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf()}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

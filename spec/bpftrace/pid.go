@@ -36,6 +36,8 @@ type Run struct {
 	// (interval:s:5 { exit(); }): the run stops after it, as bpftrace
 	// does; 0: none does.
 	StopAfter time.Duration
+	// Prints are the printfs each event prints (ImportPrints).
+	Prints Prints
 }
 
 // ImportRun is ImportWith for probectl run.

@@ -56,6 +56,7 @@ type action struct {
 	// unforked is a delete's condition without the conditions of the
 	// forks it is under: its form when both copies of a fork delete.
 	unforked *action
+	prints   []Print // an event's: the printfs it carries
 }
 
 type handler struct {

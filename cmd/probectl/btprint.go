@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/probectl/probectl/internal/bttext"
+	"github.com/probectl/probectl/runtime"
+	"github.com/probectl/probectl/spec/bpftrace"
+)
+
+// record prints an event record: a record of an imported bpftrace
+// program's printf as bpftrace prints its line (every one, as bpftrace
+// does), any other through the events printer. With -json every record
+// goes to the printer.
+func (r *probeRun) record(rec *runtime.EventRecord) error {
+	lines, ok := r.o.prints[[2]string{rec.Probe, rec.Name}]
+	if !ok || r.o.asJSON || rec.Type != runtime.RecordEvent {
+		return r.pr.Record(rec)
+	}
+	r.pr.Flush()
+	_, err := fmt.Fprint(r.cmd.OutOrStdout(), printfLines(lines, rec))
+	return err
+}
+
+// printfLines is what the printfs of a record print: each conversion takes
+// the record's field at its index; the time (-1) is the record's
+// CLOCK_MONOTONIC nanoseconds, bpftrace's nsecs.
+func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) string {
+	var b strings.Builder
+	for _, l := range lines {
+		args := make([]any, len(l.Fields))
+		for i, f := range l.Fields {
+			switch {
+			case f < 0:
+				args[i] = rec.MonoNS
+			case f < len(rec.Fields):
+				args[i] = rec.Fields[f].Value
+			default:
+				args[i] = ""
+			}
+		}
+		b.WriteString(bttext.Printf(l.Format, args...))
+	}
+	return b.String()
+}
