@@ -158,12 +158,16 @@ tracepoints:
 # in each kernel of the matrix (QEMU TCG, a few minutes a kernel); mktable
 # merges what each kernel printed, keeping the entries of kernels not run.
 ROUTES_LOG ?= bin/routes-logs
+# ROUTES_TEST=tracepoints measures only the tracepoint families (minutes,
+# not the hour of the function families) and merges them into the table.
+ROUTES_TEST ?= all
+ROUTES_RUN = $(if $(filter tracepoints,$(ROUTES_TEST)),^TestTracepointRouteCost$$,^TestRouteCost$$)
 routes-table:
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
 	@mkdir -p $(ROUTES_LOG); logs=""; for k in $(KERNELS); do \
 		arch=$${k##*-}; echo "== $$k"; \
 		PROBECTL_VM_KERNEL=$$k CGO_ENABLED=0 GOARCH=$$arch $(GO) test -exec $(CURDIR)/bin/vmexec \
-			-count=1 -v -timeout 30m -run '^TestRouteCost$$' ./bench/routes | tee $(ROUTES_LOG)/$$k.log || exit 1; \
+			-count=1 -v -timeout 30m -run '$(ROUTES_RUN)' ./bench/routes | tee $(ROUTES_LOG)/$$k.log || exit 1; \
 		logs="$$logs $(ROUTES_LOG)/$$k.log"; \
 	done; $(GO) run ./bench/routes/mktable -o compiler/routecost.json $$logs
 

@@ -375,17 +375,9 @@ func calls(n int) float64 {
 	return best
 }
 
-// TestRouteCost measures every family the kernel has and prints the
-// kernel's entry of the table.
-func TestRouteCost(t *testing.T) {
-	f := kernelFacts(t)
-	l := newLoader(t, f)
-	var fams []family
-	for _, fam := range allFamilies {
-		if fam.has(f) {
-			fams = append(fams, fam)
-		}
-	}
+// newKernelCost starts the kernel's entry of the table: its name in the
+// matrix, release, arch, version, and the calls and rounds per figure.
+func newKernelCost(f *bpf.Facts) compiler.KernelCost {
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	kc := compiler.KernelCost{
@@ -397,6 +389,21 @@ func TestRouteCost(t *testing.T) {
 	if kc.Kernel == "" {
 		kc.Kernel = "linux-" + f.Kernel.String() + "-" + map[bpf.Arch]string{bpf.ArchX86_64: "amd64", bpf.ArchArm64: "arm64"}[f.Arch]
 	}
+	return kc
+}
+
+// TestRouteCost measures every family the kernel has and prints the
+// kernel's entry of the table.
+func TestRouteCost(t *testing.T) {
+	f := kernelFacts(t)
+	l := newLoader(t, f)
+	var fams []family
+	for _, fam := range allFamilies {
+		if fam.has(f) {
+			fams = append(fams, fam)
+		}
+	}
+	kc := newKernelCost(f)
 
 	// Per hit: the getppid system call's function, probed by each family
 	// in turn and unprobed, in rounds whose order rotates.

@@ -4,7 +4,11 @@
 //
 //	mktable -o compiler/routecost.json LOG...
 //
-// A kernel that was not run keeps its entry; one that was is replaced.
+// A kernel that was not run keeps its entry. One that was has its
+// families replaced by those the line measured and keeps the others: a
+// line with no kernel-function figures (TestTracepointRouteCost's, make
+// routes-table ROUTES_TEST=tracepoints) adds the tracepoint families and
+// keeps the function families, their hit function and baseline.
 package main
 
 import (
@@ -51,7 +55,7 @@ func main() {
 			if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &k); err != nil {
 				fail(fmt.Errorf("%s: %w", name, err))
 			}
-			byName[k.Kernel] = k
+			byName[k.Kernel] = merge(byName[k.Kernel], k)
 			found++
 			fmt.Fprintf(os.Stderr, "mktable: %s (%s)\n", k.Kernel, k.Release)
 		}
@@ -75,6 +79,30 @@ func main() {
 	if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
 		fail(err)
 	}
+}
+
+// merge lays the new measurement of a kernel over its old entry: the new
+// families replace theirs, the others stay; without a hit function (a
+// tracepoint-only line) the old hit function and baseline stay too.
+func merge(old, k compiler.KernelCost) compiler.KernelCost {
+	if old.Kernel == "" {
+		return k
+	}
+	for fam, fc := range old.Families {
+		if _, ok := k.Families[fam]; !ok {
+			if k.Families == nil {
+				k.Families = map[compiler.Family]compiler.FamilyCost{}
+			}
+			k.Families[fam] = fc
+		}
+	}
+	if k.HitFunction == "" {
+		k.HitFunction, k.BaselineNS = old.HitFunction, old.BaselineNS
+	}
+	if k.HitEvent == "" {
+		k.HitEvent = old.HitEvent
+	}
+	return k
 }
 
 func fail(err error) {
