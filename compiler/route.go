@@ -37,6 +37,9 @@ func chooseRoute(p *spec.Probe, f *bpf.Facts, km kernelMatch, events []string) (
 		d, diag := chooseTracepointRoute(p, f, events)
 		if diag == nil {
 			d.cost = estimateRoute(f, d.families, len(events), false)
+			if d.cost != nil {
+				d.cost.Events = true
+			}
 		}
 		return d, diag
 	case bpf.KindUser:

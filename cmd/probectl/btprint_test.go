@@ -24,7 +24,9 @@ func bpftraceLines(t *testing.T, prog, path string, work ...string) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bt, "-e", prog+" interval:s:4 { exit(); }")
+	// BEGIN runs once every probe is attached ("Attaching N probes..."
+	// comes before): the workload starts after its line.
+	cmd := exec.CommandContext(ctx, bt, "-e", `BEGIN { printf("probectl-test-ready\n"); } `+prog+" interval:s:6 { exit(); }")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +36,11 @@ func bpftraceLines(t *testing.T, prog, path string, work ...string) []string {
 		t.Fatal(err)
 	}
 	lines := bufio.NewScanner(out)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "Attaching") {
+	ready := false
+	for !ready && lines.Scan() {
+		ready = lines.Text() == "probectl-test-ready"
+	}
+	if !ready {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("bpftrace did not attach: %q", lines.Text())

@@ -13,6 +13,8 @@ type Estimate struct {
 	// resolve (Unresolved), an assumed 1,000 (or the exact names, if more).
 	Functions  int  `json:"functions"`
 	Unresolved bool `json:"unresolved,omitempty"`
+	// Events says Functions counts a tracepoint probe's events.
+	Events bool `json:"events,omitempty"`
 	// AttachMS is the estimated attach + detach time of all the probe's
 	// links, HitNS the added time per call of a probed function (entry and
 	// exit together), in the measuring VM's time.
@@ -26,9 +28,13 @@ type Estimate struct {
 
 // String renders e for the plan.
 func (e *Estimate) String() string {
-	n := fmt.Sprintf("%d functions", e.Functions)
+	noun := "function"
+	if e.Events {
+		noun = "event"
+	}
+	n := fmt.Sprintf("%d %ss", e.Functions, noun)
 	if e.Functions == 1 {
-		n = "1 function"
+		n = "1 " + noun
 	}
 	if e.Unresolved {
 		n = "1,000 functions if the globs match that many (they resolve at apply)"
