@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
@@ -69,11 +72,10 @@ func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
 		u.buffer = newEventBuffer(cfg.Events)
 		out.Events = u.buffer
 	}
+	u.buildAll()
 	for _, g := range u.gens {
-		g.build(g.d)
 		diags = append(diags, g.diags...)
 		if !g.diags.HasErrors() {
-			g.out.Digest = digest(g.out, g.p)
 			out.Probes = append(out.Probes, g.out)
 		}
 	}
@@ -187,6 +189,27 @@ func (u *unit) prepareAll(cfg *spec.Config, regs bpf.Regs, out *Output) hcl.Diag
 		}
 	}
 	return diags
+}
+
+// buildAll builds every probe's programs and digest, the probes shared
+// out among the CPUs: by now the unit's tables are laid out, so what a
+// build reads of the unit (layouts, policy, the event buffer) no longer
+// changes, and each build writes only its own gen.
+func (u *unit) buildAll() {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(u.gens)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(u.gens); k = int(next.Add(1) - 1) {
+				g := u.gens[k]
+				g.build(g.d)
+				if !g.diags.HasErrors() {
+					g.out.Digest = digest(g.out, g.p)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // layoutTables lays out the tables the probes use; one whose type cannot

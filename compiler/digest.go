@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
@@ -32,18 +31,17 @@ func showsKeys(p *Probe, sp *spec.Probe) bool {
 	return false
 }
 
-// opNames caches asm.OpCode.String, which builds its text anew each time
-// (a fifth of the bytes planning a large spec allocated).
-var opNames sync.Map
-
-func opName(op asm.OpCode) string {
-	if s, ok := opNames.Load(op); ok {
-		return s.(string)
+// opNames is asm.OpCode.String of every opcode, which builds its text
+// anew each time (a fifth of the bytes planning a large spec allocated):
+// an OpCode is a byte, so a table beats a map.
+var opNames = func() (t [256]string) {
+	for i := range t {
+		t[i] = asm.OpCode(i).String()
 	}
-	s := op.String()
-	opNames.Store(op, s)
-	return s
-}
+	return t
+}()
+
+func opName(op asm.OpCode) string { return opNames[op] }
 
 // digest is a hash of everything that makes the probe's kernel objects:
 // programs, maps, functions and attach families (sp is the probe as
