@@ -1,12 +1,12 @@
 # PostgreSQL's query latency from its USDT probes (Debian's postgresql-15
-# is built with --enable-dtrace; probectl list
-# 'usdt:/usr/lib/postgresql/15/bin/postgres:*' lists them). A backend's
-# query__start stores when it began the query, its query__done reads that
-# back: a latency histogram, and the queries counted by their text
-# (arg0, 8@%rdi: the query string, in the backend's memory). The
-# semaphores make PostgreSQL evaluate the probes only while they are
-# attached. runtime's TestUSDTPostgres applies this file on a private
-# PostgreSQL instance.
+# is built with --enable-dtrace; probectl list -v
+# 'usdt:/usr/lib/postgresql/15/bin/postgres:*' lists them with their
+# arguments). A backend's query__start stores when it began the query,
+# its query__done reads that back: a latency histogram, and the queries
+# counted by their text (arg0: the query string in the backend's memory,
+# 8@-144(%rbp) on Debian's build). The semaphores make PostgreSQL
+# evaluate the probes only while they are attached. runtime's
+# TestUSDTPostgres applies this file to a private PostgreSQL instance.
 table "pg_query_started" {}
 
 probe "user" "pg_query_start" {
