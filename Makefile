@@ -144,17 +144,18 @@ vmtest: usdt-work
 
 # The USDT workload of the kernel matrix (runtime TestKernelUSDT; the VMs
 # have no C compiler): runtime/testdata/usdt.c built static for each
-# architecture at -O0 and -O2, with the host's sys/sdt.h (systemtap-sdt-dev;
-# its text serves every architecture, so it is put where a cross compiler
-# finds it), embedded into the runtime test binary.
+# architecture of KERNELS at -O0 and -O2, with the host's sys/sdt.h
+# (systemtap-sdt-dev; its text serves every architecture, so it is put
+# where a cross compiler finds it), embedded into the runtime test binary.
 USDT_CC_amd64 ?= x86_64-linux-gnu-gcc
 USDT_CC_arm64 ?= aarch64-linux-gnu-gcc
 USDT_WORK     := runtime/testdata/usdtwork
+USDT_ARCHES   ?= $(sort $(foreach k,$(KERNELS),$(lastword $(subst -, ,$(k)))))
 usdt-work:
 	@sdt=$$(ls /usr/include/*/sys/sdt.h /usr/include/sys/sdt.h 2>/dev/null | head -n 1); \
 	if [ -z "$$sdt" ]; then echo "usdt-work: no sys/sdt.h (apt-get install systemtap-sdt-dev)" >&2; exit 1; fi; \
 	mkdir -p bin/usdt-include/sys && ln -sf $$(dirname $$sdt)/sdt.h $$(dirname $$sdt)/sdt-config.h bin/usdt-include/sys/; \
-	for arch in $(ARCHES); do for opt in O0 O2; do \
+	for arch in $(USDT_ARCHES); do for opt in O0 O2; do \
 		case $$arch in amd64) cc=$(USDT_CC_amd64) ;; arm64) cc=$(USDT_CC_arm64) ;; esac; \
 		$$cc -$$opt -static -isystem bin/usdt-include -o $(USDT_WORK)/usdt-$$arch-$$opt runtime/testdata/usdt.c || exit 1; \
 	done; done
