@@ -29,6 +29,13 @@ __attribute__((noinline)) void stack(int a) {
 	STAP_PROBE1(f, stack, local);
 }
 
+/* Globals: x86-64 reads bt_table[i] as (%rax,%rdi,8), base and index
+   without a displacement, and bt_one rip-relative, which probes cannot
+   read; arm64 computes their addresses into registers ([x1, 64]). */
+long bt_table[8];
+long bt_one;
+__attribute__((noinline)) void global(long i) { STAP_PROBE2(f, global, bt_table[i], bt_one); }
+
 static volatile long in[10];
 
 void _start(void) {
@@ -40,6 +47,7 @@ void _start(void) {
 	based((long *)in);
 	consts();
 	stack((int)in[5]);
+	global(in[6]);
 	for (;;)
 		;
 }
