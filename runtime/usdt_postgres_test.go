@@ -128,7 +128,7 @@ func startPostgres(t *testing.T, bin string) *postgresInstance {
 		if exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", pg.dir, "-p", pg.port).Run() == nil {
 			return pg
 		}
-		if i == 600 {
+		if i == 1200 { // two minutes, at a load of 20
 			out, _ := os.ReadFile(logPath)
 			t.Fatalf("PostgreSQL did not accept connections:\n%s", out)
 		}
