@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/spec"
@@ -207,5 +208,71 @@ void _start(void) { pair(1, 2); for (;;) ; }
 		if len(diags) != 1 || diags[0].Summary != "Binary of another architecture" || !strings.Contains(diags[0].Detail, "EM_AARCH64") {
 			t.Errorf("-%s for amd64: %v", opt, diags)
 		}
+	}
+}
+
+// TestUSDTPostgresExample plans examples/usdt/postgres.hcl for every
+// amd64 profile, against Debian's PostgreSQL 15 on this machine: each
+// probe at its sites with their semaphores (ref_ctr_offset), one
+// uprobe.multi link where the kernel has it, a uprobe per site where not
+// (6.1). The same file reading query__start's second argument, which it
+// has not, is an error at that argument naming the one it has.
+func TestUSDTPostgresExample(t *testing.T) {
+	const file = "../examples/usdt/postgres.hcl"
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := spec.LoadPaths([]string{file})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if _, err := os.Stat(cfg.Probes[0].Binary); err != nil {
+		testenv.Absent(t, "no PostgreSQL 15 (postgresql-15): %v", err)
+	}
+	for _, name := range bpf.ProfileNames() {
+		f := mustProfile(t, name)
+		if f.Arch != bpf.ArchX86_64 {
+			continue
+		}
+		out, diags := compiler.Compile(cfg, f)
+		if diags.HasErrors() || len(out.Probes) != 2 {
+			t.Fatalf("%s: %v", name, diags)
+		}
+		for _, p := range out.Probes {
+			family := compiler.FamilyUprobeMulti
+			if !f.Links.UprobeMulti {
+				family = compiler.FamilyUprobe
+			}
+			if len(p.Sites) == 0 || p.Sites[0].RefCtrOffset == 0 || len(p.Attach) != 1 || p.Attach[0] != family {
+				t.Errorf("%s %s: sites %+v, attach %v; want sites with semaphores, %s", name, p.Address, p.Sites, p.Attach, family)
+			}
+		}
+	}
+	bad := strings.Replace(string(src), "key   = [tid]\n      value = ktime", "key   = [tid]\n      value = arg1", 1)
+	if bad == string(src) {
+		t.Fatal("the example no longer stores ktime by tid")
+	}
+	cfg, diags = spec.Parse(map[string][]byte{"postgres.hcl": []byte(bad)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = compiler.Compile(cfg, mustProfile(t, "linux-7.2-amd64"))
+	line := strings.Count(bad[:strings.Index(bad, "value = arg1")], "\n") + 1
+	if len(diags) != 1 || diags[0].Summary != "No such USDT argument" || diags[0].Subject.Start.Line != line ||
+		!strings.Contains(diags[0].Detail, `has 1 argument at its site`) || !strings.HasSuffix(diags[0].Detail, "so there is no arg1: its argument is arg0.") {
+		t.Errorf("arg1 of query__start: %v, want one error at line %d", diags, line)
+	}
+	t.Log(diags)
+	// query__plan__start has no arguments at all.
+	cfg, diags = spec.Parse(map[string][]byte{"plan.hcl": []byte("probe \"user\" \"p\" {\n  binary = \"" + cfg.Probes[0].Binary +
+		"\"\n  usdt   = \"postgresql:query__plan__start\"\n  on_entry {\n    sum \"s\" { value = arg0 }\n  }\n}\n")})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = compiler.Compile(cfg, mustProfile(t, "linux-7.2-amd64"))
+	if len(diags) != 1 || diags[0].Subject.Start.Line != 5 || !strings.Contains(diags[0].Detail, "has no arguments at its site") ||
+		!strings.HasSuffix(diags[0].Detail, "so there is no arg0.") {
+		t.Errorf("arg0 of query__plan__start: %v", diags)
 	}
 }
