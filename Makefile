@@ -12,7 +12,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: hooks all build static test check unit unit-lab unit-all unit-short kubelab k8s-generate vmtest vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
+.PHONY: hooks all build static test check unit unit-lab unit-all unit-short kubelab k8s-generate vmtest usdt-work vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -54,7 +54,7 @@ lint:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
-	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples examples/bpftrace
+	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples examples/bpftrace examples/usdt
 
 # The test command: everything on the host, then the kernel matrix. Each
 # phase announces itself and says how long it took. What only waits on
@@ -131,7 +131,7 @@ k8s-generate:
 # test binary as the payload of /init (cmd/vmexec, cmd/vminit). Kernels are
 # downloaded once into ~/.cache/probectl/vm; qemu is installed when missing.
 # A subset: make vmtest KERNELS="linux-6.1-amd64 linux-7.2-arm64".
-vmtest:
+vmtest: usdt-work
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
 	@fail=""; for k in $(KERNELS); do \
 		arch=$${k##*-}; start=$$(date +%s); \
@@ -141,6 +141,24 @@ vmtest:
 		echo "== $$k: $$(( $$(date +%s) - start ))s"; \
 	done; \
 	if [ -n "$$fail" ]; then echo "kernel matrix failed on:$$fail" >&2; exit 1; fi
+
+# The USDT workload of the kernel matrix (runtime TestKernelUSDT; the VMs
+# have no C compiler): runtime/testdata/usdt.c built static for each
+# architecture of KERNELS at -O0 and -O2, with the host's sys/sdt.h
+# (systemtap-sdt-dev; its text serves every architecture, so it is put
+# where a cross compiler finds it), embedded into the runtime test binary.
+USDT_CC_amd64 ?= x86_64-linux-gnu-gcc
+USDT_CC_arm64 ?= aarch64-linux-gnu-gcc
+USDT_WORK     := runtime/testdata/usdtwork
+USDT_ARCHES   ?= $(sort $(foreach k,$(KERNELS),$(lastword $(subst -, ,$(k)))))
+usdt-work:
+	@sdt=$$(ls /usr/include/*/sys/sdt.h /usr/include/sys/sdt.h 2>/dev/null | head -n 1); \
+	if [ -z "$$sdt" ]; then echo "usdt-work: no sys/sdt.h (apt-get install systemtap-sdt-dev)" >&2; exit 1; fi; \
+	mkdir -p bin/usdt-include/sys && ln -sf $$(dirname $$sdt)/sdt.h $$(dirname $$sdt)/sdt-config.h bin/usdt-include/sys/; \
+	for arch in $(USDT_ARCHES); do for opt in O0 O2; do \
+		case $$arch in amd64) cc=$(USDT_CC_amd64) ;; arm64) cc=$(USDT_CC_arm64) ;; esac; \
+		$$cc -$$opt -static -isystem bin/usdt-include -o $(USDT_WORK)/usdt-$$arch-$$opt runtime/testdata/usdt.c || exit 1; \
+	done; done
 
 vmfetch:
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
@@ -226,4 +244,4 @@ bench:
 	if [ -n "$$fail" ]; then echo "make bench: failed:$$fail" >&2; exit 1; fi
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist $(USDT_WORK)/usdt-*

@@ -35,6 +35,29 @@ func TestParseUSDTArgs(t *testing.T) {
 		{ArchX86_64, "4@(,%r12,4)", []USDTArg{{Text: "4@(,%r12,4)", Size: 4, Kind: USDTMem, Index: 24, IndexName: "%r12", Scale: 4}}},
 		{ArchX86_64, "8@(%rdi,%rsi)", []USDTArg{{Text: "8@(%rdi,%rsi)", Size: 8, Kind: USDTMem, Reg: 112, RegName: "%rdi", HasBase: true, Index: 104, IndexName: "%rsi", Scale: 1}}},
 		{ArchX86_64, "", nil},
+		// arm64's, as aarch64-linux-gnu-gcc 12 writes testdata/usdtforms.c's
+		// (-O0: every argument on the stack; -O2: index, base, constants).
+		{ArchArm64, "-1@[sp, 15] 2@[sp, 12] -4@[sp, 8] 8@[sp]", []USDTArg{
+			{Text: "-1@[sp, 15]", Size: 1, Signed: true, Kind: USDTMem, Value: 15, Reg: 248, RegName: "sp", HasBase: true},
+			{Text: "2@[sp, 12]", Size: 2, Kind: USDTMem, Value: 12, Reg: 248, RegName: "sp", HasBase: true},
+			{Text: "-4@[sp, 8]", Size: 4, Signed: true, Kind: USDTMem, Value: 8, Reg: 248, RegName: "sp", HasBase: true},
+			{Text: "8@[sp]", Size: 8, Kind: USDTMem, Reg: 248, RegName: "sp", HasBase: true},
+		}},
+		{ArchArm64, "-8@[x1, 8] -8@[x0, 16] -8@[x0] -4@5 -8@-7 -1@x0 2@x1", []USDTArg{
+			{Text: "-8@[x1, 8]", Size: 8, Signed: true, Kind: USDTMem, Value: 8, Reg: 8, RegName: "x1", HasBase: true},
+			{Text: "-8@[x0, 16]", Size: 8, Signed: true, Kind: USDTMem, Value: 16, Reg: 0, RegName: "x0", HasBase: true},
+			{Text: "-8@[x0]", Size: 8, Signed: true, Kind: USDTMem, Reg: 0, RegName: "x0", HasBase: true},
+			{Text: "-4@5", Size: 4, Signed: true, Kind: USDTConst, Value: 5},
+			{Text: "-8@-7", Size: 8, Signed: true, Kind: USDTConst, Value: -7},
+			{Text: "-1@x0", Size: 1, Signed: true, Kind: USDTReg, Reg: 0, RegName: "x0"},
+			{Text: "2@x1", Size: 2, Kind: USDTReg, Reg: 8, RegName: "x1"},
+		}},
+		// x86-64's base, index and scale, as gcc -O2 writes x->v[i].
+		{ArchX86_64, "-8@8(%rdi,%rsi,8) -8@16(%rdi) -8@$-7", []USDTArg{
+			{Text: "-8@8(%rdi,%rsi,8)", Size: 8, Signed: true, Kind: USDTMem, Value: 8, Reg: 112, RegName: "%rdi", HasBase: true, Index: 104, IndexName: "%rsi", Scale: 8},
+			{Text: "-8@16(%rdi)", Size: 8, Signed: true, Kind: USDTMem, Value: 16, Reg: 112, RegName: "%rdi", HasBase: true},
+			{Text: "-8@$-7", Size: 8, Signed: true, Kind: USDTConst, Value: -7},
+		}},
 		{ArchArm64, "8@x0 4@w1 -8@[sp, 16] 8@[x1] 4@5 8@[x1, x2] -4@[x29, -28] 8@x30", []USDTArg{
 			{Text: "8@x0", Size: 8, Kind: USDTReg, Reg: 0, RegName: "x0"},
 			{Text: "4@w1", Size: 4, Kind: USDTReg, Reg: 8, RegName: "w1"},

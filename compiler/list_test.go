@@ -349,3 +349,55 @@ int main(int argc, char **argv) { pair(argc, 2); DTRACE_PROBE2(t, pair, argc, 3L
 	}
 	return bin
 }
+
+// TestListUSDTPostgres lists the USDT probes of a real Debian program,
+// PostgreSQL 15's server (built with --enable-dtrace), and holds them to
+// what readelf -n reads from the same notes: every probe once, in the
+// notes' order, and with -v each distinct argument set of its sites
+// (query__start's 8@%rbx, query__done's 8@-144(%rbp) on Debian's build).
+func TestListUSDTPostgres(t *testing.T) {
+	const bin = "/usr/lib/postgresql/15/bin/postgres"
+	if _, err := os.Stat(bin); err != nil {
+		testenv.Absent(t, "no PostgreSQL 15 (postgresql-15): %v", err)
+	}
+	out, err := exec.Command("readelf", "-n", bin).Output()
+	if err != nil {
+		testenv.Absent(t, "readelf (binutils): %v", err)
+	}
+	// readelf's Provider:, Name: and Arguments: lines, one set a site.
+	var want []string
+	args := map[string][]string{}
+	var provider, key string
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "Provider: "):
+			provider = strings.TrimPrefix(line, "Provider: ")
+		case strings.HasPrefix(line, "Name: "):
+			key = provider + ":" + strings.TrimPrefix(line, "Name: ")
+			if _, ok := args[key]; !ok {
+				want = append(want, key)
+				args[key] = nil
+			}
+		case strings.HasPrefix(line, "Arguments:"):
+			if a := strings.TrimSpace(strings.TrimPrefix(line, "Arguments:")); a != "" && !slices.Contains(args[key], a) {
+				args[key] = append(args[key], a)
+			}
+		}
+	}
+	if len(want) == 0 || args["postgresql:query__start"] == nil {
+		t.Fatalf("readelf -n %s shows no postgresql:query__start:\n%s", bin, out)
+	}
+	var wantLines []string
+	for _, k := range want {
+		wantLines = append(wantLines, "usdt:"+bin+":"+k)
+		for _, a := range args[k] {
+			wantLines = append(wantLines, "    "+a)
+		}
+	}
+	got, diags := listLines(t, "usdt:"+bin+":*", listFacts(t), true)
+	if diags.HasErrors() || !slices.Equal(got, wantLines) {
+		t.Errorf("probectl list -v: %v\n got %q\nwant %q", diags, got, wantLines)
+	}
+	t.Logf("%d probes; query__start %q, query__done %q", len(want), args["postgresql:query__start"], args["postgresql:query__done"])
+}

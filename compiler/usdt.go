@@ -142,9 +142,14 @@ func (g *gen) checkUSDTArg(x *spec.Var) (*hcl.Diagnostic, bool) {
 	for _, s := range g.out.Sites {
 		texts := bpf.SplitUSDTArgs(s.Args)
 		if n >= len(texts) {
-			return diagf(x.Range(), "No such USDT argument",
-				"%s has %d arguments at its site %#x (%q), so there is no %s: its arguments are arg0 to arg%d.",
-				g.out.USDT, len(texts), s.Address, s.Args, x.Name, len(texts)-1), false
+			has := fmt.Sprintf("%d arguments at its site %#x (%q), so there is no %s: its arguments are arg0 to arg%d", len(texts), s.Address, s.Args, x.Name, len(texts)-1)
+			switch len(texts) {
+			case 0:
+				has = fmt.Sprintf("no arguments at its site %#x, so there is no %s", s.Address, x.Name)
+			case 1:
+				has = fmt.Sprintf("1 argument at its site %#x (%q), so there is no %s: its argument is arg0", s.Address, s.Args, x.Name)
+			}
+			return diagf(x.Range(), "No such USDT argument", "%s has %s.", g.out.USDT, has), false
 		}
 		a, err := bpf.ParseUSDTArg(g.facts.Arch, texts[n])
 		if err != nil {

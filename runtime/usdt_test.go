@@ -44,35 +44,22 @@ func runUSDTWork(t *testing.T, bin string, n int) string {
 
 // TestUSDT applies USDT probes on the workload built at -O0 (arguments in
 // memory below %rbp) and -O2 (registers of every size, base, index and
-// scale), runs it n times, and reads exactly what its probes passed:
-// signed and unsigned values of 1, 2, 4 and 8 bytes, constants, a probe
-// whose two sites place their arguments apart, a probe's twelfth
-// argument; its semaphore is raised
-// while the probes are attached, and only then.
+// scale) with the host's gcc, and checks what checkUSDTWork checks. The
+// kernel matrix runs the same on both architectures (TestKernelUSDT).
 func TestUSDT(t *testing.T) {
 	requireRoot(t)
 	if goruntime.GOARCH != "amd64" {
-		t.Skip("the host's workload is x86-64; arm64's operands are the parser's tests")
-	}
-	const n = 100
-	var sumI, sumA, sumV int64
-	low := map[string]int64{}
-	for i := int64(0); i < n; i++ {
-		sumI += i
-		sumA += 10 * (i%8 + 1)
-		sumV += -(i%8 + 1)
-		low[fmt.Sprint(uint8(i%8+250))]++
+		t.Skip("the host's workload is x86-64; the kernel matrix runs arm64's (TestKernelUSDT)")
 	}
 	// -O0's probes attach as uprobes, one per site; -O2's as one
 	// uprobe.multi link (attach = "auto" on the host's kernel).
 	for opt, attach := range map[string]string{"O0": "uprobe", "O2": "auto"} {
-		t.Run(opt, func(t *testing.T) {
-			bin := buildUSDTWork(t, opt)
-			if got := runUSDTWork(t, bin, n); got != "0" {
-				t.Fatalf("unattached, the semaphore was raised in %s iterations", got)
-			}
-			w := workspace(t)
-			src := strings.ReplaceAll(`probe "user" "tick" {
+		t.Run(opt, func(t *testing.T) { checkUSDTWork(t, buildUSDTWork(t, opt), attach) })
+	}
+}
+
+// usdtWorkSpec probes every probe of testdata/usdt.c in BIN.
+const usdtWorkSpec = `probe "user" "tick" {
   binary = "BIN"
   usdt   = "work:tick"
   on_entry {
@@ -119,47 +106,67 @@ probe "user" "two" {
     sum "v" { value = arg0 }
   }
 }
-`, "BIN", bin)
-			src = strings.ReplaceAll(src, "  usdt   =", "  attach = \""+attach+"\"\n  usdt   =")
-			out := compile(t, src)
-			for _, p := range out.Probes {
-				want := 1
-				if p.Address.Name == "two" {
-					want = 2
-				}
-				if len(p.Sites) != want || p.Sites[0].RefCtrOffset == 0 || p.Reason == "" {
-					t.Fatalf("%s: sites %+v, reason %q: want %d with semaphores", p.Address, p.Sites, p.Reason, want)
-				}
-				t.Logf("%s: %s %+v", p.Address, p.Attach, p.Sites)
-			}
-			s, _ := apply(t, w, src)
-			if got := runUSDTWork(t, bin, n); got != fmt.Sprint(n) {
-				t.Errorf("attached, the semaphore was raised in %s of %d iterations", got, n)
-			}
-			for _, c := range []struct {
-				probe, agg string
-				want       map[string]int64
-			}{
-				{"user.tick", "calls", map[string]int64{"": n}},
-				{"user.tick", "i", map[string]int64{"": sumI}},
-				{"user.tick", "neg", map[string]int64{"": -sumI}},
-				{"user.pick", "a", map[string]int64{"": sumA}},
-				{"user.pick", "small", map[string]int64{"": 3 * sumI}},
-				{"user.pick", "neg", map[string]int64{"": -sumI}},
-				{"user.pick", "five", map[string]int64{"": 5 * n}},
-				{"user.pick", "low", low},
-				{"user.at", "v", map[string]int64{"": sumV}},
-				{"user.two", "calls", map[string]int64{"": 2 * n}},
-				{"user.many", "a6", map[string]int64{"": 7 * sumI}},
-				{"user.many", "a11", map[string]int64{"": 12 * sumI}},
-				{"user.two", "v", map[string]int64{"": sumI + n*1000000000000 + sumI}},
-			} {
-				got := values(aggregation(t, w, s, c.probe, c.agg))
-				if fmt.Sprint(got) != fmt.Sprint(c.want) {
-					t.Errorf("%s %s: %v, want %v", c.probe, c.agg, got, c.want)
-				}
-			}
-		})
+`
+
+// checkUSDTWork applies usdtWorkSpec to bin (testdata/usdt.c built for
+// the machine) with attach, runs it n times, and reads exactly what its
+// probes passed: signed and unsigned values of 1, 2, 4 and 8 bytes,
+// constants, a probe whose two sites place their arguments apart, a
+// probe's twelfth argument; its semaphores are raised while the probes
+// are attached, and only then.
+func checkUSDTWork(t *testing.T, bin, attach string) {
+	const n = 100
+	var sumI, sumA, sumV int64
+	low := map[string]int64{}
+	for i := int64(0); i < n; i++ {
+		sumI += i
+		sumA += 10 * (i%8 + 1)
+		sumV += -(i%8 + 1)
+		low[fmt.Sprint(uint8(i%8+250))]++
+	}
+	if got := runUSDTWork(t, bin, n); got != "0" {
+		t.Fatalf("unattached, the semaphore was raised in %s iterations", got)
+	}
+	w := workspace(t)
+	src := strings.ReplaceAll(usdtWorkSpec, "BIN", bin)
+	src = strings.ReplaceAll(src, "  usdt   =", "  attach = \""+attach+"\"\n  usdt   =")
+	out := compile(t, src)
+	for _, p := range out.Probes {
+		want := 1
+		if p.Address.Name == "two" {
+			want = 2
+		}
+		if len(p.Sites) != want || p.Sites[0].RefCtrOffset == 0 || p.Reason == "" {
+			t.Fatalf("%s: sites %+v, reason %q: want %d with semaphores", p.Address, p.Sites, p.Reason, want)
+		}
+		t.Logf("%s: %s %+v", p.Address, p.Attach, p.Sites)
+	}
+	s, _ := apply(t, w, src)
+	if got := runUSDTWork(t, bin, n); got != fmt.Sprint(n) {
+		t.Errorf("attached, the semaphore was raised in %s of %d iterations", got, n)
+	}
+	for _, c := range []struct {
+		probe, agg string
+		want       map[string]int64
+	}{
+		{"user.tick", "calls", map[string]int64{"": n}},
+		{"user.tick", "i", map[string]int64{"": sumI}},
+		{"user.tick", "neg", map[string]int64{"": -sumI}},
+		{"user.pick", "a", map[string]int64{"": sumA}},
+		{"user.pick", "small", map[string]int64{"": 3 * sumI}},
+		{"user.pick", "neg", map[string]int64{"": -sumI}},
+		{"user.pick", "five", map[string]int64{"": 5 * n}},
+		{"user.pick", "low", low},
+		{"user.at", "v", map[string]int64{"": sumV}},
+		{"user.two", "calls", map[string]int64{"": 2 * n}},
+		{"user.many", "a6", map[string]int64{"": 7 * sumI}},
+		{"user.many", "a11", map[string]int64{"": 12 * sumI}},
+		{"user.two", "v", map[string]int64{"": sumI + n*1000000000000 + sumI}},
+	} {
+		got := values(aggregation(t, w, s, c.probe, c.agg))
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s %s: %v, want %v", c.probe, c.agg, got, c.want)
+		}
 	}
 }
 
