@@ -38,6 +38,12 @@ type Run struct {
 	StopAfter time.Duration
 	// Prints are the printfs each event prints (ImportPrints).
 	Prints Prints
+	// Maps are the program's aggregations as bpftrace's maps, by name.
+	Maps []Map
+	// Begin and End are what BEGIN and END print, in order; Intervals
+	// what each interval probe prints each period (maps.go).
+	Begin, End []Step
+	Intervals  []Interval
 }
 
 // ImportRun is ImportWith for probectl run.
