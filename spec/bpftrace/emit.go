@@ -306,7 +306,7 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		return Run{}, out[:1]
 	}
 	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf(),
-		Maps: t.mapsOf(), Begin: t.begin, End: t.end, Intervals: t.intervals}, nil
+		Maps: t.mapsOf(), Begin: t.begin, End: t.end, Intervals: t.intervals, Probes: t.attachPoints()}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

@@ -169,3 +169,12 @@ func (c *ctx) raw(e Expr) Expr {
 	}
 	return e
 }
+
+// attachPoints counts the program's attach points.
+func (t *translator) attachPoints() int {
+	n := 0
+	for _, p := range t.prog.Probes {
+		n += len(p.Attach)
+	}
+	return n
+}

@@ -44,6 +44,9 @@ type Run struct {
 	// what each interval probe prints each period (maps.go).
 	Begin, End []Step
 	Intervals  []Interval
+	// Probes is how many attach points the program names, as bpftrace's
+	// "Attaching N probes" counts them (before wildcards expand).
+	Probes int
 }
 
 // ImportRun is ImportWith for probectl run.
