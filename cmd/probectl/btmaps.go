@@ -57,7 +57,7 @@ func (b *btOutput) steps(w io.Writer, steps []bpftrace.Step, read func() []runti
 			}
 		case "clear", "zero":
 			if m, ok := b.mapNamed(s.Map, current()); ok {
-				b.reset(m, s.Op == "zero" || !m.Keyed)
+				b.reset(m, s.Op == "zero" || !m.Keyed && m.Kind == bttext.Count)
 			}
 		case "exit":
 			return true
@@ -111,7 +111,7 @@ func (b *btOutput) print(w io.Writer, m bttext.Map, top, div int) {
 }
 
 // reset takes m's values as its zero; keep: its keys stay (zero(), or
-// clear() of a map without keys, which bpftrace zeroes).
+// clear() of a count without keys, an array map that bpftrace zeroes).
 func (b *btOutput) reset(m bttext.Map, keep bool) {
 	base := b.base[m.Name]
 	if base == nil {
@@ -162,6 +162,11 @@ func (b *btOutput) mapNamed(name string, results []runtime.ProbeResult) (bttext.
 				}
 			}
 		}
+	}
+	if !m.Keyed && m.Kind == bttext.Count && len(m.Entries) == 0 {
+		// bpftrace keeps a count without keys in an array map: its one
+		// element is there, 0, before the first count.
+		m.Entries = []bttext.MapEntry{{}}
 	}
 	base, cleared := b.base[name]
 	if !cleared {
