@@ -81,8 +81,10 @@ func (c *ctx) printf(call *Call) {
 		}
 		c.printfStep(f.Val, call.Args[1:])
 		for _, a := range call.Args[1:] {
-			if _, ok := a.(*Str); !ok && c.family == "interval" {
-				c.t.fail(a.At(), "Unsupported printf in interval", "printf of a value in an interval probe has no equivalent: probectl run -interval prints the aggregations each interval.")
+			_, str := c.raw(a).(*Str)
+			_, num := constInt(c.raw(a))
+			if !str && !num && c.family == "interval" {
+				c.t.fail(a.At(), "Unsupported printf in interval", "printf of a value in an interval probe has no equivalent: probectl run prints an interval probe's printf of constants and its print(@map); -interval prints the aggregations each interval.")
 			}
 		}
 		return
