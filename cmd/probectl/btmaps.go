@@ -56,7 +56,7 @@ func (b *btOutput) steps(w io.Writer, steps []bpftrace.Step, read func() []runti
 				b.print(w, m, s.Top, s.Div)
 			}
 		case "clear", "zero":
-			if m, ok := b.mapNamed(s.Map, current()); ok {
+			if m, ok := b.totals(s.Map, current()); ok {
 				b.reset(m, s.Op == "zero" || !m.Keyed && m.Kind == bttext.Count)
 			}
 		case "exit":
@@ -129,6 +129,29 @@ func (b *btOutput) reset(m bttext.Map, keep bool) {
 // aggregations' entries merged by key, less what a clear() or zero() took
 // as its zero.
 func (b *btOutput) mapNamed(name string, results []runtime.ProbeResult) (bttext.Map, bool) {
+	m, ok := b.totals(name, results)
+	if !ok {
+		return m, false
+	}
+	base, cleared := b.base[name]
+	if !cleared {
+		return m, true
+	}
+	var kept []bttext.MapEntry
+	for _, e := range m.Entries {
+		old, had := base[btKey(e.Key)]
+		if had && !b.keep[name] && unchanged(e, old) {
+			continue
+		}
+		kept = append(kept, subEntry(m.Kind, e, old))
+	}
+	m.Entries = kept
+	return m, true
+}
+
+// totals is the map as the kernel's maps hold it: every part's entries
+// merged by key, since the start.
+func (b *btOutput) totals(name string, results []runtime.ProbeResult) (bttext.Map, bool) {
 	var bm *bpftrace.Map
 	for i := range b.maps {
 		if b.maps[i].Name == name {
@@ -168,19 +191,6 @@ func (b *btOutput) mapNamed(name string, results []runtime.ProbeResult) (bttext.
 		// element is there, 0, before the first count.
 		m.Entries = []bttext.MapEntry{{}}
 	}
-	base, cleared := b.base[name]
-	if !cleared {
-		return m, true
-	}
-	var kept []bttext.MapEntry
-	for _, e := range m.Entries {
-		old, had := base[btKey(e.Key)]
-		if had && !b.keep[name] && unchanged(e, old) {
-			continue
-		}
-		kept = append(kept, subEntry(m.Kind, e, old))
-	}
-	m.Entries = kept
 	return m, true
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/testenv"
+	"github.com/probectl/probectl/runtime"
+	"github.com/probectl/probectl/spec/bpftrace"
 )
 
 // btWork builds testdata/btmaps/work.c: a process that makes a fixed set
@@ -229,4 +231,67 @@ func TestRunMapsAsBpftrace(t *testing.T) {
 			t.Errorf("run printed\n%s\nbpftrace\n%s", pc, bt)
 		}
 	})
+}
+
+// An interval probe that prints a map and clears it prints what each
+// period added, as bpftrace does, although the kernel's map keeps its
+// totals: the values at clear() are the map's zero, and a key that added
+// nothing since is left out. zero() keeps the keys, at 0.
+func TestBtOutputClearEachInterval(t *testing.T) {
+	imp := bpftrace.Run{
+		Maps: []bpftrace.Map{
+			{Name: "@a", Kind: "avg", Parts: []bpftrace.MapPart{{Probe: "tracepoint.a", Aggregation: "a_count", Role: "count"}, {Probe: "tracepoint.a", Aggregation: "a_sum", Role: "sum"}}},
+			{Name: "@c", Kind: "count", Keyed: true, Parts: []bpftrace.MapPart{{Probe: "tracepoint.a", Aggregation: "c"}, {Probe: "tracepoint.b", Aggregation: "c"}}},
+		},
+	}
+	b := newBtOutput(imp, false)
+	var totals map[string][2]int64 // key: the totals of c in probe a and b
+	var avgCount, avgSum int64
+	read := func() []runtime.ProbeResult {
+		pa := runtime.ProbeResult{Address: "tracepoint.a"}
+		pb := runtime.ProbeResult{Address: "tracepoint.b"}
+		ca := runtime.AggregationResult{Name: "c"}
+		cb := runtime.AggregationResult{Name: "c"}
+		for k, v := range totals {
+			ca.Entries = append(ca.Entries, runtime.Entry{Key: runtime.OrderedKey{{Name: "comm", Value: k}}, Value: &v[0]})
+			cb.Entries = append(cb.Entries, runtime.Entry{Key: runtime.OrderedKey{{Name: "comm", Value: k}}, Value: &v[1]})
+		}
+		n, s := avgCount, avgSum
+		pa.Aggregations = []runtime.AggregationResult{ca,
+			{Name: "a_count", Entries: []runtime.Entry{{Value: &n}}},
+			{Name: "a_sum", Entries: []runtime.Entry{{Value: &s}}}}
+		pb.Aggregations = []runtime.AggregationResult{cb}
+		return []runtime.ProbeResult{pa, pb}
+	}
+	tick := []bpftrace.Step{{Op: "print", Map: "@c"}, {Op: "clear", Map: "@c"}, {Op: "print", Map: "@a"}, {Op: "clear", Map: "@a"}}
+	var out strings.Builder
+	totals, avgCount, avgSum = map[string][2]int64{"x": {2, 1}, "y": {1, 0}}, 2, 10
+	b.steps(&out, tick, read)
+	totals, avgCount, avgSum = map[string][2]int64{"x": {2, 1}, "y": {5, 0}, "z": {0, 2}}, 5, 31
+	b.steps(&out, tick, read)
+	b.steps(&out, []bpftrace.Step{{Op: "zero", Map: "@c"}}, read)
+	b.finish(&out, read, 0)
+	want := "@c[y]: 1\n@c[x]: 3\n@a: 5\n\n" + // the first period
+		"@c[z]: 2\n@c[y]: 4\n@a: 7\n\n" + // x added nothing; (31-10)/(5-2)
+		"\n\n" + "\n\n" + // at the end: @a cleared, nothing since
+		"@c[x]: 0\n@c[y]: 0\n@c[z]: 0\n" // zeroed: the keys stay
+	if out.String() != want {
+		t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
+// strftime formats as C's strftime: date(1) formats through it.
+func TestStrftimeAsDate(t *testing.T) {
+	if _, err := exec.LookPath("date"); err != nil {
+		testenv.Absent(t, "date is not installed")
+	}
+	format := "%H:%M:%S %Y-%m-%d %y %e %j %a %b %p %T %D %F %Z %z %s %%"
+	now := time.Unix(time.Now().Unix(), 0)
+	out, err := exec.Command("date", "-d", "@"+strconv.FormatInt(now.Unix(), 10), "+"+format).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strftime(format, now)+"\n", string(out); got != want {
+		t.Errorf("strftime %q\ndate     %q", got, want)
+	}
 }
