@@ -211,8 +211,12 @@ func unchanged(e, old bttext.MapEntry) bool {
 // part of an avg or a stats, or a hist's buckets at bpftrace's indices.
 func (b *btOutput) entry(bm *bpftrace.Map, role string, e runtime.Entry) bttext.MapEntry {
 	var out bttext.MapEntry
-	for _, f := range e.Key {
-		out.Key = append(out.Key, f.Value)
+	for i, f := range e.Key {
+		v := f.Value
+		if s, ok := v.(string); ok && i < len(bm.Keys) && (bm.Keys[i] == "ksym" || bm.Keys[i] == "usym") {
+			v = symbolName(s)
+		}
+		out.Key = append(out.Key, v)
 	}
 	var v int64
 	if e.Value != nil {
@@ -432,4 +436,20 @@ func (r *probeRun) btDue(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// symbolName is a ksym's or usym's text as bpftrace prints it: the
+// function's name alone, without the offset and the module or file
+// probectl shows ("vfs_read+0x12 [mod]": vfs_read); an address no symbol
+// covers in hex, as it is.
+func symbolName(s string) string {
+	if strings.HasPrefix(s, "0x") {
+		s, _, _ = strings.Cut(s, " ")
+		return s
+	}
+	s, _, _ = strings.Cut(s, " [")
+	if i := strings.LastIndex(s, "+0x"); i > 0 {
+		s = s[:i]
+	}
+	return s
 }

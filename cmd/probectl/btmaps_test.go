@@ -42,12 +42,13 @@ func btWork(t *testing.T) string {
 type btProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	out   *bufio.Reader
 	pid   int
 }
 
-func startBtWork(t *testing.T, path string) *btProc {
+func startBtWork(t *testing.T, path string, args ...string) *btProc {
 	t.Helper()
-	cmd := exec.Command(path)
+	cmd := exec.Command(path, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -66,12 +67,73 @@ func startBtWork(t *testing.T, path string) *btProc {
 			cmd.Wait()
 		}
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if !strings.HasPrefix(line, "ready ") {
 		t.Fatalf("workload: no ready line (%q, %v)", line, err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
-	return &btProc{cmd: cmd, stdin: stdin, pid: pid}
+	return &btProc{cmd: cmd, stdin: stdin, out: out, pid: pid}
+}
+
+// workStay tells a workload started with "stay" to work and waits until
+// it has; it lives on until end.
+func (p *btProc) workStay(t *testing.T) {
+	t.Helper()
+	io.WriteString(p.stdin, "go\n")
+	if line, err := p.out.ReadString('\n'); line != "done\n" {
+		t.Fatalf("workload: no done line (%q, %v)", line, err)
+	}
+}
+
+func (p *btProc) end(t *testing.T) {
+	t.Helper()
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+}
+
+// btLive is btOne for a workload that lives while the maps print (its
+// symbols resolve only then): both end at an interval probe's exit()
+// 6s after they start (bpftrace 0.17 sees a SIGINT only when an event
+// comes), the workload done long before.
+func btLive(t *testing.T, path, prog, ready string, bpftrace bool) string {
+	t.Helper()
+	w := startBtWork(t, path, "stay")
+	defer w.end(t)
+	src := fmt.Sprintf(prog, w.pid, path) + " interval:s:6 { exit(); }"
+	if bpftrace {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bpftrace", "-e", src)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		got := untilReady(t, bufio.NewReader(out), ready, "text", func() { w.workStay(t) })
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("bpftrace: %v", err)
+		}
+		return got
+	}
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var errOut strings.Builder
+	go func() {
+		code := run([]string{"-state-dir", t.TempDir(), "run", "-e", src}, pw, &errOut)
+		pw.Close()
+		done <- code
+	}()
+	got := untilReady(t, bufio.NewReader(pr), ready, "text", func() { w.workStay(t) })
+	if code := <-done; code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, got, errOut.String())
+	}
+	return strings.TrimSuffix(got, "\nDetached and removed every probe.\n")
 }
 
 // work tells the workload to work, and reaps it: a -p run ends when it
@@ -84,7 +146,7 @@ func (p *btProc) work(t *testing.T) {
 	}
 }
 
-// btSide runs prog (%[1]d in it is the workload's pid) with the installed
+// btSide runs prog (%[1]d in it is the workload's pid, %[2]s its path) with the installed
 // bpftrace -p PID and with probectl run -p PID, each on a workload of its
 // own (btOne).
 func btSide(t *testing.T, path, prog, ready, format string) (bt, pc string) {
@@ -101,7 +163,7 @@ func btSide(t *testing.T, path, prog, ready, format string) (bt, pc string) {
 func btOne(t *testing.T, path, prog, ready, format string, bpftrace bool) string {
 	t.Helper()
 	w := startBtWork(t, path)
-	src := fmt.Sprintf(prog, w.pid)
+	src := fmt.Sprintf(prog, w.pid, path)
 	if bpftrace {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -221,6 +283,19 @@ func TestRunMapsAsBpftrace(t *testing.T) {
 			}
 		})
 	}
+	// usym() and func name a function of a process while it lives: the
+	// workload lives on until both have printed.
+	t.Run("usym and func", func(t *testing.T) {
+		prog := begin + `uprobe:%[2]s:bm_call /pid == %[1]d/ { @u[usym(arg0)] = count(); @fu[func, usym(arg0)] = count(); } uprobe:%[2]s:bm_one, uprobe:%[2]s:bm_two /pid == %[1]d/ { @f[func] = count(); }`
+		bt := btLive(t, path, prog, "btmaps-ready", true)
+		pc := btLive(t, path, prog, "btmaps-ready", false)
+		if !strings.Contains(bt, "@u[bm_two]: 2") {
+			t.Errorf("bpftrace printed no @u[bm_two]: 2:\n%s", bt)
+		}
+		if bt != pc {
+			t.Errorf("run printed\n%s\nbpftrace\n%s", pc, bt)
+		}
+	})
 	// The tool as the importer's testdata has it (bpftrace's current
 	// syscount.bt, which 0.17 cannot run) prints as 0.17's does.
 	t.Run("syscount", func(t *testing.T) {

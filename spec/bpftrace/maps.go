@@ -2,6 +2,7 @@ package bpftrace
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,10 @@ type Map struct {
 	Kind           string
 	Min, Max, Step int64 // an lhist's bounds
 	Keyed          bool  // @m[k]; false: a scalar @m
+	// Keys say how bpftrace prints each part of the key: "" as its
+	// value, ksym and usym as the symbol's name alone, kstack and ustack
+	// as a stack.
+	Keys []string
 	// Parts are the spec aggregations holding the map: one per spec
 	// probe that updates it (bpftrace's map is their union), an avg's
 	// and a stats' two each: their count (Role "count") and their sum
@@ -56,6 +61,22 @@ type btAgg struct {
 	name, kind, role string
 	bounds           [3]int64 // lhist's min, max, step
 	keyed            bool
+	keys             []string // Map.Keys
+}
+
+// keyKind is how bpftrace prints a key part (Map.Keys).
+func keyKind(k hx) string {
+	switch {
+	case k.kind == kDisplay && strings.HasPrefix(k.text, "ksym("):
+		return "ksym"
+	case k.kind == kDisplay && strings.HasPrefix(k.text, "usym("):
+		return "usym"
+	case k.kind == kStack && strings.HasPrefix(k.text, "ustack"):
+		return "ustack"
+	case k.kind == kStack:
+		return "kstack"
+	}
+	return ""
 }
 
 // mapsOf is the program's aggregated maps, by name, from the
@@ -73,7 +94,7 @@ func (t *translator) mapsOf() []Map {
 				}
 				m := by[a.bt.name]
 				if m == nil {
-					m = &Map{Name: a.bt.name, Kind: a.bt.kind, Keyed: a.bt.keyed,
+					m = &Map{Name: a.bt.name, Kind: a.bt.kind, Keyed: a.bt.keyed, Keys: a.bt.keys,
 						Min: a.bt.bounds[0], Max: a.bt.bounds[1], Step: a.bt.bounds[2]}
 					by[a.bt.name] = m
 				}

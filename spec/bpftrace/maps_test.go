@@ -22,7 +22,7 @@ END { show("\nbytes:\n", @bytes); exit(); }
 	}
 	want := []Map{
 		{Name: "@", Kind: "count", Parts: []MapPart{{"tracepoint.sys_enter_read", "calls", ""}}},
-		{Name: "@bytes", Kind: "sum", Keyed: true, Parts: []MapPart{{"tracepoint.sys_enter_read", "bytes", ""}, {"tracepoint.sys_enter_write", "bytes", ""}}},
+		{Name: "@bytes", Kind: "sum", Keyed: true, Keys: []string{""}, Parts: []MapPart{{"tracepoint.sys_enter_read", "bytes", ""}, {"tracepoint.sys_enter_write", "bytes", ""}}},
 		{Name: "@l", Kind: "lhist", Min: 0, Max: 100, Step: 10, Parts: []MapPart{{"tracepoint.sys_enter_write", "l", ""}}},
 		{Name: "@lat", Kind: "avg", Parts: []MapPart{{"tracepoint.sys_enter_read", "lat_count", "count"}, {"tracepoint.sys_enter_read", "lat_sum", "sum"}}},
 	}

@@ -722,6 +722,11 @@ func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, base, kind, value stri
 	}
 	if len(ref.Keys) > 0 {
 		keys := c.keys(ref)
+		if a.bt != nil {
+			for _, k := range keys {
+				a.bt.keys = append(a.bt.keys, keyKind(k))
+			}
+		}
 		a.attrs = append(a.attrs, kv{"by", keyList(keys)})
 		a.reads = joinReads(keys...)
 	}
