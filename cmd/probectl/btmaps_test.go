@@ -370,3 +370,21 @@ func TestStrftimeAsDate(t *testing.T) {
 		t.Errorf("strftime %q\ndate     %q", got, want)
 	}
 }
+
+// A ksym's or usym's text prints as the symbol's name alone, as bpftrace
+// prints it.
+func TestSymbolName(t *testing.T) {
+	for in, want := range map[string]string{
+		"vfs_read+0x12":               "vfs_read",
+		"ext4_readdir+0x0 [ext4]":     "ext4_readdir",
+		"worker [sym-work]":           "worker",
+		"bm_two":                      "bm_two",
+		"0xffffffffc0001234":          "0xffffffffc0001234",
+		"0x7f0000001000 (no process)": "0x7f0000001000",
+		"operator+0x10":               "operator",
+	} {
+		if got := symbolName(in); got != want {
+			t.Errorf("symbolName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
