@@ -19,15 +19,23 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 		return r.pr.Record(rec)
 	}
 	r.pr.Flush()
-	_, err := fmt.Fprint(r.cmd.OutOrStdout(), printfLines(lines, rec))
+	text := printfLines(lines, rec)
+	if r.o.bto != nil && r.o.bto.json {
+		var b strings.Builder
+		for _, t := range text {
+			b.WriteString(bttext.PrintfJSON(t))
+		}
+		text = []string{b.String()}
+	}
+	_, err := fmt.Fprint(r.cmd.OutOrStdout(), strings.Join(text, ""))
 	return err
 }
 
 // printfLines is what the printfs of a record print: each conversion takes
 // the record's field at its index; the time (-1) is the record's
-// CLOCK_MONOTONIC nanoseconds, bpftrace's nsecs.
-func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) string {
-	var b strings.Builder
+// CLOCK_MONOTONIC nanoseconds, bpftrace's nsecs. One text per printf.
+func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) []string {
+	var out []string
 	for _, l := range lines {
 		args := make([]any, len(l.Fields))
 		for i, f := range l.Fields {
@@ -40,7 +48,7 @@ func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) string {
 				args[i] = ""
 			}
 		}
-		b.WriteString(bttext.Printf(l.Format, args...))
+		out = append(out, bttext.Printf(l.Format, args...))
 	}
-	return b.String()
+	return out
 }

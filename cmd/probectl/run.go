@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/examples"
+	"github.com/probectl/probectl/internal/bttext"
 	"github.com/probectl/probectl/internal/engine"
 	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/internal/views"
@@ -40,6 +41,8 @@ type runOptions struct {
 	child                *heldChild     // -c's child, held until the probes are attached
 	bt                   bpftrace.Options
 	prints               bpftrace.Prints // an imported program's printfs (btprint.go)
+	format               string          // -f: text or json, bpftrace's output formats
+	bto                  *btOutput       // an imported program's output (btmaps.go)
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -54,6 +57,12 @@ func (o *runOptions) check() error {
 	if o.duration < 0 || o.interval < 0 {
 		return fmt.Errorf("-duration and -interval cannot be negative")
 	}
+	switch {
+	case o.format != "text" && o.format != "json":
+		return fmt.Errorf("-f is text or json, not %q", o.format)
+	case o.format == "json" && o.asJSON:
+		return fmt.Errorf("give -f json (a bpftrace program's output as bpftrace -f json prints it) or -json (probectl's NDJSON), not both")
+	}
 	return nil
 }
 
@@ -61,7 +70,7 @@ func newRunCmd() *cobra.Command {
 	var o runOptions
 	var program string
 	cmd := &cobra.Command{
-		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-p PID | -c CMD] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
+		Use:   "run [PATH... | FILE.bt | -e PROGRAM] [-p PID | -c CMD] [-f json] [-duration D] [-interval D] [-totals] [-v] [-json] [-flamegraph FILE.svg] [-pprof FILE.pb.gz]",
 		Short: "Apply specs into a temporary workspace, print what they measure, destroy on exit",
 		Long: `Run is the one-command way to try a spec: it attaches it, prints the results
 every interval and events as they arrive, and detaches everything on exit
@@ -76,7 +85,10 @@ exit the buffer is drained and the totals printed. An aggregation keyed
 by stacks prints its samples, lost and distinct stacks and the 10 largest
 (-v: all). With no PATH it runs the built-in example: tracepoints on
 system calls. A bpftrace program (FILE.bt, or -e PROGRAM) runs as the
-spec probectl import writes of it.
+spec probectl import writes of it, and prints as bpftrace 0.17 prints:
+its printf lines, what its BEGIN, END and interval probes print
+(printf, time, print(@map), clear, zero), and at the end every map
+(results every -interval only when -interval is given).
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end):
@@ -100,6 +112,10 @@ spec probectl import writes of it.
                it as -p does (cpid is its pid) and stop when it exits;
                a run that ends first sends it SIGTERM. probectl's exit
                status is its own, not CMD's
+  -f json      a bpftrace program's output as bpftrace -f json prints
+               it: one JSON object a line (attached_probes, printf,
+               map, hist, stats, lost_events); what run says goes to
+               stderr
   -json        NDJSON on stdout: events as probectl events -json prints
                them, results as {"type": "results", ...} objects (show
                -json's probes and tables), the summary last`,
@@ -139,6 +155,10 @@ spec probectl import writes of it.
 			if err != nil {
 				return err
 			}
+			if o.format == "json" && o.bto == nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Error: -f json prints a bpftrace program's output (-e PROGRAM or FILE.bt) as bpftrace -f json does; a spec's results print as NDJSON with -json")
+				return exitError{2}
+			}
 			return runProbes(cmd, cfg, out, o)
 		},
 	}
@@ -147,6 +167,7 @@ spec probectl import writes of it.
 	cmd.Flags().StringVarP(&o.command, "command", "c", "", "start this command once the probes are attached, limit the bpftrace program to it, and stop when it exits")
 	cmd.Flags().DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "print results this often (0: only at the end)")
+	cmd.Flags().StringVarP(&o.format, "format", "f", "text", "a bpftrace program's output format: text or json, as bpftrace -f")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print NDJSON: events, results and the summary, as probectl events -json")
 	cmd.Flags().BoolVar(&o.totals, "totals", false, "print totals since the start at each interval, not what the interval added")
 	cmd.Flags().StringVar(&o.flameFile, "flamegraph", "", "at the end, write an SVG flame graph of the aggregation keyed by stacks to this file")
@@ -190,6 +211,12 @@ func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions)
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
 	}
+	// bpftrace prints its maps at the end, and what its interval probes
+	// print: probectl's results each interval only when asked.
+	o.bto = newBtOutput(imp, o.format == "json")
+	if !cmd.Flags().Changed("interval") {
+		o.interval = 0
+	}
 	if imp.StopAfter > 0 && o.duration == 0 {
 		o.duration = imp.StopAfter
 	}
@@ -227,6 +254,7 @@ type probeRun struct {
 	stopping atomic.Bool
 	drained  bool
 	last     []runtime.ProbeResult // the results the last interval showed
+	btFired  []time.Time           // when each interval probe last ran (btmaps.go)
 	started  time.Time
 }
 
@@ -235,7 +263,7 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		fmt.Fprintf(cmd.ErrOrStderr(), "Removed %s, left by a probectl run that was killed.\n", r)
 	}
 	r := &probeRun{cmd: cmd, o: o, say: cmd.OutOrStdout(), started: time.Now()}
-	if o.asJSON {
+	if o.asJSON || o.format == "json" {
 		r.say = cmd.ErrOrStderr()
 	}
 	r.sess, err = runtime.Attach(out)
@@ -271,6 +299,14 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		defer r.st.Close()
 	}
 	defer r.drain()
+	if o.bto != nil {
+		r.pr.WithPrinter(func(w io.Writer) {
+			if o.bto.json {
+				io.WriteString(w, bttext.AttachedJSON(o.bto.probes))
+			}
+			o.bto.steps(w, o.bto.begin, r.sess.Read)
+		})
+	}
 	if o.child != nil {
 		o.child.release()
 	}
@@ -385,10 +421,17 @@ func (r *probeRun) loop(ctx context.Context) error {
 	defer dropTick.Stop()
 	podTick := time.NewTicker(runtime.PodRefresh)
 	defer podTick.Stop()
+	btTick, btStop := r.btIntervals()
+	defer btStop()
 	for {
 		select {
 		case <-ctx.Done():
+			r.btDue(ctx)
 			return r.finish()
+		case i := <-btTick:
+			if r.btInterval(i) {
+				return r.finish()
+			}
 		case <-tick:
 			r.show(false)
 		case <-dropTick.C:
@@ -407,7 +450,17 @@ func (r *probeRun) finish() error {
 	if err := r.drain(); err != nil {
 		return err
 	}
-	r.show(true)
+	if r.o.bto != nil {
+		var lost uint64
+		if r.st != nil {
+			for _, d := range r.st.Drops() {
+				lost += d.During
+			}
+		}
+		r.pr.WithPrinter(func(w io.Writer) { r.o.bto.finish(w, r.sess.Read, lost) })
+	} else {
+		r.show(true)
+	}
 	so := stackOutputs{aggName: r.o.aggName, flameFile: r.o.flameFile, pprofFile: r.o.pprofFile,
 		samplers: samplersOf(r.sess.States), since: r.started}
 	if so.any() {
@@ -417,7 +470,10 @@ func (r *probeRun) finish() error {
 			return err
 		}
 	}
-	if r.st != nil {
+	switch {
+	case r.st != nil && r.o.format == "json":
+		r.pr.Drops(r.st.Drops())
+	case r.st != nil:
 		if !r.o.asJSON {
 			r.pr.WithPrinter(func(w io.Writer) { fmt.Fprintln(w) })
 		}

@@ -59,12 +59,12 @@ func Lhist(counts []uint64, min, max, step int64) string {
 	return rows(counts, func(i int) string {
 		switch {
 		case i == 0:
-			return "(..., " + strconv.FormatInt(min, 10) + ")"
+			return "(..., " + lhistLabel(min) + ")"
 		case i == last:
-			return "[" + strconv.FormatInt(max, 10) + ", ...)"
+			return "[" + lhistLabel(max) + ", ...)"
 		}
 		lo := min + int64(i-1)*step
-		return "[" + strconv.FormatInt(lo, 10) + ", " + strconv.FormatInt(lo+step, 10) + ")"
+		return "[" + lhistLabel(lo) + ", " + lhistLabel(lo+step) + ")"
 	})
 }
 
@@ -83,7 +83,8 @@ func rows(counts []uint64, label func(int) string) string {
 	}
 	var b strings.Builder
 	for i := first; i >= 0 && i <= last; i++ {
-		n := int(counts[i] * barWidth / top)
+		// bpftrace computes the bar in float: count/(float)top*52.
+		n := int(float32(counts[i]) / float32(top) * barWidth)
 		fmt.Fprintf(&b, "%-16s%8d |%s%s|\n", label(i), counts[i], strings.Repeat("@", n), strings.Repeat(" ", barWidth-n))
 	}
 	return b.String()
@@ -101,4 +102,16 @@ func power(n uint64) string {
 		suffix = s
 	}
 	return strconv.FormatUint(n, 10) + suffix
+}
+
+// lhistLabel is an lhist's bound as bpftrace labels it: a non-zero
+// multiple of 1M as NM, of 1K as NK.
+func lhistLabel(n int64) string {
+	switch {
+	case n != 0 && n%(1<<20) == 0:
+		return strconv.FormatInt(n/(1<<20), 10) + "M"
+	case n != 0 && n%1024 == 0:
+		return strconv.FormatInt(n/1024, 10) + "K"
+	}
+	return strconv.FormatInt(n, 10)
 }

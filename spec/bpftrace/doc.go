@@ -6,7 +6,10 @@
 // header and comments. What has no equivalent in a spec stops the import
 // with a diagnostic at the .bt file's line and column that names the
 // construct and what is missing: never a spec that measures something
-// else.
+// else. For probectl run, ImportRun also says what prints as bpftrace
+// would print it: each event's printfs (Prints), each aggregated map by
+// its bpftrace name and the spec aggregations holding it (Maps), and the
+// printing steps of BEGIN, END and interval probes (Steps).
 //
 // Package bpftrace imports spec (to check what it writes) and never
 // loads anything into a kernel.

@@ -48,7 +48,7 @@ func (c *ctx) printf(call *Call) {
 	if len(call.Args) == 0 {
 		c.t.fail(call.Pos, "Invalid printf", "printf takes a format.")
 	}
-	f, ok := call.Args[0].(*Str)
+	f, ok := c.raw(call.Args[0]).(*Str)
 	if !ok {
 		if c.family == "END" {
 			return
@@ -79,9 +79,12 @@ func (c *ctx) printf(call *Call) {
 				}
 			}
 		}
+		c.printfStep(f.Val, call.Args[1:])
 		for _, a := range call.Args[1:] {
-			if _, ok := a.(*Str); !ok && c.family == "interval" {
-				c.t.fail(a.At(), "Unsupported printf in interval", "printf of a value in an interval probe has no equivalent: probectl run -interval prints the aggregations each interval.")
+			_, str := c.raw(a).(*Str)
+			_, num := constInt(c.raw(a))
+			if !str && !num && c.family == "interval" {
+				c.t.fail(a.At(), "Unsupported printf in interval", "printf of a value in an interval probe has no equivalent: probectl run prints an interval probe's printf of constants and its print(@map); -interval prints the aggregations each interval.")
 			}
 		}
 		return
@@ -304,7 +307,8 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		}
 		return Run{}, out[:1]
 	}
-	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf()}, nil
+	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf(),
+		Maps: t.mapsOf(), Begin: t.begin, End: t.end, Intervals: t.intervals, Probes: t.attachPoints()}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

@@ -38,6 +38,15 @@ type Run struct {
 	StopAfter time.Duration
 	// Prints are the printfs each event prints (ImportPrints).
 	Prints Prints
+	// Maps are the program's aggregations as bpftrace's maps, by name.
+	Maps []Map
+	// Begin and End are what BEGIN and END print, in order; Intervals
+	// what each interval probe prints each period (maps.go).
+	Begin, End []Step
+	Intervals  []Interval
+	// Probes is how many attach points the program names, as bpftrace's
+	// "Attaching N probes" counts them (before wildcards expand).
+	Probes int
 }
 
 // ImportRun is ImportWith for probectl run.

@@ -289,6 +289,16 @@ func (t *translator) special(p *Probe, fam string) {
 	if p.Filter != nil {
 		t.fail(p.Filter.At(), "Unsupported filter on "+fam, "A filter on "+fam+" has no equivalent.")
 	}
+	switch fam {
+	case "BEGIN":
+		c.steps = &t.begin
+	case "END":
+		c.steps = &t.end
+	case "interval":
+		d, _ := time.ParseDuration(intervalOf(p.Attach[0].Text))
+		t.intervals = append(t.intervals, Interval{Every: d})
+		c.steps = &t.intervals[len(t.intervals)-1].Steps
+	}
 	c.stmts(p.Body)
 	switch {
 	case fam == "interval" && c.exited:

@@ -39,7 +39,10 @@ type ctx struct {
 	// a condition that reads a table changed since it held is not the
 	// condition bpftrace tested.
 	stores map[string]int
-	exited bool // exit() was called (in an interval probe: the run's length)
+	exited bool            // exit() was called (in an interval probe: the run's length)
+	agg    *btAgg          // the bpftrace map the aggregation being written holds
+	steps  *[]Step         // a BEGIN's, END's or interval's printing steps
+	raws   map[string]Expr // a macro's identifier parameters: the arguments
 }
 
 // hold is cond as tested now.
@@ -646,6 +649,8 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 		c.t.fail(call.Pos, "Invalid aggregation", fmt.Sprintf("%s() takes %d argument(s).", call.Name, need))
 	}
 	var value string
+	c.agg = &btAgg{name: "@" + m.name, kind: call.Name, keyed: len(ref.Keys) > 0}
+	defer func() { c.agg = nil }()
 	base := anonName(m, call.Name, hx{})
 	if need > 0 {
 		v := c.expr(args[0])
@@ -669,6 +674,7 @@ func (c *ctx) aggregate(s *Assign, ref *MapRef, m *mapInfo, call *Call) {
 				c.t.fail(a.At(), "Invalid lhist bound", "lhist's min, max and step are constants.")
 			}
 			lim = append(lim, []string{"min", "max", "step"}[i]+"="+fmt.Sprint(n))
+			c.agg.bounds[i] = n
 		}
 		c.aggregateAs(s.Pos, ref, m, base, "lhist", value, append([]string{""}, lim...)...)
 		return
@@ -702,6 +708,11 @@ func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, base, kind, value stri
 		c.t.note("@%s is updated by several probes: each keeps its own %s %q, which show prints under it; together they are bpftrace's map.", m.name, kind, base+suffix)
 	}
 	a := &action{kind: kind, name: base + suffix, pos: p}
+	if c.agg != nil {
+		bt := *c.agg
+		bt.role = strings.TrimPrefix(suffix, "_")
+		a.bt = &bt
+	}
 	if value != "" {
 		a.attrs = append(a.attrs, kv{"value", value})
 	}
@@ -711,6 +722,11 @@ func (c *ctx) aggregateAs(p Pos, ref *MapRef, m *mapInfo, base, kind, value stri
 	}
 	if len(ref.Keys) > 0 {
 		keys := c.keys(ref)
+		if a.bt != nil {
+			for _, k := range keys {
+				a.bt.keys = append(a.bt.keys, keyKind(k))
+			}
+		}
 		a.attrs = append(a.attrs, kv{"by", keyList(keys)})
 		a.reads = joinReads(keys...)
 	}
@@ -729,6 +745,7 @@ func (c *ctx) call(call *Call) {
 		c.printf(call)
 	case "time":
 		c.hadTime = true
+		c.timeStep(call)
 		if !c.special() {
 			c.t.note("time() printed the time before a line: each event here carries its time.")
 		}
@@ -743,6 +760,7 @@ func (c *ctx) call(call *Call) {
 		c.field(call.Pos, "args", hx{text: "join(" + x.text + ")", prec: precAtom, kind: kJoin, reads: x.reads})
 	case "print", "clear", "zero":
 		if printing {
+			c.mapStep(call)
 			return
 		}
 		c.t.fail(call.Pos, "Unsupported "+call.Name, fmt.Sprintf("%s() in a probe has no equivalent: probectl show and run print the aggregations, and run -interval what each interval added.", call.Name))
@@ -754,6 +772,7 @@ func (c *ctx) call(call *Call) {
 	case "exit":
 		c.exited = true
 		if printing {
+			c.step(Step{Op: "exit"})
 			return
 		}
 		c.t.fail(call.Pos, "Unsupported exit", "exit() has no equivalent: a spec runs until it is destroyed (probectl run -duration stops after a time).")

@@ -57,6 +57,7 @@ type action struct {
 	// forks it is under: its form when both copies of a fork delete.
 	unforked *action
 	prints   []Print // an event's: the printfs it carries
+	bt       *btAgg  // an aggregation's: the bpftrace map it holds
 }
 
 type handler struct {
@@ -92,6 +93,10 @@ type translator struct {
 	opts     Options // bpftrace's command-line options
 	// stopAfter is the shortest interval probe calling exit().
 	stopAfter time.Duration
+	// begin, end and intervals are what BEGIN, END and interval probes
+	// print (maps.go).
+	begin, end []Step
+	intervals  []Interval
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand
@@ -136,6 +141,7 @@ func (t *translator) run() (err *Error) {
 	}()
 	t.probes, t.names, t.notes, t.pending, t.columns = nil, map[string]bool{}, nil, nil, nil
 	t.expansions = 0
+	t.begin, t.end, t.intervals = nil, nil, nil
 	for _, m := range t.maps {
 		m.uses, m.begin, m.elseUse = nil, nil, false
 	}

@@ -362,6 +362,11 @@ func (c *ctx) expand(m *Macro, args []Expr, at Pos, value bool) hx {
 			inner.vars[p[1:]] = &varVal{x: c.expr(args[i]), set: true}
 		default:
 			inner.idents[p] = c.expr(args[i])
+			inner.raws = map[string]Expr{}
+			for k, v := range c.raws {
+				inner.raws[k] = v
+			}
+			inner.raws[p] = c.raw(args[i])
 		}
 	}
 	body := m.Body
