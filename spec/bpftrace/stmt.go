@@ -22,8 +22,9 @@ type ctx struct {
 	h      *handler
 	exit   bool
 	probe  int
-	kind   string // the spec probe's kind
-	family string // bpftrace's probe type
+	kind   string   // the spec probe's kind
+	family string   // bpftrace's probe type
+	events []string // a tracepoint probe's events
 	vars   map[string]*varVal
 	idents map[string]hx
 	alias  map[string]string
@@ -559,6 +560,9 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 		c.t.fail(s.RHS.At(), "Unsupported stack in a shared map", fmt.Sprintf("@%s keeps a stack for another probe: a stack here is an id in the stack map of the probe that takes it, meaningless in another; count or save it where it is taken.", name))
 	}
 	m.val = val.kind
+	if c.t.pass == 1 {
+		m.storePointee(val)
+	}
 	keys := c.keys(ref)
 	w, _ := c.when()
 	use := mapUse{probe: c.probe, exit: c.exit, op: "store", byTid: byTid(ref), plain: w == "" && c.h.when == "", value: val.text}

@@ -111,6 +111,15 @@ func (c *ctx) exprOf(e Expr) hx {
 		return c.callValue(e)
 	case *Field:
 		x := c.expr(e.X)
+		if x.stored && x.pointee != "" {
+			// The pointer a table keeps, to the struct the tracepoint's
+			// format names: read as bpftrace reads it.
+			fn := "cast"
+			if x.user {
+				fn = "user_cast"
+			}
+			x = hx{text: fn + "(" + x.text + ", " + quote(x.pointee) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+		}
 		if x.stored {
 			c.t.fail(e.Pos, "Unsupported field of a stored value", storedFieldDetail(x.text, e.Name))
 		}
@@ -120,7 +129,11 @@ func (c *ctx) exprOf(e Expr) hx {
 		if x.prec < precAtom || x.kind == kDisplay || x.kind == kStr && !strings.HasPrefix(x.text, "args") {
 			c.t.fail(e.Pos, "Unsupported field access", fmt.Sprintf(".%s of a computed value has no equivalent: fields are read from args, task, a cast or a struct they lead to.", e.Name))
 		}
-		return hx{text: x.text + "." + e.Name, prec: precAtom, kind: kInt, reads: x.reads, name: e.Name, field: e.Name}
+		out := hx{text: x.text + "." + e.Name, prec: precAtom, kind: kInt, reads: x.reads, name: e.Name, field: e.Name}
+		if x.text == "args" && c.kind == "tracepoint" {
+			out.pointee, out.user = pointee(c.events, e.Name), userPointers(c.events)
+		}
+		return out
 	case *Index:
 		c.t.fail(e.Pos, "Unsupported index", "Indexing a value ([i]) has no equivalent: arrays and strings are read whole.")
 	case *Cast:
@@ -326,7 +339,9 @@ func (c *ctx) mapRead(e *MapRef) hx {
 	if m.deco != "" {
 		return hx{text: m.deco + "(" + text + ")", prec: precAtom, kind: kDisplay, reads: append(joinReads(keys...), m.hcl), name: name}
 	}
-	return hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name, stored: true}
+	x := hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name, stored: true}
+	x.pointee, x.user = m.pointsTo()
+	return x
 }
 
 // expand translates a macro's body in place; as a value, its last
@@ -580,11 +595,11 @@ func exprText(e Expr) string {
 }
 
 // storedFieldDetail is the fix for .field of a pointer a table holds
-// (naptime's $t = @rqtp[tid]; $t.tv_sec): the spec reads it with a cast
-// naming the struct, which bpftrace takes from the tracepoint's format or
-// the kernel's BTF and the importer, reading no kernel, cannot tell.
+// when the stores do not say which struct it points to (a tracepoint the
+// profiles lack, a field that is no struct pointer, stores that differ):
+// the spec reads it with a cast naming the struct.
 func storedFieldDetail(table, field string) string {
-	return fmt.Sprintf(".%[2]s of the pointer read from %[1]s: the importer cannot tell which struct it points to (bpftrace takes it from the tracepoint's format or the kernel's BTF). "+
-		"Write the read with the struct's name: user_cast(%[1]s, \"struct NAME\").%[2]s for a struct in the process's memory (a system call's argument: "+
-		"naptime's is user_cast(rqtp[tid], \"struct __kernel_timespec\").tv_sec, see examples/bpftrace/naptime.hcl), cast(%[1]s, \"struct NAME\").%[2]s for kernel memory.", table, field)
+	return fmt.Sprintf(".%[2]s of the pointer read from %[1]s: no built-in profile's format of the tracepoints that store it names one struct it points to. "+
+		"Write the read with the struct's name: user_cast(%[1]s, \"struct NAME\").%[2]s for a struct in the process's memory (a system call's argument, "+
+		"as naptime's user_cast(rqtp[tid], \"struct __kernel_timespec\").tv_sec), cast(%[1]s, \"struct NAME\").%[2]s for kernel memory.", table, field)
 }

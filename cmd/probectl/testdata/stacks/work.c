@@ -6,6 +6,8 @@
  *   work call N         call stk_call(stk_target) N times (usym of a
  *                       function pointer argument)
  *   work threads N      start N threads in stk_thread, one at a time
+ *   work nap N          nanosleep for N ms and 456789 ns, then
+ *                       clock_nanosleep for 1 s more (naptime)
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
@@ -89,6 +91,13 @@ int main(int argc, char **argv) {
 			if (pthread_create(&t, NULL, stk_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
 				return 1;
 		}
+	} else if (strcmp(argv[1], "nap") == 0) {
+		/* The system calls themselves: glibc's nanosleep calls
+		 * clock_nanosleep. */
+		struct timespec a = {0, n * 1000000 + 456789}, b = {1, n * 1000000 + 456789};
+		if (syscall(SYS_nanosleep, &a, NULL) != 0 ||
+		    syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &b, NULL) != 0)
+			return 1;
 	} else {
 		return 2;
 	}
