@@ -74,6 +74,8 @@ func (g *gen) resolveRead(x spec.Expr) (spec.Type, bool) {
 		return x.Type(), true
 	case *spec.TableRead:
 		return g.u.tableSlot(x.Table, x.Field), true
+	case *spec.KernelConst:
+		return g.kernelConst(x), true
 	}
 	return spec.Type{}, false
 }

@@ -132,6 +132,18 @@ type IntLit struct {
 	Value int64
 }
 
+// KernelConst is a constant the target's BTF gives:
+// enum_value("NAME"), an enumerator of any of the kernel's enums
+// (SKB_DROP_REASON_NOT_SPECIFIED), or offsetof("struct NAME", "FIELD"),
+// a member's byte offset (nested members by dots, a.b). The compiler
+// resolves it against the target's BTF (at apply for a profile).
+type KernelConst struct {
+	exprBase
+	Enum   string // enum_value's enumerator
+	Struct string // offsetof's struct, without "struct "
+	Field  string // offsetof's member path
+}
+
 // BoolLit is true or false.
 type BoolLit struct {
 	exprBase

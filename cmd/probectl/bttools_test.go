@@ -3,8 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/internal/testenv"
 )
 
 // The bpftrace tools probectl import now imports, run as probectl run
@@ -49,5 +54,62 @@ func TestRunImportedNaptime(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("naptime printed, of the workload:\n%s\nwant:\n%s\nall of it:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(out, "\n"))
+	}
+}
+
+// tracefsFile reads a file of tracefs (where it is mounted).
+func tracefsFile(t *testing.T, rel string) string {
+	t.Helper()
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if b, err := os.ReadFile(filepath.Join(dir, rel)); err == nil {
+			return string(b)
+		}
+	}
+	testenv.Absent(t, "tracefs is not mounted")
+	return ""
+}
+
+// Enum constants and offsetof() resolved through the running kernel's
+// BTF, checked against what tracefs says independently: the values
+// kfree_skb's print fmt gives SKB_DROP_REASON_NOT_SPECIFIED and
+// SKB_DROP_REASON_NO_SOCKET ({ 2, "NOT_SPECIFIED" }), the offset of
+// sched_switch's next_pid in its record (struct
+// trace_event_raw_sched_switch is that record), and the UAPI layout of
+// struct __kernel_timespec (tv_nsec at 8). The enum constants are what
+// bpftrace prints for them too. Three getppid calls: three lines.
+func TestRunImportedKernelConstants(t *testing.T) {
+	path, comm := buildStackWork(t, "kc")
+	kfree := tracefsFile(t, "events/skb/kfree_skb/format")
+	reason := func(name string) string {
+		m := regexp.MustCompile(`\{ (\d+), "` + name + `" \}`).FindStringSubmatch(kfree)
+		if m == nil {
+			testenv.Absent(t, "kfree_skb's format names no reason %s", name)
+		}
+		return m[1]
+	}
+	sw, err := bpf.ParseTracepointFormat("sched:sched_switch", tracefsFile(t, "events/sched/sched_switch/format"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextPid := sw.Field("next_pid")
+	if nextPid == nil {
+		t.Fatal("sched_switch has no next_pid")
+	}
+	want := fmt.Sprintf("%s %s %d 8", reason("NOT_SPECIFIED"), reason("NO_SOCKET"), nextPid.Offset)
+	prog := `tracepoint:syscalls:sys_exit_getppid /comm == "` + comm + `"/ { printf("kc %d %d %d %d\n", SKB_DROP_REASON_NOT_SPECIFIED, SKB_DROP_REASON_NO_SOCKET, ` +
+		`offsetof(struct trace_event_raw_sched_switch, next_pid), offsetof(struct __kernel_timespec, tv_nsec)); }`
+	out := runWhileWorking(t, prog, path, []string{"getppid", "3"}, "-v", "-duration", "3s", "-interval", "0", "-e")
+	var got []string
+	for _, l := range out {
+		if v, ok := strings.CutPrefix(l, "kc "); ok {
+			got = append(got, v)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join([]string{want, want, want}, "\n") {
+		t.Errorf("run printed:\n%s\nwant three lines %q; all of it:\n%s", strings.Join(got, "\n"), want, strings.Join(out, "\n"))
+	}
+	bt := bpftraceLines(t, `tracepoint:syscalls:sys_exit_getppid /comm == "`+comm+`"/ { printf("kc %d %d\n", SKB_DROP_REASON_NOT_SPECIFIED, SKB_DROP_REASON_NO_SOCKET); }`, path, "getppid", "1")
+	if want := "kc " + reason("NOT_SPECIFIED") + " " + reason("NO_SOCKET"); len(bt) != 1 || bt[0] != want {
+		t.Errorf("bpftrace printed %q, want [%q]", bt, want)
 	}
 }

@@ -288,7 +288,7 @@ func TestImportRefuses(t *testing.T) {
 		{"usdt:/bin/x { @n = count(); }", "1:1 Invalid attach point", ""},
 		{"kprobe:f { @n[$1] = count(); }", "1:15 Unsupported positional parameter", ""},
 		{"kprobe:f { exit(); }", "1:12 Unsupported exit", ""},
-		{"kprobe:f { @n[AF_UNKNOWN] = count(); }", "1:15 Unknown name AF_UNKNOWN", ""},
+		{"kprobe:f { @n[af_unknown] = count(); }", "1:15 Unknown name af_unknown", "upper case"},
 		{"kprobe:f { @s[tid] = kstack; }\nkretprobe:g { @n[@s[tid]] = count(); }", "1:22 Unsupported stack in a shared map", ""},
 		{"BEGIN { printf(\"hi\\n\"); }", "1:1 Nothing to measure", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @x[tid] = 2; }", "2:35 Store after delete", ""},

@@ -284,7 +284,12 @@ func (c *ctx) ident(e *Ident) hx {
 	if why, ok := missingValues[e.Name]; ok {
 		c.t.fail(e.Pos, "Unsupported "+e.Name, fmt.Sprintf("%s has no equivalent: %s.", e.Name, why))
 	}
-	c.t.fail(e.Pos, "Unknown name "+e.Name, fmt.Sprintf("%s is not a bpftrace builtin, and no #define gives it a value: a C constant from a header needs a #define here (types come from BTF, constants do not).", e.Name))
+	if enumName(e.Name) {
+		// bpftrace finds a name no #define gives in the kernel's enums
+		// (BTF); the compiler does, at the target.
+		return hx{text: "enum_value(" + quote(e.Name) + ")", prec: precAtom, kind: kInt, name: strings.ToLower(e.Name)}
+	}
+	c.t.fail(e.Pos, "Unknown name "+e.Name, fmt.Sprintf("%s is not a bpftrace builtin, no #define gives it a value, and it is not written as an enum's constant is (upper case, found in the kernel's BTF): a C constant from a header needs a #define here.", e.Name))
 	return hx{}
 }
 
@@ -536,6 +541,17 @@ func (c *ctx) callValue(e *Call) hx {
 		}
 		f := map[int]string{16: "ntohs", 32: "ntohl"}[bits]
 		return hx{text: f + "(" + x.integer().text + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+	case "offsetof":
+		args(2, 2)
+		st, ok := e.Args[0].(*Ident)
+		if !ok || !strings.HasPrefix(st.Name, "struct ") || strings.Contains(st.Name, "*") {
+			c.t.fail(e.Args[0].At(), "Unsupported offsetof()", "offsetof() of a type that is not a struct (struct NAME) has no equivalent.")
+		}
+		field := memberPath(e.Args[1])
+		if field == "" {
+			c.t.fail(e.Args[1].At(), "Unsupported offsetof()", "offsetof()'s member is a name, or names joined by dots.")
+		}
+		return hx{text: "offsetof(" + quote(strings.Join(strings.Fields(st.Name), " ")) + ", " + quote(field) + ")", prec: precAtom, kind: kInt, name: field}
 	case "kptr", "uptr":
 		args(1, 1)
 		return c.expr(e.Args[0])
@@ -602,4 +618,34 @@ func storedFieldDetail(table, field string) string {
 	return fmt.Sprintf(".%[2]s of the pointer read from %[1]s: no built-in profile's format of the tracepoints that store it names one struct it points to. "+
 		"Write the read with the struct's name: user_cast(%[1]s, \"struct NAME\").%[2]s for a struct in the process's memory (a system call's argument, "+
 		"as naptime's user_cast(rqtp[tid], \"struct __kernel_timespec\").tv_sec), cast(%[1]s, \"struct NAME\").%[2]s for kernel memory.", table, field)
+}
+
+// enumName: a name written as C's enumerators are (SKB_DROP_REASON_*,
+// upper case, digits and underscores, a letter first). Other unknown
+// names stay an error here: a typo of a builtin is one.
+func enumName(name string) bool {
+	if name == "" || name[0] < 'A' || name[0] > 'Z' {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// memberPath is offsetof()'s member as a path: f, or a.b.
+func memberPath(e Expr) string {
+	switch e := e.(type) {
+	case *Ident:
+		if !strings.Contains(e.Name, " ") {
+			return e.Name
+		}
+	case *Field:
+		if base := memberPath(e.X); base != "" {
+			return base + "." + e.Name
+		}
+	}
+	return ""
 }
