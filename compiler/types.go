@@ -97,6 +97,8 @@ func (g *gen) resolveOp(x spec.Expr) spec.Type {
 		if t := g.typeOf(x.X); t.Kind != 0 && !g.numeric(x.X, t) {
 			return spec.Type{}
 		}
+	case *spec.Buf:
+		return g.resolveBuf(x)
 	case *spec.StartsWith:
 		return g.resolveStartsWith(x)
 	case *spec.ByteSwap:

@@ -188,6 +188,30 @@ func (s *scope) join(e *hclsyntax.FunctionCallExpr) Expr {
 	return &Join{exprBase: s.base(e, StringType(JoinSize)), X: x, Args: int(n)}
 }
 
+// BufSize is the most bytes buf() keeps: bpftrace's default (its
+// strlen, 64).
+const BufSize = 64
+
+// buf lowers buf(X, LEN).
+func (s *scope) buf(e *hclsyntax.FunctionCallExpr) Expr {
+	if len(e.Args) != 2 {
+		return s.errorf(e.Range(), "Wrong number of arguments", "buf takes a pointer and a length: buf(args.buf, args.count) (at most %d bytes are kept).", BufSize)
+	}
+	x, n := s.lower(e.Args[0]), s.lower(e.Args[1])
+	for _, v := range []Expr{x, n} {
+		if isInvalid(v) {
+			return v
+		}
+	}
+	if !x.Type().Numeric() {
+		return s.errorf(x.Range(), "buf needs a pointer", "buf reads the bytes a pointer points to; %s is a %s.", x.Text(), x.Type())
+	}
+	if !n.Type().Numeric() {
+		return s.errorf(n.Range(), "buf needs a length", "buf's length is an integer; %s is a %s.", n.Text(), n.Type())
+	}
+	return &Buf{exprBase: s.base(e, BytesType(8+BufSize)), X: x, Len: n}
+}
+
 func (s *scope) smallInt(e hcl.Expression, lo, hi int64) (int64, bool) {
 	v, diags := e.Value(nil)
 	if !diags.HasErrors() && v.Type() == cty.Number && !v.IsNull() {

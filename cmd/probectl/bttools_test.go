@@ -113,3 +113,30 @@ func TestRunImportedKernelConstants(t *testing.T) {
 		t.Errorf("bpftrace printed %q, want [%q]", bt, want)
 	}
 }
+
+// buf() and %r print what bpftrace 0.17 prints, byte for byte: the
+// workload writes 16 bytes, some that do not print (\x01 \xff, a tab,
+// DEL, a newline), then the bytes 0 to 99, of which buf keeps 64; twice.
+// Its "ready PID" and "done" lines are writes too: "done" is the same in
+// both runs, the ready line (its pid differs) is left out.
+func TestRunImportedBuf(t *testing.T) {
+	path, comm := buildStackWork(t, "bf")
+	prog := `tracepoint:syscalls:sys_enter_write /comm == "` + comm + `"/ { printf("w %d [%r]\n", args->count, buf(args->buf, args->count)); }`
+	writes := func(lines []string) []string {
+		var out []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "w ") && !strings.Contains(l, "[ready ") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	want := writes(bpftraceLines(t, prog, path, "write", "2"))
+	if len(want) != 5 {
+		t.Fatalf("bpftrace printed %d lines, want 5 (two of each write, done):\n%s", len(want), strings.Join(want, "\n"))
+	}
+	got := writes(runWhileWorking(t, prog, path, []string{"write", "2"}, "-v", "-duration", "3s", "-interval", "0", "-e"))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("run printed:\n%s\nbpftrace:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -842,7 +842,6 @@ const catRefusal = "a file the spec names would be read as root and printed to w
 
 // missingFunctions are bpftrace's functions without an equivalent.
 var missingFunctions = map[string]string{
-	"buf":           "a buffer of bytes is not a value; str() reads a string",
 	"bswap":         "there is no byte swap of a given width; ntohs(x) and ntohl(x) take 16 or 32 bits from network order",
 	"sizeof":        "types are the kernel's BTF, read at plan time, not a value",
 	"reg":           "registers are read as arg0..arg5 only",

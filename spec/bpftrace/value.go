@@ -145,7 +145,8 @@ func (c *ctx) exprOf(e Expr) hx {
 				return x // curtask is one already
 			}
 			if strings.HasPrefix(t, "struct ") || strings.HasPrefix(t, "union ") {
-				return hx{text: "cast(" + x.integer().text + ", " + quote(t) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+				// Stored, the pointer still points to the struct.
+				return hx{text: "cast(" + x.integer().text + ", " + quote(t) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name, pointee: t}
 			}
 			return x // a pointer to an integer type: the address
 		}
@@ -541,6 +542,12 @@ func (c *ctx) callValue(e *Call) hx {
 		}
 		f := map[int]string{16: "ntohs", 32: "ntohl"}[bits]
 		return hx{text: f + "(" + x.integer().text + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+	case "buf":
+		if len(e.Args) != 2 {
+			c.t.fail(e.Pos, "Unsupported buf()", "buf() of an array without its length has no equivalent: write the length, buf(x, N).")
+		}
+		p, n := c.expr(e.Args[0]).integer(), c.expr(e.Args[1]).integer()
+		return hx{text: "buf(" + p.text + ", " + n.text + ")", prec: precAtom, kind: kDisplay, reads: joinReads(p, n), name: p.name}
 	case "offsetof":
 		args(2, 2)
 		st, ok := e.Args[0].(*Ident)
