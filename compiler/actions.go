@@ -210,6 +210,9 @@ func (g *gen) keyKind(x spec.Expr) KeyKind {
 	if _, ok := x.(*spec.Join); ok {
 		return KeyArgv
 	}
+	if _, ok := x.(*spec.Buf); ok {
+		return KeyBuf
+	}
 	if v, ok := x.(*spec.Var); ok && builtinCodes[v.Name].key != "" {
 		return builtinCodes[v.Name].key
 	}

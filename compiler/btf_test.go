@@ -257,6 +257,10 @@ func TestKernelPathErrors(t *testing.T) {
 		{`cast(arg0, "struct sokc").sk_type`, "Unknown struct", `"struct sokc"`, []string{`"sock"`}},
 		{"str(args.count)", "str needs a pointer", "args.count", []string{"size_t"}},
 		{"task.comm.x", "No fields here", "x", []string{"char[16]"}},
+		{`enum_value("SKB_DROP_REASON_NOT_SPECIFIE")`, "Unknown enum constant", `enum_value("SKB_DROP_REASON_NOT_SPECIFIE")`, []string{"SKB_DROP_REASON_NOT_SPECIFIE", "write the number"}},
+		{`offsetof("struct mount", "mnnt")`, "Unknown member", `offsetof("struct mount", "mnnt")`, []string{"struct mount has no member mnnt", "mnt_parent"}},
+		{`offsetof("struct mont", "mnt")`, "Unknown struct", `offsetof("struct mont", "mnt")`, []string{`"mount"`}},
+		{`offsetof("struct sock", "sk_type.x")`, "Not a struct", `offsetof("struct sock", "sk_type.x")`, []string{"struct sock.sk_type is a"}},
 	}
 	for _, tt := range tests {
 		s := src(tt.key)
@@ -286,7 +290,7 @@ func TestDeferredWithoutBTF(t *testing.T) {
   functions = ["vfs_read"]
   on_entry {
     save = { name = str(args.file.f_path.dentry.d_name.name) }
-    count "c" { by = [task.comm, ppid, args.count, cast(arg0, "struct sock").sk_type] }
+    count "c" { by = [task.comm, ppid, args.count, cast(arg0, "struct sock").sk_type, enum_value("SKB_DROP_REASON_NOT_SPECIFIED") + offsetof("struct mount", "mnt")] }
   }
   on_exit {
     count "r" {
@@ -302,7 +306,7 @@ probe "kernel" "plain" {
     count "c" { by = [arg0] }
   }
 }`)
-	want := []string{"args.file.f_path.dentry.d_name.name", "task.comm", "ppid", "args.count", `cast(arg0, "struct sock").sk_type`, "ret"}
+	want := []string{"args.file.f_path.dentry.d_name.name", "task.comm", "ppid", "args.count", `cast(arg0, "struct sock").sk_type`, `enum_value("SKB_DROP_REASON_NOT_SPECIFIED")`, `offsetof("struct mount", "mnt")`, "ret"}
 	if got := out.Probes[0].Deferred; !reflect.DeepEqual(got, want) {
 		t.Errorf("deferred %q, want %q", got, want)
 	}

@@ -67,6 +67,7 @@ type gen struct {
 	// retRead says how ret extends; paths where each built-in value with
 	// a path (ppid) is read.
 	access  map[spec.Expr]*access
+	consts  map[spec.Expr]int64 // enum_value and offsetof, resolved
 	retRead *leaf
 	retDecl btf.Type
 	paths   map[string]*access

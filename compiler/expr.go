@@ -58,6 +58,8 @@ func (g *gen) value(x spec.Expr) {
 	switch x := x.(type) {
 	case *spec.IntLit:
 		g.imm(x.Value)
+	case *spec.KernelConst:
+		g.imm(g.consts[x]) // 0, a placeholder, when resolved at apply
 	case *spec.BoolLit:
 		v := int64(0)
 		if x.Value {

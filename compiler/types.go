@@ -74,6 +74,8 @@ func (g *gen) resolveRead(x spec.Expr) (spec.Type, bool) {
 		return x.Type(), true
 	case *spec.TableRead:
 		return g.u.tableSlot(x.Table, x.Field), true
+	case *spec.KernelConst:
+		return g.kernelConst(x), true
 	}
 	return spec.Type{}, false
 }
@@ -95,6 +97,8 @@ func (g *gen) resolveOp(x spec.Expr) spec.Type {
 		if t := g.typeOf(x.X); t.Kind != 0 && !g.numeric(x.X, t) {
 			return spec.Type{}
 		}
+	case *spec.Buf:
+		return g.resolveBuf(x)
 	case *spec.StartsWith:
 		return g.resolveStartsWith(x)
 	case *spec.ByteSwap:

@@ -89,6 +89,8 @@ func (g *gen) text(x spec.Expr, p place, n int) {
 		g.str(x, p, n)
 	case *spec.Join:
 		g.join(x, p, n)
+	case *spec.Buf:
+		g.buf(x, p, n)
 	case *spec.ArgsField:
 		g.fieldText(x, p, n)
 	case *spec.KernelPath:
@@ -440,4 +442,56 @@ func (g *gen) tableDelete(a *spec.Action) {
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
 		asm.FnMapDeleteElem.Call(),
 	)
+}
+
+// resolveBuf checks buf(X, LEN): X a pointer, LEN an integer, and under
+// the raw-address policy no kernel read at a number from the record.
+func (g *gen) resolveBuf(x *spec.Buf) spec.Type {
+	pt, lt := g.typeOf(x.X), g.typeOf(x.Len)
+	if pt.Kind == 0 || lt.Kind == 0 || !g.numeric(x.X, pt) || !g.numeric(x.Len, lt) {
+		return spec.Type{}
+	}
+	if what, notPtr := g.notPointer(x.X); notPtr {
+		return g.typeErrorf(x, x.X.Range(), "buf needs a pointer",
+			"%s is %s on the target, not a pointer: there are no bytes to read.", x.X.Text(), what)
+	}
+	if f, ok := x.X.(*spec.ArgsField); ok && g.u.policy.Denies(spec.RawAddress) && g.bufSpace(x) == spec.SpaceKernel {
+		g.u.diags = append(g.u.diags, spec.DenyRawAddress("buf", f, "a number in the event's record"))
+		return spec.Type{}
+	}
+	return x.Type()
+}
+
+// bufSpace is the memory buf() reads: str()'s rule.
+func (g *gen) bufSpace(x *spec.Buf) spec.Space {
+	return g.space(&spec.Str{X: x.X, Space: x.Space})
+}
+
+// buf reads buf(X, LEN) into the zeroed place p: the length, clamped to
+// what the slot holds (an unsigned compare: a negative length is the
+// most), then that many bytes from X. A read that fails leaves zeros.
+func (g *gen) buf(x *spec.Buf, p place, n int) {
+	room := int32(min(n-8, spec.BufSize))
+	ptr := g.e.Alloc(8)
+	g.expr(x.X)
+	g.e.Emit(asm.StoreMem(asm.RFP, ptr, asm.R0, asm.DWord))
+	g.expr(x.Len)
+	g.e.Origin(x.Range())
+	fits := g.e.NewLabel("buf_fits")
+	g.e.Emit(
+		asm.JLE.Imm(asm.R0, room, fits),
+		asm.Mov.Imm(asm.R0, room),
+	)
+	g.e.Mark(fits)
+	g.e.Emit(
+		asm.StoreMem(p.base, p.off, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.LoadMem(asm.R3, asm.RFP, ptr, asm.DWord),
+	)
+	g.addr(asm.R1, place{p.base, p.off + 8})
+	fn := asm.FnProbeReadKernel
+	if g.bufSpace(x) == spec.SpaceUser {
+		fn = asm.FnProbeReadUser
+	}
+	g.e.Emit(fn.Call())
 }

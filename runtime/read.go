@@ -625,6 +625,8 @@ func (n keyNames) decodeField(f compiled.KeyField, b []byte) any {
 		return string(raw)
 	case compiled.KeyArgv:
 		return decodeArgv(raw)
+	case compiled.KeyBuf:
+		return decodeBuf(raw)
 	case compiled.KeyBytes:
 		return hex.EncodeToString(raw)
 	case compiled.KeyFunc:
@@ -640,6 +642,29 @@ func (n keyNames) decodeField(f compiled.KeyField, b []byte) any {
 		return uint64(decodeInt(raw))
 	}
 	return decodeInt(raw)
+}
+
+// decodeBuf shows a buf() slot (the length read, then the bytes) as
+// bpftrace's %r does: printable ASCII as itself, every other byte as
+// \xNN.
+func decodeBuf(raw []byte) string {
+	if len(raw) < 8 {
+		return outOfRecord
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	data := raw[8:]
+	if n < uint64(len(data)) {
+		data = data[:n]
+	}
+	var b strings.Builder
+	for _, c := range data {
+		if c >= 0x20 && c < 0x7f {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "\\x%02x", c)
+		}
+	}
+	return b.String()
 }
 
 // decodeArgv joins the NUL-separated arguments of raw with spaces, up to

@@ -132,6 +132,28 @@ type IntLit struct {
 	Value int64
 }
 
+// Buf is buf(X, LEN): the LEN bytes at pointer X (at most BufSize), kept
+// whole and shown with escapes for the bytes that do not print, as
+// bpftrace's %r shows them. Its slot is the length read (8 bytes), then
+// the bytes. Memory is the process's or the kernel's as for str().
+type Buf struct {
+	exprBase
+	X, Len Expr
+	Space  Space
+}
+
+// KernelConst is a constant the target's BTF gives:
+// enum_value("NAME"), an enumerator of any of the kernel's enums
+// (SKB_DROP_REASON_NOT_SPECIFIED), or offsetof("struct NAME", "FIELD"),
+// a member's byte offset (nested members by dots, a.b). The compiler
+// resolves it against the target's BTF (at apply for a profile).
+type KernelConst struct {
+	exprBase
+	Enum   string // enum_value's enumerator
+	Struct string // offsetof's struct, without "struct "
+	Field  string // offsetof's member path
+}
+
 // BoolLit is true or false.
 type BoolLit struct {
 	exprBase
@@ -332,6 +354,8 @@ func operands(e Expr) []Expr {
 		return []Expr{e.Base}
 	case *Join:
 		return []Expr{e.X}
+	case *Buf:
+		return []Expr{e.X, e.Len}
 	case *Display:
 		return []Expr{e.X, e.Port}
 	case *IntCast:

@@ -39,6 +39,8 @@ func exprLabel(x Expr) string {
 		return "kstack"
 	case *Str:
 		return exprLabel(x.X)
+	case *Buf:
+		return exprLabel(x.X)
 	case *IntCast:
 		return exprLabel(x.X)
 	case *ByteSwap:

@@ -754,7 +754,7 @@ func (s *scope) choice(e *hclsyntax.ConditionalExpr, c, t, f Expr) Expr {
 var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl": OpShl, "shr": OpShr, "bnot": OpBNot}
 
 // builtins are the other functions, for messages.
-const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, user_cast, kstack, ustack, " +
+const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, user_cast, enum_value, offsetof, buf, kstack, ustack, " +
 	"u8, u16, u32, u64, s8, s16, s32, s64, hex(\"0x..\"), and in by keys and event fields errno_name, signal_name, syscall_name, inet, inet6, hex, cgroup_path, labels, ksym, usym"
 
 // lowerer returns the lowering of a function that is not a bit operation
@@ -765,6 +765,8 @@ func lowerer(name string) func(*scope, *hclsyntax.FunctionCallExpr) Expr {
 		return (*scope).str
 	case "join":
 		return (*scope).join
+	case "buf":
+		return (*scope).buf
 	case "starts_with":
 		return (*scope).startsWith
 	case "has":
@@ -775,6 +777,8 @@ func lowerer(name string) func(*scope, *hclsyntax.FunctionCallExpr) Expr {
 		return func(s *scope, e *hclsyntax.FunctionCallExpr) Expr { return s.cast(e, nil) }
 	case "kstack", "ustack":
 		return (*scope).stackCall
+	case "enum_value", "offsetof":
+		return (*scope).kernelConst
 	}
 	return nil
 }

@@ -90,6 +90,41 @@ func (s *scope) cast(e *hclsyntax.FunctionCallExpr, tr hcl.Traversal) Expr {
 	return &KernelPath{exprBase: exprBase{rng: rng, src: s.d.src, typ: TypeTarget}, Root: RootCast, Base: x, Struct: st, Space: space, StructRange: e.Args[1].Range(), Fields: s.pathFields(tr)}
 }
 
+// kernelConst lowers enum_value("NAME") and offsetof("struct NAME",
+// "FIELD"): names the compiler looks up in the target's BTF.
+func (s *scope) kernelConst(e *hclsyntax.FunctionCallExpr) Expr {
+	if s.probe.Addr.Kind == bpf.KindUser {
+		return s.errorf(e.Range(), e.Name+" is for kernel types", "%s reads the kernel's BTF; user functions have none.", e.Name)
+	}
+	if e.Name == "enum_value" {
+		name, ok := "", len(e.Args) == 1
+		if ok {
+			name, ok = s.d.literalString(e.Args[0])
+		}
+		if !ok || !bpf.ValidName(name) {
+			return s.errorf(e.Range(), "Expected an enumerator", "enum_value takes the name of a kernel enum's constant, quoted: enum_value(\"SKB_DROP_REASON_NOT_SPECIFIED\").")
+		}
+		return &KernelConst{exprBase: s.base(e, TypeInt), Enum: name}
+	}
+	if len(e.Args) != 2 {
+		return s.errorf(e.Range(), "Wrong number of arguments", "offsetof takes a struct and a member, quoted: offsetof(\"struct mount\", \"mnt\").")
+	}
+	name, ok := s.d.literalString(e.Args[0])
+	st, isStruct := strings.CutPrefix(name, "struct ")
+	if !ok || !isStruct || !bpf.ValidName(st) {
+		return s.errorf(e.Args[0].Range(), "Expected a struct", "The first argument names a kernel struct: \"struct mount\".")
+	}
+	field, ok := s.d.literalString(e.Args[1])
+	valid := ok && field != ""
+	for _, part := range strings.Split(field, ".") {
+		valid = valid && bpf.ValidName(part)
+	}
+	if !valid {
+		return s.errorf(e.Args[1].Range(), "Expected a member", "The second argument names a member of the struct, nested ones by dots: \"mnt\", \"__sk_common.skc_family\".")
+	}
+	return &KernelConst{exprBase: s.base(e, TypeInt), Struct: st, Field: field}
+}
+
 // str lowers str(X[, N]), user_str and kernel_str.
 func (s *scope) str(e *hclsyntax.FunctionCallExpr) Expr {
 	if len(e.Args) < 1 || len(e.Args) > 2 {
@@ -151,6 +186,30 @@ func (s *scope) join(e *hclsyntax.FunctionCallExpr) Expr {
 		return s.errorf(x.Range(), "join needs a pointer", "join reads an array of string pointers (such as args.argv); %s is a %s.", x.Text(), x.Type())
 	}
 	return &Join{exprBase: s.base(e, StringType(JoinSize)), X: x, Args: int(n)}
+}
+
+// BufSize is the most bytes buf() keeps: bpftrace's default (its
+// strlen, 64).
+const BufSize = 64
+
+// buf lowers buf(X, LEN).
+func (s *scope) buf(e *hclsyntax.FunctionCallExpr) Expr {
+	if len(e.Args) != 2 {
+		return s.errorf(e.Range(), "Wrong number of arguments", "buf takes a pointer and a length: buf(args.buf, args.count) (at most %d bytes are kept).", BufSize)
+	}
+	x, n := s.lower(e.Args[0]), s.lower(e.Args[1])
+	for _, v := range []Expr{x, n} {
+		if isInvalid(v) {
+			return v
+		}
+	}
+	if !x.Type().Numeric() {
+		return s.errorf(x.Range(), "buf needs a pointer", "buf reads the bytes a pointer points to; %s is a %s.", x.Text(), x.Type())
+	}
+	if !n.Type().Numeric() {
+		return s.errorf(n.Range(), "buf needs a length", "buf's length is an integer; %s is a %s.", n.Text(), n.Type())
+	}
+	return &Buf{exprBase: s.base(e, BytesType(8+BufSize)), X: x, Len: n}
 }
 
 func (s *scope) smallInt(e hcl.Expression, lo, hi int64) (int64, bool) {

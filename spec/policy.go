@@ -229,6 +229,14 @@ func rawAddress(p *Probe, x Expr) *hcl.Diagnostic {
 			return nil // user_cast reads user memory
 		}
 		addr, what = x.Base, "cast"
+	case *Buf:
+		if !readsKernel(p, &Str{X: x.X, Space: x.Space}) {
+			return nil
+		}
+		if _, ok := x.X.(*KernelPath); ok {
+			return nil
+		}
+		return DenyRawAddress("buf", x.X, "not kernel data typed by BTF")
 	case *Str:
 		if !readsKernel(p, x) {
 			return nil

@@ -29,6 +29,7 @@ func TestDenyRawAddress(t *testing.T) {
 		{fmt.Sprintf(kernel, `kernel_str(arg1)`), `arg1`, "kernel_str"},
 		{fmt.Sprintf(kernel, `str(arg1)`), `arg1`, "str"},
 		{fmt.Sprintf(kernel, `kernel_str(cpu * 4096)`), `cpu * 4096`, "kernel_str"},
+		{fmt.Sprintf(kernel, `buf(arg1, 8)`), `arg1`, "buf"},
 		{fmt.Sprintf(tracepoint, "sched:sched_switch", `cast(args.prev_pid, "struct task_struct").pid`), `args.prev_pid`, "cast"},
 		{fmt.Sprintf(tracepoint, "sched:sched_switch", `str(pid)`), `pid`, "str"},
 		{fmt.Sprintf(tracepoint, "syscalls:sys_enter_openat", `kernel_str(args.filename + 16)`), `args.filename + 16`, "kernel_str"},
@@ -71,6 +72,7 @@ func TestDenyRawAddress(t *testing.T) {
 		fmt.Sprintf(kernel, `arg0 + 8`),
 		fmt.Sprintf(tracepoint, "syscalls:sys_enter_openat", `str(args.filename)`),
 		fmt.Sprintf(tracepoint, "syscalls:sys_enter_openat", `str(args.filename + 16)`),
+		fmt.Sprintf(tracepoint, "syscalls:sys_enter_write", `buf(args.buf, args.count)`),
 		fmt.Sprintf(tracepoint, "sched:sched_process_exec", `str(args.filename)`), // a string in the record, or the compiler's to refuse
 		fmt.Sprintf(user, `str(arg0)`),
 		fmt.Sprintf(tracepoint, "syscalls:sys_enter_nanosleep", `user_cast(args.rqtp, "struct __kernel_timespec").tv_sec`), // user memory

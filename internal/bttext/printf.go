@@ -12,6 +12,8 @@ import (
 //   - %d %u %x %X %c without l or ll take the value as a C int: the low
 //     32 bits (%d signed, %u %x %X unsigned); with l or ll all 64 bits.
 //   - %p prints 0x and the hex of the 64-bit value.
+//   - %r prints a buffer (buf()), which its value already shows with
+//     bpftrace's escapes (\xNN for a byte that does not print).
 //   - %% before a conversion prints %; the text after the last conversion
 //     (or a format with none) is printed as written, %% and all.
 //   - flags: - (left), 0 (zero pad), a width and a .precision.
@@ -80,7 +82,7 @@ func lastConversion(format string) int {
 }
 
 func conv(flags string, verb byte, long bool, arg any) string {
-	if s, ok := arg.(string); ok && verb != 's' {
+	if s, ok := arg.(string); ok && verb != 's' && verb != 'r' {
 		// A value shown as text (hex(), a decoder's) printed as a number.
 		if n, err := strconv.ParseInt(s, 0, 64); err == nil {
 			arg = n
@@ -89,7 +91,8 @@ func conv(flags string, verb byte, long bool, arg any) string {
 		}
 	}
 	if s, ok := arg.(string); ok {
-		if verb == 's' {
+		if verb == 's' || verb == 'r' {
+			// %r: a buffer, already shown with bpftrace's escapes.
 			return fmt.Sprintf("%"+flags+"s", s)
 		}
 		return fmt.Sprintf("%"+strings.TrimLeft(flags, "0")+"s", s)

@@ -110,7 +110,9 @@ func (c *ctx) printf(call *Call) {
 		case 'x', 'X', 'p':
 			x = hx{text: "hex(" + x.integer().text + ")", prec: precAtom, kind: kDisplay, reads: x.reads, name: x.name}
 		case 'r':
-			c.t.fail(a.At(), "Unsupported %r", "A buffer conversion has no equivalent.")
+			if !strings.HasPrefix(x.text, "buf(") {
+				c.t.fail(a.At(), "Unsupported %r", "%r of anything but buf() has no equivalent: it prints a buffer.")
+			}
 		}
 		name := trailingWord(convs[i].before)
 		if name == "" {

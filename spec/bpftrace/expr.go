@@ -57,6 +57,11 @@ type hx struct {
 	// placeholder: bpftrace's ntop(0), giving a variable its type only.
 	placeholder bool
 	stored      bool // read from a table
+	// pointee is the struct a pointer points to, when the tracepoint's
+	// format names it (args.rqtp: "struct __kernel_timespec"); user: in
+	// the process's memory (a system call's argument).
+	pointee string
+	user    bool
 	// fork: a condition the rest of a block was copied under, once per
 	// branch of an if (stmts); a delete on both copies does not need it.
 	fork bool

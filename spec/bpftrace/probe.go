@@ -239,6 +239,9 @@ func (t *translator) probe(p *Probe) {
 			op.entry = h
 		}
 		c := &ctx{t: t, op: op, h: h, exit: pk.exit, probe: idx, kind: pk.kind, family: fam, vars: map[string]*varVal{}, idents: map[string]hx{}, alias: map[string]string{}}
+		if pk.kind == "tracepoint" {
+			c.events = names
+		}
 		if p.Filter != nil {
 			f := c.expr(p.Filter).boolean()
 			if f.text != "true" {

@@ -22,8 +22,9 @@ type ctx struct {
 	h      *handler
 	exit   bool
 	probe  int
-	kind   string // the spec probe's kind
-	family string // bpftrace's probe type
+	kind   string   // the spec probe's kind
+	family string   // bpftrace's probe type
+	events []string // a tracepoint probe's events
 	vars   map[string]*varVal
 	idents map[string]hx
 	alias  map[string]string
@@ -562,6 +563,9 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 		c.t.fail(s.RHS.At(), "Unsupported stack in a shared map", fmt.Sprintf("@%s keeps a stack for another probe: a stack here is an id in the stack map of the probe that takes it, meaningless in another; count or save it where it is taken.", name))
 	}
 	m.val = val.kind
+	if c.t.pass == 1 {
+		m.storePointee(val)
+	}
 	keys := c.keys(ref)
 	w, _ := c.when()
 	use := mapUse{probe: c.probe, exit: c.exit, op: "store", byTid: byTid(ref), plain: w == "" && c.h.when == "", value: val.text}
@@ -857,10 +861,8 @@ const catRefusal = "a file the spec names would be read as root and printed to w
 
 // missingFunctions are bpftrace's functions without an equivalent.
 var missingFunctions = map[string]string{
-	"buf":           "a buffer of bytes is not a value; str() reads a string",
 	"bswap":         "there is no byte swap of a given width; ntohs(x) and ntohl(x) take 16 or 32 bits from network order",
 	"sizeof":        "types are the kernel's BTF, read at plan time, not a value",
-	"offsetof":      "types are the kernel's BTF, read at plan time, not a value",
 	"reg":           "registers are read as arg0..arg5 only",
 	"kaddr":         "a kernel variable is not read by name",
 	"uaddr":         "a user variable is not read by name",

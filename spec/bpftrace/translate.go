@@ -41,6 +41,34 @@ type mapInfo struct {
 	elseUse bool   // used where a saved value cannot be (BEGIN aside)
 	shared  bool   // used by more than one spec probe
 	deco    string // the decoder its values are shown through
+	// pointee: every store is of a pointer to this struct (a tracepoint
+	// field whose format names it), in user memory when pointeeUser;
+	// pointees counts the stores, mixed says they differ.
+	pointee     string
+	pointeeUser bool
+	pointees    int
+	mixed       bool
+}
+
+// storePointee records what a store's value points to (the first pass).
+func (m *mapInfo) storePointee(v hx) {
+	m.pointees++
+	if m.pointees == 1 {
+		m.pointee, m.pointeeUser = v.pointee, v.user
+		return
+	}
+	if v.pointee != m.pointee || v.user != m.pointeeUser {
+		m.mixed = true
+	}
+}
+
+// pointsTo is the struct every value of the table points to, "" when
+// the stores do not all say the same.
+func (m *mapInfo) pointsTo() (string, bool) {
+	if m.mixed {
+		return "", false
+	}
+	return m.pointee, m.pointeeUser
 }
 
 type kv struct{ k, v string }

@@ -217,6 +217,48 @@ probe "user" "function__return" {
     }
   }
 }`},
+		{"a stored pointer's field: the struct the tracepoint's format names; a system call's in user memory", `
+tracepoint:syscalls:sys_enter_nanosleep { @p[tid] = args.rqtp; }
+tracepoint:syscalls:sys_exit_nanosleep { $t = @p[tid]; @n[$t.tv_sec] = count(); }`, `table "p" {
+}
+probe "tracepoint" "sys_enter_nanosleep" {
+  event = "syscalls:sys_enter_nanosleep"
+  on_entry {
+    store "p" {
+      key   = [tid]
+      value = args.rqtp
+    }
+  }
+}
+probe "tracepoint" "sys_exit_nanosleep" {
+  event = "syscalls:sys_exit_nanosleep"
+  on_entry {
+    count "n" {
+      by = [user_cast(p[tid], "struct __kernel_timespec").tv_sec]
+    }
+  }
+}`},
+		{"a stored pointer of another tracepoint points into kernel memory", `
+tracepoint:capability:cap_capable { @c[tid] = args.cred; }
+tracepoint:syscalls:sys_exit_capset { @n[@c[tid]->uid.val] = count(); }`, `table "c" {
+}
+probe "tracepoint" "cap_capable" {
+  event = "capability:cap_capable"
+  on_entry {
+    store "c" {
+      key   = [tid]
+      value = args.cred
+    }
+  }
+}
+probe "tracepoint" "sys_exit_capset" {
+  event = "syscalls:sys_exit_capset"
+  on_entry {
+    count "n" {
+      by = [cast(c[tid], "struct cred").uid.val]
+    }
+  }
+}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, diags := Import("t.bt", []byte(tc.bt))
@@ -246,7 +288,7 @@ func TestImportRefuses(t *testing.T) {
 		{"usdt:/bin/x { @n = count(); }", "1:1 Invalid attach point", ""},
 		{"kprobe:f { @n[$1] = count(); }", "1:15 Unsupported positional parameter", ""},
 		{"kprobe:f { exit(); }", "1:12 Unsupported exit", ""},
-		{"kprobe:f { @n[AF_UNKNOWN] = count(); }", "1:15 Unknown name AF_UNKNOWN", ""},
+		{"kprobe:f { @n[af_unknown] = count(); }", "1:15 Unknown name af_unknown", "upper case"},
 		{"kprobe:f { @s[tid] = kstack; }\nkretprobe:g { @n[@s[tid]] = count(); }", "1:22 Unsupported stack in a shared map", ""},
 		{"BEGIN { printf(\"hi\\n\"); }", "1:1 Nothing to measure", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @x[tid] = 2; }", "2:35 Store after delete", ""},
@@ -257,6 +299,7 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { $x = \"a", "1:17 Unterminated string", ""},
 
 		{"tracepoint:a:b { @p[tid] = args.rqtp; }\ntracepoint:a:c { $t = @p[tid]; @n[$t.tv_sec] = count(); }", "2:37 Unsupported field of a stored value", `user_cast(p[tid], "struct NAME").tv_sec`},
+		{"tracepoint:syscalls:sys_enter_nanosleep { @p[tid] = args.rqtp; }\ntracepoint:capability:cap_capable { @p[tid] = args.cred; }\ntracepoint:a:c { @n[@p[tid]->tv_sec] = count(); }", "3:28 Unsupported field of a stored value", "no built-in profile's format"},
 		{"tracepoint:a:b { @a[tid] = 1; @b[tid] = 2; }\ntracepoint:a:c { if (@a[tid] && @b[tid]) { @n = count(); delete(@a, tid); delete(@b, tid); } }", "2:58 Unsupported deletes", "the delete from @a tests @b; the delete from @b tests @a"},
 	} {
 		_, diags := Import("t.bt", []byte(tc.bt))

@@ -111,6 +111,15 @@ func (c *ctx) exprOf(e Expr) hx {
 		return c.callValue(e)
 	case *Field:
 		x := c.expr(e.X)
+		if x.stored && x.pointee != "" {
+			// The pointer a table keeps, to the struct the tracepoint's
+			// format names: read as bpftrace reads it.
+			fn := "cast"
+			if x.user {
+				fn = "user_cast"
+			}
+			x = hx{text: fn + "(" + x.text + ", " + quote(x.pointee) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+		}
 		if x.stored {
 			c.t.fail(e.Pos, "Unsupported field of a stored value", storedFieldDetail(x.text, e.Name))
 		}
@@ -120,7 +129,11 @@ func (c *ctx) exprOf(e Expr) hx {
 		if x.prec < precAtom || x.kind == kDisplay || x.kind == kStr && !strings.HasPrefix(x.text, "args") {
 			c.t.fail(e.Pos, "Unsupported field access", fmt.Sprintf(".%s of a computed value has no equivalent: fields are read from args, task, a cast or a struct they lead to.", e.Name))
 		}
-		return hx{text: x.text + "." + e.Name, prec: precAtom, kind: kInt, reads: x.reads, name: e.Name, field: e.Name}
+		out := hx{text: x.text + "." + e.Name, prec: precAtom, kind: kInt, reads: x.reads, name: e.Name, field: e.Name}
+		if x.text == "args" && c.kind == "tracepoint" {
+			out.pointee, out.user = pointee(c.events, e.Name), userPointers(c.events)
+		}
+		return out
 	case *Index:
 		c.t.fail(e.Pos, "Unsupported index", "Indexing a value ([i]) has no equivalent: arrays and strings are read whole.")
 	case *Cast:
@@ -132,7 +145,8 @@ func (c *ctx) exprOf(e Expr) hx {
 				return x // curtask is one already
 			}
 			if strings.HasPrefix(t, "struct ") || strings.HasPrefix(t, "union ") {
-				return hx{text: "cast(" + x.integer().text + ", " + quote(t) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+				// Stored, the pointer still points to the struct.
+				return hx{text: "cast(" + x.integer().text + ", " + quote(t) + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name, pointee: t}
 			}
 			return x // a pointer to an integer type: the address
 		}
@@ -271,7 +285,12 @@ func (c *ctx) ident(e *Ident) hx {
 	if why, ok := missingValues[e.Name]; ok {
 		c.t.fail(e.Pos, "Unsupported "+e.Name, fmt.Sprintf("%s has no equivalent: %s.", e.Name, why))
 	}
-	c.t.fail(e.Pos, "Unknown name "+e.Name, fmt.Sprintf("%s is not a bpftrace builtin, and no #define gives it a value: a C constant from a header needs a #define here (types come from BTF, constants do not).", e.Name))
+	if enumName(e.Name) {
+		// bpftrace finds a name no #define gives in the kernel's enums
+		// (BTF); the compiler does, at the target.
+		return hx{text: "enum_value(" + quote(e.Name) + ")", prec: precAtom, kind: kInt, name: strings.ToLower(e.Name)}
+	}
+	c.t.fail(e.Pos, "Unknown name "+e.Name, fmt.Sprintf("%s is not a bpftrace builtin, no #define gives it a value, and it is not written as an enum's constant is (upper case, found in the kernel's BTF): a C constant from a header needs a #define here.", e.Name))
 	return hx{}
 }
 
@@ -326,7 +345,9 @@ func (c *ctx) mapRead(e *MapRef) hx {
 	if m.deco != "" {
 		return hx{text: m.deco + "(" + text + ")", prec: precAtom, kind: kDisplay, reads: append(joinReads(keys...), m.hcl), name: name}
 	}
-	return hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name, stored: true}
+	x := hx{text: text, prec: precAtom, kind: m.val, reads: append(joinReads(keys...), m.hcl), name: name, stored: true}
+	x.pointee, x.user = m.pointsTo()
+	return x
 }
 
 // expand translates a macro's body in place; as a value, its last
@@ -526,6 +547,23 @@ func (c *ctx) callValue(e *Call) hx {
 		}
 		f := map[int]string{16: "ntohs", 32: "ntohl"}[bits]
 		return hx{text: f + "(" + x.integer().text + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+	case "buf":
+		if len(e.Args) != 2 {
+			c.t.fail(e.Pos, "Unsupported buf()", "buf() of an array without its length has no equivalent: write the length, buf(x, N).")
+		}
+		p, n := c.expr(e.Args[0]).integer(), c.expr(e.Args[1]).integer()
+		return hx{text: "buf(" + p.text + ", " + n.text + ")", prec: precAtom, kind: kDisplay, reads: joinReads(p, n), name: p.name}
+	case "offsetof":
+		args(2, 2)
+		st, ok := e.Args[0].(*Ident)
+		if !ok || !strings.HasPrefix(st.Name, "struct ") || strings.Contains(st.Name, "*") {
+			c.t.fail(e.Args[0].At(), "Unsupported offsetof()", "offsetof() of a type that is not a struct (struct NAME) has no equivalent.")
+		}
+		field := memberPath(e.Args[1])
+		if field == "" {
+			c.t.fail(e.Args[1].At(), "Unsupported offsetof()", "offsetof()'s member is a name, or names joined by dots.")
+		}
+		return hx{text: "offsetof(" + quote(strings.Join(strings.Fields(st.Name), " ")) + ", " + quote(field) + ")", prec: precAtom, kind: kInt, name: field}
 	case "kptr", "uptr":
 		args(1, 1)
 		return c.expr(e.Args[0])
@@ -585,11 +623,41 @@ func exprText(e Expr) string {
 }
 
 // storedFieldDetail is the fix for .field of a pointer a table holds
-// (naptime's $t = @rqtp[tid]; $t.tv_sec): the spec reads it with a cast
-// naming the struct, which bpftrace takes from the tracepoint's format or
-// the kernel's BTF and the importer, reading no kernel, cannot tell.
+// when the stores do not say which struct it points to (a tracepoint the
+// profiles lack, a field that is no struct pointer, stores that differ):
+// the spec reads it with a cast naming the struct.
 func storedFieldDetail(table, field string) string {
-	return fmt.Sprintf(".%[2]s of the pointer read from %[1]s: the importer cannot tell which struct it points to (bpftrace takes it from the tracepoint's format or the kernel's BTF). "+
-		"Write the read with the struct's name: user_cast(%[1]s, \"struct NAME\").%[2]s for a struct in the process's memory (a system call's argument: "+
-		"naptime's is user_cast(rqtp[tid], \"struct __kernel_timespec\").tv_sec, see examples/bpftrace/naptime.hcl), cast(%[1]s, \"struct NAME\").%[2]s for kernel memory.", table, field)
+	return fmt.Sprintf(".%[2]s of the pointer read from %[1]s: no built-in profile's format of the tracepoints that store it names one struct it points to. "+
+		"Write the read with the struct's name: user_cast(%[1]s, \"struct NAME\").%[2]s for a struct in the process's memory (a system call's argument, "+
+		"as naptime's user_cast(rqtp[tid], \"struct __kernel_timespec\").tv_sec), cast(%[1]s, \"struct NAME\").%[2]s for kernel memory.", table, field)
+}
+
+// enumName: a name written as C's enumerators are (SKB_DROP_REASON_*,
+// upper case, digits and underscores, a letter first). Other unknown
+// names stay an error here: a typo of a builtin is one.
+func enumName(name string) bool {
+	if name == "" || name[0] < 'A' || name[0] > 'Z' {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// memberPath is offsetof()'s member as a path: f, or a.b.
+func memberPath(e Expr) string {
+	switch e := e.(type) {
+	case *Ident:
+		if !strings.Contains(e.Name, " ") {
+			return e.Name
+		}
+	case *Field:
+		if base := memberPath(e.X); base != "" {
+			return base + "." + e.Name
+		}
+	}
+	return ""
 }

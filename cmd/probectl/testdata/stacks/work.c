@@ -6,6 +6,10 @@
  *   work call N         call stk_call(stk_target) N times (usym of a
  *                       function pointer argument)
  *   work threads N      start N threads in stk_thread, one at a time
+ *   work nap N          nanosleep for N ms and 456789 ns, then
+ *                       clock_nanosleep for 1 s more (naptime)
+ *   work write N        write N times to /dev/null: 16 bytes, some that
+ *                       do not print, then bytes 0 to 99 (buf())
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
@@ -89,6 +93,25 @@ int main(int argc, char **argv) {
 			if (pthread_create(&t, NULL, stk_thread, NULL) != 0 || pthread_join(t, NULL) != 0)
 				return 1;
 		}
+	} else if (strcmp(argv[1], "write") == 0) {
+		static const char mixed[] = "ab\x01\xff\"\\ c\ttab\x7f~ \n";
+		unsigned char all[100];
+		for (int i = 0; i < 100; i++)
+			all[i] = i;
+		FILE *null = fopen("/dev/null", "w");
+		if (!null)
+			return 1;
+		int fd = fileno(null);
+		for (long i = 0; i < n; i++)
+			if (write(fd, mixed, sizeof mixed - 1) != sizeof mixed - 1 || write(fd, all, sizeof all) != sizeof all)
+				return 1;
+	} else if (strcmp(argv[1], "nap") == 0) {
+		/* The system calls themselves: glibc's nanosleep calls
+		 * clock_nanosleep. */
+		struct timespec a = {0, n * 1000000 + 456789}, b = {1, n * 1000000 + 456789};
+		if (syscall(SYS_nanosleep, &a, NULL) != 0 ||
+		    syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &b, NULL) != 0)
+			return 1;
 	} else {
 		return 2;
 	}
