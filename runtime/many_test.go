@@ -2,8 +2,12 @@ package runtime_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/probectl/probectl/runtime"
 )
 
 // Many tracepoint probes on one event, each with its own hash map made
@@ -51,6 +55,56 @@ func TestManyTracepointsCountExactly(t *testing.T) {
 		if len(st.Drift) != 0 || len(st.Links) != 1 || st.EntryHits < n {
 			t.Errorf("%s: status drift %v, %d links, %d entry hits (want >= %d)", st.Address, st.Drift, len(st.Links), st.EntryHits, n)
 		}
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	leakFree(t, w, nil)
+}
+
+// A probe whose programs never ran is read from its counters alone: its
+// aggregations are empty and its maps are not opened (a hash map's batch
+// lookup walks all its buckets, however few keys it holds; most probes of
+// a large workspace are idle). The proof that they are not opened: with
+// its aggregation's pin removed, an idle probe still reads (status is what
+// reports the pin gone), and once it has run, its read fails on that pin.
+func TestReadIdleProbeFromCounters(t *testing.T) {
+	requireRoot(t)
+	w := workspace(t)
+	s, _ := apply(t, w, `probe "user" "idle" {
+  binary    = "WORK"
+  functions = ["target"]
+  on_entry {
+    count "calls" { by = [func] }
+  }
+}`)
+	read := func() runtime.ProbeResult {
+		t.Helper()
+		res := w.Read(s.Probes)
+		if len(res) != 1 {
+			t.Fatalf("%d results, want 1", len(res))
+		}
+		return res[0]
+	}
+	if res := read(); res.Error != "" || len(res.Aggregations) != 1 || len(res.Aggregations[0].Entries) != 0 {
+		t.Fatalf("idle probe: error %q, aggregations %+v; want one, empty", res.Error, res.Aggregations)
+	}
+	st := w.Status(s)[0]
+	if st.EntryHits != 0 || len(st.Drift) != 0 {
+		t.Fatalf("idle probe: %d entry hits, drift %v; want none", st.EntryHits, st.Drift)
+	}
+	if err := os.Remove(filepath.Join(st.PinDir, "map_agg_0")); err != nil {
+		t.Fatal(err)
+	}
+	if res := read(); res.Error != "" || len(res.Aggregations) != 1 || len(res.Aggregations[0].Entries) != 0 {
+		t.Fatalf("idle probe without its map pin: error %q, aggregations %+v; want one, empty", res.Error, res.Aggregations)
+	}
+	if st := w.Status(s)[0]; !strings.Contains(strings.Join(st.Drift, "; "), "map calls: pin gone") {
+		t.Errorf("status of the probe without its map pin: drift %v, want map calls: pin gone", st.Drift)
+	}
+	runWork(t, n)
+	if res := read(); !strings.Contains(res.Error, "open map calls") {
+		t.Errorf("probe that ran, without its map pin: error %q, want open map calls", res.Error)
 	}
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
