@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -72,10 +73,42 @@ func TestParseState(t *testing.T) {
 		"null probe":    `{"version": 1, "probes": [null]}`,
 		"huge number":   `{"version": 1, "serial": 1e400}`,
 		"not an object": `[]`,
+		"member twice":  `{"version": 1, "serial": 1, "serial": 2}`,
 	} {
 		if _, err := parseState([]byte(text), "state.json", "ws"); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// parseState decodes with encoding/json/v2's implementation: a state file
+// written by an earlier probectl (testdata/state-v1.json: examples/
+// syscalls.hcl and user.hcl applied by the probectl before it, with facts,
+// events, histograms and user binaries) reads as encoding/json reads it.
+func TestParseStateAsEncodingJSON(t *testing.T) {
+	b, err := os.ReadFile("testdata/state-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseState(b, "state-v1.json", "apply2-old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want State
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Probes) != 5 || got.Facts == nil || got.Events == nil {
+		t.Fatalf("state-v1.json: %d probes, facts %v, events %v; want 5 and both", len(got.Probes), got.Facts != nil, got.Events != nil)
+	}
+	if !reflect.DeepEqual(&want, got) {
+		w, _ := json.Marshal(&want)
+		g, _ := json.Marshal(got)
+		t.Errorf("parseState and encoding/json differ:\n%s\n%s", w, g)
+	}
+	b, _ = json.Marshal(validState())
+	if got, err := parseState(b, "state.json", "ws"); err != nil || !reflect.DeepEqual(got, validState()) {
+		t.Errorf("validState read back: %v, %+v", err, got)
 	}
 }
 
