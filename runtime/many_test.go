@@ -1,12 +1,14 @@
 package runtime_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -110,4 +112,56 @@ func TestReadIdleProbeFromCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	leakFree(t, w, nil)
+}
+
+// An apply of many probes that fails at probe 700 leaves everything as it
+// was: the probes are loaded side by side (as many loads as CPUs), and the
+// rollback closes every one of them. Once at probe 700's load step (before
+// any load), once at its attach (all 800 loaded, 699 attached).
+func TestManyApplyRollsBackAtProbe700(t *testing.T) {
+	requireRoot(t)
+	const probes = 800
+	// Two probes an event at most: the kernel attaches at most 64
+	// programs to one tracepoint.
+	dirs, _ := filepath.Glob("/sys/kernel/tracing/events/syscalls/sys_*")
+	if len(dirs) < probes/2 {
+		testenv.Absent(t, "%d system call tracepoints in /sys/kernel/tracing, want %d", len(dirs), probes/2)
+	}
+	var src strings.Builder
+	for i := range probes {
+		fmt.Fprintf(&src, `probe "tracepoint" "rb%d" {
+  event = "syscalls:%s"
+  on_entry {
+    count "calls" { by = [comm] }
+  }
+}
+`, i, filepath.Base(dirs[i/2]))
+	}
+	w := workspace(t)
+	out := compile(t, src.String())
+	for _, at := range []string{"load tracepoint.rb700", "attach tracepoint.rb700 "} {
+		s, err := w.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pins := listPins(t, w)
+		w.SetFault(func(step string) error {
+			if strings.HasPrefix(step, at) {
+				return errInjected
+			}
+			return nil
+		})
+		_, _, err = w.Apply(s, out, runtime.Diff(s, out, nil))
+		w.SetFault(nil)
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("fault at %q: apply returned %v", at, err)
+		}
+		if after, err := w.State(); err != nil || len(after.Probes) != 0 || after.Serial != s.Serial {
+			t.Errorf("fault at %q: state has %d probes, serial %d (was %d), %v", at, len(after.Probes), after.Serial, s.Serial, err)
+		}
+		if got := listPins(t, w); got != pins {
+			t.Errorf("fault at %q: pins changed:\n%s\nwas\n%s", at, got, pins)
+		}
+		leakFree(t, w, nil)
+	}
 }
