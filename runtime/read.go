@@ -727,6 +727,7 @@ func SortEntries(es []Entry) {
 		key    string
 	}
 	keys := make([]sortKey, len(es))
+	ties := make(map[int64]int, len(es))
 	for i, e := range es {
 		k := &keys[i]
 		if e.Value != nil {
@@ -736,8 +737,16 @@ func SortEntries(es []Entry) {
 				k.weight += int64(b.Count)
 			}
 		}
-		kb, _ := e.Key.MarshalJSON()
-		k.key = string(kb)
+		ties[k.weight]++
+	}
+	// The key text only breaks ties: it is written only for the entries
+	// that share their weight (writing every key was a tenth of show of
+	// 1,000 probes, issue 22).
+	for i, e := range es {
+		if k := &keys[i]; ties[k.weight] > 1 {
+			kb, _ := e.Key.MarshalJSON()
+			k.key = string(kb)
+		}
 	}
 	idx := make([]int, len(es))
 	for i := range idx {

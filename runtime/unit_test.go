@@ -6,12 +6,16 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -409,6 +413,50 @@ func TestAttachersCoverFamilies(t *testing.T) {
 	for fam := range attachers {
 		if _, ok := fam.Info(); !ok {
 			t.Errorf("attacher for %q, a family the compiler's table lacks", fam)
+		}
+	}
+}
+
+// SortEntries orders by value, largest first (a histogram by its total
+// count), ties by the key's JSON text: random entries, many of them tied,
+// against that rule written out.
+func TestSortEntries(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewSource(seed))
+	for trial := 0; trial < 200; trial++ {
+		es := make([]Entry, r.Intn(40))
+		for i := range es {
+			es[i].Key = OrderedKey{{Name: "comm", Value: fmt.Sprintf("c%d", r.Intn(30))}, {Name: "n", Value: int64(r.Intn(3))}}
+			if r.Intn(4) == 0 {
+				es[i].Buckets = []Bucket{{Low: 0, High: 1, Count: uint64(r.Intn(4))}, {Low: 1, High: 2, Count: uint64(r.Intn(4))}}
+				continue
+			}
+			v := int64(r.Intn(8))
+			es[i].Value = &v
+		}
+		weight := func(e Entry) int64 {
+			if e.Value != nil {
+				return *e.Value
+			}
+			var w int64
+			for _, b := range e.Buckets {
+				w += int64(b.Count)
+			}
+			return w
+		}
+		text := func(e Entry) string { b, _ := e.Key.MarshalJSON(); return string(b) }
+		want := make([]Entry, len(es))
+		copy(want, es)
+		sort.SliceStable(want, func(i, j int) bool {
+			if wi, wj := weight(want[i]), weight(want[j]); wi != wj {
+				return wi > wj
+			}
+			return text(want[i]) < text(want[j])
+		})
+		SortEntries(es)
+		if !reflect.DeepEqual(es, want) {
+			t.Fatalf("trial %d: sorted\n%v\nwant\n%v", trial, es, want)
 		}
 	}
 }
