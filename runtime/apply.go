@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"time"
@@ -200,7 +201,13 @@ func (a *applyTxn) openShared() error {
 // bufferMade says whether this apply makes a new event buffer.
 func (a *applyTxn) bufferMade() bool { return a.buffer != nil && a.buffer.made }
 
-// loadAll loads every created or replaced probe, with the maps it shares.
+// loadAll loads every created or replaced probe, with the maps it shares:
+// first, in order, each probe's step and the checks that need nothing
+// loaded (a refusal stops the apply before any load); then the loads, on
+// as many goroutines as there are CPUs, the kernel's verifier and map
+// creation being most of an apply (issue 22). The collections are
+// registered for the undo in the probes' order, the first failing
+// probe's error returned, and the loaded ones closed by the rollback.
 func (a *applyTxn) loadAll() error {
 	var kernelBTF *btf.Spec
 	for _, c := range a.changes {
@@ -208,7 +215,27 @@ func (a *applyTxn) loadAll() error {
 			return fmt.Errorf("%s: the plan has no event buffer for its events; plan again", c.probe.Address)
 		}
 		c.shared = withBuffer(sharedMaps(c.probe, a.tables), c.probe, a.buffer)
-		if err := a.w.load(&a.t, &c.live, &kernelBTF); err != nil {
+		if err := a.w.beforeLoad(&c.live, &kernelBTF); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(a.changes))
+	parallelN(len(a.changes), goruntime.GOMAXPROCS(0), func(i int) {
+		errs[i] = a.w.load(&a.changes[i].live, kernelBTF)
+	})
+	for _, c := range a.changes {
+		if c.coll != nil {
+			a.t.onUndo(c.coll.Close)
+			a.w.createdColl(c.coll)
+		}
+	}
+	return firstError(errs)
+}
+
+// firstError is the first error of errs that is not nil, or nil.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
@@ -441,9 +468,24 @@ func (w *Workspace) commit(next *State) error {
 	return w.writeState(next)
 }
 
-// load loads a probe's maps and programs, mapping a verifier rejection to
-// the program it belongs to.
-func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
+// loadOne loads one probe's maps and programs (beforeLoad, then load),
+// its collection closed by t's undo.
+func (w *Workspace) loadOne(t *txn, l *live, kernelBTF **btf.Spec) error {
+	if err := w.beforeLoad(l, kernelBTF); err != nil {
+		return err
+	}
+	err := w.load(l, *kernelBTF)
+	if l.coll != nil {
+		t.onUndo(l.coll.Close)
+		w.createdColl(l.coll)
+	}
+	return err
+}
+
+// beforeLoad is what comes before a probe's load, in the apply's order:
+// its step, the check that it can be loaded, the kernel's BTF when it
+// needs it.
+func (w *Workspace) beforeLoad(l *live, kernelBTF **btf.Spec) error {
 	p := l.probe
 	if err := w.step("load %s", p.Address); err != nil {
 		return &LoadError{Probe: p, Err: err}
@@ -451,23 +493,28 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err := loadable(p); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	if err := lookupKernelBTF(p, kernelBTF); err != nil {
-		return err
-	}
-	cs, err := p.CollectionSpec(*kernelBTF, p.Functions)
+	return lookupKernelBTF(p, kernelBTF)
+}
+
+// load loads the maps and programs of a probe that beforeLoad passed
+// into l.coll, mapping a verifier rejection to the program it belongs to.
+// l.coll holds what it loaded even when it fails (the caller closes it).
+// It runs beside the loads of other probes.
+func (w *Workspace) load(l *live, kernelBTF *btf.Spec) error {
+	p := l.probe
+	cs, err := p.CollectionSpec(kernelBTF, p.Functions)
 	if err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
 	allocOnDemand(p, cs, l.shared)
 	fsessions := takeFsessions(cs)
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
-		Programs: ebpf.ProgramOptions{KernelTypes: *kernelBTF}, MapReplacements: l.shared,
+		Programs: ebpf.ProgramOptions{KernelTypes: kernelBTF}, MapReplacements: l.shared,
 		Cache: bpf.KernelBTFCache(),
 	})
 	if err != nil {
 		return loadError(p, err)
 	}
-	t.onUndo(coll.Close)
 	l.coll = coll
 	if err := fillPods(p, coll); err != nil {
 		return &LoadError{Probe: p, Err: err}
@@ -475,11 +522,7 @@ func (w *Workspace) load(t *txn, l *live, kernelBTF **btf.Spec) error {
 	if err := fillStart(p, coll); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	if err := loadFsessions(p, coll, l.shared, fsessions, *kernelBTF); err != nil {
-		return err
-	}
-	w.createdColl(coll)
-	return nil
+	return loadFsessions(p, coll, l.shared, fsessions, kernelBTF)
 }
 
 // allocOnDemand makes a probe's own hash maps allocate their entries as

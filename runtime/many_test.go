@@ -1,9 +1,15 @@
 package runtime_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/probectl/probectl/internal/testenv"
+	"github.com/probectl/probectl/runtime"
 )
 
 // Many tracepoint probes on one event, each with its own hash map made
@@ -56,4 +62,106 @@ func TestManyTracepointsCountExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	leakFree(t, w, nil)
+}
+
+// A probe whose programs never ran is read from its counters alone: its
+// aggregations are empty and its maps are not opened (a hash map's batch
+// lookup walks all its buckets, however few keys it holds; most probes of
+// a large workspace are idle). The proof that they are not opened: with
+// its aggregation's pin removed, an idle probe still reads (status is what
+// reports the pin gone), and once it has run, its read fails on that pin.
+func TestReadIdleProbeFromCounters(t *testing.T) {
+	requireRoot(t)
+	w := workspace(t)
+	s, _ := apply(t, w, `probe "user" "idle" {
+  binary    = "WORK"
+  functions = ["target"]
+  on_entry {
+    count "calls" { by = [func] }
+  }
+}`)
+	read := func() runtime.ProbeResult {
+		t.Helper()
+		res := w.Read(s.Probes)
+		if len(res) != 1 {
+			t.Fatalf("%d results, want 1", len(res))
+		}
+		return res[0]
+	}
+	if res := read(); res.Error != "" || len(res.Aggregations) != 1 || len(res.Aggregations[0].Entries) != 0 {
+		t.Fatalf("idle probe: error %q, aggregations %+v; want one, empty", res.Error, res.Aggregations)
+	}
+	st := w.Status(s)[0]
+	if st.EntryHits != 0 || len(st.Drift) != 0 {
+		t.Fatalf("idle probe: %d entry hits, drift %v; want none", st.EntryHits, st.Drift)
+	}
+	if err := os.Remove(filepath.Join(st.PinDir, "map_agg_0")); err != nil {
+		t.Fatal(err)
+	}
+	if res := read(); res.Error != "" || len(res.Aggregations) != 1 || len(res.Aggregations[0].Entries) != 0 {
+		t.Fatalf("idle probe without its map pin: error %q, aggregations %+v; want one, empty", res.Error, res.Aggregations)
+	}
+	if st := w.Status(s)[0]; !strings.Contains(strings.Join(st.Drift, "; "), "map calls: pin gone") {
+		t.Errorf("status of the probe without its map pin: drift %v, want map calls: pin gone", st.Drift)
+	}
+	runWork(t, n)
+	if res := read(); !strings.Contains(res.Error, "open map calls") {
+		t.Errorf("probe that ran, without its map pin: error %q, want open map calls", res.Error)
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	leakFree(t, w, nil)
+}
+
+// An apply of many probes that fails at probe 700 leaves everything as it
+// was: the probes are loaded side by side (as many loads as CPUs), and the
+// rollback closes every one of them. Once at probe 700's load step (before
+// any load), once at its attach (all 800 loaded, 699 attached).
+func TestManyApplyRollsBackAtProbe700(t *testing.T) {
+	requireRoot(t)
+	const probes = 800
+	// Two probes an event at most: the kernel attaches at most 64
+	// programs to one tracepoint.
+	dirs, _ := filepath.Glob("/sys/kernel/tracing/events/syscalls/sys_*")
+	if len(dirs) < probes/2 {
+		testenv.Absent(t, "%d system call tracepoints in /sys/kernel/tracing, want %d", len(dirs), probes/2)
+	}
+	var src strings.Builder
+	for i := range probes {
+		fmt.Fprintf(&src, `probe "tracepoint" "rb%d" {
+  event = "syscalls:%s"
+  on_entry {
+    count "calls" { by = [comm] }
+  }
+}
+`, i, filepath.Base(dirs[i/2]))
+	}
+	w := workspace(t)
+	out := compile(t, src.String())
+	for _, at := range []string{"load tracepoint.rb700", "attach tracepoint.rb700 "} {
+		s, err := w.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pins := listPins(t, w)
+		w.SetFault(func(step string) error {
+			if strings.HasPrefix(step, at) {
+				return errInjected
+			}
+			return nil
+		})
+		_, _, err = w.Apply(s, out, runtime.Diff(s, out, nil))
+		w.SetFault(nil)
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("fault at %q: apply returned %v", at, err)
+		}
+		if after, err := w.State(); err != nil || len(after.Probes) != 0 || after.Serial != s.Serial {
+			t.Errorf("fault at %q: state has %d probes, serial %d (was %d), %v", at, len(after.Probes), after.Serial, s.Serial, err)
+		}
+		if got := listPins(t, w); got != pins {
+			t.Errorf("fault at %q: pins changed:\n%s\nwas\n%s", at, got, pins)
+		}
+		leakFree(t, w, nil)
+	}
 }

@@ -283,7 +283,13 @@ const refStats = "stats"
 type readMode struct{ sorted, exportedStacksOnly bool }
 
 // readProbe reads a probe's aggregations from its maps; counters reads its
-// stats (nil: from its stats map through open).
+// stats (nil: from its stats map through open). A probe whose programs
+// never ran (no entry or exit hit: each program counts its run before it
+// does anything else, the tenant's filter aside, which stores nothing)
+// has empty aggregations, and its maps are not opened: a hash map's
+// lookup walks every bucket of its max_entries however few keys it holds,
+// and most probes of a large workspace wait for events that have not come
+// (issue 22).
 func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error), syms *symbols.UserSymbols, mode readMode) ProbeResult {
 	res := ProbeResult{Address: p.Address.String(), Aggregations: []AggregationResult{}, Events: len(p.Events) > 0}
 	if counters == nil {
@@ -294,7 +300,12 @@ func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error),
 		res.Error = err.Error()
 		return res
 	}
+	idle := st[p.Stats.EntryHits] == 0 && st[p.Stats.ExitHits] == 0
 	for _, agg := range p.Aggregations {
+		if idle {
+			res.Aggregations = append(res.Aggregations, *emptyAggregation(agg))
+			continue
+		}
 		ar, err := readAggregation(p, agg, open, mode.sorted)
 		if err != nil {
 			res.Error = err.Error()
@@ -314,16 +325,23 @@ func readProbe(p *ProbeState, open mapSource, counters func() ([]uint64, error),
 	return res
 }
 
+// emptyAggregation is agg with no entries: what a probe whose programs
+// never ran holds.
+func emptyAggregation(agg *compiled.Aggregation) *AggregationResult {
+	ar := &AggregationResult{Name: agg.Name, Kind: agg.Kind, Entries: []Entry{}}
+	for _, f := range agg.Key {
+		ar.ByFields = append(ar.ByFields, f.Name)
+	}
+	return ar
+}
+
 func readAggregation(p *ProbeState, agg *compiled.Aggregation, open mapSource, sorted bool) (*AggregationResult, error) {
 	m, release, err := open(agg.MapRef)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ar := &AggregationResult{Name: agg.Name, Kind: agg.Kind, Entries: []Entry{}}
-	for _, f := range agg.Key {
-		ar.ByFields = append(ar.ByFields, f.Name)
-	}
+	ar := emptyAggregation(agg)
 	hist := agg.Kind.IsHistogram()
 	byName := namedByCgroup(agg.Key)
 	groups := map[string]*aggGroup{}
@@ -734,6 +752,7 @@ func SortEntries(es []Entry) {
 		key    string
 	}
 	keys := make([]sortKey, len(es))
+	ties := make(map[int64]int, len(es))
 	for i, e := range es {
 		k := &keys[i]
 		if e.Value != nil {
@@ -743,8 +762,16 @@ func SortEntries(es []Entry) {
 				k.weight += int64(b.Count)
 			}
 		}
-		kb, _ := e.Key.MarshalJSON()
-		k.key = string(kb)
+		ties[k.weight]++
+	}
+	// The key text only breaks ties: it is written only for the entries
+	// that share their weight (writing every key was a tenth of show of
+	// 1,000 probes, issue 22).
+	for i, e := range es {
+		if k := &keys[i]; ties[k.weight] > 1 {
+			kb, _ := e.Key.MarshalJSON()
+			k.key = string(kb)
+		}
 	}
 	idx := make([]int, len(es))
 	for i := range idx {

@@ -50,7 +50,7 @@ func Attach(out *compiled.Output) (*Session, error) {
 	}
 	for _, p := range out.Probes {
 		l := &live{probe: p, shared: withBuffer(sharedMaps(p, s.tables), p, s.buffer)}
-		if err := w.load(t, l, &kernelBTF); err != nil {
+		if err := w.loadOne(t, l, &kernelBTF); err != nil {
 			return nil, err
 		}
 		s.probes = append(s.probes, l)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler/compiled"
 )
@@ -160,9 +162,17 @@ func (w *Workspace) State() (*State, error) {
 	return parseState(b, filepath.Join(w.dir(), stateFile), w.Name)
 }
 
+// parseState decodes and validates a state file. It decodes with
+// encoding/json/v2's implementation (github.com/go-json-experiment/json,
+// until the standard library's leaves GOEXPERIMENT): the same State from
+// any file probectl wrote, in half the time, and status and show read the
+// whole state, megabytes for thousands of probes (issue 22). Where v2 is
+// stricter than encoding/json (a member named twice, names matched in
+// their case, text that is not UTF-8), the file was not written by
+// probectl, and is refused as damaged.
 func parseState(b []byte, path, workspace string) (*State, error) {
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
+	s, err := decodeState(b)
+	if err != nil {
 		return nil, fmt.Errorf("read state %s: %w (the file is damaged; move it away to start over, after destroying what it lists)", path, err)
 	}
 	if s.Version != StateVersion {
@@ -171,7 +181,38 @@ func parseState(b []byte, path, workspace string) (*State, error) {
 	if err := s.validate(workspace); err != nil {
 		return nil, fmt.Errorf("read state %s: %w; the file was edited or damaged, and probectl will not act on it", path, err)
 	}
-	return &s, nil
+	return s, nil
+}
+
+// rawState is a state file as decodeState reads it first: its probes
+// left as text, each to be decoded on its own.
+type rawState struct {
+	State
+	Probes []jsontext.Value `json:"probes"`
+}
+
+// decodeState decodes a state file: the file once through to cut out its
+// probes, then the probes, the bulk of it, in parallel.
+func decodeState(b []byte) (*State, error) {
+	var f rawState
+	if err := jsonv2.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	s := &f.State
+	if f.Probes == nil {
+		return s, nil
+	}
+	s.Probes = make([]*ProbeState, len(f.Probes))
+	errs := make([]error, len(f.Probes))
+	parallel(len(f.Probes), func(i int) {
+		errs[i] = jsonv2.Unmarshal(f.Probes[i], &s.Probes[i])
+	})
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("probe %d: %w", i, err)
+		}
+	}
+	return s, nil
 }
 
 // validate checks everything in a state file that names a file: each must

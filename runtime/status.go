@@ -59,8 +59,11 @@ func (w *Workspace) Status(s *State) []ProbeStatus {
 
 // parallel runs f(0) ... f(n-1) on up to 2×GOMAXPROCS goroutines: checking
 // a probe is a dozen system calls, and a workspace may hold thousands.
-func parallel(n int, f func(i int)) {
-	workers := min(n, 2*goruntime.GOMAXPROCS(0))
+func parallel(n int, f func(i int)) { parallelN(n, 2*goruntime.GOMAXPROCS(0), f) }
+
+// parallelN runs f(0) ... f(n-1) on up to workers goroutines.
+func parallelN(n, workers int, f func(i int)) {
+	workers = min(n, workers)
 	if workers <= 1 {
 		for i := 0; i < n; i++ {
 			f(i)

@@ -6,11 +6,16 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -72,10 +77,42 @@ func TestParseState(t *testing.T) {
 		"null probe":    `{"version": 1, "probes": [null]}`,
 		"huge number":   `{"version": 1, "serial": 1e400}`,
 		"not an object": `[]`,
+		"member twice":  `{"version": 1, "serial": 1, "serial": 2}`,
 	} {
 		if _, err := parseState([]byte(text), "state.json", "ws"); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// parseState decodes with encoding/json/v2's implementation: a state file
+// written by an earlier probectl (testdata/state-v1.json: examples/
+// syscalls.hcl and user.hcl applied by the probectl before it, with facts,
+// events, histograms and user binaries) reads as encoding/json reads it.
+func TestParseStateAsEncodingJSON(t *testing.T) {
+	b, err := os.ReadFile("testdata/state-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseState(b, "state-v1.json", "apply2-old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want State
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Probes) != 5 || got.Facts == nil || got.Events == nil {
+		t.Fatalf("state-v1.json: %d probes, facts %v, events %v; want 5 and both", len(got.Probes), got.Facts != nil, got.Events != nil)
+	}
+	if !reflect.DeepEqual(&want, got) {
+		w, _ := json.Marshal(&want)
+		g, _ := json.Marshal(got)
+		t.Errorf("parseState and encoding/json differ:\n%s\n%s", w, g)
+	}
+	b, _ = json.Marshal(validState())
+	if got, err := parseState(b, "state.json", "ws"); err != nil || !reflect.DeepEqual(got, validState()) {
+		t.Errorf("validState read back: %v, %+v", err, got)
 	}
 }
 
@@ -376,6 +413,50 @@ func TestAttachersCoverFamilies(t *testing.T) {
 	for fam := range attachers {
 		if _, ok := fam.Info(); !ok {
 			t.Errorf("attacher for %q, a family the compiler's table lacks", fam)
+		}
+	}
+}
+
+// SortEntries orders by value, largest first (a histogram by its total
+// count), ties by the key's JSON text: random entries, many of them tied,
+// against that rule written out.
+func TestSortEntries(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewSource(seed))
+	for trial := 0; trial < 200; trial++ {
+		es := make([]Entry, r.Intn(40))
+		for i := range es {
+			es[i].Key = OrderedKey{{Name: "comm", Value: fmt.Sprintf("c%d", r.Intn(30))}, {Name: "n", Value: int64(r.Intn(3))}}
+			if r.Intn(4) == 0 {
+				es[i].Buckets = []Bucket{{Low: 0, High: 1, Count: uint64(r.Intn(4))}, {Low: 1, High: 2, Count: uint64(r.Intn(4))}}
+				continue
+			}
+			v := int64(r.Intn(8))
+			es[i].Value = &v
+		}
+		weight := func(e Entry) int64 {
+			if e.Value != nil {
+				return *e.Value
+			}
+			var w int64
+			for _, b := range e.Buckets {
+				w += int64(b.Count)
+			}
+			return w
+		}
+		text := func(e Entry) string { b, _ := e.Key.MarshalJSON(); return string(b) }
+		want := make([]Entry, len(es))
+		copy(want, es)
+		sort.SliceStable(want, func(i, j int) bool {
+			if wi, wj := weight(want[i]), weight(want[j]); wi != wj {
+				return wi > wj
+			}
+			return text(want[i]) < text(want[j])
+		})
+		SortEntries(es)
+		if !reflect.DeepEqual(es, want) {
+			t.Fatalf("trial %d: sorted\n%v\nwant\n%v", trial, es, want)
 		}
 	}
 }

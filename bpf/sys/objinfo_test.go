@@ -140,6 +140,14 @@ func TestReadPinnedProgramAndCounters(t *testing.T) {
 	if err != nil || ebpf.MapID(id) != mid || fmt.Sprint(sums) != fmt.Sprint(want[:3]) {
 		t.Errorf("counters: id %d %v %v, want id %d %v", id, sums, err, mid, want[:3])
 	}
+	// All of them, in the one batch this kernel (5.6+) reads them in.
+	if _, sums, err := SumPinnedCounters(filepath.Join(dir, "counters"), 4); err != nil || fmt.Sprint(sums) != fmt.Sprint(want) {
+		t.Errorf("all counters: %v %v, want %v", sums, err, want)
+	}
+	batch := make([]uint64, 4)
+	if !batchSumCounters(m.FD(), cpus, batch) || fmt.Sprint(batch) != fmt.Sprint(want) {
+		t.Errorf("counters in one batch: %v, want %v", batch, want)
+	}
 	if _, _, err := SumPinnedCounters(filepath.Join(dir, "counters"), 5); err == nil {
 		t.Error("5 counters read from an array of 4")
 	}
