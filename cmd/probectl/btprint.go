@@ -24,16 +24,20 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 }
 
 // printfLines is what the printfs of a record print: each conversion takes
-// the record's field at its index; the time (-1) is the record's
-// CLOCK_MONOTONIC nanoseconds, bpftrace's nsecs.
+// the record's field at its index; the time (-1) is the record's wall
+// time as strftime(l.Time) prints it (a time() line: that alone).
 func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) string {
 	var b strings.Builder
 	for _, l := range lines {
+		if l.Format == "" && l.Time != "" {
+			b.WriteString(bttext.Strftime(l.Time, rec.Wall))
+			continue
+		}
 		args := make([]any, len(l.Fields))
 		for i, f := range l.Fields {
 			switch {
 			case f < 0:
-				args[i] = rec.MonoNS
+				args[i] = bttext.Strftime(l.Time, rec.Wall)
 			case f < len(rec.Fields):
 				args[i] = rec.Fields[f].Value
 			default:

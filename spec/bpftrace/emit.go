@@ -90,7 +90,7 @@ func (c *ctx) printf(call *Call) {
 	var ev *action
 	defer func() {
 		if ev != nil {
-			ev.prints = append(ev.prints, line)
+			c.printed(ev, line)
 		}
 	}()
 	for i, a := range call.Args[1:] {
@@ -100,6 +100,7 @@ func (c *ctx) printf(call *Call) {
 		}
 		if x.kind == kTime {
 			c.hadTime = true
+			line.Time = x.text
 			line.Fields = append(line.Fields, -1)
 			continue
 		}
@@ -121,10 +122,14 @@ func (c *ctx) printf(call *Call) {
 
 // Print is one printf of the program as an event carries it: its format,
 // and for each of its conversions the index of the event's field it
-// prints (-1: the time, which the record's timestamp gives).
+// prints (-1: the time, which the record's timestamp gives, as Time
+// formats it: strftime's format). A time() statement is a Print of Time
+// alone (no Format): the time printed as Time says; a join() statement
+// one of "%s\n" and the arguments' field.
 type Print struct {
 	Format string
 	Fields []int
+	Time   string
 }
 
 // Prints are the printfs of an imported program, by the spec probe (its
@@ -181,6 +186,16 @@ func trailingWord(s string) string {
 		return ""
 	}
 	return identName(s[i:])
+}
+
+// printed adds a line to what ev prints, after the time of a time()
+// before it.
+func (c *ctx) printed(ev *action, line Print) {
+	if c.timeLine != "" {
+		ev.prints = append(ev.prints, Print{Time: c.timeLine})
+		c.timeLine = ""
+	}
+	ev.prints = append(ev.prints, line)
 }
 
 // field adds a value to the event the printfs of this place print.

@@ -377,7 +377,7 @@ func (c *ctx) expand(m *Macro, args []Expr, at Pos, value bool) hx {
 		last, body = es.X, body[:len(body)-1]
 	}
 	inner.stmts(body)
-	c.deletes, c.deleted, c.event, c.hadTime, c.stores = inner.deletes, inner.deleted, inner.event, inner.hadTime, inner.stores
+	c.deletes, c.deleted, c.event, c.hadTime, c.timeLine, c.stores = inner.deletes, inner.deleted, inner.event, inner.hadTime, inner.timeLine, inner.stores
 	if last != nil {
 		return inner.expr(last)
 	}
@@ -498,7 +498,14 @@ func (c *ctx) callValue(e *Call) hx {
 		k := c.keys(r)
 		return hx{text: "has(" + m.hcl + ", " + keyList(k) + ")", prec: precAtom, kind: kBool, reads: append(joinReads(k...), m.hcl)}
 	case "strftime":
-		return atom("", kTime, "time")
+		// The text of a time is its strftime format (Print.Time).
+		f := ""
+		if len(e.Args) > 0 {
+			if s, ok := e.Args[0].(*Str); ok {
+				f = s.Val
+			}
+		}
+		return atom(f, kTime, "time")
 	case "join":
 		args(1, 1)
 		x := c.expr(e.Args[0])

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/probectl/probectl/internal/testenv"
+)
+
+// The side-by-side harness: one of bpftrace's tools (the snapshot in
+// spec/bpftrace/testdata/tools) runs under the installed bpftrace 0.17 and
+// under probectl run at once, on one workload of exactly known calls;
+// both are stopped with SIGINT and their lines compared.
+//
+// bpftrace 0.17 does not read the snapshot's newer dialect, so it is given
+// the tool as bpftrace017 rewrites it; probectl runs the file as it is.
+//
+// The normalisation, the only one: a row is kept when its tool's filter
+// says it is the workload's (its pid or comm), and a time of day
+// (HH:MM:SS, with .ffffff) reads as "TIME": the two programs read the
+// clock at different instants. Everything else must be equal, byte for
+// byte, and equal to the rows the workload's calls make.
+
+// bpftrace017 rewrites a tool of the snapshot into bpftrace 0.17's
+// dialect: the config block and lruhash declarations go, args.F is
+// args->F, interval:1s is interval:s:1, ppid is curtask's parent's tgid,
+// delete(@m, k) is delete(@m[k]), has_key(@m, k) is @m[k] (the tools'
+// tables hold start times, never 0) or, of killsnoop's table of signal
+// names, @SIG_STR[k] != "". Nothing else changes.
+func bpftrace017(src string) string {
+	for _, r := range []struct {
+		re   *regexp.Regexp
+		with string
+	}{
+		{regexp.MustCompile(`(?s)\nconfig = \{.*?\n\}\n`), "\n"},
+		{regexp.MustCompile(`(?m)^let @\w+ = \w+\(\d+\);\n`), ""},
+		{regexp.MustCompile(`\bargs\.`), "args->"},
+		{regexp.MustCompile(`\binterval:(\d+)(s|ms|us|hz)\b`), "interval:$2:$1"},
+		{regexp.MustCompile(`([,(]\s*)ppid\b`), "${1}curtask->real_parent->tgid"},
+		{regexp.MustCompile(`\bdelete\((@\w+), ([^()]+)\)`), "delete($1[$2])"},
+		{regexp.MustCompile(`\bhas_key\((@SIG_STR), ([^()]+)\)`), `($1[$2] != "")`},
+		{regexp.MustCompile(`\bhas_key\((@\w+), ([^()]+)\)`), "$1[$2]"},
+	} {
+		src = r.re.ReplaceAllString(src, r.with)
+	}
+	return src
+}
+
+// timeOfDay is a time as strftime's %H:%M:%S (and bpftrace's %f) print it.
+var timeOfDay = regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d{6})?\b`)
+
+// sideLines is a program's stdout, read as it comes.
+type sideLines struct {
+	mu    sync.Mutex
+	lines []string
+	done  chan struct{}
+}
+
+func readLines(r io.Reader) *sideLines {
+	s := &sideLines{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.lines = append(s.lines, sc.Text())
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *sideLines) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lines...)
+}
+
+// waitFor waits until ok holds of the lines read so far, or the program
+// ends, or two minutes pass (the machine may be loaded: no tighter bound).
+func (s *sideLines) waitFor(ok func([]string) bool) bool {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if ok(s.all()) {
+			return true
+		}
+		select {
+		case <-s.done:
+			return ok(s.all())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// sideTool is one tool's comparison: the workload to run (it returns the
+// rows both programs must print, normalised), and which rows are the
+// workload's.
+type sideTool struct {
+	tool string
+	// work runs the workload and returns the rows it makes, as the tool
+	// prints them after normalisation, in order.
+	work func(t *testing.T) []string
+	// mine says whether a normalised row is the workload's.
+	mine func(row string) bool
+}
+
+// sideProgram is a running program of a side-by-side run.
+type sideProgram struct {
+	name string
+	cmd  *exec.Cmd
+	out  *sideLines
+	errs strings.Builder
+}
+
+func startSide(t *testing.T, name string, ready func([]string) bool, path string, args ...string) *sideProgram {
+	t.Helper()
+	p := &sideProgram{name: name, cmd: exec.Command(path, args...)}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &p.errs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.out = readLines(stdout)
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	if !p.out.waitFor(ready) {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+		t.Fatalf("%s did not attach:\n%s\n%s", name, strings.Join(p.out.all(), "\n"), p.errs.String())
+	}
+	return p
+}
+
+// stop sends SIGINT and waits for the program's exit and its last line.
+func (p *sideProgram) stop(t *testing.T) []string {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGINT)
+	err := p.cmd.Wait()
+	<-p.out.done
+	if err != nil {
+		t.Errorf("%s: %v\n%s", p.name, err, p.errs.String())
+	}
+	return p.out.all()
+}
+
+// runSide runs tool under bpftrace and probectl run at once, runs its
+// workload once both are attached, waits until both have printed its
+// rows (or two minutes), stops both, and compares: the workload's rows
+// of each, normalised, must be the rows the workload made.
+func runSide(t *testing.T, st sideTool) {
+	t.Helper()
+	bt, err := exec.LookPath("bpftrace")
+	if err != nil {
+		testenv.Absent(t, "bpftrace is not installed")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	src, err := os.ReadFile(filepath.Join("../../spec/bpftrace/testdata/tools", st.tool+".bt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	old := filepath.Join(dir, st.tool+".bt")
+	if err := os.WriteFile(old, []byte(bpftrace017(string(src))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// bpftrace's BEGIN runs once every probe is attached: its first line
+	// after "Attaching N probes..." says so.
+	btReady := func(l []string) bool {
+		for i, s := range l {
+			if strings.HasPrefix(s, "Attaching ") {
+				return i+1 < len(l)
+			}
+		}
+		return false
+	}
+	pcReady := func(l []string) bool {
+		for _, s := range l {
+			if strings.HasPrefix(s, "Running ") {
+				return true
+			}
+		}
+		return false
+	}
+	b := startSide(t, "bpftrace", btReady, bt, old)
+	p := startSide(t, "probectl run", pcReady, "probectl", "-state-dir", filepath.Join(dir, "state"), "run", "-interval", "0",
+		filepath.Join("../../spec/bpftrace/testdata/tools", st.tool+".bt"))
+	want := st.work(t)
+	rows := func(l []string) []string {
+		var out []string
+		for _, s := range l {
+			s = timeOfDay.ReplaceAllString(s, "TIME")
+			if st.mine(s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	complete := func(l []string) bool { return len(rows(l)) >= len(want) }
+	b.out.waitFor(complete)
+	p.out.waitFor(complete)
+	btRows, pcRows := rows(b.stop(t)), rows(p.stop(t))
+	w := strings.Join(want, "\n")
+	if got := strings.Join(btRows, "\n"); got != w {
+		t.Errorf("bpftrace printed %d rows of the workload, want %d:\n%s\nwant:\n%s", len(btRows), len(want), got, w)
+	}
+	if got := strings.Join(pcRows, "\n"); got != w {
+		t.Errorf("probectl run printed %d rows of the workload, want %d (bpftrace's):\n%s\nwant:\n%s", len(pcRows), len(want), got, w)
+	}
+}
+
+// sideWork builds testdata/btside/work.c as bs-wPID (a comm of this test
+// process's own) once per test.
+func sideWork(t *testing.T) (path, comm string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatal("gcc (the side-by-side tests need it; .ci/run installs it)")
+	}
+	comm = fmt.Sprintf("bs-w%d", os.Getpid()%1000000)
+	path = filepath.Join(t.TempDir(), comm)
+	if out, err := exec.Command("gcc", "-O0", "-o", path, "testdata/btside/work.c", "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return path, comm
+}
+
+// doWork runs the workload to its end and returns its pid.
+func doWork(t *testing.T, path string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(path, args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	var pid int
+	if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "ready ") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("workload %v: said %q, not ready", args, l)
+	} else {
+		fmt.Sscanf(l, "ready %d", &pid)
+	}
+	io.WriteString(stdin, "go\n")
+	if l, _ := r.ReadString('\n'); l != "done\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("workload %v: said %q, not done", args, l)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("workload %v: %v", args, err)
+	}
+	return pid
+}
+
+// repeat is n copies of rows, in order.
+func repeat(n int, rows ...string) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, rows...)
+	}
+	return out
+}
+
+// hasComm is a row filter: the row shows the comm as a word.
+func hasComm(comm string) func(string) bool {
+	re := regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(comm) + `(\s|$)`)
+	return re.MatchString
+}
+
+// killsnoop: 20 kill(self, 0) (0, no signal: "N/A") and 20 kill of a pid
+// past PID_MAX with SIGTERM (-3, ESRCH), in order.
+func TestSideKillsnoop(t *testing.T) {
+	path, comm := sideWork(t)
+	runSide(t, sideTool{tool: "killsnoop", mine: hasComm(comm), work: func(t *testing.T) []string {
+		pid := doWork(t, path, "kill", "20")
+		return repeat(20,
+			fmt.Sprintf("TIME %8d %-16s %10s %8d %6d", pid, comm, "N/A", pid, 0),
+			fmt.Sprintf("TIME %8d %-16s %10s %8d %6d", pid, comm, "SIGTERM", 4194305, -3))
+	}})
+}

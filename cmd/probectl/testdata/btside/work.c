@@ -1,0 +1,103 @@
+/* The workload of the bpftrace side-by-side tests (bpftrace_side_test.go):
+ * exactly known calls of the system calls and library functions that
+ * bpftrace's tools trace.
+ *
+ *   work kill N      kill(own pid, 0) and kill(PID_MAX+1, SIGTERM), N each
+ *   work sync N      fsync, fdatasync, syncfs, sync_file_range of a file
+ *                    of its own (argv[3]), N each
+ *   work setuid N    setuid(0), setfsuid(0) and setresuid(0, 0, 0), N each
+ *   work stat N      stat, lstat (the system calls), statx of
+ *                    argv[3]/missing-I and
+ *                    statfs of argv[3], N each (I is 0 .. N-1)
+ *   work exec N      fork and exec "/bin/true btside I", N times, one at
+ *                    a time
+ *   work threads N   start N threads in bs_thread, one at a time
+ *
+ * It prints "ready PID" and waits for a line on stdin before working, then
+ * "done", and exits when stdin closes. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+static volatile long sink;
+
+void *bs_thread(void *arg) {
+	sink++;
+	return arg;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3)
+		return 2;
+	const char *dir = argc > 3 ? argv[3] : "/tmp";
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	char line[16];
+	if (!fgets(line, sizeof line, stdin))
+		return 1;
+	long n = atol(argv[2]);
+	char path[4096];
+	for (long i = 0; i < n; i++) {
+		if (strcmp(argv[1], "kill") == 0) {
+			kill(getpid(), 0);
+			kill(4194304 + 1, SIGTERM);
+		} else if (strcmp(argv[1], "sync") == 0) {
+			snprintf(path, sizeof path, "%s/sync", dir);
+			int fd = open(path, O_CREAT | O_WRONLY, 0600);
+			if (fd < 0)
+				return 1;
+			fsync(fd);
+			fdatasync(fd);
+			syncfs(fd);
+			sync_file_range(fd, 0, 0, 0);
+			close(fd);
+		} else if (strcmp(argv[1], "setuid") == 0) {
+			if (setuid(0) != 0)
+				return 1;
+			setfsuid(0);
+			setresuid(0, 0, 0);
+		} else if (strcmp(argv[1], "stat") == 0) {
+			struct stat st;
+			struct statx stx;
+			struct statfs sf;
+			snprintf(path, sizeof path, "%s/missing-%ld", dir, i);
+			/* glibc's stat and lstat call newfstatat: the tool
+			 * traces stat and lstat themselves. */
+			syscall(SYS_stat, path, &st);
+			syscall(SYS_lstat, path, &st);
+			statx(AT_FDCWD, path, 0, STATX_BASIC_STATS, &stx);
+			statfs(dir, &sf);
+		} else if (strcmp(argv[1], "exec") == 0) {
+			char arg[32];
+			snprintf(arg, sizeof arg, "%ld", i);
+			pid_t p = fork();
+			if (p == 0) {
+				execl("/bin/true", "true", "btside", arg, (char *)0);
+				_exit(127);
+			}
+			waitpid(p, 0, 0);
+		} else if (strcmp(argv[1], "threads") == 0) {
+			pthread_t th;
+			if (pthread_create(&th, 0, bs_thread, 0) != 0)
+				return 1;
+			pthread_join(th, 0);
+		} else {
+			return 2;
+		}
+	}
+	printf("done\n");
+	fflush(stdout);
+	while (fgets(line, sizeof line, stdin))
+		;
+	return 0;
+}
