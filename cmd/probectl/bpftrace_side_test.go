@@ -244,8 +244,15 @@ func sideWork(t *testing.T) (path, comm string) {
 	return path, comm
 }
 
-// doWork runs the workload to its end and returns its pid.
+// doWork runs the workload's work and returns its pid.
 func doWork(t *testing.T, path string, args ...string) int {
+	pid, _ := doWorkSaid(t, path, args...)
+	return pid
+}
+
+// doWorkSaid runs the workload's work and returns its pid and the lines
+// it printed as it worked; it exits when the test ends.
+func doWorkSaid(t *testing.T, path string, args ...string) (int, []string) {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Stderr = os.Stderr
@@ -270,16 +277,28 @@ func doWork(t *testing.T, path string, args ...string) int {
 		fmt.Sscanf(l, "ready %d", &pid)
 	}
 	io.WriteString(stdin, "go\n")
-	if l, _ := r.ReadString('\n'); l != "done\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("workload %v: said %q, not done", args, l)
+	var said []string
+	for {
+		l, err := r.ReadString('\n')
+		if l == "done\n" {
+			break
+		}
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("workload %v: %v after %q, not done", args, err, said)
+		}
+		said = append(said, strings.TrimSuffix(l, "\n"))
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("workload %v: %v", args, err)
-	}
-	return pid
+	// The process lives until the test ends: bpftrace names a user
+	// address from the process's maps when it prints the line.
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("workload %v: %v", args, err)
+		}
+	})
+	return pid, said
 }
 
 // repeat is n copies of rows, in order.
@@ -306,5 +325,89 @@ func TestSideKillsnoop(t *testing.T) {
 		return repeat(20,
 			fmt.Sprintf("TIME %8d %-16s %10s %8d %6d", pid, comm, "N/A", pid, 0),
 			fmt.Sprintf("TIME %8d %-16s %10s %8d %6d", pid, comm, "SIGTERM", 4194305, -3))
+	}})
+}
+
+// syncsnoop: 10 rounds of fsync, fdatasync, syncfs and sync_file_range
+// of a file of the workload's own, in order; the line is time()'s and the
+// printf's.
+func TestSideSyncsnoop(t *testing.T) {
+	path, comm := sideWork(t)
+	runSide(t, sideTool{tool: "syncsnoop", mine: hasComm(comm), work: func(t *testing.T) []string {
+		pid := doWork(t, path, "sync", "10", t.TempDir())
+		var want []string
+		for i := 0; i < 10; i++ {
+			for _, sc := range []string{"fsync", "fdatasync", "syncfs", "sync_file_range"} {
+				want = append(want, fmt.Sprintf("TIME  %-6d %-16s tracepoint:syscalls:sys_enter_%s", pid, comm, sc))
+			}
+		}
+		return want
+	}})
+}
+
+// setuids: 10 rounds of setuid(0), setfsuid(0) and setresuid(0, 0, 0)
+// by root, in order.
+func TestSideSetuids(t *testing.T) {
+	path, comm := sideWork(t)
+	runSide(t, sideTool{tool: "setuids", mine: hasComm(comm), work: func(t *testing.T) []string {
+		pid := doWork(t, path, "setuid", "10")
+		return repeat(10,
+			fmt.Sprintf("TIME %-6d %-16s %-6d setuid    uid=%d (%d)", pid, comm, 0, 0, 0),
+			fmt.Sprintf("TIME %-6d %-16s %-6d setfsuid  uid=%d (prevuid=%d)", pid, comm, 0, 0, 0),
+			fmt.Sprintf("TIME %-6d %-16s %-6d setresuid ruid=%d euid=%d suid=%d (%d)", pid, comm, 0, 0, 0, 0, 0))
+	}})
+}
+
+// statsnoop: 10 rounds of stat, lstat and statx of a missing file (ENOENT)
+// and statfs of the directory (0), in order.
+func TestSideStatsnoop(t *testing.T) {
+	path, comm := sideWork(t)
+	runSide(t, sideTool{tool: "statsnoop", mine: hasComm(comm), work: func(t *testing.T) []string {
+		dir := t.TempDir()
+		pid := doWork(t, path, "stat", "10", dir)
+		var want []string
+		for i := 0; i < 10; i++ {
+			missing := fmt.Sprintf("%s/missing-%d", dir, i)
+			want = append(want,
+				fmt.Sprintf("%-6d %-16s %3d %s", pid, comm, 2, missing),
+				fmt.Sprintf("%-6d %-16s %3d %s", pid, comm, 2, missing),
+				fmt.Sprintf("%-6d %-16s %3d %s", pid, comm, 2, missing),
+				fmt.Sprintf("%-6d %-16s %3d %s", pid, comm, 0, dir))
+		}
+		return want
+	}})
+}
+
+// execsnoop: 10 children of the workload, one at a time, each exec of
+// "/bin/true btside I"; rows of other processes are left out by their
+// parent.
+func TestSideExecsnoop(t *testing.T) {
+	path, _ := sideWork(t)
+	var parent string
+	runSide(t, sideTool{tool: "execsnoop",
+		mine: func(row string) bool { f := strings.Fields(row); return len(f) > 2 && f[2] == parent },
+		work: func(t *testing.T) []string {
+			pid, said := doWorkSaid(t, path, "exec", "10")
+			parent = fmt.Sprint(pid)
+			var want []string
+			for i, l := range said {
+				var child int
+				fmt.Sscanf(l, "child %d", &child)
+				want = append(want, fmt.Sprintf("TIME %-7d %-7d true btside %d", child, pid, i))
+			}
+			if len(want) != 10 {
+				t.Fatalf("the workload said %q, not 10 children", said)
+			}
+			return want
+		}})
+}
+
+// threadsnoop: 10 threads of the workload started in bs_thread, one at a
+// time (the uprobe is on libc's pthread_create).
+func TestSideThreadsnoop(t *testing.T) {
+	path, comm := sideWork(t)
+	runSide(t, sideTool{tool: "threadsnoop", mine: hasComm(comm), work: func(t *testing.T) []string {
+		pid := doWork(t, path, "threads", "10")
+		return repeat(10, fmt.Sprintf("TIME %7d %-16s %s", pid, comm, "bs_thread"))
 	}})
 }

@@ -44,7 +44,27 @@ func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) string {
 				args[i] = ""
 			}
 		}
+		for i, p := range l.Prefixes {
+			args[i] = p + fmt.Sprint(args[i])
+		}
+		for _, i := range l.Symbols {
+			if s, ok := args[i].(string); ok {
+				args[i] = bareSymbol(s)
+			}
+		}
 		b.WriteString(bttext.Printf(l.Format, args...))
 	}
 	return b.String()
+}
+
+// bareSymbol is a frame as bpftrace's usym and ksym print it: the
+// function's name without its offset and module (func+0x12 [libc.so.6]
+// is func), or the address when no name was found (0x7f12 [process 1234
+// exited] is 0x7f12).
+func bareSymbol(frame string) string {
+	frame, _, _ = strings.Cut(frame, " ")
+	if i := strings.Index(frame, "+0x"); i > 0 {
+		frame = frame[:i]
+	}
+	return frame
 }

@@ -114,6 +114,15 @@ func (c *ctx) printf(call *Call) {
 		if name == "" {
 			name = x.name
 		}
+		if strings.HasPrefix(x.text, "usym(") || strings.HasPrefix(x.text, "ksym(") {
+			line.Symbols = append(line.Symbols, i)
+		}
+		if x.prefix != "" {
+			if line.Prefixes == nil {
+				line.Prefixes = map[int]string{}
+			}
+			line.Prefixes[i] = x.prefix
+		}
 		c.field(a.At(), name, x)
 		ev = c.event
 		line.Fields = append(line.Fields, len(ev.fields)-1)
@@ -125,11 +134,18 @@ func (c *ctx) printf(call *Call) {
 // prints (-1: the time, which the record's timestamp gives, as Time
 // formats it: strftime's format). A time() statement is a Print of Time
 // alone (no Format): the time printed as Time says; a join() statement
-// one of "%s\n" and the arguments' field.
+// one of "%s\n" and the arguments' field. Symbols are the conversions
+// that print a usym or ksym: bpftrace prints the function's name alone.
+// Prefixes are, by conversion, what bpftrace prints before the field's
+// value: probe is the family and the event ("tracepoint:" and
+// "syscalls:sys_enter_fsync"; not of a user probe, whose probe names the
+// binary too).
 type Print struct {
-	Format string
-	Fields []int
-	Time   string
+	Format   string
+	Fields   []int
+	Time     string
+	Symbols  []int
+	Prefixes map[int]string
 }
 
 // Prints are the printfs of an imported program, by the spec probe (its

@@ -229,11 +229,16 @@ func (c *ctx) ident(e *Ident) hx {
 	case "true", "false":
 		return atom(e.Name, kBool, "")
 	case "func", "probe":
+		x := atom("func", kStr, "func")
+		if c.kind == "tracepoint" {
+			x = atom("event", kStr, "event")
+		}
+		if e.Name == "probe" && c.kind != "user" {
+			x.prefix = c.family + ":"
+		}
 		switch c.kind {
-		case "kernel", "user":
-			return atom("func", kStr, "func")
-		case "tracepoint":
-			return atom("event", kStr, "event")
+		case "kernel", "user", "tracepoint":
+			return x
 		}
 		c.t.fail(e.Pos, "Unsupported "+e.Name, fmt.Sprintf("%s names the function or event that fired; a %s probe has none.", e.Name, c.family))
 	case "retval":

@@ -10,7 +10,7 @@
  *                    argv[3]/missing-I and
  *                    statfs of argv[3], N each (I is 0 .. N-1)
  *   work exec N      fork and exec "/bin/true btside I", N times, one at
- *                    a time
+ *                    a time, saying "child PID" of each
  *   work threads N   start N threads in bs_thread, one at a time
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
@@ -78,13 +78,19 @@ int main(int argc, char **argv) {
 			statx(AT_FDCWD, path, 0, STATX_BASIC_STATS, &stx);
 			statfs(dir, &sf);
 		} else if (strcmp(argv[1], "exec") == 0) {
-			char arg[32];
-			snprintf(arg, sizeof arg, "%ld", i);
 			pid_t p = fork();
 			if (p == 0) {
-				execl("/bin/true", "true", "btside", arg, (char *)0);
+				/* The strings are written by the child: a tracer
+				 * reads them at exec's entry, and a page of the
+				 * binary's not yet touched since fork cannot be read
+				 * there (both bpftrace and probectl read "" then). */
+				char file[] = "/bin/true", a0[] = "true", a1[] = "btside", a2[32];
+				snprintf(a2, sizeof a2, "%ld", i);
+				char *args[] = {a0, a1, a2, 0};
+				execv(file, args);
 				_exit(127);
 			}
+			printf("child %d\n", p);
 			waitpid(p, 0, 0);
 		} else if (strcmp(argv[1], "threads") == 0) {
 			pthread_t th;
