@@ -411,3 +411,36 @@ func TestSideThreadsnoop(t *testing.T) {
 		return repeat(10, fmt.Sprintf("TIME %7d %-16s %s", pid, comm, "bs_thread"))
 	}})
 }
+
+// bashreadline: an interactive bash of the test's own (bash -i, its
+// commands on stdin: readline reads them) runs three commands and ends at
+// the end of its input, where readline returns NULL (an empty line).
+// Rows of other shells are left out by the pid.
+func TestSideBashreadline(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil || bash != "/bin/bash" && bash != "/usr/bin/bash" {
+		testenv.Absent(t, "bash is not /bin/bash")
+	}
+	var pid string
+	runSide(t, sideTool{tool: "bashreadline",
+		mine: func(row string) bool { f := strings.Fields(row); return len(f) > 1 && f[1] == pid },
+		work: func(t *testing.T) []string {
+			home := t.TempDir()
+			cmd := exec.Command("/bin/bash", "--norc", "--noprofile", "-i")
+			cmd.Env = []string{"HOME=" + home, "HISTFILE=/dev/null", "PATH=/usr/bin:/bin", "TERM=dumb"}
+			cmd.Stdin = strings.NewReader("true bs-one\ntrue bs-two 2\n: bs-three\n")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("bash: %v", err)
+			}
+			pid = fmt.Sprint(cmd.Process.Pid)
+			return []string{
+				fmt.Sprintf("TIME  %-6s %s", pid, "true bs-one"),
+				fmt.Sprintf("TIME  %-6s %s", pid, "true bs-two 2"),
+				fmt.Sprintf("TIME  %-6s %s", pid, ": bs-three"),
+				fmt.Sprintf("TIME  %-6s ", pid),
+			}
+		}})
+}
