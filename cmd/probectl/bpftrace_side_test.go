@@ -25,11 +25,15 @@ import (
 // bpftrace 0.17 does not read the snapshot's newer dialect, so it is given
 // the tool as bpftrace017 rewrites it; probectl runs the file as it is.
 //
-// The normalisation, the only one: a row is kept when its tool's filter
-// says it is the workload's (its pid or comm), and a time of day
-// (HH:MM:SS, with .ffffff) reads as "TIME": the two programs read the
-// clock at different instants. Everything else must be equal, byte for
-// byte, and equal to the rows the workload's calls make.
+// The normalisation: a row is kept when its tool's filter says it is the
+// workload's (its pid or comm), and a time of day (HH:MM:SS, with
+// .ffffff) reads as "TIME": the two programs read the clock at different
+// instants. A tool whose rows hold other times (sslsnoop's elapsed and
+// latency) says how it normalises them (sideTool.norm), and one whose
+// rows come from two processes at once how they are ordered (by process:
+// two perf buffers need not agree on the order of two CPUs' events).
+// Everything else must be equal, byte for byte, and equal to the rows the
+// workload's calls make.
 
 // bpftrace017 rewrites a tool of the snapshot into bpftrace 0.17's
 // dialect: the config block and lruhash declarations go, args.F is
@@ -114,6 +118,10 @@ type sideTool struct {
 	work func(t *testing.T) []string
 	// mine says whether a normalised row is the workload's.
 	mine func(row string) bool
+	// norm, when set, is the tool's own normalisation of a row (after
+	// the times of day), and order of the workload's rows.
+	norm  func(row string) string
+	order func(rows []string) []string
 }
 
 // sideProgram is a running program of a side-by-side run.
@@ -210,9 +218,15 @@ func runSide(t *testing.T, st sideTool) {
 		var out []string
 		for _, s := range l {
 			s = timeOfDay.ReplaceAllString(s, "TIME")
+			if st.norm != nil {
+				s = st.norm(s)
+			}
 			if st.mine(s) {
 				out = append(out, s)
 			}
+		}
+		if st.order != nil {
+			out = st.order(out)
 		}
 		return out
 	}
@@ -442,5 +456,69 @@ func TestSideBashreadline(t *testing.T) {
 				fmt.Sprintf("TIME  %-6s %s", pid, ": bs-three"),
 				fmt.Sprintf("TIME  %-6s ", pid),
 			}
+		}})
+}
+
+// sslsnoop: a TLS client and server of the test's own over a socketpair,
+// one SSL_do_handshake each (both return 1), then 10 SSL_write of 5 bytes
+// by the client and 10 SSL_read of them by the server. The key is an EC
+// key: neither program finds the libcrypto functions the tool traces
+// besides (they are local symbols, or RSA's). A row is compared as its
+// words with the elapsed and latency columns (times) as "-"; the client's
+// rows come first, then the server's, each in their order.
+func TestSideSslsnoop(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		testenv.Absent(t, "openssl is not installed")
+	}
+	if _, err := os.Stat("/usr/include/openssl/ssl.h"); err != nil {
+		testenv.Absent(t, "OpenSSL's headers are not installed (libssl-dev)")
+	}
+	dir := t.TempDir()
+	comm := fmt.Sprintf("bs-s%d", os.Getpid()%1000000)
+	path := filepath.Join(dir, comm)
+	if out, err := exec.Command("gcc", "-O0", "-o", path, "testdata/btside/ssl.c", "-lssl", "-lcrypto").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+		"-subj", "/CN=btside", "-keyout", key, "-out", cert, "-days", "1").CombinedOutput(); err != nil {
+		t.Fatalf("openssl req: %v\n%s", err, out)
+	}
+	var client, server string
+	runSide(t, sideTool{tool: "sslsnoop",
+		norm: func(row string) string {
+			f := strings.Fields(row)
+			if len(f) != 6 {
+				return row
+			}
+			f[0], f[3] = "-", "-"
+			return strings.Join(f, " ")
+		},
+		mine: func(row string) bool {
+			f := strings.Fields(row)
+			return len(f) == 6 && f[0] == "-" && (f[1] == client || f[1] == server)
+		},
+		order: func(rows []string) []string {
+			var c, s []string
+			for _, r := range rows {
+				if strings.Fields(r)[1] == client {
+					c = append(c, r)
+				} else {
+					s = append(s, r)
+				}
+			}
+			return append(c, s...)
+		},
+		work: func(t *testing.T) []string {
+			pid, said := doWorkSaid(t, path, cert, key, "10")
+			client = fmt.Sprint(pid)
+			if len(said) != 1 {
+				t.Fatalf("the workload said %q, not its server", said)
+			}
+			server = strings.TrimPrefix(said[0], "server ")
+			want := []string{fmt.Sprintf("- %s %s - 1 SSL_do_handshake", client, comm)}
+			want = append(want, repeat(10, fmt.Sprintf("- %s %s - 5 SSL_write", client, comm))...)
+			want = append(want, fmt.Sprintf("- %s %s - 1 SSL_do_handshake", server, comm))
+			return append(want, repeat(10, fmt.Sprintf("- %s %s - 5 SSL_read", server, comm))...)
 		}})
 }
