@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -63,26 +64,29 @@ func bpftrace017(src string) string {
 // timeOfDay is a time as strftime's %H:%M:%S (and bpftrace's %f) print it.
 var timeOfDay = regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d{6})?\b`)
 
-// sideLines is a program's stdout, read as it comes.
+// sideLines is what a program writes to stdout or stderr, as lines, as
+// it comes.
 type sideLines struct {
-	mu    sync.Mutex
-	lines []string
-	done  chan struct{}
+	mu      sync.Mutex
+	lines   []string
+	partial []byte
+	done    chan struct{} // closed when the program has exited
 }
 
-func readLines(r io.Reader) *sideLines {
-	s := &sideLines{done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.lines = append(s.lines, sc.Text())
-			s.mu.Unlock()
+func newLines() *sideLines { return &sideLines{done: make(chan struct{})} }
+
+func (s *sideLines) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partial = append(s.partial, b...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			return len(b), nil
 		}
-	}()
-	return s
+		s.lines = append(s.lines, string(s.partial[:i]))
+		s.partial = s.partial[i+1:]
+	}
 }
 
 func (s *sideLines) all() []string {
@@ -91,8 +95,11 @@ func (s *sideLines) all() []string {
 	return append([]string(nil), s.lines...)
 }
 
-// waitFor waits until ok holds of the lines read so far, or the program
-// ends, or two minutes pass (the machine may be loaded: no tighter bound).
+func (s *sideLines) String() string { return strings.Join(s.all(), "\n") }
+
+// waitFor waits until ok holds of the lines written so far, or the
+// program ends, or two minutes pass (the machine may be loaded: no
+// tighter bound).
 func (s *sideLines) waitFor(ok func([]string) bool) bool {
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -126,55 +133,58 @@ type sideTool struct {
 
 // sideProgram is a running program of a side-by-side run.
 type sideProgram struct {
-	name string
-	cmd  *exec.Cmd
-	out  *sideLines
-	errs strings.Builder
+	name      string
+	cmd       *exec.Cmd
+	out, errs *sideLines
+	exited    chan error
 }
 
-func startSide(t *testing.T, name string, ready func([]string) bool, path string, args ...string) *sideProgram {
+// startSide starts a program and waits until ready holds of its stdout
+// (onStderr: of its stderr).
+func startSide(t *testing.T, name string, ready func([]string) bool, onStderr bool, path string, args ...string) *sideProgram {
 	t.Helper()
-	p := &sideProgram{name: name, cmd: exec.Command(path, args...)}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = &p.errs
+	p := &sideProgram{name: name, cmd: exec.Command(path, args...), out: newLines(), errs: newLines(), exited: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.errs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.out = readLines(stdout)
+	go func() {
+		p.exited <- p.cmd.Wait()
+		close(p.out.done)
+		close(p.errs.done)
+	}()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-p.out.done:
+		default:
 			p.cmd.Process.Kill()
-			p.cmd.Wait()
+			<-p.out.done
 		}
 	})
-	if !p.out.waitFor(ready) {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-		t.Fatalf("%s did not attach:\n%s\n%s", name, strings.Join(p.out.all(), "\n"), p.errs.String())
+	watch := p.out
+	if onStderr {
+		watch = p.errs
+	}
+	if !watch.waitFor(ready) {
+		t.Fatalf("%s did not attach:\n%s\n%s", name, p.out, p.errs)
 	}
 	return p
 }
 
-// stop sends SIGINT and waits for the program's exit and its last line.
+// stop sends SIGINT and waits for the program's exit; its stdout lines.
 func (p *sideProgram) stop(t *testing.T) []string {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGINT)
-	err := p.cmd.Wait()
-	<-p.out.done
-	if err != nil {
-		t.Errorf("%s: %v\n%s", p.name, err, p.errs.String())
+	if err := <-p.exited; err != nil {
+		t.Errorf("%s: %v\n%s", p.name, err, p.errs)
 	}
 	return p.out.all()
 }
 
-// runSide runs tool under bpftrace and probectl run at once, runs its
-// workload once both are attached, waits until both have printed its
-// rows (or two minutes), stops both, and compares: the workload's rows
-// of each, normalised, must be the rows the workload made.
-func runSide(t *testing.T, st sideTool) {
+// startBoth starts tool under bpftrace (rewritten by bpftrace017) and
+// under probectl run (as it is), and waits until both are attached. With
+// asJSON, bpftrace prints JSON (-f json) and run NDJSON (-json).
+func startBoth(t *testing.T, tool string, asJSON bool) (b, p *sideProgram) {
 	t.Helper()
 	bt, err := exec.LookPath("bpftrace")
 	if err != nil {
@@ -183,20 +193,27 @@ func runSide(t *testing.T, st sideTool) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF")
 	}
-	src, err := os.ReadFile(filepath.Join("../../spec/bpftrace/testdata/tools", st.tool+".bt"))
+	file := filepath.Join("../../spec/bpftrace/testdata/tools", tool+".bt")
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	old := filepath.Join(dir, st.tool+".bt")
+	old := filepath.Join(dir, tool+".bt")
 	if err := os.WriteFile(old, []byte(bpftrace017(string(src))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// bpftrace's BEGIN runs once every probe is attached: its first line
-	// after "Attaching N probes..." says so.
+	// after "Attaching N probes..." (JSON: attached_probes) says so.
+	attached := "Attaching "
+	btArgs, pcArgs := []string{old}, []string{"-state-dir", filepath.Join(dir, "state"), "run", "-interval", "0"}
+	if asJSON {
+		attached = `{"type": "attached_probes"`
+		btArgs, pcArgs = append([]string{"-f", "json"}, btArgs...), append(pcArgs, "-json")
+	}
 	btReady := func(l []string) bool {
 		for i, s := range l {
-			if strings.HasPrefix(s, "Attaching ") {
+			if strings.HasPrefix(s, attached) {
 				return i+1 < len(l)
 			}
 		}
@@ -210,9 +227,18 @@ func runSide(t *testing.T, st sideTool) {
 		}
 		return false
 	}
-	b := startSide(t, "bpftrace", btReady, bt, old)
-	p := startSide(t, "probectl run", pcReady, "probectl", "-state-dir", filepath.Join(dir, "state"), "run", "-interval", "0",
-		filepath.Join("../../spec/bpftrace/testdata/tools", st.tool+".bt"))
+	b = startSide(t, "bpftrace", btReady, false, bt, btArgs...)
+	p = startSide(t, "probectl run", pcReady, asJSON, "probectl", append(pcArgs, file)...)
+	return b, p
+}
+
+// runSide runs tool under bpftrace and probectl run at once, runs its
+// workload once both are attached, waits until both have printed its
+// rows (or two minutes), stops both, and compares: the workload's rows
+// of each, normalised, must be the rows the workload made.
+func runSide(t *testing.T, st sideTool) {
+	t.Helper()
+	b, p := startBoth(t, st.tool, false)
 	want := st.work(t)
 	rows := func(l []string) []string {
 		var out []string
