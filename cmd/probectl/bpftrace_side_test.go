@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -485,6 +487,30 @@ func TestSideBashreadline(t *testing.T) {
 		}})
 }
 
+// sslWork builds testdata/btside/ssl.c as bs-sPID and makes its
+// certificate and key (EC).
+func sslWork(t *testing.T) (path, cert, key, comm string) {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		testenv.Absent(t, "openssl is not installed")
+	}
+	if _, err := os.Stat("/usr/include/openssl/ssl.h"); err != nil {
+		testenv.Absent(t, "OpenSSL's headers are not installed (libssl-dev)")
+	}
+	dir := t.TempDir()
+	comm = fmt.Sprintf("bs-s%d", os.Getpid()%1000000)
+	path = filepath.Join(dir, comm)
+	if out, err := exec.Command("gcc", "-O0", "-o", path, "testdata/btside/ssl.c", "-lssl", "-lcrypto").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+		"-subj", "/CN=btside", "-keyout", key, "-out", cert, "-days", "1").CombinedOutput(); err != nil {
+		t.Fatalf("openssl req: %v\n%s", err, out)
+	}
+	return path, cert, key, comm
+}
+
 // sslsnoop: a TLS client and server of the test's own over a socketpair,
 // one SSL_do_handshake each (both return 1), then 10 SSL_write of 5 bytes
 // by the client and 10 SSL_read of them by the server. The key is an EC
@@ -493,23 +519,7 @@ func TestSideBashreadline(t *testing.T) {
 // words with the elapsed and latency columns (times) as "-"; the client's
 // rows come first, then the server's, each in their order.
 func TestSideSslsnoop(t *testing.T) {
-	if _, err := exec.LookPath("openssl"); err != nil {
-		testenv.Absent(t, "openssl is not installed")
-	}
-	if _, err := os.Stat("/usr/include/openssl/ssl.h"); err != nil {
-		testenv.Absent(t, "OpenSSL's headers are not installed (libssl-dev)")
-	}
-	dir := t.TempDir()
-	comm := fmt.Sprintf("bs-s%d", os.Getpid()%1000000)
-	path := filepath.Join(dir, comm)
-	if out, err := exec.Command("gcc", "-O0", "-o", path, "testdata/btside/ssl.c", "-lssl", "-lcrypto").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-		"-subj", "/CN=btside", "-keyout", key, "-out", cert, "-days", "1").CombinedOutput(); err != nil {
-		t.Fatalf("openssl req: %v\n%s", err, out)
-	}
+	path, cert, key, comm := sslWork(t)
 	var client, server string
 	runSide(t, sideTool{tool: "sslsnoop",
 		norm: func(row string) string {
@@ -547,4 +557,132 @@ func TestSideSslsnoop(t *testing.T) {
 			want = append(want, fmt.Sprintf("- %s %s - 1 SSL_do_handshake", server, comm))
 			return append(want, repeat(10, fmt.Sprintf("- %s %s - 5 SSL_read", server, comm))...)
 		}})
+}
+
+// btMapCounts reads bpftrace's -f json map objects (hist, stats, map) of
+// the map named name: for each key, the count (a stats' count, the sum of
+// a hist's buckets, a map's value). bpftrace prints a key once for each
+// of its values' sources (a func named from two processes' maps is two
+// keys of one name): the counts of one name are summed.
+func btMapCounts(t *testing.T, lines []string, name string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, l := range lines {
+		var obj struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal([]byte(l), &obj) != nil || (obj.Type != "hist" && obj.Type != "stats" && obj.Type != "map" && obj.Type != "lhist") {
+			continue
+		}
+		d := json.NewDecoder(bytes.NewReader(obj.Data))
+		d.Token() // {
+		for d.More() {
+			tok, _ := d.Token()
+			var keys json.RawMessage
+			if err := d.Decode(&keys); err != nil {
+				t.Fatalf("bpftrace's JSON: %v: %s", err, l)
+			}
+			if tok != name {
+				continue
+			}
+			kd := json.NewDecoder(bytes.NewReader(keys))
+			kd.Token()
+			for kd.More() {
+				k, _ := kd.Token()
+				var v json.RawMessage
+				if err := kd.Decode(&v); err != nil {
+					t.Fatalf("bpftrace's JSON: %v: %s", err, l)
+				}
+				var n int64
+				var stats struct{ Count int64 }
+				var buckets []struct{ Count int64 }
+				switch {
+				case json.Unmarshal(v, &n) == nil:
+				case json.Unmarshal(v, &buckets) == nil:
+					for _, b := range buckets {
+						n += b.Count
+					}
+				case json.Unmarshal(v, &stats) == nil:
+					n = stats.Count
+				}
+				out[fmt.Sprint(k)] += n
+			}
+		}
+	}
+	return out
+}
+
+// runCounts reads probectl run -json's last results: for each key (its
+// one field's value) of the aggregation named name, the count (a count's
+// value, the sum of a histogram's buckets).
+func runCounts(t *testing.T, lines []string, name string) map[string]int64 {
+	t.Helper()
+	var last string
+	for _, l := range lines {
+		if strings.HasPrefix(l, `{"type":"results"`) {
+			last = l
+		}
+	}
+	var res struct {
+		Probes []struct {
+			Aggregations []struct {
+				Name    string
+				Entries []struct {
+					Key     map[string]any
+					Value   int64
+					Buckets []struct{ Count int64 }
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(last), &res); err != nil {
+		t.Fatalf("run's results: %v: %q", err, last)
+	}
+	out := map[string]int64{}
+	for _, p := range res.Probes {
+		for _, a := range p.Aggregations {
+			if a.Name != name {
+				continue
+			}
+			for _, e := range a.Entries {
+				var k string
+				for _, v := range e.Key {
+					k = fmt.Sprint(v)
+				}
+				n := e.Value
+				for _, b := range e.Buckets {
+					n += b.Count
+				}
+				out[k] += n
+			}
+		}
+	}
+	return out
+}
+
+// ssllatency: the workload of TestSideSslsnoop; the numbers of @stat
+// (run: stat_count) and @hist (run: hist) by function are the calls: 2
+// SSL_do_handshake, 10 SSL_write, 10 SSL_read that succeeded (no failed
+// ones: @statF and @histF stay empty). Their latencies are times, read at
+// different instants by the two programs: the hist's buckets are not
+// compared, their totals are.
+func TestSideSsllatency(t *testing.T) {
+	path, cert, key, _ := sslWork(t)
+	b, p := startBoth(t, "ssllatency", true)
+	doWorkSaid(t, path, cert, key, "10")
+	btLines, pcLines := b.stop(t), p.stop(t)
+	want := map[string]int64{"SSL_do_handshake": 2, "SSL_write": 10, "SSL_read": 10}
+	for _, m := range [][2]string{{"@stat", "stat_count"}, {"@hist", "hist"}, {"@statF", "statF_count"}, {"@histF", "histF"}} {
+		w := want
+		if strings.HasSuffix(m[1], "F") || strings.HasSuffix(m[1], "F_count") {
+			w = map[string]int64{}
+		}
+		if got := btMapCounts(t, btLines, m[0]); !reflect.DeepEqual(got, w) {
+			t.Errorf("bpftrace's %s: %v, want %v\n%s", m[0], got, w, strings.Join(btLines, "\n"))
+		}
+		if got := runCounts(t, pcLines, m[1]); !reflect.DeepEqual(got, w) {
+			t.Errorf("run's %s: %v, want %v (bpftrace's %s)", m[1], got, w, m[0])
+		}
+	}
 }
