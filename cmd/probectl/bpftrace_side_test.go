@@ -686,3 +686,112 @@ func TestSideSsllatency(t *testing.T) {
 		}
 	}
 }
+
+// btHist is bpftrace's -f json hist of the map named name at key: its
+// buckets as "MIN:COUNT" (the lowest: "-:COUNT").
+func btHist(t *testing.T, lines []string, name, key string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		var obj struct {
+			Type string
+			Data map[string]map[string][]struct {
+				Min   *int64
+				Count int64
+			}
+		}
+		if json.Unmarshal([]byte(l), &obj) != nil || obj.Type != "hist" {
+			continue
+		}
+		for _, b := range obj.Data[name][key] {
+			low := "-"
+			if b.Min != nil {
+				low = fmt.Sprint(*b.Min)
+			}
+			out = append(out, fmt.Sprintf("%s:%d", low, b.Count))
+		}
+	}
+	return out
+}
+
+// runHist is probectl run -json's last results' histogram named name at
+// the key whose one field is key: its buckets as "LOW:COUNT".
+func runHist(t *testing.T, lines []string, name, key string) []string {
+	t.Helper()
+	var last string
+	for _, l := range lines {
+		if strings.HasPrefix(l, `{"type":"results"`) {
+			last = l
+		}
+	}
+	var res struct {
+		Probes []struct {
+			Aggregations []struct {
+				Name    string
+				Entries []struct {
+					Key     map[string]any
+					Buckets []struct {
+						Low   *int64
+						Count int64
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(last), &res); err != nil {
+		t.Fatalf("run's results: %v: %q", err, last)
+	}
+	var out []string
+	for _, p := range res.Probes {
+		for _, a := range p.Aggregations {
+			for _, e := range a.Entries {
+				if a.Name != name || len(e.Key) != 1 {
+					continue
+				}
+				for _, v := range e.Key {
+					if fmt.Sprint(v) != key {
+						continue
+					}
+					for _, b := range e.Buckets {
+						low := "-"
+						if b.Low != nil {
+							low = fmt.Sprint(*b.Low)
+						}
+						out = append(out, fmt.Sprintf("%s:%d", low, b.Count))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// bitesize: 10 writes of 4096 bytes and 10 reads of 8192 bytes with
+// O_DIRECT of a file written and synced before either program starts:
+// one block request each, issued by the workload, so its comm's hist has
+// 10 in [4K, 8K) and 10 in [8K, 16K), in both.
+func TestSideBitesize(t *testing.T) {
+	path, comm := sideWork(t)
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "dio"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 8192)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b, p := startBoth(t, "bitesize", true)
+	doWork(t, path, "dio", "10", dir)
+	btLines, pcLines := b.stop(t), p.stop(t)
+	want := []string{"4096:10", "8192:10"}
+	if got := btHist(t, btLines, "@", comm); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("bpftrace's @[%s]: %v, want %v\n%s", comm, got, want, strings.Join(btLines, "\n"))
+	}
+	if got := runHist(t, pcLines, "bytes", comm); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("run's bytes[%s]: %v, want %v (bpftrace's)\n%s", comm, got, want, strings.Join(pcLines, "\n"))
+	}
+}

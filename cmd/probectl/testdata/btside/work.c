@@ -12,6 +12,10 @@
  *   work exec N      fork and exec "/bin/true btside I", N times, one at
  *                    a time, saying "child PID" of each
  *   work threads N   start N threads in bs_thread, one at a time
+ *   work dio N       write 4096 bytes and read 8192 bytes of the file
+ *                    argv[3]/dio (8192 bytes on disk) with O_DIRECT, N
+ *                    times each: one block request each, issued by this
+ *                    process
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
@@ -40,13 +44,23 @@ int main(int argc, char **argv) {
 	if (argc < 3)
 		return 2;
 	const char *dir = argc > 3 ? argv[3] : "/tmp";
+	char path[4096];
+	int dio = -1;
+	char *blk = 0;
+	if (strcmp(argv[1], "dio") == 0) {
+		snprintf(path, sizeof path, "%s/dio", dir);
+		if (posix_memalign((void **)&blk, 4096, 8192) != 0)
+			return 1;
+		memset(blk, 'b', 8192);
+		if ((dio = open(path, O_RDWR | O_DIRECT)) < 0)
+			return 1;
+	}
 	printf("ready %d\n", getpid());
 	fflush(stdout);
 	char line[16];
 	if (!fgets(line, sizeof line, stdin))
 		return 1;
 	long n = atol(argv[2]);
-	char path[4096];
 	for (long i = 0; i < n; i++) {
 		if (strcmp(argv[1], "kill") == 0) {
 			kill(getpid(), 0);
@@ -92,6 +106,9 @@ int main(int argc, char **argv) {
 			}
 			printf("child %d\n", p);
 			waitpid(p, 0, 0);
+		} else if (strcmp(argv[1], "dio") == 0) {
+			if (pwrite(dio, blk, 4096, 0) != 4096 || pread(dio, blk, 8192, 0) != 8192)
+				return 1;
 		} else if (strcmp(argv[1], "threads") == 0) {
 			pthread_t th;
 			if (pthread_create(&th, 0, bs_thread, 0) != 0)
