@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probectl/probectl/internal/bttext"
 	"github.com/probectl/probectl/internal/testenv"
+	"github.com/probectl/probectl/spec/bpftrace"
 )
 
 // The side-by-side harness: one of bpftrace's tools (the snapshot in
@@ -261,7 +263,24 @@ func runSide(t *testing.T, st sideTool) {
 	complete := func(l []string) bool { return len(rows(l)) >= len(want) }
 	b.out.waitFor(complete)
 	p.out.waitFor(complete)
-	btRows, pcRows := rows(b.stop(t)), rows(p.stop(t))
+	btLines, pcLines := b.stop(t), p.stop(t)
+	head := sideHeader(t, st.tool)
+	for _, o := range []struct {
+		name, after string
+		lines       []string
+	}{{"bpftrace", "Attaching ", btLines}, {"probectl run", "Running ", pcLines}} {
+		got := []string{}
+		for i, l := range o.lines {
+			if strings.HasPrefix(l, o.after) {
+				got = o.lines[i+1 : min(len(o.lines), i+1+len(head))]
+				break
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(head, "\n") {
+			t.Errorf("%s's header:\n%s\nwant BEGIN's:\n%s", o.name, strings.Join(got, "\n"), strings.Join(head, "\n"))
+		}
+	}
+	btRows, pcRows := rows(btLines), rows(pcLines)
 	w := strings.Join(want, "\n")
 	if got := strings.Join(btRows, "\n"); got != w {
 		t.Errorf("bpftrace printed %d rows of the workload, want %d:\n%s\nwant:\n%s", len(btRows), len(want), got, w)
@@ -269,6 +288,33 @@ func runSide(t *testing.T, st sideTool) {
 	if got := strings.Join(pcRows, "\n"); got != w {
 		t.Errorf("probectl run printed %d rows of the workload, want %d (bpftrace's):\n%s\nwant:\n%s", len(pcRows), len(want), got, w)
 	}
+}
+
+// sideHeader is what the tool's BEGIN prints (its printfs of literals),
+// as lines.
+func sideHeader(t *testing.T, tool string) []string {
+	t.Helper()
+	file := filepath.Join("../../spec/bpftrace/testdata/tools", tool+".bt")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, diags := bpftrace.ImportRun(file, src, bpftrace.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var b strings.Builder
+	for _, p := range imp.Begin {
+		args := make([]any, len(p.Args))
+		for i, a := range p.Args {
+			args[i] = a
+		}
+		b.WriteString(bttext.Printf(p.Format, args...))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
 // sideWork builds testdata/btside/work.c as bs-wPID (a comm of this test

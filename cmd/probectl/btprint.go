@@ -23,6 +23,24 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 	return err
 }
 
+// header prints what an imported program's BEGIN prints of literals (its
+// header), as bpftrace does once every probe is attached; not with -json.
+func (r *probeRun) header() error {
+	if r.o.asJSON {
+		return nil
+	}
+	for _, p := range r.o.begin {
+		args := make([]any, len(p.Args))
+		for i, a := range p.Args {
+			args[i] = a
+		}
+		if _, err := fmt.Fprint(r.cmd.OutOrStdout(), bttext.Printf(p.Format, args...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // printfLines is what the printfs of a record print: each conversion takes
 // the record's field at its index; the time (-1) is the record's wall
 // time as strftime(l.Time) prints it (a time() line: that alone).

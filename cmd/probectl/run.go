@@ -39,7 +39,8 @@ type runOptions struct {
 	command              string         // -c: the command to start and trace
 	child                *heldChild     // -c's child, held until the probes are attached
 	bt                   bpftrace.Options
-	prints               bpftrace.Prints // an imported program's printfs (btprint.go)
+	prints               bpftrace.Prints       // an imported program's printfs (btprint.go)
+	begin                []bpftrace.BeginPrint // and its BEGIN's header
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -185,7 +186,7 @@ func compileRun(cmd *cobra.Command, args []string, program string, o *runOptions
 // unless -duration says otherwise.
 func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions) (*spec.Config, *compiler.Output, error) {
 	imp, diags := bpftrace.ImportRun(name, src, o.bt)
-	o.prints = imp.Prints
+	o.prints, o.begin = imp.Prints, imp.Begin
 	if diags.HasErrors() {
 		termtext.Diagnostics(cmd.ErrOrStderr(), diags, map[string][]byte{name: src})
 		return nil, nil, exitError{1}
@@ -252,6 +253,9 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		}
 	}()
 	r.announce(out.Skipped)
+	if err := r.header(); err != nil {
+		return err
+	}
 	ctx, stop := o.context()
 	defer stop()
 	if o.proc != nil {

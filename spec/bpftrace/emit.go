@@ -67,6 +67,13 @@ func (c *ctx) printf(call *Call) {
 					literal = false
 				}
 			}
+			if literal && c.t.pass == 2 {
+				lit := BeginPrint{Format: f.Val}
+				for _, a := range call.Args[1:] {
+					lit.Args = append(lit.Args, a.(*Str).Val)
+				}
+				c.t.begin = append(c.t.begin, lit)
+			}
 			if literal {
 				// The header row as printed: the format's words and its values'.
 				var row strings.Builder
@@ -335,7 +342,7 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		}
 		return Run{}, out[:1]
 	}
-	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf()}, nil
+	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf(), Begin: t.begin}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

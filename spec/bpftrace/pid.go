@@ -38,6 +38,15 @@ type Run struct {
 	StopAfter time.Duration
 	// Prints are the printfs each event prints (ImportPrints).
 	Prints Prints
+	// Begin are BEGIN's printfs whose values are all literals, in order:
+	// what bpftrace prints once every probe is attached (the header).
+	Begin []BeginPrint
+}
+
+// BeginPrint is a printf of BEGIN: its format and its literal values.
+type BeginPrint struct {
+	Format string
+	Args   []string
 }
 
 // ImportRun is ImportWith for probectl run.

@@ -92,6 +92,7 @@ type translator struct {
 	opts     Options // bpftrace's command-line options
 	// stopAfter is the shortest interval probe calling exit().
 	stopAfter time.Duration
+	begin     []BeginPrint // BEGIN's printfs of literals
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand
