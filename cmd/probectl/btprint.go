@@ -33,19 +33,32 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 
 // printfLines is what the printfs of a record print: each conversion takes
 // the record's field at its index; the time (-1) is the record's
-// CLOCK_MONOTONIC nanoseconds, bpftrace's nsecs. One text per printf.
+// CLOCK_MONOTONIC nanoseconds, bpftrace's nsecs; a time() line is the
+// record's wall time as strftime(l.Time) prints it. One text per printf.
 func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) []string {
 	var out []string
 	for _, l := range lines {
+		if l.Format == "" && l.Time != "" {
+			out = append(out, bttext.Strftime(l.Time, rec.Wall))
+			continue
+		}
 		args := make([]any, len(l.Fields))
 		for i, f := range l.Fields {
 			switch {
 			case f < 0:
-				args[i] = rec.MonoNS
+				args[i] = bttext.Strftime(l.Time, rec.Wall)
 			case f < len(rec.Fields):
 				args[i] = rec.Fields[f].Value
 			default:
 				args[i] = ""
+			}
+		}
+		for i, p := range l.Prefixes {
+			args[i] = p + fmt.Sprint(args[i])
+		}
+		for _, i := range l.Symbols {
+			if s, ok := args[i].(string); ok {
+				args[i] = symbolName(s)
 			}
 		}
 		out = append(out, bttext.Printf(l.Format, args...))

@@ -155,3 +155,25 @@ func TestHistAsBpftrace(t *testing.T) {
 		t.Logf("program:\n%s", prog.String())
 	}
 }
+
+// TestStrftimeAsDate formats one instant with Strftime and with date(1)
+// (C's strftime) and compares; %f, bpftrace's own, is the microseconds.
+func TestStrftimeAsDate(t *testing.T) {
+	date, err := exec.LookPath("date")
+	if err != nil {
+		testenv.Absent(t, "date is not installed")
+	}
+	at := time.Unix(1780000000, 123456789).UTC()
+	for _, f := range []string{"%H:%M:%S", "%Y-%m-%d %j %a %A %b %B %h", "%T %D %F %R %s", "%I %p %y %e %%", "%Z %z"} {
+		out, err := exec.Command(date, "-u", "-d", "@1780000000", "+"+f).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := Strftime(f, at), strings.TrimSuffix(string(out), "\n"); got != want {
+			t.Errorf("Strftime(%q) = %q, date says %q", f, got, want)
+		}
+	}
+	if got := Strftime("%H:%M:%S.%f", at); got != "20:26:40.123456" {
+		t.Errorf("Strftime(%%H:%%M:%%S.%%f) = %q, want 20:26:40.123456", got)
+	}
+}

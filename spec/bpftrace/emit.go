@@ -93,7 +93,7 @@ func (c *ctx) printf(call *Call) {
 	var ev *action
 	defer func() {
 		if ev != nil {
-			ev.prints = append(ev.prints, line)
+			c.printed(ev, line)
 		}
 	}()
 	for i, a := range call.Args[1:] {
@@ -103,6 +103,7 @@ func (c *ctx) printf(call *Call) {
 		}
 		if x.kind == kTime {
 			c.hadTime = true
+			line.Time = x.text
 			line.Fields = append(line.Fields, -1)
 			continue
 		}
@@ -118,6 +119,15 @@ func (c *ctx) printf(call *Call) {
 		if name == "" {
 			name = x.name
 		}
+		if strings.HasPrefix(x.text, "usym(") || strings.HasPrefix(x.text, "ksym(") {
+			line.Symbols = append(line.Symbols, i)
+		}
+		if x.prefix != "" {
+			if line.Prefixes == nil {
+				line.Prefixes = map[int]string{}
+			}
+			line.Prefixes[i] = x.prefix
+		}
 		c.field(a.At(), name, x)
 		ev = c.event
 		line.Fields = append(line.Fields, len(ev.fields)-1)
@@ -126,10 +136,21 @@ func (c *ctx) printf(call *Call) {
 
 // Print is one printf of the program as an event carries it: its format,
 // and for each of its conversions the index of the event's field it
-// prints (-1: the time, which the record's timestamp gives).
+// prints (-1: the time, which the record's timestamp gives, as Time
+// formats it: strftime's format). A time() statement is a Print of Time
+// alone (no Format): the time printed as Time says; a join() statement
+// one of "%s\n" and the arguments' field. Symbols are the conversions
+// that print a usym or ksym: bpftrace prints the function's name alone.
+// Prefixes are, by conversion, what bpftrace prints before the field's
+// value: probe is the family and the event ("tracepoint:" and
+// "syscalls:sys_enter_fsync"; not of a user probe, whose probe names the
+// binary too).
 type Print struct {
-	Format string
-	Fields []int
+	Format   string
+	Fields   []int
+	Time     string
+	Symbols  []int
+	Prefixes map[int]string
 }
 
 // Prints are the printfs of an imported program, by the spec probe (its
@@ -186,6 +207,16 @@ func trailingWord(s string) string {
 		return ""
 	}
 	return identName(s[i:])
+}
+
+// printed adds a line to what ev prints, after the time of a time()
+// before it.
+func (c *ctx) printed(ev *action, line Print) {
+	if c.timeLine != "" {
+		ev.prints = append(ev.prints, Print{Time: c.timeLine})
+		c.timeLine = ""
+	}
+	ev.prints = append(ev.prints, line)
 }
 
 // field adds a value to the event the printfs of this place print.

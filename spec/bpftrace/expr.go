@@ -65,6 +65,9 @@ type hx struct {
 	// fork: a condition the rest of a block was copied under, once per
 	// branch of an if (stmts); a delete on both copies does not need it.
 	fork bool
+	// prefix is what bpftrace prints before the value when printf prints
+	// it: probe's family ("tracepoint:" before the event's name).
+	prefix string
 	// gens are, for a condition, how many stores each table it reads had
 	// had in the handler when the condition held.
 	gens map[string]int

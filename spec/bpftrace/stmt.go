@@ -35,7 +35,10 @@ type ctx struct {
 	deleted map[string]bool
 	event   *action
 	hadTime bool
-	depth   int
+	// timeLine is the format of a time() not yet printed: the next
+	// printf's event prints it before its line.
+	timeLine string
+	depth    int
 	// stores counts the stores into each table so far in the handler:
 	// a condition that reads a table changed since it held is not the
 	// condition bpftrace tested.
@@ -750,6 +753,12 @@ func (c *ctx) call(call *Call) {
 	case "time":
 		c.hadTime = true
 		c.timeStep(call)
+		c.timeLine = "%H:%M:%S\n"
+		if len(call.Args) > 0 {
+			if f, ok := call.Args[0].(*Str); ok {
+				c.timeLine = f.Val
+			}
+		}
 		if !c.special() {
 			c.t.note("time() printed the time before a line: each event here carries its time.")
 		}
@@ -762,6 +771,7 @@ func (c *ctx) call(call *Call) {
 		}
 		x := c.expr(call.Args[0])
 		c.field(call.Pos, "args", hx{text: "join(" + x.text + ")", prec: precAtom, kind: kJoin, reads: x.reads})
+		c.printed(c.event, Print{Format: "%s\n", Fields: []int{len(c.event.fields) - 1}})
 	case "print", "clear", "zero":
 		if printing {
 			c.mapStep(call)

@@ -243,11 +243,16 @@ func (c *ctx) ident(e *Ident) hx {
 	case "true", "false":
 		return atom(e.Name, kBool, "")
 	case "func", "probe":
+		x := atom("func", kStr, "func")
+		if c.kind == "tracepoint" {
+			x = atom("event", kStr, "event")
+		}
+		if e.Name == "probe" && c.kind != "user" {
+			x.prefix = c.family + ":"
+		}
 		switch c.kind {
-		case "kernel", "user":
-			return atom("func", kStr, "func")
-		case "tracepoint":
-			return atom("event", kStr, "event")
+		case "kernel", "user", "tracepoint":
+			return x
 		}
 		c.t.fail(e.Pos, "Unsupported "+e.Name, fmt.Sprintf("%s names the function or event that fired; a %s probe has none.", e.Name, c.family))
 	case "retval":
@@ -403,7 +408,7 @@ func (c *ctx) expand(m *Macro, args []Expr, at Pos, value bool) hx {
 		last, body = es.X, body[:len(body)-1]
 	}
 	inner.stmts(body)
-	c.deletes, c.deleted, c.event, c.hadTime, c.stores = inner.deletes, inner.deleted, inner.event, inner.hadTime, inner.stores
+	c.deletes, c.deleted, c.event, c.hadTime, c.timeLine, c.stores = inner.deletes, inner.deleted, inner.event, inner.hadTime, inner.timeLine, inner.stores
 	if last != nil {
 		return inner.expr(last)
 	}
@@ -524,7 +529,14 @@ func (c *ctx) callValue(e *Call) hx {
 		k := c.keys(r)
 		return hx{text: "has(" + m.hcl + ", " + keyList(k) + ")", prec: precAtom, kind: kBool, reads: append(joinReads(k...), m.hcl)}
 	case "strftime":
-		return atom("", kTime, "time")
+		// The text of a time is its strftime format (Print.Time).
+		f := ""
+		if len(e.Args) > 0 {
+			if s, ok := e.Args[0].(*Str); ok {
+				f = s.Val
+			}
+		}
+		return atom(f, kTime, "time")
 	case "join":
 		args(1, 1)
 		x := c.expr(e.Args[0])
