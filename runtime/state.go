@@ -107,20 +107,21 @@ func (s *State) Probe(addr bpf.Address) *ProbeState {
 	return nil
 }
 
-// recorded reports whether the state records the pin directory dir: a
-// probe's or a table's.
-func (s *State) recorded(dir string) bool {
+// recordedDirs are the pin directories the state records: its probes',
+// its tables' and its event buffer's. A set: status and repair look up
+// every directory of the workspace's pins, thousands (issue 22).
+func (s *State) recordedDirs() map[string]bool {
+	dirs := make(map[string]bool, len(s.Probes)+len(s.Tables)+1)
 	for _, p := range s.Probes {
-		if p.PinDir == dir {
-			return true
-		}
+		dirs[p.PinDir] = true
 	}
 	for _, t := range s.Tables {
-		if t.PinDir == dir {
-			return true
-		}
+		dirs[t.PinDir] = true
 	}
-	return s.Events != nil && s.Events.PinDir == dir
+	if s.Events != nil {
+		dirs[s.Events.PinDir] = true
+	}
+	return dirs
 }
 
 func newLineage() string {

@@ -376,8 +376,9 @@ func adoptable(id *identity, s *State, dirs []string) bool {
 	if id != nil || s.Lineage == "" {
 		return false
 	}
+	recorded := s.recordedDirs()
 	for _, d := range dirs {
-		if s.recorded(d) {
+		if recorded[d] {
 			return true
 		}
 	}
@@ -517,8 +518,9 @@ func (w *Workspace) Repair(s *State) ([]string, error) {
 		return nil, err
 	}
 	var removed []string
+	recorded := s.recordedDirs()
 	for _, d := range dirs {
-		if s.recorded(d) {
+		if recorded[d] {
 			continue
 		}
 		if err := w.pins.removeAll(d); err != nil {
@@ -548,8 +550,9 @@ func (w *Workspace) Leftovers(s *State) ([]string, error) {
 		return nil, err
 	}
 	var out []string
+	recorded := s.recordedDirs()
 	for _, d := range dirs {
-		if !s.recorded(d) {
+		if !recorded[d] {
 			out = append(out, d)
 		}
 	}
