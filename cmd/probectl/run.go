@@ -213,7 +213,10 @@ func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions)
 	}
 	// bpftrace prints its maps at the end, and what its interval probes
 	// print: probectl's results each interval only when asked.
-	o.bto = newBtOutput(imp, o.format == "json")
+	// -json is probectl's own results, as for a spec.
+	if !o.asJSON {
+		o.bto = newBtOutput(imp, o.format == "json")
+	}
 	if !cmd.Flags().Changed("interval") {
 		o.interval = 0
 	}
