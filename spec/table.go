@@ -533,7 +533,10 @@ func (s *scope) checkSlot(x Expr, want Type, what string) {
 		return
 	}
 	got := x.Type()
+	_, isBuf := x.(*Buf)
 	switch {
+	case isBuf:
+		s.errorf(x.Range(), "Table cannot hold this", "buf() is shown where it is read, in an event field: a table would keep its bytes without the escapes %%r prints. Store the pointer and the length, and take buf() of them in the event.")
 	case got.Kind == KindBool || want.Kind == KindBool:
 		s.errorf(x.Range(), "Table cannot hold this", "Tables hold integers and strings, not bools: use %s ? 1 : 0.", x.Text())
 	case got.Kind == KindString && isLiteral(x):

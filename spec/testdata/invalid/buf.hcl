@@ -13,3 +13,16 @@ probe "tracepoint" "t" {
     }
   }
 }
+
+table "saved" {
+}
+
+probe "tracepoint" "s" {
+  event = "syscalls:sys_enter_read"
+  on_entry {
+    store "saved" {
+      key   = [tid]
+      value = buf(args.buf, 8) # ERROR: Table cannot hold this
+    }
+  }
+}
