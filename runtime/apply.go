@@ -506,7 +506,6 @@ func (w *Workspace) load(l *live, kernelBTF *btf.Spec) error {
 	if err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
-	allocOnDemand(p, cs, l.shared)
 	fsessions := takeFsessions(cs)
 	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: kernelBTF}, MapReplacements: l.shared,
@@ -523,26 +522,6 @@ func (w *Workspace) load(l *live, kernelBTF *btf.Spec) error {
 		return &LoadError{Probe: p, Err: err}
 	}
 	return loadFsessions(p, coll, l.shared, fsessions, kernelBTF)
-}
-
-// allocOnDemand makes a probe's own hash maps allocate their entries as
-// they come (BPF_F_NO_PREALLOC) instead of all max_entries at creation:
-// a preallocated per-CPU hash of 10,240 entries takes milliseconds to
-// create, which made most of an apply of 1,000 probes (issue 22). Profile
-// probes keep preallocation: the kernel refuses on-demand hash maps in
-// perf_event programs. Shared tables are made elsewhere, and kept as made.
-func allocOnDemand(p *compiled.Probe, cs *ebpf.CollectionSpec, shared map[string]*ebpf.Map) {
-	if p.Address.Kind == bpf.KindProfile {
-		return
-	}
-	for name, ms := range cs.Maps {
-		if _, ok := shared[name]; ok {
-			continue
-		}
-		if ms.Type == ebpf.Hash || ms.Type == ebpf.PerCPUHash {
-			ms.Flags |= unix.BPF_F_NO_PREALLOC
-		}
-	}
 }
 
 // loadable refuses a probe planned without what its load needs: resolved

@@ -12,9 +12,9 @@ import (
 	"github.com/probectl/probectl/runtime"
 )
 
-// Many tracepoint probes on one event, each with its own hash map made
-// on demand (BPF_F_NO_PREALLOC): each counts every call the workload
-// makes, exactly, and the destroy leaves nothing.
+// Many tracepoint probes on one event, each with its own hash map: each
+// counts every call the workload makes, exactly, and the destroy leaves
+// nothing.
 func TestManyTracepointsCountExactly(t *testing.T) {
 	requireRoot(t)
 	const probes = 50
