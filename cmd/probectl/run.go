@@ -40,6 +40,8 @@ type runOptions struct {
 	child                *heldChild     // -c's child, held until the probes are attached
 	bt                   bpftrace.Options
 	prints               bpftrace.Prints // an imported program's printfs (btprint.go)
+	begin                string          // what its BEGIN prints
+	beginExit            bool            // its BEGIN calls exit(): stop at once
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -139,6 +141,9 @@ spec probectl import writes of it.
 			if err != nil {
 				return err
 			}
+			if out == nil {
+				return runBegin(cmd, o)
+			}
 			return runProbes(cmd, cfg, out, o)
 		},
 	}
@@ -192,6 +197,10 @@ func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions)
 	}
 	if imp.StopAfter > 0 && o.duration == 0 {
 		o.duration = imp.StopAfter
+	}
+	o.begin, o.beginExit = imp.Begin, imp.BeginExit
+	if imp.Spec == nil {
+		return nil, nil, nil // BEGIN alone: runBegin
 	}
 	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": imp.Spec})
 }
@@ -254,6 +263,10 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	r.announce(out.Skipped)
 	ctx, stop := o.context()
 	defer stop()
+	fmt.Fprint(r.say, o.begin)
+	if o.beginExit {
+		stop() // BEGIN's exit(): the results, as they are, and out
+	}
 	if o.proc != nil {
 		var unwatch context.CancelFunc
 		ctx, unwatch = o.proc.watch(ctx, r.say)
@@ -275,6 +288,32 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		o.child.release()
 	}
 	return r.loop(ctx)
+}
+
+// runBegin runs a bpftrace program of BEGIN (and END) alone, as bpftrace
+// does: it prints what BEGIN prints, then waits for Ctrl-C (or -duration,
+// or -p's process), unless BEGIN calls exit(). Nothing is attached.
+func runBegin(cmd *cobra.Command, o runOptions) error {
+	say := cmd.OutOrStdout()
+	if o.asJSON {
+		say = cmd.ErrOrStderr()
+	}
+	if o.child != nil {
+		o.child.release()
+	}
+	fmt.Fprint(say, o.begin)
+	if o.beginExit {
+		return nil
+	}
+	ctx, stop := o.context()
+	defer stop()
+	if o.proc != nil {
+		var unwatch context.CancelFunc
+		ctx, unwatch = o.proc.watch(ctx, say)
+		defer unwatch()
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // announce says what is attached (and of its optional patterns, which

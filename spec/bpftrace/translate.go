@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -92,6 +93,12 @@ type translator struct {
 	opts     Options // bpftrace's command-line options
 	// stopAfter is the shortest interval probe calling exit().
 	stopAfter time.Duration
+	// begin is what BEGIN's printfs print, beginExit whether BEGIN calls
+	// exit(); forRun: the program is for probectl run, where a program
+	// of BEGIN alone prints and waits, as bpftrace does.
+	begin     strings.Builder
+	beginExit bool
+	forRun    bool
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand
@@ -135,6 +142,8 @@ func (t *translator) run() (err *Error) {
 		}
 	}()
 	t.probes, t.names, t.notes, t.pending, t.columns = nil, map[string]bool{}, nil, nil, nil
+	t.begin.Reset()
+	t.beginExit = false
 	t.expansions = 0
 	for _, m := range t.maps {
 		m.uses, m.begin, m.elseUse = nil, nil, false
@@ -164,7 +173,7 @@ func (t *translator) run() (err *Error) {
 	if t.pass == 2 {
 		t.checkSeeds()
 	}
-	if len(t.probes) == 0 {
+	if len(t.probes) == 0 && !(t.forRun && t.onlyBeginEnd()) {
 		at := Pos{Line: 1, Col: 1}
 		if len(t.prog.Probes) > 0 {
 			at = t.prog.Probes[0].Pos
@@ -172,6 +181,18 @@ func (t *translator) run() (err *Error) {
 		t.fail(at, "Nothing to measure", "The program has no probe with an equivalent that measures something (BEGIN, END and interval probes only print).")
 	}
 	return nil
+}
+
+// onlyBeginEnd: the program has BEGIN or END probes and no other.
+func (t *translator) onlyBeginEnd() bool {
+	for _, p := range t.prog.Probes {
+		for _, a := range p.Attach {
+			if fam := familyAliases[strings.Split(a.Text, ":")[0]]; fam != "BEGIN" && fam != "END" {
+				return false
+			}
+		}
+	}
+	return len(t.prog.Probes) > 0
 }
 
 // checkSeeds: BEGIN's stores into a map that is not a constant labels
