@@ -356,7 +356,7 @@ func TestImportPerfEvents(t *testing.T) {
 // prints, and whether it exits; with probes, BEGIN's text comes along.
 func TestImportBegin(t *testing.T) {
 	for _, tc := range []struct {
-		bt, begin string
+		bt, begin  string
 		exit, spec bool
 	}{
 		{`BEGIN { printf("hello world\n"); }`, "hello world\n", false, false},
