@@ -78,7 +78,9 @@ exit the buffer is drained and the totals printed. An aggregation keyed
 by stacks prints its samples, lost and distinct stacks and the 10 largest
 (-v: all). With no PATH it runs the built-in example: tracepoints on
 system calls. A bpftrace program (FILE.bt, or -e PROGRAM) runs as the
-spec probectl import writes of it.
+spec probectl import writes of it; what its BEGIN prints comes once the
+probes are attached, BEGIN's exit() stops at once, and a program of
+BEGIN alone prints and waits, as bpftrace does.
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end):
