@@ -8,6 +8,7 @@
 // construct and what is missing: never a spec that measures something
 // else.
 //
-// Package bpftrace imports spec (to check what it writes) and never
-// loads anything into a kernel.
+// Package bpftrace imports spec (to check what it writes) and bpf (the
+// perf events software: and hardware: probes name), and never loads
+// anything into a kernel.
 package bpftrace
