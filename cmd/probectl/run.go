@@ -200,7 +200,7 @@ func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions)
 	if imp.StopAfter > 0 && o.duration == 0 {
 		o.duration = imp.StopAfter
 	}
-	o.begin, o.beginExit = imp.Begin, imp.BeginExit
+	o.begin, o.beginExit = imp.BeginText, imp.BeginExit
 	if imp.Spec == nil {
 		return nil, nil, nil // BEGIN alone: runBegin
 	}

@@ -314,7 +314,7 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 	t.limitTo(o.PID)
 	if len(t.probes) == 0 {
 		// probectl run of BEGIN alone: it prints, and attaches nothing.
-		return Run{Begin: t.begin.String(), BeginExit: t.beginExit}, nil
+		return Run{BeginText: t.begin.String(), BeginExit: t.beginExit}, nil
 	}
 	out, lines := t.write(filepath.Base(filename))
 	formatted := hclwrite.Format(out)
@@ -342,7 +342,7 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		}
 		return Run{}, out[:1]
 	}
-	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf(), Begin: t.begin.String(), BeginExit: t.beginExit}, nil
+	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf(), BeginText: t.begin.String(), BeginExit: t.beginExit}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

@@ -39,11 +39,12 @@ type Run struct {
 	StopAfter time.Duration
 	// Prints are the printfs each event prints (ImportPrints).
 	Prints Prints
-	// Begin is what BEGIN prints (its printfs of string literals), run
-	// prints it once the probes are attached; BeginExit: BEGIN calls
+	// BeginText is what BEGIN prints (its printfs of string literals),
+	// run prints it once the probes are attached; BeginExit: BEGIN calls
 	// exit(), and the run stops at once. A program of BEGIN (and END)
-	// alone has no Spec: run prints Begin and waits, as bpftrace does.
-	Begin     string
+	// alone has no Spec: run prints BeginText and waits, as bpftrace
+	// does.
+	BeginText string
 	BeginExit bool
 }
 

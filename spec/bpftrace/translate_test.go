@@ -369,8 +369,8 @@ func TestImportBegin(t *testing.T) {
 			t.Errorf("%s: %v", tc.bt, diags)
 			continue
 		}
-		if r.Begin != tc.begin || r.BeginExit != tc.exit || (r.Spec != nil) != tc.spec {
-			t.Errorf("%s: got begin %q exit %v spec %v, want %q %v %v", tc.bt, r.Begin, r.BeginExit, r.Spec != nil, tc.begin, tc.exit, tc.spec)
+		if r.BeginText != tc.begin || r.BeginExit != tc.exit || (r.Spec != nil) != tc.spec {
+			t.Errorf("%s: got begin %q exit %v spec %v, want %q %v %v", tc.bt, r.BeginText, r.BeginExit, r.Spec != nil, tc.begin, tc.exit, tc.spec)
 		}
 	}
 	// An interval alone still has nothing to run.
