@@ -11,8 +11,10 @@ import (
 )
 
 // Perf events, the sampling behind profile probes: one event per online
-// CPU, counting the CPU clock (a kernel timer) or the hardware's CPU
-// cycles, whose overflow runs the probe's program.
+// CPU, counting the CPU clock (a kernel timer), a software event the
+// kernel counts (page faults, context switches...) or one of the
+// hardware's counters (cycles, instructions, cache misses...: a PMU's),
+// whose overflow runs the probe's program.
 
 // Sampling events.
 const (
@@ -20,28 +22,106 @@ const (
 	EventCycles   = "cycles"
 )
 
+// PerfEvent is an event a profile probe samples on: bpftrace's name for
+// it (software:NAME, hardware:NAME) and alias, its perf type and config,
+// and the period bpftrace samples it at when a probe gives none.
+type PerfEvent struct {
+	Name, Alias   string
+	Hardware      bool   // PERF_TYPE_HARDWARE: needs the machine's PMU
+	Config        uint64 // PERF_COUNT_SW_* or PERF_COUNT_HW_*
+	DefaultPeriod int64
+	// Clock: the event counts nanoseconds (cpu-clock, task-clock), so
+	// its period is a time (period_ns); the others count occurrences.
+	Clock bool
+}
+
+// PerfEvents are bpftrace's software and hardware events, as its probe
+// matcher lists them, with its default periods.
+var PerfEvents = []PerfEvent{
+	{Name: "alignment-faults", Config: unix.PERF_COUNT_SW_ALIGNMENT_FAULTS, DefaultPeriod: 1},
+	{Name: "bpf-output", Config: unix.PERF_COUNT_SW_BPF_OUTPUT, DefaultPeriod: 1},
+	{Name: "context-switches", Alias: "cs", Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES, DefaultPeriod: 1000},
+	{Name: "cpu-clock", Alias: "cpu", Config: unix.PERF_COUNT_SW_CPU_CLOCK, DefaultPeriod: 1000000, Clock: true},
+	{Name: "cpu-migrations", Config: unix.PERF_COUNT_SW_CPU_MIGRATIONS, DefaultPeriod: 1},
+	{Name: "dummy", Config: unix.PERF_COUNT_SW_DUMMY, DefaultPeriod: 1},
+	{Name: "emulation-faults", Config: unix.PERF_COUNT_SW_EMULATION_FAULTS, DefaultPeriod: 1},
+	{Name: "major-faults", Config: unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ, DefaultPeriod: 1},
+	{Name: "minor-faults", Config: unix.PERF_COUNT_SW_PAGE_FAULTS_MIN, DefaultPeriod: 100},
+	{Name: "page-faults", Alias: "faults", Config: unix.PERF_COUNT_SW_PAGE_FAULTS, DefaultPeriod: 100},
+	{Name: "task-clock", Config: unix.PERF_COUNT_SW_TASK_CLOCK, DefaultPeriod: 1, Clock: true},
+
+	{Name: "backend-stalls", Hardware: true, Config: unix.PERF_COUNT_HW_STALLED_CYCLES_BACKEND, DefaultPeriod: 1000000},
+	{Name: "branch-instructions", Alias: "branches", Hardware: true, Config: unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS, DefaultPeriod: 100000},
+	{Name: "branch-misses", Hardware: true, Config: unix.PERF_COUNT_HW_BRANCH_MISSES, DefaultPeriod: 100000},
+	{Name: "bus-cycles", Hardware: true, Config: unix.PERF_COUNT_HW_BUS_CYCLES, DefaultPeriod: 100000},
+	{Name: "cache-misses", Hardware: true, Config: unix.PERF_COUNT_HW_CACHE_MISSES, DefaultPeriod: 1000000},
+	{Name: "cache-references", Hardware: true, Config: unix.PERF_COUNT_HW_CACHE_REFERENCES, DefaultPeriod: 1000000},
+	{Name: "cpu-cycles", Alias: "cycles", Hardware: true, Config: unix.PERF_COUNT_HW_CPU_CYCLES, DefaultPeriod: 1000000},
+	{Name: "frontend-stalls", Hardware: true, Config: unix.PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, DefaultPeriod: 1000000},
+	{Name: "instructions", Hardware: true, Config: unix.PERF_COUNT_HW_INSTRUCTIONS, DefaultPeriod: 1000000},
+	{Name: "ref-cycles", Hardware: true, Config: unix.PERF_COUNT_HW_REF_CPU_CYCLES, DefaultPeriod: 1000000},
+}
+
+// LookupPerfEvent finds an event by its name or its alias.
+func LookupPerfEvent(name string) (PerfEvent, bool) {
+	for _, e := range PerfEvents {
+		if e.Name == name || e.Alias != "" && e.Alias == name {
+			return e, true
+		}
+	}
+	return PerfEvent{}, false
+}
+
 // Sampler says what a profile probe samples on every CPU: Event, and
-// either Frequency (Hz) or PeriodNS.
+// either Frequency (Hz), PeriodNS (a clock event's) or Period (every
+// Period occurrences of a counting event).
 type Sampler struct {
 	Event     string `json:"event"`
 	Frequency int64  `json:"frequency,omitempty"`
 	PeriodNS  int64  `json:"period_ns,omitempty"`
+	Period    int64  `json:"period,omitempty"`
 }
 
 // attr is the perf_event_attr of the sampler.
 func (s Sampler) attr() unix.PerfEventAttr {
 	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}
 	attr.Size = uint32(unsafe.Sizeof(attr))
-	if s.Event == EventCycles {
-		attr.Type, attr.Config = unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES
+	if e, ok := LookupPerfEvent(s.Event); ok {
+		attr.Config = e.Config
+		if e.Hardware {
+			attr.Type = unix.PERF_TYPE_HARDWARE
+		}
 	}
-	if s.Frequency > 0 {
+	switch {
+	case s.Frequency > 0:
 		attr.Bits |= unix.PerfBitFreq
 		attr.Sample = uint64(s.Frequency)
-	} else {
+	case s.Period > 0:
+		attr.Sample = uint64(s.Period)
+	default:
 		attr.Sample = uint64(s.PeriodNS)
 	}
 	return attr
+}
+
+// Rate says how often the sampler samples: "at 99 Hz", "every 10000000
+// ns", "every 100 events", "at every event".
+func (s Sampler) Rate() string {
+	switch {
+	case s.PeriodNS > 0:
+		return fmt.Sprintf("every %d ns", s.PeriodNS)
+	case s.Period == 1:
+		return "at every event"
+	case s.Period > 0:
+		return fmt.Sprintf("every %d events", s.Period)
+	}
+	return fmt.Sprintf("at %d Hz", s.Frequency)
+}
+
+// Hardware says whether the sampler's event is a hardware counter.
+func (s Sampler) Hardware() bool {
+	e, ok := LookupPerfEvent(s.Event)
+	return ok && e.Hardware
 }
 
 // Open opens the sampler's perf event on one CPU, for every task. The
@@ -64,6 +144,9 @@ func (s Sampler) hint(err error) string {
 	case err == unix.ENOENT || err == unix.EOPNOTSUPP:
 		if s.Event == EventCycles {
 			return " (this machine has no hardware cycle counter that samples: use event = \"cpu-clock\")"
+		}
+		if s.Hardware() {
+			return fmt.Sprintf(" (hardware event %s: this machine has no PMU, a performance monitoring unit, that counts it, as most VMs have none; /sys/bus/event_source/devices lists its PMUs)", s.Event)
 		}
 	}
 	return ""

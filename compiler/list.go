@@ -86,8 +86,24 @@ var unlistedKinds = map[string]string{
 	"rawtracepoint": "probectl attaches tracepoints by their events (its route may be a raw tracepoint): list them as tracepoint:GROUP:EVENT.",
 	"profile":       "A profile probe samples every CPU at a frequency: there is nothing to list.",
 	"interval":      "An interval fires on a timer: there is nothing to list.",
-	"software":      "Software events are a fixed set of perf counters, not listed here; probectl's profile probes sample every CPU.",
-	"hardware":      "Hardware events are a fixed set of perf counters, not listed here; probectl's profile probes sample every CPU.",
+	"software":      "Software events are a fixed set of the kernel's perf counters, the same on every kernel: " + perfEventNames(false) + ". A profile probe samples one (event = \"page-faults\", period = N); software:EVENT:N imports as one.",
+	"hardware":      "Hardware events are a fixed set of perf counters of the machine's PMU: " + perfEventNames(true) + ". A profile probe samples one (event = \"instructions\", period = N) where the machine has a PMU; hardware:EVENT:N imports as one.",
+}
+
+// perfEventNames lists bpftrace's software or hardware events, with
+// their aliases.
+func perfEventNames(hardware bool) string {
+	var out []string
+	for _, e := range bpf.PerfEvents {
+		if e.Hardware == hardware {
+			n := e.Name
+			if e.Alias != "" {
+				n += " (" + e.Alias + ")"
+			}
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func lookupListKind(name string) *listKind {

@@ -87,6 +87,8 @@ func TestParseListPatternHostile(t *testing.T) {
 		{"usdt:/bin/x:t:[", "Bad glob", 13, "unclosed ["},
 		{"profile:hz:99", "Nothing to list", 1, "samples every CPU"},
 		{"rt:sched_switch", "Nothing to list", 1, "tracepoint:GROUP:EVENT"},
+		{"software:*", "Nothing to list", 1, "page-faults (faults)"},
+		{"h:*", "Nothing to list", 1, "instructions"},
 	} {
 		_, diags := ParseListPatterns(c.arg)
 		if len(diags) != 1 {

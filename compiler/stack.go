@@ -120,12 +120,15 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 // chooseProfileRoute decides what a profile probe samples: the event it
 // names, or for "auto" the CPU's cycle counter where the machine has one
 // that samples (samples then count work done, not time), else the
-// cpu-clock timer (every kernel and VM has it).
+// cpu-clock timer (every kernel and VM has it). A hardware event other
+// than cycles is planned on any target: the target's facts say only
+// whether cycles sample, so the plan says it needs a PMU, and where the
+// machine has none for it the kernel refuses it at apply.
 func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, error) {
-	s := &bpf.Sampler{Event: p.PerfEvent, Frequency: p.Frequency, PeriodNS: p.PeriodNS}
+	s := &bpf.Sampler{Event: p.PerfEvent, Frequency: p.Frequency, PeriodNS: p.PeriodNS, Period: p.Period}
 	why := ""
-	switch p.PerfEvent {
-	case "auto":
+	switch ev, _ := bpf.LookupPerfEvent(p.PerfEvent); {
+	case p.PerfEvent == "auto":
 		if f.Perf.Cycles && p.PeriodNS == 0 {
 			s.Event, why = bpf.EventCycles, "auto: the machine has a hardware cycle counter, which counts work done"
 		} else {
@@ -139,7 +142,7 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 				why = "auto: no hardware cycle counter"
 			}
 		}
-	case bpf.EventCycles:
+	case p.PerfEvent == bpf.EventCycles:
 		if !f.Perf.Cycles && f.Source != "profile" {
 			msg := "event = \"cycles\" needs a hardware cycle counter that samples, which the target (" + f.Label() + ") lacks"
 			if f.Perf.CyclesWhy != "" {
@@ -148,18 +151,23 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 			return decision{}, nil, fmt.Errorf("%s. Use event = \"cpu-clock\" or \"auto\"", msg)
 		}
 		why = "as written"
+	case ev.Hardware:
+		why = "as written; a hardware event: needs the machine's PMU"
+		if !f.Perf.Cycles && f.Source != "profile" {
+			why += ", and the target (" + f.Label() + ") has no hardware counter that samples"
+			if f.Perf.CyclesWhy != "" {
+				why += " (" + f.Perf.CyclesWhy + ")"
+			}
+			why += ": the kernel will refuse it"
+		}
 	default:
 		why = "as written"
 	}
 	if !f.Perf.Link {
 		return decision{}, nil, fmt.Errorf("profile probes attach with BPF links on perf events (Linux 5.15), which the target (%s) lacks", f.Label())
 	}
-	rate := fmt.Sprintf("at %d Hz", s.Frequency)
-	if s.PeriodNS > 0 {
-		rate = fmt.Sprintf("every %d ns", s.PeriodNS)
-	}
 	return decision{route: RouteProfile, families: []Family{FamilyPerfEvent},
-		reason: fmt.Sprintf("perf_event: %s %s on every CPU (%s)", s.Event, rate, why)}, s, nil
+		reason: fmt.Sprintf("perf_event: %s %s on every CPU (%s)", s.Event, s.Rate(), why)}, s, nil
 }
 
 // storeProcess stores at p the process an address of user memory belongs

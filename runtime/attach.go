@@ -33,7 +33,11 @@ func (e *AttachError) Error() string {
 	if e.Function != "" {
 		what += " to " + e.Function
 	}
-	return fmt.Sprintf("%s: attach %s: %v%s", e.Probe, what, e.Err, hint(e.Err))
+	h := hint(e.Err)
+	if e.Family == compiled.FamilyPerfEvent && errors.Is(e.Err, os.ErrNotExist) {
+		h = "" // the sampler's own (bpf.Sampler.Open): a missing PMU
+	}
+	return fmt.Sprintf("%s: attach %s: %v%s", e.Probe, what, e.Err, h)
 }
 
 func (e *AttachError) Unwrap() error { return e.Err }

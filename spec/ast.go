@@ -66,10 +66,14 @@ type Probe struct {
 	Events     []Pattern
 	EventRange hcl.Range
 
-	// profile probes: how often each CPU is sampled (Frequency in Hz, or
-	// PeriodNS), and on which perf event: "auto", "cpu-clock" or "cycles".
+	// profile probes: how often each CPU is sampled (Frequency in Hz,
+	// PeriodNS for a clock event, or every Period occurrences of a
+	// counting event), and on which perf event: "auto", or one of
+	// bpf.PerfEvents by name or alias ("cpu-clock", "cycles",
+	// "page-faults", "instructions"...).
 	Frequency      int64
 	PeriodNS       int64
+	Period         int64
 	SampleRange    hcl.Range
 	PerfEvent      string
 	PerfEventRange hcl.Range

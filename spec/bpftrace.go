@@ -294,6 +294,28 @@ func explainHabit(d *hcl.Diagnostic, src []byte) *hcl.Diagnostic {
 		inner := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(string(src[at:le])), "}"))
 		return habit(at, at+len(word), "Block on one line",
 			"HCL allows a block on one line only when it holds a single argument (count \"n\" { by = [comm] }); a block inside a block goes on a line of its own:\n\n  %s {\n    %s\n  }", outer, inner)
+	case d.Summary == "Invalid single-argument block definition":
+		// probe "k" "p" { functions = [...]   with the block going on
+		// below: HCL's message names neither the block nor the fix.
+		ls, le := lineBounds(src, min(at, len(src)-1))
+		brace := bytes.LastIndexByte(src[ls:le], '{')
+		if brace < 0 {
+			return nil
+		}
+		start := ls + brace + 1
+		for start < le && (src[start] == ' ' || src[start] == '\t') {
+			start++
+		}
+		end := le
+		for end > start && (src[end-1] == ' ' || src[end-1] == '\t' || src[end-1] == '\r') {
+			end--
+		}
+		if end <= start {
+			return nil
+		}
+		outer := strings.TrimSpace(string(src[ls : ls+brace]))
+		return habit(start, end, "Block on one line",
+			"HCL allows an argument on the line of its block's { only when the block closes on that line (count \"n\" { by = [comm] }); a block that goes on has its arguments on lines of their own:\n\n  %s {\n    %s\n    ...\n  }", outer, string(src[start:end]))
 	}
 	return nil
 }

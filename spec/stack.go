@@ -73,16 +73,28 @@ func (s *scope) stackMisuse(x Expr, what string) bool {
 	return true
 }
 
-// perfEvents are the events a profile probe samples on.
-var perfEvents = []string{"auto", "cpu-clock", "cycles"}
+// perfEventNames are the events a profile probe samples on: "auto", and
+// bpf.PerfEvents' names and aliases.
+func perfEventNames() []string {
+	out := []string{"auto"}
+	for _, e := range bpf.PerfEvents {
+		out = append(out, e.Name)
+		if e.Alias != "" {
+			out = append(out, e.Alias)
+		}
+	}
+	return out
+}
 
 // Profile sampling limits: frequency in Hz per CPU, period_ns in
-// nanoseconds. 100000 Hz is the kernel's default
-// perf_event_max_sample_rate; the CPU clock fires at most every 10 µs.
+// nanoseconds, period in occurrences of a counting event. 100000 Hz is
+// the kernel's default perf_event_max_sample_rate; the CPU clock fires at
+// most every 10 µs.
 const (
 	MaxFrequency = 100000
 	MinPeriodNS  = 10_000
 	MaxPeriodNS  = 10_000_000_000
+	MaxPeriod    = 1 << 40
 )
 
 // profileAttr decodes an attribute of a profile probe.
@@ -98,38 +110,58 @@ func (d *decoder) profileAttr(p *Probe, attr *hcl.Attribute) {
 		if n, ok := d.intAttr(attr, MinPeriodNS, MaxPeriodNS); ok {
 			p.PeriodNS = n
 		}
+	case "period":
+		p.SampleRange = attr.Expr.Range()
+		if n, ok := d.intAttr(attr, 1, MaxPeriod); ok {
+			p.Period = n
+		}
 	case "event":
 		p.PerfEventRange = attr.Expr.Range()
 		if s, ok := d.stringAttr(attr); ok {
 			p.PerfEvent = s
-			if !contains(perfEvents, s) {
+			if _, known := bpf.LookupPerfEvent(s); !known && s != "auto" {
 				d.errorf(attr.Expr.Range(), "Unknown profile event",
-					"%q is not an event a profile probe samples on. Use \"cpu-clock\" (a timer on every CPU), \"cycles\" (the CPU's hardware cycle counter), or \"auto\": cycles where the machine has them, else cpu-clock.", s)
+					"%q is not an event a profile probe samples on.%s Use \"cpu-clock\" (a timer on every CPU), \"cycles\" (the CPU's hardware cycle counter), \"auto\" (cycles where the machine has them, else cpu-clock), a software event the kernel counts (\"page-faults\", \"context-switches\", \"cpu-migrations\"...) or a hardware one (\"instructions\", \"cache-misses\"...): bpftrace's software: and hardware: event names and aliases.",
+					s, nearestName(s, perfEventNames()))
 			}
 		}
 	}
 }
 
 // checkProfile checks that a profile probe says how often to sample: one
-// of frequency and period_ns.
+// of frequency, period_ns (a clock event's) and period (a counting
+// event's).
 func (d *decoder) checkProfile(p *Probe, b *hcl.Block, content *hcl.BodyContent) {
-	freq, period := content.Attributes["frequency"], content.Attributes["period_ns"]
-	switch {
-	case freq != nil && period != nil:
-		first, second := freq, period
-		if period.Range.Start.Byte < freq.Range.Start.Byte {
-			first, second = period, freq
+	var given []*hcl.Attribute
+	for _, name := range []string{"frequency", "period_ns", "period"} {
+		if a := content.Attributes[name]; a != nil {
+			given = append(given, a)
 		}
-		d.errorf(second.NameRange, "Sampling rate given twice",
-			"%s is already set at %s. A profile probe samples either at a frequency (frequency = 99, Hz per CPU) or at a period (period_ns = 10000000): remove one.",
-			first.Name, pos(first.NameRange))
-	case freq == nil && period == nil:
-		d.errorf(b.DefRange, "Missing required argument",
-			"profile probes need how often to sample each CPU: frequency = 99 (Hz) or period_ns = 10000000. Add one to the probe block.")
 	}
-	if p.PerfEvent == "cycles" && period != nil {
-		d.errorf(period.NameRange, "Period of a cycle counter",
-			"period_ns is time, and event = \"cycles\" counts CPU cycles, whose rate varies: sample cycles at a frequency (frequency = 99), or time with event = \"cpu-clock\".")
+	slices.SortFunc(given, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
+	switch {
+	case len(given) > 1:
+		d.errorf(given[1].NameRange, "Sampling rate given twice",
+			"%s is already set at %s. A profile probe samples either at a frequency (frequency = 99, Hz per CPU), at a period of time (period_ns = 10000000) or every N events it counts (period = 100): keep one.",
+			given[0].Name, pos(given[0].NameRange))
+	case len(given) == 0:
+		d.errorf(b.DefRange, "Missing required argument",
+			"profile probes need how often to sample each CPU: frequency = 99 (Hz), period_ns = 10000000, or for an event that counts occurrences period = N. Add one to the probe block.")
+	}
+	ev, known := bpf.LookupPerfEvent(p.PerfEvent)
+	clock := p.PerfEvent == "auto" || known && ev.Clock
+	if period := content.Attributes["period_ns"]; period != nil && !clock && known {
+		if ev.Name == "cpu-cycles" {
+			d.errorf(period.NameRange, "Period of a cycle counter",
+				"period_ns is time, and event = %q counts CPU cycles, whose rate varies: sample cycles at a frequency (frequency = 99) or every N of them (period = 1000000), or time with event = \"cpu-clock\".", p.PerfEvent)
+		} else {
+			d.errorf(period.NameRange, "Period of a counting event",
+				"period_ns is time, and event = %q counts occurrences: sample every N of them (period = %d, bpftrace's default for it) or at a frequency (frequency = 99).", p.PerfEvent, ev.DefaultPeriod)
+		}
+	}
+	if period := content.Attributes["period"]; period != nil && clock {
+		d.errorf(period.NameRange, "Period of a clock event",
+			"period counts occurrences, and event = %q counts time: give the time between samples as period_ns = 10000000, or a frequency (frequency = 99).", p.PerfEvent)
 	}
 }
 

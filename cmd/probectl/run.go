@@ -43,6 +43,8 @@ type runOptions struct {
 	prints               bpftrace.Prints // an imported program's printfs (btprint.go)
 	format               string          // -f: text or json, bpftrace's output formats
 	bto                  *btOutput       // an imported program's output (btmaps.go)
+	beginText            string          // what its BEGIN prints, for a program of BEGIN alone
+	beginExit            bool            // its BEGIN calls exit(): stop at once
 }
 
 // Without -v, run draws the runTopStacks largest stacks of an aggregation
@@ -86,9 +88,11 @@ by stacks prints its samples, lost and distinct stacks and the 10 largest
 (-v: all). With no PATH it runs the built-in example: tracepoints on
 system calls. A bpftrace program (FILE.bt, or -e PROGRAM) runs as the
 spec probectl import writes of it, and prints as bpftrace 0.17 prints:
-its printf lines, what its BEGIN, END and interval probes print
-(printf, time, print(@map), clear, zero), and at the end every map
-(results every -interval only when -interval is given).
+its printf lines, what its BEGIN (once the probes are attached), END
+and interval probes print (printf, time, print(@map), clear, zero), and
+at the end every map (results every -interval only when -interval is
+given). BEGIN's exit() stops at once, and a program of BEGIN alone
+prints and waits, as bpftrace does.
 
   -duration D  stop after D (default: until Ctrl-C)
   -interval D  print the results every D (default 5s; 0: only at the end):
@@ -159,6 +163,9 @@ its printf lines, what its BEGIN, END and interval probes print
 				fmt.Fprintln(cmd.ErrOrStderr(), "Error: -f json prints a bpftrace program's output (-e PROGRAM or FILE.bt) as bpftrace -f json does; a spec's results print as NDJSON with -json")
 				return exitError{2}
 			}
+			if out == nil {
+				return runBegin(cmd, o)
+			}
 			return runProbes(cmd, cfg, out, o)
 		},
 	}
@@ -223,6 +230,10 @@ func compileBpftrace(cmd *cobra.Command, name string, src []byte, o *runOptions)
 	if imp.StopAfter > 0 && o.duration == 0 {
 		o.duration = imp.StopAfter
 	}
+	o.beginText, o.beginExit = imp.BeginText, imp.BeginExit
+	if imp.Spec == nil {
+		return nil, nil, nil // BEGIN alone: runBegin
+	}
 	return compileSources(cmd, map[string][]byte{strings.TrimSuffix(name, ".bt") + ".hcl": imp.Spec})
 }
 
@@ -285,6 +296,9 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	r.announce(out.Skipped)
 	ctx, stop := o.context()
 	defer stop()
+	if o.beginExit {
+		stop() // BEGIN's exit(): the results, as they are, and out
+	}
 	if o.proc != nil {
 		var unwatch context.CancelFunc
 		ctx, unwatch = o.proc.watch(ctx, r.say)
@@ -314,6 +328,32 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 		o.child.release()
 	}
 	return r.loop(ctx)
+}
+
+// runBegin runs a bpftrace program of BEGIN (and END) alone, as bpftrace
+// does: it prints what BEGIN prints, then waits for Ctrl-C (or -duration,
+// or -p's process), unless BEGIN calls exit(). Nothing is attached.
+func runBegin(cmd *cobra.Command, o runOptions) error {
+	say := cmd.OutOrStdout()
+	if o.asJSON {
+		say = cmd.ErrOrStderr()
+	}
+	if o.child != nil {
+		o.child.release()
+	}
+	fmt.Fprint(say, o.beginText)
+	if o.beginExit {
+		return nil
+	}
+	ctx, stop := o.context()
+	defer stop()
+	if o.proc != nil {
+		var unwatch context.CancelFunc
+		ctx, unwatch = o.proc.watch(ctx, say)
+		defer unwatch()
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // announce says what is attached (and of its optional patterns, which

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/runtime"
 )
 
@@ -107,7 +108,7 @@ func WriteResultsTop(w io.Writer, results []runtime.ProbeResult, topStacks int, 
 					if len(e.Key) > 0 {
 						fmt.Fprintf(w, "    [%s]\n", KeyText(e.Key))
 					}
-					drawHistogram(w, e.Buckets)
+					drawHistogram(w, e.Buckets, ar.Kind == compiled.AggLHist)
 				}
 			} else {
 				table(w, ar)
@@ -188,7 +189,10 @@ func humanInt(v int64) string {
 	return fmt.Sprint(v)
 }
 
-func drawHistogram(w io.Writer, buckets []runtime.Bucket) {
+// drawHistogram draws the buckets as bpftrace does: a power-of-two
+// bucket of one value as [1], an lhist's (linear) buckets as [lo, hi)
+// even when a step of 1 holds one value.
+func drawHistogram(w io.Writer, buckets []runtime.Bucket, linear bool) {
 	var most uint64
 	for _, b := range buckets {
 		most = max(most, b.Count)
@@ -196,7 +200,7 @@ func drawHistogram(w io.Writer, buckets []runtime.Bucket) {
 	const width = 52
 	for _, b := range buckets {
 		label := fmt.Sprintf("[%s, %s)", bound(b.Low), bound(b.High))
-		if b.High == b.Low+1 {
+		if b.High == b.Low+1 && !linear {
 			label = fmt.Sprintf("[%s]", bound(b.Low))
 		}
 		bar := 0
@@ -283,7 +287,7 @@ func stackEntries(w io.Writer, ar runtime.AggregationResult, top int) {
 			}
 		}
 		if ar.Kind.IsHistogram() {
-			drawHistogram(w, e.Buckets)
+			drawHistogram(w, e.Buckets, ar.Kind == compiled.AggLHist)
 			continue
 		}
 		fmt.Fprintf(w, "    %s: %d\n", ar.Kind, *e.Value)

@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,20 @@ func TestEventsQuiet(t *testing.T) {
 	p.Summary(nil)
 	if !strings.HasPrefix(out.String(), "Events: 20 read (") {
 		t.Errorf("summary %q", out.String())
+	}
+}
+
+// A power-of-two bucket of one value is [1], as bpftrace draws hist; an
+// lhist's bucket of step 1 is [0, 1), as bpftrace draws lhist.
+func TestHistogramLabels(t *testing.T) {
+	var b strings.Builder
+	drawHistogram(&b, []runtime.Bucket{{Low: 0, High: 1, Count: 2}, {Low: 1, High: 2, Count: 1}, {Low: 2, High: 4, Count: 1}}, false)
+	if got := b.String(); !strings.Contains(got, "    [0]  ") || !strings.Contains(got, "    [1]  ") || !strings.Contains(got, "    [2, 4)  ") {
+		t.Errorf("hist:\n%s", got)
+	}
+	b.Reset()
+	drawHistogram(&b, []runtime.Bucket{{Low: 0, High: 1, Count: 2}, {Low: 1, High: 2, Count: 1}, {Low: 2, High: math.MaxInt64, Count: 1}}, true)
+	if got := b.String(); !strings.Contains(got, "    [0, 1)  ") || !strings.Contains(got, "    [1, 2)  ") || !strings.Contains(got, "    [2, inf)  ") || strings.Contains(got, "[0]") {
+		t.Errorf("lhist:\n%s", got)
 	}
 }

@@ -36,8 +36,5 @@ func Plural(n int, word string) string { return plural(n, word) }
 
 // samplerText says what a profile probe samples.
 func samplerText(s *bpf.Sampler) string {
-	if s.PeriodNS > 0 {
-		return fmt.Sprintf("%s every %d ns on every CPU", s.Event, s.PeriodNS)
-	}
-	return fmt.Sprintf("%s at %d Hz on every CPU", s.Event, s.Frequency)
+	return fmt.Sprintf("%s %s on every CPU", s.Event, s.Rate())
 }

@@ -11,6 +11,7 @@
 // its bpftrace name and the spec aggregations holding it (Maps), and the
 // printing steps of BEGIN, END and interval probes (Steps).
 //
-// Package bpftrace imports spec (to check what it writes) and never
-// loads anything into a kernel.
+// Package bpftrace imports spec (to check what it writes) and bpf (the
+// perf events software: and hardware: probes name), and never loads
+// anything into a kernel.
 package bpftrace

@@ -44,6 +44,39 @@ func conversions(format string) []conversion {
 	return out
 }
 
+// beginText is what a printf in BEGIN of string literals prints: its
+// conversions (%s, %-10s...) filled with them, as C's printf does.
+func beginText(format string, args []Expr) string {
+	var b strings.Builder
+	next := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			b.WriteByte(format[i])
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '%' {
+			b.WriteByte('%')
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("-+ #0123456789.lhzj", format[j]) >= 0 {
+			j++
+		}
+		if j >= len(format) {
+			b.WriteString(format[i:])
+			break
+		}
+		flags := strings.Trim(format[i+1:j], "lhzj")
+		if next < len(args) {
+			b.WriteString(fmt.Sprintf("%"+flags+"s", args[next].(*Str).Val))
+		}
+		next++
+		i = j
+	}
+	return b.String()
+}
+
 func (c *ctx) printf(call *Call) {
 	if len(call.Args) == 0 {
 		c.t.fail(call.Pos, "Invalid printf", "printf takes a format.")
@@ -68,6 +101,7 @@ func (c *ctx) printf(call *Call) {
 				}
 			}
 			if literal {
+				c.t.beginText.WriteString(beginText(f.Val, call.Args[1:]))
 				// The header row as printed: the format's words and its values'.
 				var row strings.Builder
 				for i, cv := range convs {
@@ -303,7 +337,7 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		}
 		return Run{}, diag(filename, e)
 	}
-	t := &translator{prog: prog, maps: map[string]*mapInfo{}, opts: o}
+	t := &translator{prog: prog, maps: map[string]*mapInfo{}, opts: o, forRun: o.run}
 	t.pass = 1
 	if e := t.run(); e != nil {
 		return Run{}, diag(filename, e)
@@ -314,6 +348,10 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		return Run{}, diag(filename, e)
 	}
 	t.limitTo(o.PID)
+	if len(t.probes) == 0 {
+		// probectl run of BEGIN alone: it prints, and attaches nothing.
+		return Run{BeginText: t.beginText.String(), BeginExit: t.beginExit}, nil
+	}
 	out, lines := t.write(filepath.Base(filename))
 	formatted := hclwrite.Format(out)
 	hclName := strings.TrimSuffix(filename, filepath.Ext(filename)) + ".hcl"
@@ -341,7 +379,8 @@ func importProgram(filename string, src []byte, o Options) (Run, hcl.Diagnostics
 		return Run{}, out[:1]
 	}
 	return Run{Spec: formatted, StopAfter: t.stopAfter, Prints: t.printsOf(),
-		Maps: t.mapsOf(), Begin: t.begin, End: t.end, Intervals: t.intervals, Probes: t.attachPoints()}, nil
+		Maps: t.mapsOf(), Begin: t.begin, End: t.end, Intervals: t.intervals, Probes: t.attachPoints(),
+		BeginText: t.beginText.String(), BeginExit: t.beginExit}, nil
 }
 
 func diag(filename string, e *Error) hcl.Diagnostics {

@@ -20,6 +20,7 @@ type Options struct {
 	// CPID is the pid of the child bpftrace -c started, the value of
 	// cpid; 0: there is none, and cpid is an error.
 	CPID int
+	run  bool // for probectl run (ImportRun)
 }
 
 // ImportWith is Import with bpftrace's command-line options.
@@ -47,10 +48,18 @@ type Run struct {
 	// Probes is how many attach points the program names, as bpftrace's
 	// "Attaching N probes" counts them (before wildcards expand).
 	Probes int
+	// BeginText is what BEGIN prints (its printfs of string literals),
+	// run prints it once the probes are attached; BeginExit: BEGIN calls
+	// exit(), and the run stops at once. A program of BEGIN (and END)
+	// alone has no Spec: run prints BeginText and waits, as bpftrace
+	// does.
+	BeginText string
+	BeginExit bool
 }
 
 // ImportRun is ImportWith for probectl run.
 func ImportRun(filename string, src []byte, o Options) (Run, hcl.Diagnostics) {
+	o.run = true
 	return importProgram(filename, src, o)
 }
 

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
 )
 
 // target is one attach point, understood.
@@ -36,7 +39,6 @@ var missingFamilies = map[string]string{
 	"watchpoint":    "probectl has no hardware watchpoints",
 	"iter":          "probectl has no BPF iterators",
 	"self":          "probectl has no probes on itself",
-	"hardware":      "profile probes sample the cycle counter at a frequency only (event = \"cycles\" with frequency)",
 }
 
 func (t *translator) target(a Attach) target {
@@ -90,7 +92,40 @@ func (t *translator) target(a Attach) target {
 			bad("tracepoint:GROUP:EVENT")
 		}
 		tg.name = parts[1] + ":" + parts[2]
-	case "profile", "software":
+	case "software", "hardware":
+		// software:EVENT:COUNT, software:EVENT (bpftrace's default period).
+		if len(parts) < 2 || len(parts) > 3 {
+			bad(fam + ":EVENT:COUNT")
+		}
+		ev, ok := bpf.LookupPerfEvent(parts[1])
+		if !ok || ev.Hardware != (fam == "hardware") {
+			var names []string
+			for _, e := range bpf.PerfEvents {
+				if e.Hardware == (fam == "hardware") {
+					names = append(names, e.Name)
+				}
+			}
+			t.fail(a.Pos, "Unknown "+fam+" event", fmt.Sprintf("%q is not a %s event: bpftrace's are %s (and their aliases).", parts[1], fam, strings.Join(names, ", ")))
+		}
+		n := ev.DefaultPeriod
+		if len(parts) == 3 && parts[2] != "" {
+			v, err := strconv.ParseInt(parts[2], 10, 64)
+			if err != nil || v <= 0 {
+				bad("a positive count")
+			}
+			n = v
+		}
+		period := "period"
+		if ev.Clock {
+			period = "period_ns"
+			if n < spec.MinPeriodNS {
+				t.fail(a.Pos, "Unsupported "+fam+" period", fmt.Sprintf("%q samples %s every %d ns: profile probes sample a clock at most every %d ns.", a.Text, ev.Name, n, spec.MinPeriodNS))
+			}
+		}
+		tg.name = ev.Name
+		tg.attrs = []kv{{"event", quote(ev.Name)}, {period, strconv.FormatInt(n, 10)}}
+		tg.family = "profile"
+	case "profile":
 		unit, count := "hz", ""
 		switch len(parts) {
 		case 2:
@@ -103,14 +138,6 @@ func (t *translator) target(a Attach) target {
 		n, err := strconv.ParseInt(count, 10, 64)
 		if err != nil || n <= 0 {
 			bad("a positive count")
-		}
-		if fam == "software" {
-			if unit != "cpu-clock" && unit != "cpu" {
-				t.fail(a.Pos, "Unsupported software event", fmt.Sprintf("%q has no equivalent: profile probes sample cpu-clock or cycles only.", a.Text))
-			}
-			tg.attrs = []kv{{"event", `"cpu-clock"`}, {"period_ns", strconv.FormatInt(n, 10)}}
-			tg.family = "profile"
-			break
 		}
 		mult := map[string]int64{"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1}
 		switch {
@@ -198,6 +225,8 @@ func (t *translator) probe(p *Probe) {
 		if op == nil {
 			first := names[0]
 			switch {
+			case pk.kind == "profile" && g[0].name != "":
+				first = g[0].name // software:page-faults: page_faults
 			case pk.kind == "profile":
 				first = "profile"
 			case usdt:

@@ -785,6 +785,9 @@ func (c *ctx) call(call *Call) {
 		c.delete(call)
 	case "exit":
 		c.exited = true
+		if c.family == "BEGIN" {
+			c.t.beginExit = true
+		}
 		if printing {
 			c.step(Step{Op: "exit"})
 			return

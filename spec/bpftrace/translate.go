@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -125,6 +126,13 @@ type translator struct {
 	// print (maps.go).
 	begin, end []Step
 	intervals  []Interval
+	// beginText is what BEGIN's printfs print (for a program of BEGIN
+	// alone), beginExit whether BEGIN calls exit(); forRun: the program
+	// is for probectl run, where a program of BEGIN alone prints and
+	// waits, as bpftrace does.
+	beginText strings.Builder
+	beginExit bool
+	forRun    bool
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand
@@ -168,6 +176,8 @@ func (t *translator) run() (err *Error) {
 		}
 	}()
 	t.probes, t.names, t.notes, t.pending, t.columns = nil, map[string]bool{}, nil, nil, nil
+	t.beginText.Reset()
+	t.beginExit = false
 	t.expansions = 0
 	t.begin, t.end, t.intervals = nil, nil, nil
 	for _, m := range t.maps {
@@ -198,7 +208,7 @@ func (t *translator) run() (err *Error) {
 	if t.pass == 2 {
 		t.checkSeeds()
 	}
-	if len(t.probes) == 0 {
+	if len(t.probes) == 0 && !(t.forRun && t.onlyBeginEnd()) {
 		at := Pos{Line: 1, Col: 1}
 		if len(t.prog.Probes) > 0 {
 			at = t.prog.Probes[0].Pos
@@ -206,6 +216,18 @@ func (t *translator) run() (err *Error) {
 		t.fail(at, "Nothing to measure", "The program has no probe with an equivalent that measures something (BEGIN, END and interval probes only print).")
 	}
 	return nil
+}
+
+// onlyBeginEnd: the program has BEGIN or END probes and no other.
+func (t *translator) onlyBeginEnd() bool {
+	for _, p := range t.prog.Probes {
+		for _, a := range p.Attach {
+			if fam := familyAliases[strings.Split(a.Text, ":")[0]]; fam != "BEGIN" && fam != "END" {
+				return false
+			}
+		}
+	}
+	return len(t.prog.Probes) > 0
 }
 
 // checkSeeds: BEGIN's stores into a map that is not a constant labels

@@ -320,9 +320,10 @@ func TestImportRefuses(t *testing.T) {
 func TestImportOneLiners(t *testing.T) {
 	// What has no equivalent stops with a diagnostic naming it.
 	for _, tc := range []struct{ bt, summary string }{
-		{`BEGIN { printf("hello world\n"); }`, "Nothing to measure"},
-		{`software:faults:1 { @[comm] = count(); }`, "Unsupported software event"},
-		{`hardware:cache-misses:1000000 { @[comm, pid] = count(); }`, "Unsupported probe type hardware"},
+		{`BEGIN { printf("hello world\n"); }`, "Nothing to measure"}, // a spec; run -e runs it (TestImportBegin)
+		{`software:fault:1 { @[comm] = count(); }`, "Unknown software event"},
+		{`hardware:faults:1 { @[comm] = count(); }`, "Unknown hardware event"},
+		{`software:cpu-clock:1000 { @[comm] = count(); }`, "Unsupported software period"},
 	} {
 		_, diags := Import("one.bt", []byte(tc.bt))
 		if !diags.HasErrors() || diags[0].Summary != tc.summary {
@@ -356,9 +357,67 @@ func TestImportOneLiners(t *testing.T) {
 		`tracepoint:raw_syscalls:sys_enter { @ = count(); } interval:s:1 { print(@); clear(@); }`,
 		`tracepoint:syscalls:sys_enter_execve { join(args.argv); }`,
 		`kprobe:vfs_open { printf("open path: %s\n", str(((struct path *)arg0)->dentry->d_name.name)); }`,
+		`software:faults:1 { @[comm] = count(); }`,
+		`hardware:cache-misses:1000000 { @[comm, pid] = count(); }`,
 	} {
 		if _, diags := ImportWith("one.bt", []byte(bt), Options{CPID: 1234}); diags.HasErrors() {
 			t.Errorf("%s: %v", bt, diags)
 		}
+	}
+}
+
+// TestImportPerfEvents imports software: and hardware: probes as profile
+// probes on bpftrace's events: its names and aliases, its default
+// periods, a clock's period as time.
+func TestImportPerfEvents(t *testing.T) {
+	for _, tc := range []struct{ bt, want string }{
+		{`software:faults:1 { @[comm] = count(); }`, `probe "profile" "page_faults" {
+  event  = "page-faults"
+  period = 1`},
+		{`s:cs { @ = count(); }`, `event  = "context-switches"
+  period = 1000`},
+		{`software:cpu:2000000 { @ = count(); }`, `event     = "cpu-clock"
+  period_ns = 2000000`},
+		{`hardware:cache-misses { @[comm, pid] = count(); }`, `probe "profile" "cache_misses" {
+  event  = "cache-misses"
+  period = 1000000`},
+		{`h:branches:50000 { @ = count(); }`, `event  = "branch-instructions"
+  period = 50000`},
+	} {
+		out, diags := Import("one.bt", []byte(tc.bt))
+		if diags.HasErrors() {
+			t.Errorf("%s: %v", tc.bt, diags)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: the spec lacks\n%s\n in\n%s", tc.bt, tc.want, out)
+		}
+	}
+}
+
+// TestImportBegin: for probectl run, a program of BEGIN alone is what it
+// prints, and whether it exits; with probes, BEGIN's text comes along.
+func TestImportBegin(t *testing.T) {
+	for _, tc := range []struct {
+		bt, begin  string
+		exit, spec bool
+	}{
+		{`BEGIN { printf("hello world\n"); }`, "hello world\n", false, false},
+		{`BEGIN { printf("%-6s|%s 100%%\n", "ab", "c"); exit(); }`, "ab    |c 100%\n", true, false},
+		{`BEGIN { printf("Tracing... Hit Ctrl-C to end.\n"); } tracepoint:raw_syscalls:sys_enter { @ = count(); }`, "Tracing... Hit Ctrl-C to end.\n", false, true},
+		{`BEGIN { printf("one\n"); exit(); } END { printf("two\n"); }`, "one\n", true, false},
+	} {
+		r, diags := ImportRun("one.bt", []byte(tc.bt), Options{})
+		if diags.HasErrors() {
+			t.Errorf("%s: %v", tc.bt, diags)
+			continue
+		}
+		if r.BeginText != tc.begin || r.BeginExit != tc.exit || (r.Spec != nil) != tc.spec {
+			t.Errorf("%s: got begin %q exit %v spec %v, want %q %v %v", tc.bt, r.BeginText, r.BeginExit, r.Spec != nil, tc.begin, tc.exit, tc.spec)
+		}
+	}
+	// An interval alone still has nothing to run.
+	if _, diags := ImportRun("one.bt", []byte(`interval:s:1 { printf("tick\n"); }`), Options{}); !diags.HasErrors() || diags[0].Summary != "Nothing to measure" {
+		t.Errorf("interval alone: got %v, want Nothing to measure", diags)
 	}
 }

@@ -1,7 +1,7 @@
-# an event profile probes do not sample
+# an event profile probes do not sample (a misspelt software event)
 probe "profile" "p" {
-  frequency = 99
-  event     = "instructions" # ERROR: Unknown profile event
+  period = 100
+  event  = "page-fault" # ERROR: Unknown profile event
   on_entry {
     count "c" {}
   }
