@@ -78,6 +78,27 @@ func stackMapRef(t spec.Type) string {
 	return fmt.Sprintf("kstack_%d", t.Size)
 }
 
+// Stacks stored by content in two maps: those of stackShortFrames or
+// fewer in a map whose element fits a 1 KiB slab, deeper ones in the
+// long map (stackLongRef), their key marked with stackLongKey. Most
+// stacks are short, and a stored stack of 127 user frames takes an
+// 8 KiB slab.
+const (
+	stackShortSlab = 1024
+	stackLongKey   = 1 << 62
+)
+
+// stackShortFrames is the most frames of a kind a short stack map holds.
+func stackShortFrames(user bool) int {
+	return (stackShortSlab - htabElemHeader - memAllocHeader - 8) / StackFrameSize(user)
+}
+
+// stackLongRef names the long stack map of stack map ref.
+func stackLongRef(ref string) string { return ref + "_long" }
+
+// isLongRef says ref is a long stack map.
+func isLongRef(ref string) bool { return len(ref) > 5 && ref[len(ref)-5:] == "_long" }
+
 // stackScratchRef names the per-CPU buffer bpf_get_stack writes a stack
 // of stack map ref into.
 func stackScratchRef(ref string) string { return ref + "_buf" }
@@ -123,21 +144,34 @@ func (g *gen) stackMaps() {
 				return
 			}
 			seen[ref] = true
-			value := t.Size * StackFrameSize(s.User)
-			m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(value)}
-			if byContent {
-				m.Type, m.KeySize, m.Flags = ebpf.Hash, 8, flagNoPrealloc
-			} else if s.User {
-				m.Flags = flagBuildID
-			}
-			m.MaxEntries = uint32(min(max(stackMapBytes/stackElemBytes(m), 1024), 16384))
+			what := fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
 			if s.User {
-				m.Purpose = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
-			} else {
-				m.Purpose = fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
+				what = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
 			}
-			m.Purpose += ", " + how
-			maps = append(maps, m)
+			depths := []int{t.Size}
+			if short := stackShortFrames(s.User); byContent && t.Size > short {
+				depths = []int{short, t.Size}
+			}
+			for i, depth := range depths {
+				m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4,
+					ValueSize: uint32(depth * StackFrameSize(s.User)), Purpose: what + ", " + how}
+				switch {
+				case byContent:
+					m.Type, m.KeySize, m.Flags = ebpf.Hash, 8, flagNoPrealloc
+				case s.User:
+					m.Flags = flagBuildID
+				}
+				if len(depths) > 1 {
+					if i == 0 {
+						m.Purpose += fmt.Sprintf("; those of %d frames or fewer", depth)
+					} else {
+						m.Ref, m.Name = stackLongRef(ref), mapName("probectl."+ref[:1]+"stkl")
+						m.Purpose += fmt.Sprintf("; those of more than %d frames", depths[0])
+					}
+				}
+				m.MaxEntries = uint32(min(max(stackMapBytes/stackElemBytes(m), 1024), 16384))
+				maps = append(maps, m)
+			}
 		})
 	}
 	if len(maps) > 0 && g.p.Addr.Kind == bpf.KindProfile {
@@ -151,9 +185,15 @@ func (g *gen) stackMaps() {
 			m.Purpose += fmt.Sprintf("; %d stacks, %s when all are taken", m.MaxEntries, stackBytes(worst))
 		}
 		g.out.Maps = append(g.out.Maps, m)
-		if m.Type == ebpf.Hash {
+		if m.Type == ebpf.Hash && !isLongRef(m.Ref) {
+			size := m.ValueSize // the deepest stack of the kind and depth
+			for _, l := range maps {
+				if l.Ref == stackLongRef(m.Ref) {
+					size = l.ValueSize
+				}
+			}
 			g.out.Maps = append(g.out.Maps, &Map{Ref: stackScratchRef(m.Ref), Name: mapName("probectl." + m.Ref[:1] + "buf"), Type: ebpf.PerCPUArray,
-				KeySize: 4, ValueSize: m.ValueSize, MaxEntries: 1, Purpose: "the stack bpf_get_stack writes, hashed before it is stored"})
+				KeySize: 4, ValueSize: size, MaxEntries: 1, Purpose: "the stack bpf_get_stack writes, hashed before it is stored"})
 		}
 	}
 }
@@ -257,7 +297,7 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 
 // Stack hashing: FNV-1a over 64-bit words, each product folded by its
 // high half. Bit 63 is cleared, so a stored key is never negative (an
-// errno).
+// errno), and bit 62 says which map holds the frames (stackLongKey).
 const (
 	stackHashSeed  = -3750763034362895579 // 0xcbf29ce484222325, FNV's offset basis
 	stackHashPrime = 0x100000001b3
@@ -325,8 +365,32 @@ func (g *gen) storeStackContent(x *spec.Stack, p place) {
 		asm.Ja.Label(loop),
 	)
 	g.e.Mark(hashed)
+	g.e.Emit(asm.LSh.Imm(asm.R1, 2), asm.RSh.Imm(asm.R1, 2))
+	if short := stackShortFrames(x.User); t.Size > short {
+		// R9 is the bytes written: a stack of more frames than the short
+		// map holds goes to the long one, its key marked.
+		long := g.e.NewLabel("stack_long")
+		g.e.Emit(asm.JGT.Imm(asm.R9, int32(short*StackFrameSize(x.User)), long))
+		g.storeStackFrames(ref, key, p, store, done)
+		g.e.Mark(long)
+		g.e.Emit(asm.LoadImm(asm.R2, stackLongKey, asm.DWord), asm.Or.Reg(asm.R1, asm.R2))
+		g.storeStackFrames(stackLongRef(ref), key, p, store, done)
+	} else {
+		g.storeStackFrames(ref, key, p, store, done)
+	}
+	g.e.Mark(store)
+	g.e.Emit(asm.StoreMem(p.base, p.off, asm.R1, asm.DWord))
+	g.e.Mark(done)
+	if x.User {
+		g.storeProcess(place{p.base, p.off + 8})
+	}
+}
+
+// storeStackFrames stores the key in R1 at p and at key, and the frames
+// in the scratch buffer (R8) into stack map ref unless it holds them;
+// it goes to done, or to store with the map's error in R1.
+func (g *gen) storeStackFrames(ref string, key int16, p place, store, done string) {
 	g.e.Emit(
-		asm.LSh.Imm(asm.R1, 1), asm.RSh.Imm(asm.R1, 1),
 		asm.StoreMem(asm.RFP, key, asm.R1, asm.DWord),
 		asm.StoreMem(p.base, p.off, asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(ref),
@@ -341,13 +405,8 @@ func (g *gen) storeStackContent(x *spec.Stack, p place) {
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.JEq.Imm(asm.R0, 0, done),
 		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), done), // another CPU stored it meanwhile
+		asm.Ja.Label(store),
 	)
-	g.e.Mark(store)
-	g.e.Emit(asm.StoreMem(p.base, p.off, asm.R1, asm.DWord))
-	g.e.Mark(done)
-	if x.User {
-		g.storeProcess(place{p.base, p.off + 8})
-	}
 }
 
 // bpfNoExist is BPF_NOEXIST: store only a key the map does not hold.

@@ -12,7 +12,8 @@ import (
 
 // TestStacksByContentFromLinux61: from Linux 6.1 a probe's stacks go into
 // hash maps allocated as they fill (BPF_F_NO_PREALLOC), keyed by the hash
-// of the frames, each with its per-CPU scratch buffer; before 6.1 into the
+// of the frames, each with its per-CPU scratch buffer (user stacks of
+// more than 30 frames in a long map of their own); before 6.1 into the
 // kernel's stack trace maps, and the plan says why. A profile's maps are
 // sized from its rate and the CPUs within the budget, or as stack_entries
 // says, and the plan shows the stacks and their bytes when all are taken;
@@ -39,11 +40,11 @@ func TestStacksByContentFromLinux61(t *testing.T) {
 		purpose []string // in the user stack map's purpose
 	}{
 		{bpf.Version{Major: 6, Minor: 1}, 10, 2, "", ebpf.Hash, 10 * 2 * 600,
-			[]string{"stored by content", "sized for its samples in 600 s (10 Hz × 2 CPUs)", "12000 stacks, 93.8 MiB when all are taken"}},
-		{bpf.Version{Major: 6, Minor: 1}, 99, 64, "", ebpf.Hash, 128 << 20 / (8192 + 256),
-			[]string{"sized for the 128.0 MiB budget", "15887 stacks, 124.1 MiB when all are taken"}},
+			[]string{"stored by content", "sized for its samples in 600 s (10 Hz × 2 CPUs)", "12000 stacks, 11.7 MiB when all are taken"}},
+		{bpf.Version{Major: 6, Minor: 1}, 99, 64, "", ebpf.Hash, 128 << 20 / (1024 + 8192 + 256),
+			[]string{"sized for the 128.0 MiB budget", "14169 stacks, 13.8 MiB when all are taken"}},
 		{bpf.Version{Major: 6, Minor: 1}, 99, 64, "stack_entries = 1000", ebpf.Hash, 1000,
-			[]string{"as stack_entries says", "1000 stacks, 7.8 MiB when all are taken"}},
+			[]string{"as stack_entries says", "1000 stacks, 1000 KiB when all are taken"}},
 		{bpf.Version{Major: 5, Minor: 15}, 10, 2, "", ebpf.StackTrace, 10 * 2 * 600,
 			[]string{"predates Linux 6.1", "12000 stacks, 46.5 MiB preallocated"}},
 	} {
@@ -69,8 +70,15 @@ func TestStacksByContentFromLinux61(t *testing.T) {
 			if m.Type != c.typ || m.MaxEntries != c.entries {
 				t.Errorf("%v %q: %s is a %v of %d entries, want a %v of %d", c.kernel, c.setting, m.Ref, m.Type, m.MaxEntries, c.typ, c.entries)
 			}
-			buf := maps[m.Ref+"_buf"]
-			if byContent := c.typ == ebpf.Hash; byContent != (buf != nil) || byContent && (m.Flags != flagNoPrealloc || m.KeySize != 8 || buf.ValueSize != m.ValueSize) {
+			buf, deepest := maps[m.Ref+"_buf"], m
+			if l := maps[m.Ref+"_long"]; l != nil {
+				// Stacks of more than 30 user frames go to the long map.
+				if m.ValueSize != 30*32 || l.Type != ebpf.Hash || l.MaxEntries != c.entries || l.Flags != flagNoPrealloc {
+					t.Errorf("%v: short map %+v, long map %+v", c.kernel, m, l)
+				}
+				deepest = l
+			}
+			if byContent := c.typ == ebpf.Hash; byContent != (buf != nil) || byContent && (m.Flags != flagNoPrealloc || m.KeySize != 8 || buf.ValueSize != deepest.ValueSize) {
 				t.Errorf("%v: %s: flags %#x key %d, scratch %+v", c.kernel, m.Ref, m.Flags, m.KeySize, buf)
 			}
 		}

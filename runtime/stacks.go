@@ -155,6 +155,10 @@ type stackResolver struct {
 	cache map[string][]symbols.Frame
 }
 
+// stackLongKey marks the key of a stack stored by content in the long
+// map of its kind and depth.
+const stackLongKey = 1 << 62
+
 // stackLookups makes this process's readers of stack maps take turns.
 var stackLookups sync.Mutex
 
@@ -213,14 +217,18 @@ func (r *stackResolver) resolve(s *Stack) error {
 		s.Frames = fr
 		return nil
 	}
-	m := r.maps[s.ref]
+	ref := s.ref
+	if s.ID&stackLongKey != 0 {
+		ref += "_long" // a deep stack stored by content (the compiler's stackLongRef)
+	}
+	m := r.maps[ref]
 	if m == nil {
-		mm, rel, err := r.open(s.ref)
+		mm, rel, err := r.open(ref)
 		if err != nil {
 			return err
 		}
 		m = mm
-		r.maps[s.ref] = m
+		r.maps[ref] = m
 		r.rels = append(r.rels, rel)
 	}
 	var raw []byte

@@ -671,8 +671,8 @@ func TestProfileStacksNotLost(t *testing.T) {
 		stacks   string // in the plan
 		min, max float64
 	}{
-		{"", "16384 stacks, 128.0 MiB when all are taken", 0, 0.01},
-		{"stack_entries = 64", "64 stacks, 512 KiB when all are taken", 0.05, 1},
+		{"", "14563 stacks, 14.2 MiB when all are taken", 0, 0.01},
+		{"stack_entries = 64", "64 stacks, 64 KiB when all are taken", 0.05, 1},
 	} {
 		c := newStkCLI(t)
 		src := fmt.Sprintf(`
