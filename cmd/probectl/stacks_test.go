@@ -657,7 +657,8 @@ func TestStackLostInJSON(t *testing.T) {
 }
 
 // A profile over 256 call paths (at least as many distinct user stacks,
-// more with the leaf's addresses) at 499 Hz. Stored by content, the
+// more with the leaf's addresses) at 499 Hz, 8 levels deep and 40 (past
+// the 30 frames of the short stack map: the long one). Stored by content, the
 // stack map a profile is sized for keeps every stack (< 1% lost, no
 // collisions), and stack_entries = 64 loses samples and says so: by
 // kind in show -json, as "[stack lost: stack map full]" in the text and
@@ -667,12 +668,15 @@ func TestStackLostInJSON(t *testing.T) {
 func TestProfileStacksNotLost(t *testing.T) {
 	path, comm := stkWork(t)
 	for _, tc := range []struct {
+		work     string
 		setting  string
 		stacks   string // in the plan
 		min, max float64
 	}{
-		{"", "14563 stacks, 14.2 MiB when all are taken", 0, 0.01},
-		{"stack_entries = 64", "64 stacks, 64 KiB when all are taken", 0.05, 1},
+		{"paths", "", "14563 stacks, 14.2 MiB when all are taken", 0, 0.01},
+		{"paths", "stack_entries = 64", "64 stacks, 64 KiB when all are taken", 0.05, 1},
+		// Stacks of 40 levels: in the map of stacks of more than 30 frames.
+		{"deep", "", "14563 stacks, 113.8 MiB when all are taken", 0, 0.01},
 	} {
 		c := newStkCLI(t)
 		src := fmt.Sprintf(`
@@ -697,7 +701,7 @@ probe "profile" "paths" {
 			t.Fatalf("%q: the plan does not say %q, stored by content:\n%s", tc.setting, tc.stacks, plan)
 		}
 		c.must("apply", "-auto-approve", file)
-		runWork(t, path, "paths", "3")
+		runWork(t, path, tc.work, "3")
 		out := c.must("show", "-json", "-symbols", filepath.Dir(path))
 		var res struct {
 			Probes []struct {
@@ -706,7 +710,8 @@ probe "profile" "paths" {
 					Entries []struct {
 						Key struct {
 							Ustack []struct {
-								Lost string `json:"lost"`
+								Lost   string `json:"lost"`
+								Symbol string `json:"symbol"`
 							} `json:"ustack"`
 						} `json:"key"`
 						Value int64 `json:"value"`
@@ -721,7 +726,7 @@ probe "profile" "paths" {
 		if len(res.Probes) != 1 || len(res.Probes[0].Aggregations) != 2 {
 			t.Fatalf("want one probe with two aggregations:\n%s", out)
 		}
-		var samples, kept, full, hits int64
+		var samples, kept, full, hits, deepest int64
 		var agg = res.Probes[0].Aggregations[0]
 		for _, a := range res.Probes[0].Aggregations {
 			switch a.Name {
@@ -741,17 +746,23 @@ probe "profile" "paths" {
 				full += e.Value
 			case len(e.Key.Ustack) > 0 && e.Key.Ustack[0].Lost == "":
 				kept += e.Value
+				if e.Key.Ustack[0].Symbol == "stk_leaf" {
+					deepest = max(deepest, int64(len(e.Key.Ustack)))
+				}
 			}
 		}
 		lost := agg.StacksLost["full"] + agg.StacksLost["collision"]
 		frac := float64(lost) / float64(samples)
-		t.Logf("%q: %d samples (%d counted), %d with their stack in %d keys, stacks lost %v (%.2f%%)", tc.setting, samples, hits, kept, len(agg.Entries), agg.StacksLost, 100*frac)
+		t.Logf("%s %q: %d samples (%d counted), %d with their stack in %d keys (the deepest from stk_leaf: %d frames), stacks lost %v (%.2f%%)", tc.work, tc.setting, samples, hits, kept, len(agg.Entries), deepest, agg.StacksLost, 100*frac)
 		if samples < 100 {
 			t.Fatalf("%q: %d samples of 3 s of CPU at 499 Hz", tc.setting, samples)
 		}
 		if samples != hits || kept+lost+agg.StacksLost["no stack"] != hits || full != agg.StacksLost["full"] || agg.StacksLost["collision"] != 0 {
 			t.Errorf("%q: %d samples, %d with a stack + %d lost (%d full in the keys) + %d without, want the %d the program counted, none collided",
 				tc.setting, samples, kept, lost, full, agg.StacksLost["no stack"], hits)
+		}
+		if want := int64(map[string]int{"paths": 9, "deep": 41}[tc.work]); deepest < want {
+			t.Errorf("%q %s: the deepest stack from stk_leaf has %d frames, want %d or more", tc.setting, tc.work, deepest, want)
 		}
 		if frac < tc.min || frac > tc.max {
 			t.Errorf("%q: %.2f%% of samples lost their stack, want %.0f%% to %.0f%%", tc.setting, 100*frac, 100*tc.min, 100*tc.max)

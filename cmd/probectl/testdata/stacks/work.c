@@ -10,6 +10,8 @@
  *                       levels of stk_pa/stk_pb), one after another,
  *                       for SECONDS of its CPU time (a busy host's
  *                       samples are as many)
+ *   work deep SECONDS   the same, 40 levels deep (stacks of more than
+ *                       30 frames)
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
@@ -108,12 +110,13 @@ int main(int argc, char **argv) {
 			stk_cold();
 			clock_gettime(CLOCK_MONOTONIC, &now);
 		} while (now.tv_sec - start.tv_sec < n);
-	} else if (strcmp(argv[1], "paths") == 0) {
+	} else if (strcmp(argv[1], "paths") == 0 || strcmp(argv[1], "deep") == 0) {
 		struct timespec start, now;
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
 		unsigned path = 0;
+		int depth = strcmp(argv[1], "deep") == 0 ? 40 : 8;
 		do {
-			stk_pa(8, path++ % 256);
+			stk_pa(depth, path++ % 256);
 			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
 		} while (now.tv_sec - start.tv_sec < n);
 	} else if (strcmp(argv[1], "getppid") == 0) {
