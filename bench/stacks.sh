@@ -3,7 +3,8 @@
 # CPU counting samples by [ustack, kstack] for DURATION seconds (600, the
 # goal's 10 minutes, under make bench), then show -json: the samples whose
 # stack was lost (full, collision) over all samples, per round. Beside it
-# the samples the program counted (a keyless count), the distinct stacks
+# the samples the program counted (a keyless count, read a moment later
+# while the profile still samples), the distinct stacks
 # and the kernel's memlock figure of the stack maps, and the plan's
 # worst-case bytes. Stacks stored by content (Linux 6.1+) lose only to a
 # full map; the plan says which path the kernel takes.
@@ -76,7 +77,7 @@ s = aggs["samples"]
 samples = sum(e["value"] for e in s["entries"])
 counted = sum(e["value"] for e in aggs["counted"]["entries"])
 lost = s.get("stacks_lost") or {}
-kept = samples - sum(lost.values())
+kept = sum(e["value"] for e in s["entries"] if not any(isinstance(v, list) and v and "lost" in v[0] for v in e["key"].values()))
 gone = lost.get("full", 0) + lost.get("collision", 0)
 print(f"  {sys.argv[3]} s: {samples} samples ({counted} counted), {len(s['entries'])} keys, {kept} with both stacks, lost {lost}, stack maps memlock {int(sys.argv[2]) / 2**20:.1f} MiB", file=sys.stderr)
 print(f"{gone / max(samples, 1):.4f}")

@@ -40,7 +40,8 @@ import (
 // distinct stacks it can meet: no more than its samples in stackHorizon
 // (frequency × CPUs × 600 s), within stackBudget for all its stack maps
 // at their worst (every entry taken), each map the same entries (a
-// sample takes one of each). stack_entries sets the entries; beyond
+// sample takes one of each) but a long map an eighth of them (deep
+// stacks are few). stack_entries sets the entries; beyond
 // stackLimit for the probe's maps at their worst it is refused.
 const (
 	stackMapBytes = 8 << 20
@@ -86,6 +87,9 @@ func stackMapRef(t spec.Type) string {
 const (
 	stackShortSlab = 1024
 	stackLongKey   = 1 << 62
+	// stackLongShare: a profile's long map holds an eighth of the
+	// stacks its short map does (at least spec.MinStackEntries).
+	stackLongShare = 8
 )
 
 // stackShortFrames is the most frames of a kind a short stack map holds.
@@ -203,7 +207,11 @@ func (g *gen) stackMaps() {
 func (g *gen) sizeProfileStacks(maps []*Map) {
 	var elem int64 // the bytes of one stack in every map, at most
 	for _, m := range maps {
-		elem += stackElemBytes(m)
+		if isLongRef(m.Ref) {
+			elem += stackElemBytes(m) / stackLongShare
+		} else {
+			elem += stackElemBytes(m)
+		}
 	}
 	verb := "preallocates"
 	if maps[0].Type == ebpf.Hash {
@@ -232,6 +240,9 @@ func (g *gen) sizeProfileStacks(maps []*Map) {
 	}
 	for _, m := range maps {
 		m.MaxEntries = uint32(n)
+		if isLongRef(m.Ref) {
+			m.MaxEntries = uint32(max(n/stackLongShare, spec.MinStackEntries))
+		}
 		m.Purpose += "; " + why
 	}
 }
