@@ -10,26 +10,66 @@ import (
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/compiler/internal/emit"
 	"github.com/probectl/probectl/spec"
+	"golang.org/x/sys/unix"
 )
 
 // Call stacks and profile probes.
 //
-// A kstack or ustack value is an id in a stack trace map of the probe
-// (BPF_MAP_TYPE_STACK_TRACE), one map per kind and depth: the kernel
-// hashes the frames and keeps each distinct stack once. A key or record
-// holds the id (negative: the errno of bpf_get_stackid, no stack); a user
-// stack also holds the process (storeProcess). User stacks are kept as build ids and
-// file offsets (BPF_F_STACK_BUILD_ID), so show symbolizes them after the
-// process has exited; a frame whose file the kernel could not identify
-// keeps its address, symbolized through the process's maps while it runs.
+// A kstack or ustack value is a key into a stack map of the probe, one
+// map per kind and depth, that keeps each distinct stack once. A key or
+// record holds that key (negative: an errno, no stack); a user stack also
+// holds the process (storeProcess). User stacks are kept as build ids and
+// file offsets, so show symbolizes them after the process has exited; a
+// frame whose file the kernel could not identify keeps its address,
+// symbolized through the process's maps while it runs.
+//
+// Where the target is Linux 6.1 or later, stacks are stored by content
+// (storeStackContent): bpf_get_stack writes the frames into a per-CPU
+// scratch buffer, the program hashes the frames it returned (a bounded
+// loop, 5.3), and the frames go into a BPF_MAP_TYPE_HASH created with
+// BPF_F_NO_PREALLOC keyed by that hash. Memory is then paid per distinct
+// stack as it comes, and two stacks never fight over a bucket. Before
+// 6.1 a perf_event program may use preallocated hash maps only (the
+// kernel's allocator for the others was not safe in NMI): those targets
+// keep the kernel's stack trace map (BPF_MAP_TYPE_STACK_TRACE, an id
+// from bpf_get_stackid), every entry preallocated, where of D distinct
+// stacks in B buckets about D/2B collide and are lost.
 
-// Stack map limits. Every element is preallocated: a map holds as many
-// stacks as fit in stackMapBytes, between 1024 and 16384.
+// Stack map sizes. A probe other than a profile sizes each stack map to
+// about stackMapBytes, 1024 to 16384 stacks. A profile sizes for the
+// distinct stacks it can meet: no more than its samples in stackHorizon
+// (frequency × CPUs × 600 s), within stackBudget for all its stack maps
+// at their worst (every entry taken), each map the same entries (a
+// sample takes one of each) but a long map an eighth of them (deep
+// stacks are few). stack_entries sets the entries; beyond
+// stackLimit for the probe's maps at their worst it is refused.
 const (
 	stackMapBytes = 8 << 20
+	stackBudget   = 128 << 20
+	stackLimit    = 512 << 20
+	stackHorizon  = 600 // seconds
 	flagBuildID   = 1 << 5
 	flagUserStack = 1 << 8
+	// flagUserBuildID is bpf_get_stack's BPF_F_USER_BUILD_ID.
+	flagUserBuildID = 1 << 11
+	// flagNoPrealloc is the map flag BPF_F_NO_PREALLOC.
+	flagNoPrealloc = 1
+	// htabElemHeader is struct htab_elem before its key, and
+	// memAllocHeader the bpf_mem_alloc header of each element (an
+	// llist_node): a stored stack takes a kmalloc slab of their sum with
+	// the key and the value.
+	htabElemHeader = 48
+	memAllocHeader = 8
 )
+
+// stacksByContent says whether the target stores stacks by content, and
+// why or why not, for the plan.
+func stacksByContent(f *bpf.Facts) (bool, string) {
+	if f.Kernel.AtLeast(6, 1) {
+		return true, "stored by content (bpf_get_stack, hashed in the program; paid per distinct stack)"
+	}
+	return false, fmt.Sprintf("kept by the kernel's stack trace map (bpf_get_stackid): the target (%s) predates Linux 6.1, before which profile programs may not use hash maps allocated as they fill", f.Label())
+}
 
 // stackMapRef names the stack map of a kind and depth.
 func stackMapRef(t spec.Type) string {
@@ -39,10 +79,63 @@ func stackMapRef(t spec.Type) string {
 	return fmt.Sprintf("kstack_%d", t.Size)
 }
 
-// stackMaps adds a stack trace map for every kind and depth of stack the
-// probe takes.
+// Stacks stored by content in two maps: those of stackShortFrames or
+// fewer in a map whose element fits a 1 KiB slab, deeper ones in the
+// long map (stackLongRef), their key marked with stackLongKey. Most
+// stacks are short, and a stored stack of 127 user frames takes an
+// 8 KiB slab.
+const (
+	stackShortSlab = 1024
+	stackLongKey   = 1 << 62
+	// stackLongShare: a profile's long map holds an eighth of the
+	// stacks its short map does (at least spec.MinStackEntries).
+	stackLongShare = 8
+)
+
+// stackShortFrames is the most frames of a kind a short stack map holds.
+func stackShortFrames(user bool) int {
+	return (stackShortSlab - htabElemHeader - memAllocHeader - 8) / StackFrameSize(user)
+}
+
+// stackLongRef names the long stack map of stack map ref.
+func stackLongRef(ref string) string { return ref + "_long" }
+
+// isLongRef says ref is a long stack map.
+func isLongRef(ref string) bool { return len(ref) > 5 && ref[len(ref)-5:] == "_long" }
+
+// stackScratchRef names the per-CPU buffer bpf_get_stack writes a stack
+// of stack map ref into.
+func stackScratchRef(ref string) string { return ref + "_buf" }
+
+// stackElemBytes is the kernel memory one stored stack of m takes: its
+// preallocated element in a stack trace map, or the kmalloc slab of a
+// hash map's element.
+func stackElemBytes(m *Map) int64 {
+	if m.Type == ebpf.StackTrace {
+		return int64(m.ValueSize)
+	}
+	n := int64(htabElemHeader+memAllocHeader) + int64(m.KeySize+7)&^7 + int64(m.ValueSize+7)&^7
+	switch {
+	case n <= 96:
+		return 96
+	case n <= 128:
+		return 128
+	case n <= 192:
+		return 192
+	}
+	slab := int64(256)
+	for slab < n {
+		slab *= 2
+	}
+	return slab
+}
+
+// stackMaps adds a stack map for every kind and depth of stack the probe
+// takes, and with stacks stored by content the scratch buffer of each.
 func (g *gen) stackMaps() {
 	seen := map[string]bool{}
+	byContent, how := stacksByContent(g.facts)
+	var maps []*Map
 	for _, x := range g.exprs() {
 		spec.Walk(x, func(x spec.Expr) {
 			s, ok := x.(*spec.Stack)
@@ -55,19 +148,114 @@ func (g *gen) stackMaps() {
 				return
 			}
 			seen[ref] = true
-			value := t.Size * StackFrameSize(s.User)
-			n := min(max(stackMapBytes/value, 1024), 16384)
-			m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4,
-				ValueSize: uint32(value), MaxEntries: uint32(n)}
+			what := fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
 			if s.User {
-				m.Flags = flagBuildID
-				m.Purpose = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
-			} else {
-				m.Purpose = fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
+				what = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
 			}
-			g.out.Maps = append(g.out.Maps, m)
+			depths := []int{t.Size}
+			if short := stackShortFrames(s.User); byContent && t.Size > short {
+				depths = []int{short, t.Size}
+			}
+			for i, depth := range depths {
+				m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4,
+					ValueSize: uint32(depth * StackFrameSize(s.User)), Purpose: what + ", " + how}
+				switch {
+				case byContent:
+					m.Type, m.KeySize, m.Flags = ebpf.Hash, 8, flagNoPrealloc
+				case s.User:
+					m.Flags = flagBuildID
+				}
+				if len(depths) > 1 {
+					if i == 0 {
+						m.Purpose += fmt.Sprintf("; those of %d frames or fewer", depth)
+					} else {
+						m.Ref, m.Name = stackLongRef(ref), mapName("probectl."+ref[:1]+"stkl")
+						m.Purpose += fmt.Sprintf("; those of more than %d frames", depths[0])
+					}
+				}
+				m.MaxEntries = uint32(min(max(stackMapBytes/stackElemBytes(m), 1024), 16384))
+				maps = append(maps, m)
+			}
 		})
 	}
+	if len(maps) > 0 && g.p.Addr.Kind == bpf.KindProfile {
+		g.sizeProfileStacks(maps)
+	}
+	for _, m := range maps {
+		worst := int64(m.MaxEntries) * stackElemBytes(m)
+		if m.Type == ebpf.StackTrace {
+			m.Purpose += fmt.Sprintf("; %d stacks, %s preallocated", m.MaxEntries, stackBytes(worst))
+		} else {
+			m.Purpose += fmt.Sprintf("; %d stacks, %s when all are taken", m.MaxEntries, stackBytes(worst))
+		}
+		g.out.Maps = append(g.out.Maps, m)
+		if m.Type == ebpf.Hash && !isLongRef(m.Ref) {
+			size := m.ValueSize // the deepest stack of the kind and depth
+			for _, l := range maps {
+				if l.Ref == stackLongRef(m.Ref) {
+					size = l.ValueSize
+				}
+			}
+			g.out.Maps = append(g.out.Maps, &Map{Ref: stackScratchRef(m.Ref), Name: mapName("probectl." + m.Ref[:1] + "buf"), Type: ebpf.PerCPUArray,
+				KeySize: 4, ValueSize: size, MaxEntries: 1, Purpose: "the stack bpf_get_stack writes, hashed before it is stored"})
+		}
+	}
+}
+
+// sizeProfileStacks sets the entries of a profile's stack maps: as
+// stack_entries says, or its samples in stackHorizon within stackBudget.
+func (g *gen) sizeProfileStacks(maps []*Map) {
+	var elem int64 // the bytes of one stack in every map, at most
+	for _, m := range maps {
+		if isLongRef(m.Ref) {
+			elem += stackElemBytes(m) / stackLongShare
+		} else {
+			elem += stackElemBytes(m)
+		}
+	}
+	verb := "preallocates"
+	if maps[0].Type == ebpf.Hash {
+		verb = "takes, once all are stored,"
+	}
+	n, why := g.p.StackEntries, "as stack_entries says"
+	if n != 0 {
+		if n*elem > stackLimit {
+			g.errorf(g.p.StackEntriesRange, "Stack maps too large",
+				"stack_entries = %d %s %s for this probe's stack maps (%d bytes a stack), beyond the %s a probe may take: the kernel charges it to the agent's memory cgroup. Use stack_entries = %d or less, or shallower stacks (ustack(32)).",
+				n, verb, stackBytes(n*elem), elem, stackBytes(stackLimit), stackLimit/elem)
+			return
+		}
+	} else {
+		rate := g.p.Frequency
+		if g.p.PeriodNS > 0 {
+			rate = max(1e9/g.p.PeriodNS, 1)
+		}
+		budget := stackBudget / elem
+		n, why = budget, fmt.Sprintf("sized for the %s budget of a profile's stack maps", stackBytes(stackBudget))
+		if g.p.Period > 0 {
+			// Every N events: how many a second, the spec does not say.
+			why += fmt.Sprintf(" (its samples come every %d events, at no rate known before)", g.p.Period)
+		} else if cpus := int64(g.facts.CPUs); cpus > 0 && rate > 0 {
+			if samples := rate * cpus * stackHorizon; samples < budget {
+				n, why = max(samples, 1024), fmt.Sprintf("sized for its samples in %d s (%d Hz × %d CPUs)", stackHorizon, rate, cpus)
+			}
+		}
+	}
+	for _, m := range maps {
+		m.MaxEntries = uint32(n)
+		if isLongRef(m.Ref) {
+			m.MaxEntries = uint32(max(n/stackLongShare, spec.MinStackEntries))
+		}
+		m.Purpose += "; " + why
+	}
+}
+
+// stackBytes prints a size in MiB, or KiB below one.
+func stackBytes(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", (n+1023)>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // stackField completes the layout of a key or record field holding a
@@ -89,6 +277,10 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 	switch x := x.(type) {
 	case *spec.Stack:
 		g.e.Origin(x.Range())
+		if ok, _ := stacksByContent(g.facts); ok {
+			g.storeStackContent(x, p)
+			return
+		}
 		flags := int32(0)
 		if x.User {
 			flags = flagUserStack
@@ -116,6 +308,123 @@ func (g *gen) storeStack(x spec.Expr, p place) {
 		panic(fmt.Sprintf("compiler: a stack from %T", x))
 	}
 }
+
+// Stack hashing: FNV-1a over 64-bit words, each product folded by its
+// high half. Bit 63 is cleared, so a stored key is never negative (an
+// errno), and bit 62 says which map holds the frames (stackLongKey).
+const (
+	stackHashSeed  = -3750763034362895579 // 0xcbf29ce484222325, FNV's offset basis
+	stackHashPrime = 0x100000001b3
+)
+
+// storeStackContent takes stack x by content and stores its key, the
+// hash of its frames, at p: bpf_get_stack into the per-CPU scratch
+// buffer, the hash of the words it wrote (a bounded loop over those
+// only), and the frames into the stack map under that hash unless there
+// already. A stack the kernel has none of stores -EFAULT, like
+// bpf_get_stackid; one the map refuses (full: -E2BIG, or -ENOMEM) stores
+// the error. R8 holds the buffer and R9 the offset in it: no other code
+// uses them.
+func (g *gen) storeStackContent(x *spec.Stack, p place) {
+	t := x.Type()
+	ref := stackMapRef(t)
+	size := int32(t.Size * StackFrameSize(x.User))
+	flags := int32(0)
+	if x.User {
+		flags = flagUserStack | flagUserBuildID
+	}
+	mark := g.e.StackMark()
+	defer g.e.Release(mark)
+	key := g.e.Alloc(8)
+	start, loop, hashed := g.e.NewLabel("stack_start"), g.e.NewLabel("stack_hash"), g.e.NewLabel("stack_hashed")
+	store, done := g.e.NewLabel("stack_store"), g.e.NewLabel("stack_done")
+	g.e.Emit(
+		emit.StoreImm64(asm.RFP, key, 0),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(stackScratchRef(ref)),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+		asm.Mov.Imm(asm.R1, -int32(unix.ENOMEM)),
+		asm.JEq.Imm(asm.R0, 0, store),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.Mov.Reg(asm.R1, regCtx),
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Mov.Imm(asm.R3, size),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnGetStack.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.JSGT.Imm(asm.R0, 0, start),
+		asm.JSLT.Imm(asm.R0, 0, store),
+		asm.Mov.Imm(asm.R1, -int32(unix.EFAULT)), // no frames: no stack
+		asm.Ja.Label(store),
+	)
+	// R0: the bytes written; R1: the hash; R9: the offset of the next word.
+	g.e.Mark(start)
+	g.e.Emit(
+		asm.LoadImm(asm.R1, stackHashSeed, asm.DWord),
+		asm.Xor.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R9, 0),
+	)
+	g.e.Mark(loop)
+	g.e.Emit(
+		asm.JGE.Reg(asm.R9, asm.R0, hashed),
+		asm.JGE.Imm(asm.R9, size, hashed),
+		asm.Mov.Reg(asm.R2, asm.R8), asm.Add.Reg(asm.R2, asm.R9),
+		asm.LoadMem(asm.R2, asm.R2, 0, asm.DWord),
+		asm.Xor.Reg(asm.R1, asm.R2),
+		asm.LoadImm(asm.R2, stackHashPrime, asm.DWord),
+		asm.Mul.Reg(asm.R1, asm.R2),
+		asm.Mov.Reg(asm.R2, asm.R1), asm.RSh.Imm(asm.R2, 32),
+		asm.Xor.Reg(asm.R1, asm.R2),
+		asm.Add.Imm(asm.R9, 8),
+		asm.Ja.Label(loop),
+	)
+	g.e.Mark(hashed)
+	g.e.Emit(asm.LSh.Imm(asm.R1, 2), asm.RSh.Imm(asm.R1, 2))
+	if short := stackShortFrames(x.User); t.Size > short {
+		// R9 is the bytes written: a stack of more frames than the short
+		// map holds goes to the long one, its key marked.
+		long := g.e.NewLabel("stack_long")
+		g.e.Emit(asm.JGT.Imm(asm.R9, int32(short*StackFrameSize(x.User)), long))
+		g.storeStackFrames(ref, key, p, store, done)
+		g.e.Mark(long)
+		g.e.Emit(asm.LoadImm(asm.R2, stackLongKey, asm.DWord), asm.Or.Reg(asm.R1, asm.R2))
+		g.storeStackFrames(stackLongRef(ref), key, p, store, done)
+	} else {
+		g.storeStackFrames(ref, key, p, store, done)
+	}
+	g.e.Mark(store)
+	g.e.Emit(asm.StoreMem(p.base, p.off, asm.R1, asm.DWord))
+	g.e.Mark(done)
+	if x.User {
+		g.storeProcess(place{p.base, p.off + 8})
+	}
+}
+
+// storeStackFrames stores the key in R1 at p and at key, and the frames
+// in the scratch buffer (R8) into stack map ref unless it holds them;
+// it goes to done, or to store with the map's error in R1.
+func (g *gen) storeStackFrames(ref string, key int16, p place, store, done string) {
+	g.e.Emit(
+		asm.StoreMem(asm.RFP, key, asm.R1, asm.DWord),
+		asm.StoreMem(p.base, p.off, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(ref),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, done),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(ref),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(key)),
+		asm.Mov.Reg(asm.R3, asm.R8),
+		asm.Mov.Imm(asm.R4, bpfNoExist),
+		asm.FnMapUpdateElem.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.JEq.Imm(asm.R0, -int32(unix.EEXIST), done), // another CPU stored it meanwhile
+		asm.Ja.Label(store),
+	)
+}
+
+// bpfNoExist is BPF_NOEXIST: store only a key the map does not hold.
+const bpfNoExist = 1
 
 // chooseProfileRoute decides what a profile probe samples: the event it
 // names, or for "auto" the CPU's cycle counter where the machine has one

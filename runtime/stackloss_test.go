@@ -23,7 +23,8 @@ func TestStackLossInJSON(t *testing.T) {
 		{unix.EFAULT, true, "no stack", "no user stack"},
 		{unix.EFAULT, false, "no stack", "no kernel stack"},
 		{unix.ENOENT, false, "no stack", "no stack stored"},
-		{unix.E2BIG, false, "other", "stack lost: " + unix.E2BIG.Error()},
+		{unix.E2BIG, false, "full", "stack lost: stack map full"}, // a stack map stored by content
+		{unix.EBUSY, false, "other", "stack lost: " + unix.EBUSY.Error()},
 	} {
 		raw := make([]byte, 16)
 		binary.LittleEndian.PutUint64(raw, uint64(-int64(c.errno)))

@@ -126,7 +126,9 @@ func stackErr(id int64, user bool) string {
 		return "no kernel stack"
 	case unix.EEXIST:
 		return stackErrCollision
-	case unix.ENOMEM:
+	case unix.ENOMEM, unix.E2BIG:
+		// bpf_get_stackid: no free entry; a stack map stored by
+		// content: max_entries stored (E2BIG), or no memory for another.
 		return stackErrFull
 	case unix.ENOENT:
 		return "no stack stored"
@@ -153,6 +155,10 @@ type stackResolver struct {
 	cache map[string][]symbols.Frame
 }
 
+// stackLongKey marks the key of a stack stored by content in the long
+// map of its kind and depth.
+const stackLongKey = 1 << 62
+
 // stackLookups makes this process's readers of stack maps take turns.
 var stackLookups sync.Mutex
 
@@ -161,11 +167,17 @@ var stackLookups sync.Mutex
 // (bpf_stackmap_copy), so another reader of the same id meanwhile finds
 // none: this process's readers take turns, and a reader that finds none
 // tries again a few times, as another process may be reading it.
-func lookupStack(m *ebpf.Map, id uint32, raw *[]byte) error {
+//
+// A stack stored by content (a hash map, keyed by the hash of its
+// frames) is read as it is: the map is not changed by reading it.
+func lookupStack(m *ebpf.Map, id int64, raw *[]byte) error {
+	if m.Type() == ebpf.Hash {
+		return m.Lookup(uint64(id), raw)
+	}
 	stackLookups.Lock()
 	defer stackLookups.Unlock()
 	for try := 0; ; try++ {
-		err := m.Lookup(id, raw)
+		err := m.Lookup(uint32(id), raw)
 		if err == nil || !errors.Is(err, ebpf.ErrKeyNotExist) || try == 4 {
 			return err
 		}
@@ -205,18 +217,22 @@ func (r *stackResolver) resolve(s *Stack) error {
 		s.Frames = fr
 		return nil
 	}
-	m := r.maps[s.ref]
+	ref := s.ref
+	if s.ID&stackLongKey != 0 {
+		ref += "_long" // a deep stack stored by content (the compiler's stackLongRef)
+	}
+	m := r.maps[ref]
 	if m == nil {
-		mm, rel, err := r.open(s.ref)
+		mm, rel, err := r.open(ref)
 		if err != nil {
 			return err
 		}
 		m = mm
-		r.maps[s.ref] = m
+		r.maps[ref] = m
 		r.rels = append(r.rels, rel)
 	}
 	var raw []byte
-	if err := lookupStack(m, uint32(s.ID), &raw); err != nil {
+	if err := lookupStack(m, s.ID, &raw); err != nil {
 		s.Err = stackErrMissing
 		return nil
 	}

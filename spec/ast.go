@@ -77,6 +77,10 @@ type Probe struct {
 	SampleRange    hcl.Range
 	PerfEvent      string
 	PerfEventRange hcl.Range
+	// StackEntries is how many distinct stacks each of the probe's stack
+	// maps holds (stack_entries); 0: sized by the compiler.
+	StackEntries      int64
+	StackEntriesRange hcl.Range
 
 	Entry *Handler
 	Exit  *Handler

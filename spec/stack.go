@@ -97,6 +97,15 @@ const (
 	MaxPeriod    = 1 << 40
 )
 
+// Limits of stack_entries, the distinct stacks a profile's stack map
+// holds: a user stack of 127 frames takes 8 KiB once stored (every entry
+// preallocated before Linux 6.1), so 1,048,576 is already 8 GiB; the
+// compiler refuses less than that, by the memory of the probe's maps.
+const (
+	MinStackEntries = 64
+	MaxStackEntries = 1 << 20
+)
+
 // profileAttr decodes an attribute of a profile probe.
 func (d *decoder) profileAttr(p *Probe, attr *hcl.Attribute) {
 	switch attr.Name {
@@ -114,6 +123,11 @@ func (d *decoder) profileAttr(p *Probe, attr *hcl.Attribute) {
 		p.SampleRange = attr.Expr.Range()
 		if n, ok := d.intAttr(attr, 1, MaxPeriod); ok {
 			p.Period = n
+		}
+	case "stack_entries":
+		p.StackEntriesRange = attr.Expr.Range()
+		if n, ok := d.intAttr(attr, MinStackEntries, MaxStackEntries); ok {
+			p.StackEntries = n
 		}
 	case "event":
 		p.PerfEventRange = attr.Expr.Range()

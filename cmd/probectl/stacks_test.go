@@ -655,3 +655,127 @@ func TestStackLostInJSON(t *testing.T) {
 		}
 	}
 }
+
+// A profile over 256 call paths (at least as many distinct user stacks,
+// more with the leaf's addresses) at 499 Hz, 8 levels deep and 40 (past
+// the 30 frames of the short stack map: the long one). Stored by content, the
+// stack map a profile is sized for keeps every stack (< 1% lost, no
+// collisions), and stack_entries = 64 loses samples and says so: by
+// kind in show -json, as "[stack lost: stack map full]" in the text and
+// folded views. Exact: the samples whose stack was kept plus those
+// whose stack was lost are the samples the program counted. The plan
+// shows each map's stacks and bytes when all are taken.
+func TestProfileStacksNotLost(t *testing.T) {
+	path, comm := stkWork(t)
+	for _, tc := range []struct {
+		work     string
+		setting  string
+		stacks   string // in the plan
+		min, max float64
+	}{
+		{"paths", "", "65536 stacks, 64.0 MiB when all are taken", 0, 0.01},
+		{"paths", "stack_entries = 64", "64 stacks, 64 KiB when all are taken", 0.05, 1},
+		// Stacks of 40 levels: in the map of stacks of more than 30 frames.
+		{"deep", "", "8192 stacks, 64.0 MiB when all are taken", 0, 0.01},
+	} {
+		c := newStkCLI(t)
+		src := fmt.Sprintf(`
+probe "profile" "paths" {
+  frequency = 499
+  %s
+  on_entry {
+    when = comm == %q
+    count "samples" {
+      by = [ustack]
+    }
+    count "hits" {}
+  }
+}
+`, tc.setting, comm)
+		file := filepath.Join(t.TempDir(), "stk.hcl")
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		plan := c.must("plan", file)
+		if !strings.Contains(plan, tc.stacks) || !strings.Contains(plan, "stored by content") {
+			t.Fatalf("%q: the plan does not say %q, stored by content:\n%s", tc.setting, tc.stacks, plan)
+		}
+		c.must("apply", "-auto-approve", file)
+		runWork(t, path, tc.work, "3")
+		out := c.must("show", "-json", "-symbols", filepath.Dir(path))
+		var res struct {
+			Probes []struct {
+				Aggregations []struct {
+					Name    string `json:"name"`
+					Entries []struct {
+						Key struct {
+							Ustack []struct {
+								Lost   string `json:"lost"`
+								Symbol string `json:"symbol"`
+							} `json:"ustack"`
+						} `json:"key"`
+						Value int64 `json:"value"`
+					} `json:"entries"`
+					StacksLost map[string]int64 `json:"stacks_lost"`
+				} `json:"aggregations"`
+			} `json:"probes"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if len(res.Probes) != 1 || len(res.Probes[0].Aggregations) != 2 {
+			t.Fatalf("want one probe with two aggregations:\n%s", out)
+		}
+		var samples, kept, full, hits, deepest int64
+		var agg = res.Probes[0].Aggregations[0]
+		for _, a := range res.Probes[0].Aggregations {
+			switch a.Name {
+			case "samples":
+				agg = a
+			case "hits":
+				if len(a.Entries) != 1 {
+					t.Fatalf("hits: %d entries", len(a.Entries))
+				}
+				hits = a.Entries[0].Value
+			}
+		}
+		for _, e := range agg.Entries {
+			samples += e.Value
+			switch {
+			case len(e.Key.Ustack) == 1 && e.Key.Ustack[0].Lost == "full":
+				full += e.Value
+			case len(e.Key.Ustack) > 0 && e.Key.Ustack[0].Lost == "":
+				kept += e.Value
+				if e.Key.Ustack[0].Symbol == "stk_leaf" {
+					deepest = max(deepest, int64(len(e.Key.Ustack)))
+				}
+			}
+		}
+		lost := agg.StacksLost["full"] + agg.StacksLost["collision"]
+		frac := float64(lost) / float64(samples)
+		t.Logf("%s %q: %d samples (%d counted), %d with their stack in %d keys (the deepest from stk_leaf: %d frames), stacks lost %v (%.2f%%)", tc.work, tc.setting, samples, hits, kept, len(agg.Entries), deepest, agg.StacksLost, 100*frac)
+		if samples < 100 {
+			t.Fatalf("%q: %d samples of 3 s of CPU at 499 Hz", tc.setting, samples)
+		}
+		if samples != hits || kept+lost+agg.StacksLost["no stack"] != hits || full != agg.StacksLost["full"] || agg.StacksLost["collision"] != 0 {
+			t.Errorf("%q: %d samples, %d with a stack + %d lost (%d full in the keys) + %d without, want the %d the program counted, none collided",
+				tc.setting, samples, kept, lost, full, agg.StacksLost["no stack"], hits)
+		}
+		if want := int64(map[string]int{"paths": 9, "deep": 41}[tc.work]); deepest < want {
+			t.Errorf("%q %s: the deepest stack from stk_leaf has %d frames, want %d or more", tc.setting, tc.work, deepest, want)
+		}
+		if frac < tc.min || frac > tc.max {
+			t.Errorf("%q: %.2f%% of samples lost their stack, want %.0f%% to %.0f%%", tc.setting, 100*frac, 100*tc.min, 100*tc.max)
+		}
+		if lost > 0 {
+			text := c.must("show", "-symbols", filepath.Dir(path))
+			folded := c.must("show", "-folded", "-symbols", filepath.Dir(path))
+			for view, s := range map[string]string{"show": text, "show -folded": folded} {
+				if !strings.Contains(s, "[stack lost: stack map full]") {
+					t.Errorf("%q: %s does not mark the lost stacks:\n%s", tc.setting, view, s)
+				}
+			}
+		}
+		c.run("destroy", "-auto-approve")
+	}
+}

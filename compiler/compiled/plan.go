@@ -288,8 +288,12 @@ func (p *Probe) LinkCount() *int {
 
 // MemoryBytes estimates the locked kernel memory of the probe's maps and
 // programs for cpus CPUs (1 when unknown). Hash maps preallocate every
-// element: a fixed overhead, the key, and one value per CPU for per-CPU maps.
+// element: a fixed overhead, the key, and one value per CPU for per-CPU
+// maps; one created with BPF_F_NO_PREALLOC (stacks stored by content)
+// takes its buckets at load and each element as it is stored, which the
+// map's purpose bounds.
 func (p *Probe) MemoryBytes(cpus int) int64 {
+	const mapNoPrealloc = 1 // BPF_F_NO_PREALLOC
 	cpus = max(cpus, 1)
 	const elemOverhead = 48 // struct htab_elem
 	var total int64
@@ -301,6 +305,14 @@ func (p *Probe) MemoryBytes(cpus int) int64 {
 		case ebpf.PerCPUArray:
 			total += n * val * int64(cpus)
 		case ebpf.Hash, ebpf.LRUHash:
+			if m.Flags&mapNoPrealloc != 0 {
+				buckets := int64(1)
+				for buckets < n {
+					buckets *= 2
+				}
+				total += buckets * 16 // struct bucket
+				break
+			}
 			total += n * (elemOverhead + key + val)
 		case ebpf.RingBuf:
 			total += n

@@ -10,6 +10,12 @@
  *                       clock_nanosleep for 1 s more (naptime)
  *   work write N        write N times to /dev/null: 16 bytes, some that
  *                       do not print, then bytes 0 to 99 (buf())
+ *   work paths SECONDS  spin in stk_leaf through 256 call paths (eight
+ *                       levels of stk_pa/stk_pb), one after another,
+ *                       for SECONDS of its CPU time (a busy host's
+ *                       samples are as many)
+ *   work deep SECONDS   the same, 40 levels deep (stacks of more than
+ *                       30 frames)
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
@@ -64,6 +70,33 @@ void *stk_thread(void *arg) {
 	return arg;
 }
 
+/* stk_pa and stk_pb call each other or themselves, as each bit of path
+ * says, depth times: each path is a distinct user stack. */
+__attribute__((noinline)) void stk_leaf(void) {
+	for (unsigned long i = 0; i < 200000; i++)
+		sink += i;
+}
+
+__attribute__((noinline)) void stk_pb(int depth, unsigned path);
+
+__attribute__((noinline)) void stk_pa(int depth, unsigned path) {
+	if (depth == 0)
+		stk_leaf();
+	else if (path & 1)
+		stk_pa(depth - 1, path >> 1);
+	else
+		stk_pb(depth - 1, path >> 1);
+}
+
+__attribute__((noinline)) void stk_pb(int depth, unsigned path) {
+	if (depth == 0)
+		stk_leaf();
+	else if (path & 1)
+		stk_pa(depth - 1, path >> 1);
+	else
+		stk_pb(depth - 1, path >> 1);
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3)
 		return 2;
@@ -80,6 +113,15 @@ int main(int argc, char **argv) {
 			stk_hot();
 			stk_cold();
 			clock_gettime(CLOCK_MONOTONIC, &now);
+		} while (now.tv_sec - start.tv_sec < n);
+	} else if (strcmp(argv[1], "paths") == 0 || strcmp(argv[1], "deep") == 0) {
+		struct timespec start, now;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+		unsigned path = 0;
+		int depth = strcmp(argv[1], "deep") == 0 ? 40 : 8;
+		do {
+			stk_pa(depth, path++ % 256);
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
 		} while (now.tv_sec - start.tv_sec < n);
 	} else if (strcmp(argv[1], "getppid") == 0) {
 		for (long i = 0; i < n; i++)

@@ -1,0 +1,103 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/spec"
+)
+
+// TestStacksByContentFromLinux61: from Linux 6.1 a probe's stacks go into
+// hash maps allocated as they fill (BPF_F_NO_PREALLOC), keyed by the hash
+// of the frames, each with its per-CPU scratch buffer (user stacks of
+// more than 30 frames in a long map of their own); before 6.1 into the
+// kernel's stack trace maps, and the plan says why. A profile's maps are
+// sized from its rate and the CPUs within the budget, or as stack_entries
+// says, and the plan shows the stacks and their bytes when all are taken;
+// the locked memory the plan counts for a map stored by content is its
+// buckets only.
+func TestStacksByContentFromLinux61(t *testing.T) {
+	const src = `probe "profile" "p" {
+  frequency = %d
+  %s
+  on_entry {
+    count "c" {
+      by = [ustack, kstack(20)]
+    }
+  }
+}
+`
+	for _, c := range []struct {
+		kernel  bpf.Version
+		freq    int
+		cpus    int
+		setting string
+		typ     ebpf.MapType
+		entries uint32
+		purpose []string // in the user stack map's purpose
+	}{
+		{bpf.Version{Major: 6, Minor: 1}, 10, 2, "", ebpf.Hash, 10 * 2 * 600,
+			[]string{"stored by content", "sized for its samples in 600 s (10 Hz × 2 CPUs)", "12000 stacks, 11.7 MiB when all are taken"}},
+		{bpf.Version{Major: 6, Minor: 1}, 99, 64, "", ebpf.Hash, 128 << 20 / (1024 + 8192/8 + 256),
+			[]string{"sized for the 128.0 MiB budget", "58254 stacks, 56.9 MiB when all are taken"}},
+		{bpf.Version{Major: 6, Minor: 1}, 99, 64, "stack_entries = 1000", ebpf.Hash, 1000,
+			[]string{"as stack_entries says", "1000 stacks, 1000 KiB when all are taken"}},
+		{bpf.Version{Major: 5, Minor: 15}, 10, 2, "", ebpf.StackTrace, 10 * 2 * 600,
+			[]string{"predates Linux 6.1", "12000 stacks, 46.5 MiB preallocated"}},
+	} {
+		cfg, diags := spec.Parse(map[string][]byte{"p.hcl": []byte(fmt.Sprintf(src, c.freq, c.setting))})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		facts, _ := bpf.Profile("linux-6.1-amd64")
+		facts.Kernel, facts.CPUs = c.kernel, c.cpus
+		out, diags := Compile(cfg, facts)
+		if diags.HasErrors() {
+			t.Fatalf("%v %q: %v", c.kernel, c.setting, diags)
+		}
+		maps := map[string]*Map{}
+		for _, m := range out.Probes[0].Maps {
+			maps[m.Ref] = m
+		}
+		u, k := maps["ustack_127"], maps["kstack_20"]
+		if u == nil || k == nil {
+			t.Fatalf("%v: no stack maps: %+v", c.kernel, out.Probes[0].Maps)
+		}
+		for _, m := range []*Map{u, k} {
+			if m.Type != c.typ || m.MaxEntries != c.entries {
+				t.Errorf("%v %q: %s is a %v of %d entries, want a %v of %d", c.kernel, c.setting, m.Ref, m.Type, m.MaxEntries, c.typ, c.entries)
+			}
+			buf, deepest := maps[m.Ref+"_buf"], m
+			if l := maps[m.Ref+"_long"]; l != nil {
+				// Stacks of more than 30 user frames go to the long map,
+				// an eighth of the entries.
+				if m.ValueSize != 30*32 || l.Type != ebpf.Hash || l.MaxEntries != max(c.entries/8, 64) || l.Flags != flagNoPrealloc {
+					t.Errorf("%v: short map %+v, long map %+v", c.kernel, m, l)
+				}
+				deepest = l
+			}
+			if byContent := c.typ == ebpf.Hash; byContent != (buf != nil) || byContent && (m.Flags != flagNoPrealloc || m.KeySize != 8 || buf.ValueSize != deepest.ValueSize) {
+				t.Errorf("%v: %s: flags %#x key %d, scratch %+v", c.kernel, m.Ref, m.Flags, m.KeySize, buf)
+			}
+		}
+		for _, want := range c.purpose {
+			if !strings.Contains(u.Purpose, want) {
+				t.Errorf("%v %q: the user stack map's purpose %q does not say %q", c.kernel, c.setting, u.Purpose, want)
+			}
+		}
+		if c.typ == ebpf.Hash {
+			// Buckets: max_entries rounded up to a power of two, 16 bytes each.
+			var buckets int64 = 1
+			for buckets < int64(c.entries) {
+				buckets *= 2
+			}
+			p := &Probe{Maps: []*Map{u}}
+			if got := p.MemoryBytes(c.cpus); got != buckets*16 {
+				t.Errorf("%v %q: locked memory of the user stack map %d, want %d (its buckets)", c.kernel, c.setting, got, buckets*16)
+			}
+		}
+	}
+}
