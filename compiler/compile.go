@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -149,6 +150,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 		return nil, append(diags, diag)
 	}
 	cp.Route, cp.Attach, cp.Reason, cp.Cost = d.route, d.families, d.reason, d.cost
+	cp.Unpinnable = compiled.Unpinnable(d.families, u.facts)
 	g.d, g.storage = d, entryStorage(p, d)
 	switch p.Addr.Kind {
 	case bpf.KindKernel:

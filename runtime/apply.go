@@ -150,6 +150,9 @@ func (w *Workspace) planApply(s *State, out *compiled.Output, plan *compiled.Pla
 			if p == nil || p.Digest != c.Digest {
 				return nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
 			}
+			if err := pinnable(p); err != nil {
+				return nil, err
+			}
 			a.changes = append(a.changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
 		case compiled.ActionDelete:
 			a.gone[c.Address] = true
