@@ -411,8 +411,9 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 	if d.route == RouteTrampoline {
 		cookie = f.Helpers.TracingAttachCookie
 	}
-	// The slot of per-call entry data is keyed by the function's cookie.
-	if (usesCookie || g.storage == StorageMap) && !cookie {
+	// The slot of per-call entry data is keyed by the function's cookie,
+	// a constant when the probe attaches one function known now.
+	if (usesCookie || g.storage == StorageMap && !g.oneFunction()) && !cookie {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
 			"func, event, per-call entry data and USDT arguments that differ between sites need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
