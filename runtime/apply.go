@@ -138,6 +138,9 @@ type applyTxn struct {
 // planApply matches the plan against the compiled probes: the probes it
 // creates or replaces, those it deletes and those it keeps.
 func (w *Workspace) planApply(s *State, out *compiled.Output, plan *compiled.Plan) (*applyTxn, error) {
+	if err := raiseMemlock(); err != nil {
+		return nil, err
+	}
 	a := &applyTxn{w: w, s: s, out: out, plan: plan, res: &Result{}, gone: map[bpf.Address]bool{}}
 	byAddr := map[bpf.Address]*compiled.Probe{}
 	for _, p := range out.Probes {
