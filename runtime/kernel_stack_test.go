@@ -75,12 +75,9 @@ func TestKernelStacks(t *testing.T) {
 				}
 			}
 			out := kcompile(t, f, src, wk.tid)
-			s, err := kapply(t, w, out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k := khold(t, w, out)
 			wk.syscalls(t, fails, oks, 0)
-			agg := aggregation(t, w, s, addr, "stacks")
+			agg := k.agg(t, addr, "stacks")
 			if len(agg.Entries) != 1 {
 				for _, e := range agg.Entries {
 					t.Logf("%v: %d", e.Key[0].Value, *e.Value)
@@ -113,10 +110,7 @@ func TestKernelStacks(t *testing.T) {
 					}
 				}
 			}
-			if _, _, err := w.Destroy(s, nil); err != nil {
-				t.Fatal(err)
-			}
-			leakFree(t, w, nil)
+			k.done(t)
 		})
 	}
 }

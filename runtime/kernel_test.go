@@ -411,19 +411,17 @@ func TestKernelWhenCommAndPID(t *testing.T) {
   }
 }`
 	w := workspace(t)
-	s, err := kapply(t, w, kcompile(t, f, src, wk.tid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := khold(t, w, kcompile(t, f, src, wk.tid))
 	wk.syscalls(t, 9, 0, 0)
-	if v := values(aggregation(t, w, s, "kernel.filters", "mine"))[""]; v != 9 {
+	if v := values(k.agg(t, "kernel.filters", "mine"))[""]; v != 9 {
 		t.Errorf("mine = %d, want 9", v)
 	}
 	for _, name := range []string{"other_comm", "other_pid"} {
-		if e := aggregation(t, w, s, "kernel.filters", name).Entries; len(e) != 0 {
+		if e := k.agg(t, "kernel.filters", name).Entries; len(e) != 0 {
 			t.Errorf("%s counted %v, want nothing", name, e)
 		}
 	}
+	k.done(t)
 }
 
 // A glob over several functions, keyed per function.
@@ -574,6 +572,9 @@ probe "kernel" "both" {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if !profile.Helpers.AttachCookie {
+					profile.Functions = f.Functions // as in TestKernelAutoRouteAsPlanned
+				}
 				planned := kcompile(t, profile, src, wk.tid)
 				for i, p := range out.Probes {
 					q := planned.Probes[i]
@@ -589,20 +590,17 @@ probe "kernel" "both" {
 				t.Logf("%s: %s via %s (%s; %s)", p.Address, p.Route, compiler.JoinFamilies(p.Attach), p.Reason, p.Cost)
 			}
 			w := workspace(t)
-			s, err := kapply(t, w, out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k := khold(t, w, out)
 			const fails, oks = 13, 8
 			wk.syscalls(t, fails, oks, 0)
-			if v := values(aggregation(t, w, s, "kernel.entry", "n"))[""]; v != fails+oks {
+			if v := values(k.agg(t, "kernel.entry", "n"))[""]; v != fails+oks {
 				t.Errorf("entry via %s: n = %d, want %d", compiler.JoinFamilies(out.Probes[1].Attach), v, fails+oks)
 			}
-			if got := values(aggregation(t, w, s, "kernel.both", "rets")); got["-9"] != fails || got["5"] != oks || len(got) != 2 {
+			if got := values(k.agg(t, "kernel.both", "rets")); got["-9"] != fails || got["5"] != oks || len(got) != 2 {
 				t.Errorf("both via %s: rets = %v, want -9: %d, 5: %d", compiler.JoinFamilies(out.Probes[0].Attach), got, fails, oks)
 			}
 			var total uint64
-			for _, e := range aggregation(t, w, s, "kernel.both", "ns").Entries {
+			for _, e := range k.agg(t, "kernel.both", "ns").Entries {
 				for _, b := range e.Buckets {
 					total += b.Count
 				}
@@ -610,10 +608,7 @@ probe "kernel" "both" {
 			if total != fails+oks {
 				t.Errorf("both: the latency histogram holds %d calls, want %d", total, fails+oks)
 			}
-			if _, _, err := w.Destroy(s, nil); err != nil {
-				t.Fatal(err)
-			}
-			leakFree(t, w, nil)
+			k.done(t)
 		})
 	}
 }
