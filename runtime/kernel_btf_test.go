@@ -39,7 +39,7 @@ func entryFamilies(f *bpf.Facts) []string {
 	if f.Links.KprobeMulti {
 		out = append(out, "kprobe.multi")
 	}
-	if f.Links.Fentry {
+	if f.Links.Fentry && f.BTF && f.Helpers.FuncArg { // bpf_get_func_arg (5.17)
 		out = append(out, "fentry")
 	}
 	if f.Links.Kprobe {
@@ -159,6 +159,7 @@ func TestKernelTCPConnect(t *testing.T) {
 // table is left empty.
 func TestKernelTCPConnLatExample(t *testing.T) {
 	f := kernelFacts(t)
+	needPerfLinks(t, f) // its kprobes are applied and pinned
 	src, err := examples.BPFtrace.ReadFile("bpftrace/tcpconnlat.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +201,7 @@ func TestKernelTCPConnLatExample(t *testing.T) {
 // writes of files the test names, and reads that fail.
 func TestKernelVFSLatencyByName(t *testing.T) {
 	f := kernelFacts(t)
+	needCookies(t, f)
 	wk := newWorker(t)
 	src := `probe "kernel" "vfs_by_name" {
   functions = ["vfs_read", "vfs_write"]
@@ -361,6 +363,7 @@ func TestKernelPPID(t *testing.T) {
 // deletes it.
 func TestKernelTableJoin(t *testing.T) {
 	f := kernelFacts(t)
+	needPerfLinks(t, f) // a table joins applied probes
 	wk := newWorker(t)
 	src := `table "write_size" {
   max_keys = 1024

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
 	"github.com/probectl/probectl/runtime"
 )
@@ -91,4 +92,25 @@ func (k *kheld) done(t *testing.T) {
 		t.Fatal(err)
 	}
 	noLeaks(t, held, nil, nil)
+}
+
+// needCookies skips a test whose probes cover several functions (or
+// events) and so key by the attach cookie, on a kernel without
+// bpf_get_attach_cookie (5.15; Debian 11's 5.10): the plan refuses them
+// there, as TestGolden's linux-5.10-*.refused shows.
+func needCookies(t *testing.T, f *bpf.Facts) {
+	t.Helper()
+	if !f.Helpers.AttachCookie {
+		t.Skipf("%s has no bpf_get_attach_cookie (5.15): a probe over several functions is refused at plan", f.Label())
+	}
+}
+
+// needPerfLinks skips a test of apply itself (its pins, its atomicity)
+// over kprobes on a kernel that cannot pin them (BPF links on perf
+// events, 5.15): apply refuses them there (khold checks that).
+func needPerfLinks(t *testing.T, f *bpf.Facts) {
+	t.Helper()
+	if !f.Perf.Link {
+		t.Skipf("%s has no BPF links on perf events (5.15): apply cannot pin kprobes there", f.Label())
+	}
 }

@@ -427,6 +427,7 @@ func TestKernelWhenCommAndPID(t *testing.T) {
 // A glob over several functions, keyed per function.
 func TestKernelGlobPerFunction(t *testing.T) {
 	f := kernelFacts(t)
+	needCookies(t, f)
 	wfn, rfn := writeFunction(t, f), readFunction(t, f)
 	// The common prefix of the read and write functions, then [rw]*.
 	prefix := strings.TrimSuffix(wfn, "write")
@@ -471,6 +472,7 @@ func TestKernelGlobPerFunction(t *testing.T) {
 // is attached, the previous state stays live and counting.
 func TestKernelAtomicApply(t *testing.T) {
 	f := kernelFacts(t)
+	needPerfLinks(t, f)
 	wk := newWorker(t)
 	tid := wk.tid
 	wfn := writeFunction(t, f)
