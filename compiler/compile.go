@@ -393,6 +393,10 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 				if d := g.checkSince(x); d != nil {
 					diags = append(diags, d)
 				}
+			case *spec.ArgsField:
+				// A field at different offsets in the events is picked
+				// by the event's cookie (perEvent).
+				usesCookie = usesCookie || g.fieldMoves(x.Name)
 			case *spec.Binary:
 				if name, ok := spec.FuncName(x); ok {
 					if d := g.resolveFuncName(name, x.R.Range()); d != nil {
@@ -418,6 +422,20 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 			"func, event, per-call entry data and USDT arguments that differ between sites need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
 	return append(diags, g.checkLinks(d)...)
+}
+
+// fieldMoves reports whether the args field name sits at different
+// offsets in the probe's events, so that reading it needs the cookie.
+func (g *gen) fieldMoves(name string) bool {
+	if len(g.tps) < 2 || g.tps[0].Field(name) == nil {
+		return false
+	}
+	for _, tp := range g.tps[1:] {
+		if f := tp.Field(name); f == nil || f.Offset != g.tps[0].Field(name).Offset {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveEventName finds the index (the attach cookie) of an event named
