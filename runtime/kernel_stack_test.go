@@ -137,15 +137,17 @@ func checkKernelStack(t *testing.T, frames []symbols.Frame, top string, bpfFirst
 	}
 	last := "entry_SYSCALL_64"
 	caller := "do_syscall_64"
+	lastOld := last
 	if goruntime.GOARCH == "arm64" {
-		last, caller = "el0t_64_sync", "el0_svc"
+		// The vector was el0_sync before 5.13 (Debian 11's 5.10).
+		last, lastOld, caller = "el0t_64_sync", "el0_sync", "el0_svc"
 	}
 	c, l := -1, -1
 	for j, n := range names {
 		if c < 0 && strings.HasPrefix(n, caller) {
 			c = j
 		}
-		if strings.HasPrefix(n, last) {
+		if strings.HasPrefix(n, last) || n == lastOld {
 			l = j
 		}
 	}
