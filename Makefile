@@ -9,7 +9,7 @@ GOFLAGS  ?=
 FUZZTIME ?= 2m
 ARCHES   := amd64 arm64
 
-KERNELS  ?= linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-6.12-arm64 linux-7.2-arm64
+KERNELS  ?= linux-5.10-amd64 linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-5.10-arm64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
 .PHONY: hooks all build static test check unit unit-lab unit-all unit-short kubelab k8s-generate vmtest usdt-work vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean

@@ -53,12 +53,16 @@ func TestProfiles(t *testing.T) {
 		fprobe   FprobeBackend
 		fastPath bool
 		session  bool
+		isaV4    bool
+		perfLink bool // BPF links on perf events (5.15)
 	}{
-		"linux-6.1-amd64":  {FprobeNone, false, false},
-		"linux-6.12-amd64": {FprobeRethook, false, true},
-		"linux-7.2-amd64":  {FprobeFgraph, true, true},
-		"linux-6.12-arm64": {FprobeNone, false, false},
-		"linux-7.2-arm64":  {FprobeFgraph, true, true},
+		"linux-5.10-amd64": {FprobeNone, false, false, false, false},
+		"linux-5.10-arm64": {FprobeNone, false, false, false, false},
+		"linux-6.1-amd64":  {FprobeNone, false, false, true, true},
+		"linux-6.12-amd64": {FprobeRethook, false, true, true, true},
+		"linux-7.2-amd64":  {FprobeFgraph, true, true, true, true},
+		"linux-6.12-arm64": {FprobeNone, false, false, true, true},
+		"linux-7.2-arm64":  {FprobeFgraph, true, true, true, true},
 	}
 	if len(ProfileNames()) != len(tests) {
 		t.Fatalf("profiles %v", ProfileNames())
@@ -71,8 +75,11 @@ func TestProfiles(t *testing.T) {
 		if f.Fprobe != want.fprobe || f.FprobeEntryFastPath != want.fastPath || f.Links.KprobeSession != want.session {
 			t.Errorf("%s: fprobe %s fast path %v session %v; want %+v", name, f.Fprobe, f.FprobeEntryFastPath, f.Links.KprobeSession, want)
 		}
-		if !f.ISAv4 { // 6.6, and Debian's 6.1 (6.1.176)
-			t.Errorf("%s: no ISA v4", name)
+		if f.ISAv4 != want.isaV4 { // 6.6, and Debian's 6.1 (6.1.176)
+			t.Errorf("%s: ISA v4 %v, want %v", name, f.ISAv4, want.isaV4)
+		}
+		if f.Perf.Link != want.perfLink {
+			t.Errorf("%s: BPF links on perf events %v, want %v", name, f.Perf.Link, want.perfLink)
 		}
 		if d := f.Differences(f); len(d) != 0 {
 			t.Errorf("%s differs from itself: %v", name, d)

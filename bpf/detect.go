@@ -145,7 +145,11 @@ func (f *Facts) detectLinks(kernelBTF *btf.Spec) {
 	f.Links.KprobeMulti = supported(features.HaveBPFLinkKprobeMulti())
 	f.Links.KprobeSession = supported(features.HaveBPFLinkKprobeSession())
 	f.Links.UprobeMulti = supported(features.HaveBPFLinkUprobeMulti())
-	f.Links.Fentry = haveFentry(kernelBTF)
+	// arm64 builds BPF trampolines from 6.0 ("bpf, arm64: Add bpf
+	// trampoline for arm64"); before, an fentry program loads and only
+	// its attach fails (arch_prepare_bpf_trampoline: -ENOTSUPP), so
+	// loading one cannot tell (Debian 11's 5.10 arm64 loads it).
+	f.Links.Fentry = haveFentry(kernelBTF) && (f.Arch != ArchArm64 || f.Kernel.AtLeast(6, 0))
 	f.Links.Fsession = f.Links.Fentry && haveFsession(kernelBTF)
 	f.Links.TPBtf = haveTPBtf(kernelBTF)
 }

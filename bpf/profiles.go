@@ -24,10 +24,11 @@ func Profile(name string) (*Facts, error) {
 	}
 	f := mk()
 	f.Source, f.Name = "profile", name
-	// Every kernel of the matrix links BPF to perf events (5.15) and keeps
-	// Debian's perf_event_max_stack. A profile describes a kernel, not a
-	// machine: whether it has a hardware cycle counter is the machine's.
-	f.Perf = Perf{Link: true, MaxStack: 127, CyclesWhy: "a profile describes a kernel, not the machine's PMU"}
+	// Every kernel of the matrix keeps Debian's perf_event_max_stack, and
+	// from 5.15 links BPF to perf events (BPF_LINK_CREATE on a perf event:
+	// a pinnable link). A profile describes a kernel, not a machine:
+	// whether it has a hardware cycle counter is the machine's.
+	f.Perf = Perf{Link: f.Kernel.AtLeast(5, 15), MaxStack: 127, CyclesWhy: "a profile describes a kernel, not the machine's PMU"}
 	f.formats = profileSets[name]
 	f.Derive()
 	return f.shareTypes(), nil
@@ -36,6 +37,29 @@ func Profile(name string) (*Facts, error) {
 // The profiles describe Debian's kernels as the kernel lab found them
 // (shared/docs/kernel-lab.md); the VM matrix checks each against reality.
 var profiles = map[string]func() Facts{
+	// Debian 11 (bullseye): BTF, the ring buffer, raw tracepoints and
+	// tp_btf; no kprobe.multi (5.18), attach cookies (5.15) or
+	// bpf_get_func_arg/ret (5.17), and no BPF links on perf events (5.15):
+	// kprobes, uprobes, tracepoints and samples attach through
+	// perf_event_open and an ioctl, which nothing can pin.
+	"linux-5.10-amd64": func() Facts {
+		return Facts{
+			Arch: ArchX86_64, Kernel: Version{5, 10, 0}, BTF: true,
+			Links:          Links{Kprobe: true, Fentry: true, Uprobe: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
+			FtraceWithRegs: true, FtraceWithArgs: true,
+			Helpers: Helpers{Ringbuf: true},
+		}
+	},
+	// arm64 has BPF trampolines only from 6.0 ("bpf, arm64: Add bpf
+	// trampoline for arm64"): no fentry/fexit on 5.10.
+	"linux-5.10-arm64": func() Facts {
+		return Facts{
+			Arch: ArchArm64, Kernel: Version{5, 10, 0}, BTF: true,
+			Links:          Links{Kprobe: true, Uprobe: true, Tracepoint: true, RawTracepoint: true, TPBtf: true},
+			FtraceWithArgs: true,
+			Helpers:        Helpers{Ringbuf: true},
+		}
+	},
 	"linux-6.1-amd64": func() Facts {
 		return Facts{
 			// gotol is ISA v4 (6.6), but Debian's 6.1 (6.1.176) has it: the

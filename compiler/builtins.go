@@ -59,7 +59,7 @@ var builtinCodes = map[string]builtinCode{
 	"container": {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeContainer},
 	"node":      {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeNode},
 	"comm":      {text: (*gen).comm, key: KeyComm},
-	"func":      {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc, cookie: func(*gen) bool { return true }},
+	"func":      {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc, cookie: func(g *gen) bool { return !g.oneFunction() }},
 	"event":     {emit: (*gen).eventValue, key: KeyEvent, cookie: (*gen).eventsByCookie},
 	"ret":       {emit: (*gen).retValue},
 	"arg0":      {emit: (*gen).argValue},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler/compiled"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -151,6 +152,7 @@ func (u *unit) prepare(p *spec.Probe, regs bpf.Regs) (*gen, hcl.Diagnostics) {
 		return nil, append(diags, diag)
 	}
 	cp.Route, cp.Attach, cp.Reason, cp.Cost = d.route, d.families, d.reason, d.cost
+	cp.Unpinnable = compiled.Unpinnable(d.families, u.facts)
 	g.d, g.storage = d, entryStorage(p, d)
 	switch p.Addr.Kind {
 	case bpf.KindKernel:
@@ -414,6 +416,10 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 				if d := g.checkSince(x); d != nil {
 					diags = append(diags, d)
 				}
+			case *spec.ArgsField:
+				// A field at different offsets in the events is picked
+				// by the event's cookie (perEvent).
+				usesCookie = usesCookie || g.fieldMoves(x.Name)
 			case *spec.Binary:
 				if name, ok := spec.FuncName(x); ok {
 					if d := g.resolveFuncName(name, x.R.Range()); d != nil {
@@ -432,12 +438,27 @@ func (g *gen) checkTarget(d decision) hcl.Diagnostics {
 	if d.route == RouteTrampoline {
 		cookie = f.Helpers.TracingAttachCookie
 	}
-	// The slot of per-call entry data is keyed by the function's cookie.
-	if (usesCookie || g.storage == StorageMap) && !cookie {
+	// The slot of per-call entry data is keyed by the function's cookie,
+	// a constant when the probe attaches one function known now.
+	if (usesCookie || g.storage == StorageMap && !g.oneFunction()) && !cookie {
 		diags = append(diags, diagf(p.DeclRange, "No attach cookies",
 			"func, event, per-call entry data and USDT arguments that differ between sites need bpf_get_attach_cookie (Linux 5.15; 5.19 for fentry/fexit), which the target (%s) lacks.", f.Label()))
 	}
 	return append(diags, g.checkLinks(d)...)
+}
+
+// fieldMoves reports whether the args field name sits at different
+// offsets in the probe's events, so that reading it needs the cookie.
+func (g *gen) fieldMoves(name string) bool {
+	if len(g.tps) < 2 || g.tps[0].Field(name) == nil {
+		return false
+	}
+	for _, tp := range g.tps[1:] {
+		if f := tp.Field(name); f == nil || f.Offset != g.tps[0].Field(name).Offset {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveEventName finds the index (the attach cookie) of an event named

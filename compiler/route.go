@@ -195,6 +195,16 @@ func (r *kernelRoutes) noteCopies(d decision) decision {
 	return d
 }
 
+// noTrampolineWhy says why auto falls back to legacy kprobes: no fprobe,
+// and trampolines missing (arm64 before 6.0) or without the helpers the
+// programs read arguments and return values with (5.10 on x86_64).
+func (r *kernelRoutes) noTrampolineWhy() string {
+	if has(r.f, FamilyFentry) && r.f.BTF && !r.f.Helpers.FuncArg {
+		return "no fprobe, and the trampolines lack bpf_get_func_arg/ret (5.17): "
+	}
+	return "no fprobe and no trampolines: "
+}
+
 // auto is the rule attach = "auto" follows: fprobe first, trampolines
 // where fprobe is missing, legacy kprobes below that.
 func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
@@ -210,7 +220,7 @@ func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
 	case r.haveTrampoline:
 		return r.trampoline("no fprobe (CONFIG_FPROBE off, or arm64 before 6.14): "), nil
 	case r.haveLegacy:
-		return r.legacy("no fprobe and no trampolines: "), nil
+		return r.legacy(r.noTrampolineWhy()), nil
 	}
 	return decision{}, diagf(r.p.DeclRange, "No route to kernel functions",
 		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", r.f.Label())

@@ -139,6 +139,9 @@ type applyTxn struct {
 // planApply matches the plan against the compiled probes: the probes it
 // creates or replaces, those it deletes and those it keeps.
 func (w *Workspace) planApply(s *State, out *compiled.Output, plan *compiled.Plan) (*applyTxn, error) {
+	if err := raiseMemlock(); err != nil {
+		return nil, err
+	}
 	a := &applyTxn{w: w, s: s, out: out, plan: plan, res: &Result{}, gone: map[bpf.Address]bool{}}
 	byAddr := map[bpf.Address]*compiled.Probe{}
 	for _, p := range out.Probes {
@@ -150,6 +153,9 @@ func (w *Workspace) planApply(s *State, out *compiled.Output, plan *compiled.Pla
 			p := byAddr[c.Address]
 			if p == nil || p.Digest != c.Digest {
 				return nil, fmt.Errorf("%s: the plan does not match the compiled probes; plan again", c.Address)
+			}
+			if err := pinnable(p); err != nil {
+				return nil, err
 			}
 			a.changes = append(a.changes, &change{live: live{probe: p}, old: s.Probe(c.Address)})
 		case compiled.ActionDelete:

@@ -19,6 +19,16 @@ type attached struct {
 	file     *FileID // user probes: the binary attached to
 }
 
+// pinnable refuses, before anything is loaded, a probe whose links the
+// target cannot pin (the plan says so: compiled.Unpinnable): apply keeps
+// only what it pins. A [Session] holds such probes instead.
+func pinnable(p *compiled.Probe) error {
+	if p.Unpinnable == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: cannot apply: %s", p.Address, p.Unpinnable)
+}
+
 // AttachError is an attach refusal: the probe, the function, and the
 // kernel's reason.
 type AttachError struct {

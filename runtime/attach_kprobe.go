@@ -23,6 +23,19 @@ func (l *linker) kprobeMulti() error {
 	})
 }
 
+// cookieOf gives the cookie of a perf link to the i-th function or event
+// of prog: i when prog reads it, else 0, which a kernel without attach
+// cookies (before 5.15) accepts.
+func cookieOf(prog *compiled.Program) func(i int) uint64 {
+	reads := readsCookie(prog)
+	return func(i int) uint64 {
+		if !reads {
+			return 0
+		}
+		return uint64(i)
+	}
+}
+
 // readsCookie says whether prog calls bpf_get_attach_cookie, which says
 // which function fired.
 func readsCookie(prog *compiled.Program) bool {
@@ -36,9 +49,10 @@ func readsCookie(prog *compiled.Program) bool {
 
 func (l *linker) kprobe() error {
 	ret := l.prog.Family == compiled.FamilyKretprobe
+	cookie := cookieOf(l.prog)
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, nil, func(pr *ebpf.Program) (link.Link, error) {
-			opts := &link.KprobeOptions{Cookie: uint64(i)}
+			opts := &link.KprobeOptions{Cookie: cookie(i)}
 			if ret {
 				return link.Kretprobe(fn, pr, opts)
 			}

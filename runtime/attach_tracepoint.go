@@ -9,11 +9,14 @@ import (
 
 // tracepoint attaches one link per event, its index in the probe's sorted
 // events as the cookie: the program reads it to know which event fired.
+// A program that never reads it gets none, so that a kernel without attach
+// cookies (5.10) attaches it.
 func (l *linker) tracepoint() error {
+	cookie := cookieOf(l.prog)
 	for i, ev := range l.events() {
 		group, name, _ := strings.Cut(ev, ":")
 		if err := l.one(ev, nil, func(pr *ebpf.Program) (link.Link, error) {
-			return link.Tracepoint(group, name, pr, &link.TracepointOptions{Cookie: uint64(i)})
+			return link.Tracepoint(group, name, pr, &link.TracepointOptions{Cookie: cookie(i)})
 		}); err != nil {
 			return err
 		}

@@ -127,9 +127,10 @@ func (l *linker) uprobe() error {
 		return l.usdt(ex, id)
 	}
 	ret := l.prog.Family == compiled.FamilyUretprobe
+	cookie := cookieOf(l.prog)
 	for i, fn := range l.p.Functions {
 		if err := l.one(fn, id, func(pr *ebpf.Program) (link.Link, error) {
-			opts := &link.UprobeOptions{Cookie: uint64(i), PID: l.p.PID}
+			opts := &link.UprobeOptions{Cookie: cookie(i), PID: l.p.PID}
 			if ret {
 				return ex.Uretprobe(fn, pr, opts)
 			}
@@ -146,10 +147,11 @@ func (l *linker) uprobe() error {
 // raises the semaphore in every process of the binary while the uprobe
 // is attached) and the site's index as the cookie.
 func (l *linker) usdt(ex *link.Executable, id *FileID) error {
+	cookie := cookieOf(l.prog)
 	for i, s := range l.p.Sites {
 		site := fmt.Sprintf("%s@%#x", l.p.USDT, s.Address)
 		if err := l.one(site, id, func(pr *ebpf.Program) (link.Link, error) {
-			return ex.Uprobe("", pr, &link.UprobeOptions{Address: s.Offset, RefCtrOffset: s.RefCtrOffset, Cookie: uint64(i), PID: l.p.PID})
+			return ex.Uprobe("", pr, &link.UprobeOptions{Address: s.Offset, RefCtrOffset: s.RefCtrOffset, Cookie: cookie(i), PID: l.p.PID})
 		}); err != nil {
 			return err
 		}

@@ -87,6 +87,7 @@ func TestKernelFsession(t *testing.T) {
 }`
 			target := f
 			if v.auto {
+				needCookies(t, f) // a write and a read function
 				src = strings.Replace(src, `attach    = "fsession"`, "", 1)
 				noFprobe := *f
 				noFprobe.Links.KprobeMulti, noFprobe.Links.KprobeSession = false, false

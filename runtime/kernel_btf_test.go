@@ -39,7 +39,7 @@ func entryFamilies(f *bpf.Facts) []string {
 	if f.Links.KprobeMulti {
 		out = append(out, "kprobe.multi")
 	}
-	if f.Links.Fentry {
+	if f.Links.Fentry && f.BTF && f.Helpers.FuncArg { // bpf_get_func_arg (5.17)
 		out = append(out, "fentry")
 	}
 	if f.Links.Kprobe {
@@ -122,10 +122,7 @@ func TestKernelTCPConnect(t *testing.T) {
 }`
 			out := kcompile(t, f, src, 0)
 			w := workspace(t)
-			s, err := kapply(t, w, out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k := khold(t, w, out)
 			for i := 0; i < n1+n2+n3; i++ {
 				addr := fmt.Sprintf("127.0.0.1:%d", p1)
 				switch {
@@ -141,20 +138,17 @@ func TestKernelTCPConnect(t *testing.T) {
 				c.Close()
 			}
 			const loopback = 127<<24 | 1 // 2130706433
-			got := values(aggregation(t, w, s, "kernel.tcpconnect", "connections"))
+			got := values(k.agg(t, "kernel.tcpconnect", "connections"))
 			want := map[string]int64{fmt.Sprintf("%d,%d,%d", loopback, loopback, p1): n1, fmt.Sprintf("%d,%d,%d", loopback, loopback, p2): n2}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("connections = %v, want %v", got, want)
 			}
-			v6 := values(aggregation(t, w, s, "kernel.tcpconnect", "v6"))
+			v6 := values(k.agg(t, "kernel.tcpconnect", "v6"))
 			if want := map[string]int64{fmt.Sprintf("%032x,%d", 1, p3): n3}; fmt.Sprint(v6) != fmt.Sprint(want) {
 				t.Errorf("v6 connections = %v, want %v", v6, want)
 			}
 			t.Logf("%s via %s %v: %v, v6 %v", f.Label(), out.Probes[0].Route, out.Probes[0].Attach, got, v6)
-			if _, _, err := w.Destroy(s, nil); err != nil {
-				t.Fatal(err)
-			}
-			leakFree(t, w, nil)
+			k.done(t)
 		})
 	}
 }
@@ -165,6 +159,7 @@ func TestKernelTCPConnect(t *testing.T) {
 // table is left empty.
 func TestKernelTCPConnLatExample(t *testing.T) {
 	f := kernelFacts(t)
+	needPerfLinks(t, f) // its kprobes are applied and pinned
 	src, err := examples.BPFtrace.ReadFile("bpftrace/tcpconnlat.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +201,7 @@ func TestKernelTCPConnLatExample(t *testing.T) {
 // writes of files the test names, and reads that fail.
 func TestKernelVFSLatencyByName(t *testing.T) {
 	f := kernelFacts(t)
+	needCookies(t, f)
 	wk := newWorker(t)
 	src := `probe "kernel" "vfs_by_name" {
   functions = ["vfs_read", "vfs_write"]
@@ -234,10 +230,7 @@ func TestKernelVFSLatencyByName(t *testing.T) {
 }`
 	out := kcompile(t, f, src, wk.tid)
 	w := workspace(t)
-	s, err := kapply(t, w, out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := khold(t, w, out)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "probectl-a.txt"), filepath.Join(dir, "probectl-bb.data")
 	wk.do(t, func() error {
@@ -276,7 +269,7 @@ func TestKernelVFSLatencyByName(t *testing.T) {
 		return nil
 	})
 	calls := map[string]uint64{}
-	for _, e := range aggregation(t, w, s, "kernel.vfs_by_name", "latency_ns").Entries {
+	for _, e := range k.agg(t, "kernel.vfs_by_name", "latency_ns").Entries {
 		key := fmt.Sprint(e.Key[0].Value, ",", e.Key[1].Value)
 		for _, bk := range e.Buckets {
 			calls[key] += bk.Count
@@ -286,12 +279,12 @@ func TestKernelVFSLatencyByName(t *testing.T) {
 	if fmt.Sprint(calls) != fmt.Sprint(wantCalls) {
 		t.Errorf("latency histograms hold %v calls, want %v", calls, wantCalls)
 	}
-	bytes := values(aggregation(t, w, s, "kernel.vfs_by_name", "bytes"))
+	bytes := values(k.agg(t, "kernel.vfs_by_name", "bytes"))
 	wantBytes := map[string]int64{"vfs_write,probectl-a.txt": 15, "vfs_write,probectl-bb.data": 100, "vfs_read,probectl-a.txt": 15}
 	if fmt.Sprint(bytes) != fmt.Sprint(wantBytes) {
 		t.Errorf("bytes = %v, want %v", bytes, wantBytes)
 	}
-	errs := values(aggregation(t, w, s, "kernel.vfs_by_name", "errors"))
+	errs := values(k.agg(t, "kernel.vfs_by_name", "errors"))
 	if want := map[string]int64{"probectl-bb.data,-9": 3}; fmt.Sprint(errs) != fmt.Sprint(want) {
 		t.Errorf("errors = %v, want %v", errs, want)
 	}
@@ -338,10 +331,7 @@ func TestKernelPPID(t *testing.T) {
 }`
 	out := kcompile(t, f, src, 0)
 	w := workspace(t)
-	s, err := kapply(t, w, out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := khold(t, w, out)
 	codes := []int{3, 3, 5, 7, 3, 42}
 	for _, code := range codes {
 		cmd := exec.Command(child)
@@ -357,11 +347,11 @@ func TestKernelPPID(t *testing.T) {
 	for _, code := range codes {
 		want[fmt.Sprintf("%d,%d", me, code)]++
 	}
-	got := values(aggregation(t, w, s, "kernel.exits", "exits"))
+	got := values(k.agg(t, "kernel.exits", "exits"))
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("exits = %v, want %v", got, want)
 	}
-	parents := values(aggregation(t, w, s, "kernel.exits", "parents"))
+	parents := values(k.agg(t, "kernel.exits", "parents"))
 	if want := map[string]int64{fmt.Sprintf("%d,%d", me, os.Getppid()): int64(len(codes))}; fmt.Sprint(parents) != fmt.Sprint(want) {
 		t.Errorf("parents = %v, want %v", parents, want)
 	}
@@ -373,6 +363,7 @@ func TestKernelPPID(t *testing.T) {
 // deletes it.
 func TestKernelTableJoin(t *testing.T) {
 	f := kernelFacts(t)
+	needPerfLinks(t, f) // a table joins applied probes
 	wk := newWorker(t)
 	src := `table "write_size" {
   max_keys = 1024

@@ -51,7 +51,16 @@ func TestKernelBPFtraceExamplesApply(t *testing.T) {
 			out, diags := compiler.Compile(cfg, &facts)
 			if diags.HasErrors() {
 				for _, d := range diags {
-					if d.Summary != "Tracepoint not found" && d.Summary != "Function not found" {
+					// Below 5.15: no attach cookies, no BPF perf links
+					// for samples; below 5.17 skb:kfree_skb has no
+					// reason: refusals named by those facts, and a
+					// function its BTF lacks.
+					old := !f.Helpers.AttachCookie && d.Summary == "No attach cookies" || !f.Perf.Link && d.Summary == "Cannot sample" ||
+						!f.Kernel.AtLeast(5, 17) && d.Summary == "Unknown tracepoint field" && strings.Contains(d.Detail, `skb:kfree_skb has no field "reason"`) ||
+						// Debian 11's arm64 BTF does not declare
+						// tcp_v6_syn_recv_sock (tcpsynbl).
+						!f.Kernel.AtLeast(5, 15) && d.Summary == "Function has no BTF"
+					if d.Summary != "Tracepoint not found" && d.Summary != "Function not found" && !old {
 						t.Fatalf("%s refused for another reason than an absence: %s", f.Label(), diags)
 					}
 				}
@@ -64,20 +73,14 @@ func TestKernelBPFtraceExamplesApply(t *testing.T) {
 				}
 			}
 			w := workspace(t)
-			s, err := kapply(t, w, out)
-			if err != nil {
-				t.Fatalf("apply on %s: %v", f.Label(), err)
-			}
+			k := khold(t, w, out)
 			var routes []string
-			for _, p := range s.Probes {
+			for _, p := range out.Probes {
 				routes = append(routes, p.Address.String()+" via "+string(p.Route))
 			}
 			t.Logf("%s: %s", f.Label(), strings.Join(routes, ", "))
 			applied++
-			if _, _, err := w.Destroy(s, nil); err != nil {
-				t.Fatal(err)
-			}
-			leakFree(t, w, nil)
+			k.done(t)
 		})
 	}
 	if applied == 0 {

@@ -26,12 +26,9 @@ func TestKernelKsym(t *testing.T) {
     }
   }
 }`, wk.tid)
-	s, err := kapply(t, w, out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := khold(t, w, out)
 	wk.syscalls(t, 0, oks, 0)
-	agg := aggregation(t, w, s, "kernel.sym", "writes")
+	agg := k.agg(t, "kernel.sym", "writes")
 	if len(agg.Entries) != 1 {
 		for _, e := range agg.Entries {
 			t.Logf("%v: %d", e.Key, *e.Value)
@@ -59,8 +56,5 @@ func TestKernelKsym(t *testing.T) {
 	if len(at) == 0 || !strings.Contains(" "+strings.Join(at, " ")+" ", " write_null ") {
 		t.Errorf("kallsyms at %s: %v, want write_null", addr, at)
 	}
-	if _, _, err := w.Destroy(s, nil); err != nil {
-		t.Fatal(err)
-	}
-	leakFree(t, w, nil)
+	k.done(t)
 }

@@ -35,6 +35,9 @@ type Session struct {
 // Attach loads and attaches every probe of out. On any failure nothing is
 // left attached.
 func Attach(out *compiled.Output) (*Session, error) {
+	if err := raiseMemlock(); err != nil {
+		return nil, err
+	}
 	w := &Workspace{} // its load and attach steps, without pins or state
 	t := &txn{}
 	ok := false

@@ -93,6 +93,9 @@ func TestKernelUserSessionRoute(t *testing.T) {
 			if got := compiler.JoinFamilies(p.Attach); got != want {
 				t.Fatalf("%s on %s: families %s, want %s", attach, f.Label(), got, want)
 			}
+			if p.Unpinnable != "" {
+				needPerfLinks(t, f) // uprobe perf links, which this test applies
+			}
 			if want == "uprobe.session" && p.EntryData.Storage != compiler.StorageCookie {
 				t.Errorf("entry data in %s, want the session cookie", p.EntryData.Storage)
 			}

@@ -26,9 +26,9 @@ func TestCheckKernels(t *testing.T) {
 		{`"nosuch:*"`, "comm", hcl.DiagError, "Tracepoint not found", `has a tracepoint matching "nosuch:*"`},
 		{`"syscalls:sys_enter_openat"`, "args.flag", hcl.DiagError, "Unknown tracepoint field", `Did you mean "flags"?`},
 		{`["syscalls:sys_enter_openat", "syscalls:sys_enter_listmount"]`, "comm", hcl.DiagWarning, "Tracepoint not on every kernel",
-			`linux-6.1-amd64 has no tracepoint named "syscalls:sys_enter_listmount" (linux-6.12-amd64, linux-6.12-arm64, linux-7.2-amd64, linux-7.2-arm64 have)`},
+			`linux-5.10-amd64, linux-5.10-arm64, linux-6.1-amd64 have no tracepoint named "syscalls:sys_enter_listmount" (linux-6.12-amd64, linux-6.12-arm64, linux-7.2-amd64, linux-7.2-arm64 have)`},
 		{`"sched:sched_process_exit"`, "args.group_dead", hcl.DiagWarning, "Tracepoint field not on every kernel",
-			"args.group_dead is not a field of the probe's events on linux-6.1-amd64, linux-6.12-amd64, linux-6.12-arm64 (linux-7.2-amd64, linux-7.2-arm64 have it)"},
+			"args.group_dead is not a field of the probe's events on linux-5.10-amd64, linux-5.10-arm64, linux-6.1-amd64, linux-6.12-amd64, linux-6.12-arm64 (linux-7.2-amd64, linux-7.2-arm64 have it)"},
 		{`"sched:sched_switch*"`, "args.prev_comm", 0, "", ""},
 		{`optional("syscalls:sys_enter_opnat")`, "comm", 0, "", ""},
 	} {

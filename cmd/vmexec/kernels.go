@@ -25,9 +25,11 @@ type Kernel struct {
 }
 
 var kernels = []Kernel{
+	{"linux-5.10-amd64", "amd64", "bullseye", regexp.MustCompile(`^linux-image-(5\.10\.0-\d+)-amd64$`)},
 	{"linux-6.1-amd64", "amd64", "bookworm", regexp.MustCompile(`^linux-image-(6\.1\.0-\d+)-amd64$`)},
 	{"linux-6.12-amd64", "amd64", "trixie", regexp.MustCompile(`^linux-image-(6\.12\.\d+)\+deb13-amd64$`)},
 	{"linux-7.2-amd64", "amd64", "sid", regexp.MustCompile(`^linux-binary-(7\.2\.\d+)\+deb14-amd64$`)},
+	{"linux-5.10-arm64", "arm64", "bullseye", regexp.MustCompile(`^linux-image-(5\.10\.0-\d+)-arm64$`)},
 	{"linux-6.12-arm64", "arm64", "trixie", regexp.MustCompile(`^linux-image-(6\.12\.\d+)\+deb13-arm64$`)},
 	{"linux-7.2-arm64", "arm64", "sid", regexp.MustCompile(`^linux-binary-(7\.2\.\d+)\+deb14-arm64$`)},
 }
@@ -78,13 +80,15 @@ func aptArgs() []string {
 	}
 }
 
-const sources = `deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
+const sources = `deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bullseye main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main
 `
 
 // aptUpdate refreshes the private package lists when they are older than
-// six hours, so that kernels resolve to the newest ABI.
+// six hours, so that kernels resolve to the newest ABI, or when the
+// suites of the matrix changed since (the stamp holds the sources).
 func aptUpdate() error {
 	d := filepath.Join(cacheDir(), "apt")
 	for _, sub := range []string{"prefs.d", "state/lists/partial", "cache/archives/partial"} {
@@ -97,14 +101,16 @@ func aptUpdate() error {
 	}
 	stamp := filepath.Join(d, "updated")
 	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) < 6*time.Hour {
-		return nil
+		if b, err := os.ReadFile(stamp); err == nil && string(b) == sources {
+			return nil
+		}
 	}
-	fmt.Fprintln(os.Stderr, "vmexec: updating the private package lists (bookworm, trixie, sid)")
+	fmt.Fprintln(os.Stderr, "vmexec: updating the private package lists (bullseye, bookworm, trixie, sid)")
 	cmd := exec.Command("apt-get", append(aptArgs(), "-qq", "update")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get update: %v\n%s", err, out)
 	}
-	return os.WriteFile(stamp, nil, 0o644)
+	return os.WriteFile(stamp, []byte(sources), 0o644)
 }
 
 // resolve finds the newest package of k in the private lists.

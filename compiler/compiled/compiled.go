@@ -106,6 +106,9 @@ type Description struct {
 	Route   Route       `json:"route"`
 	Attach  []Family    `json:"attach"`
 	Reason  string      `json:"reason"`
+	// Unpinnable says why the target cannot pin the probe's links
+	// ([Unpinnable]); apply refuses such a probe, probectl run holds it.
+	Unpinnable string `json:"unpinnable,omitempty"`
 	// Cost is what the measured cost table (routecost.json) says the
 	// route costs on the target, for kernel probes; nil without a table
 	// for the target's arch.

@@ -1,6 +1,7 @@
 package compiled
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -60,6 +61,12 @@ type FamilyInfo struct {
 	// CountsMisses: its link info reports hits the kernel could not
 	// deliver (kprobe_multi and perf-event kprobe link info).
 	CountsMisses bool
+	// PerfEvent: it attaches through a perf event. Its link is a BPF
+	// link, which apply pins, only where the kernel links BPF to perf
+	// events (bpf.Perf.Link, 5.15); below, cilium/ebpf attaches with
+	// perf_event_open and PERF_EVENT_IOC_SET_BPF, a descriptor that
+	// lives as long as the process holding it.
+	PerfEvent bool
 }
 
 // AttachTraceUprobeSession is BPF_TRACE_UPROBE_SESSION (6.13), which
@@ -101,9 +108,9 @@ var families = []FamilyInfo{
 	{Family: FamilyFsession, Kind: bpf.KindKernel, Role: RoleSession, Type: ebpf.Tracing, AttachType: sys.AttachTraceFsession, Context: ContextTracing,
 		PerFunction: true, Fact: "fsession"},
 	{Family: FamilyKprobe, Kind: bpf.KindKernel, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
-		Fact: "kprobe", CountsMisses: true},
+		Fact: "kprobe", CountsMisses: true, PerfEvent: true},
 	{Family: FamilyKretprobe, Kind: bpf.KindKernel, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
-		Fact: "kprobe", CountsMisses: true},
+		Fact: "kprobe", CountsMisses: true, PerfEvent: true},
 	{Family: FamilyUprobeMulti, Kind: bpf.KindUser, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, Context: ContextRegs,
 		Multi: true, Limit: MaxUprobeMulti, Fact: "uprobe.multi", CountsMisses: true},
 	{Family: FamilyUretprobeMulti, Kind: bpf.KindUser, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, Context: ContextRegs,
@@ -111,16 +118,16 @@ var families = []FamilyInfo{
 	{Family: FamilyUprobeSession, Kind: bpf.KindUser, Role: RoleSession, Type: ebpf.Kprobe, AttachType: AttachTraceUprobeSession, Context: ContextRegs,
 		Multi: true, Limit: MaxUprobeMulti, Fact: "uprobe.session", CountsMisses: true},
 	{Family: FamilyUprobe, Kind: bpf.KindUser, Role: RoleEntry, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
-		Fact: "uprobe"},
+		Fact: "uprobe", PerfEvent: true},
 	{Family: FamilyUretprobe, Kind: bpf.KindUser, Role: RoleExit, Type: ebpf.Kprobe, AttachType: ebpf.AttachNone, Context: ContextRegs,
-		Fact: "uprobe"},
+		Fact: "uprobe", PerfEvent: true},
 	{Family: FamilyTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.TracePoint, AttachType: ebpf.AttachNone, Context: ContextTracepoint,
-		Multi: true, Fact: "tracepoint"},
+		Multi: true, Fact: "tracepoint", PerfEvent: true},
 	{Family: FamilyRawTracepoint, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.RawTracepoint, AttachType: ebpf.AttachNone, Context: ContextRawTracepoint,
 		Multi: true, Fact: "raw_tracepoint"},
 	{Family: FamilyTPBtf, Kind: bpf.KindTracepoint, Role: RoleEvent, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, Context: ContextTracing,
 		PerFunction: true, Fact: "tp_btf"},
-	{Family: FamilyPerfEvent, Kind: bpf.KindProfile, Role: RoleSample, Type: ebpf.PerfEvent, AttachType: ebpf.AttachNone, Context: ContextRegs},
+	{Family: FamilyPerfEvent, Kind: bpf.KindProfile, Role: RoleSample, Type: ebpf.PerfEvent, AttachType: ebpf.AttachNone, Context: ContextRegs, PerfEvent: true},
 }
 
 // Families returns every link family, in the order plans list them.
@@ -145,6 +152,22 @@ func (fi FamilyInfo) Available(f *bpf.Facts) bool {
 	}
 	lf, ok := bpf.LinkFactNamed(fi.Fact)
 	return ok && lf.Has(f.Links)
+}
+
+// Unpinnable says why links of fams cannot be pinned on the target f,
+// and so why apply cannot keep them; "" when they can. Only a process
+// holds them: probectl run.
+func Unpinnable(fams []Family, f *bpf.Facts) string {
+	if f.Perf.Link {
+		return ""
+	}
+	for _, fam := range fams {
+		if fi, ok := fam.Info(); ok && fi.PerfEvent {
+			return fmt.Sprintf("%s links are perf events, which the target (%s) cannot pin: BPF links on perf events came in Linux 5.15. "+
+				"apply cannot keep them; probectl run holds them while it runs", fam, f.Label())
+		}
+	}
+	return ""
 }
 
 // JoinFamilies writes families as plans do: "kprobe.multi + kretprobe.multi".

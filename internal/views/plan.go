@@ -136,6 +136,9 @@ func renderChange(w io.Writer, c *compiled.Change, cpus int) {
 	renderWhere(row, c)
 	row("route", "%s", c.Route)
 	row("reason", "%s", c.Reason)
+	if c.Unpinnable != "" {
+		row("pinned", "no: %s", c.Unpinnable)
+	}
 	row("attach", "%s (%s)", compiled.JoinFamilies(c.Attach), linksText(c))
 	if c.Cost != nil {
 		row("cost", "%s", c.Cost)
