@@ -51,6 +51,10 @@ func runRecord(t *testing.T, src string, fd int64, buf []byte, count int64, n in
 	record := make([]byte, 48)
 	binary.LittleEndian.PutUint64(record[16:], uint64(fd))
 	if buf != nil {
+		// A copy, written here: the program's read of user memory cannot
+		// fault a page in, and a package variable's page may never have
+		// been touched (so it read nothing once the binary's layout moved).
+		buf = append([]byte(nil), buf...)
 		binary.LittleEndian.PutUint64(record[24:], uint64(uintptr(unsafe.Pointer(&buf[0]))))
 	}
 	binary.LittleEndian.PutUint64(record[32:], uint64(count))
