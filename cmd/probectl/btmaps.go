@@ -213,6 +213,9 @@ func (b *btOutput) entry(bm *bpftrace.Map, role string, e runtime.Entry) bttext.
 	var out bttext.MapEntry
 	for i, f := range e.Key {
 		v := f.Value
+		if s, ok := v.(*runtime.Stack); ok {
+			v = btStack(s)
+		}
 		if s, ok := v.(string); ok && i < len(bm.Keys) && (bm.Keys[i] == "ksym" || bm.Keys[i] == "usym") {
 			v = symbolName(s)
 		}
@@ -436,6 +439,24 @@ func (r *probeRun) btDue(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// btStack is a stack key's frames as bpftrace prints them: func+off,
+// the offset in decimal, or the address in hex where no symbol covers it
+// (bpftrace shows neither the module nor the file). A lost stack has none.
+func btStack(s *runtime.Stack) bttext.Stack {
+	if s.Err != "" {
+		return bttext.Stack{}
+	}
+	out := make(bttext.Stack, 0, len(s.Frames))
+	for _, f := range s.Frames {
+		if f.Symbol == "" {
+			out = append(out, fmt.Sprintf("0x%x", f.Addr))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s+%d", f.Symbol, f.Offset))
+	}
+	return out
 }
 
 // symbolName is a ksym's or usym's text as bpftrace prints it: the

@@ -296,6 +296,28 @@ func TestRunMapsAsBpftrace(t *testing.T) {
 			t.Errorf("run printed\n%s\nbpftrace\n%s", pc, bt)
 		}
 	})
+	// A stack key prints as bpftrace prints it: a newline, a frame a line
+	// (func+off), "]"; a kernel stack of a uprobe, which the kernel does
+	// not record, as an empty key. The workload is built static with frame
+	// pointers: every frame is its own, the same for both. Three frames:
+	// the fourth, a return address into static libc's frame that has no
+	// frame pointer, is the zero-size __do_global_dtors_aux, which
+	// probectl's symbols name and bpftrace's (bcc's) print in hex.
+	t.Run("stacks", func(t *testing.T) {
+		static := path + "-static"
+		if out, err := exec.Command("gcc", "-static", "-O1", "-fno-omit-frame-pointer", "-o", static, "testdata/btmaps/work.c").CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		prog := begin + `uprobe:%[2]s:bm_one /pid == %[1]d/ { @[ustack(3)] = count(); @k[kstack] = count(); @u2[ustack(2)] = count(); }`
+		bt := btLive(t, static, prog, "btmaps-ready", true)
+		pc := btLive(t, static, prog, "btmaps-ready", false)
+		if !strings.Contains(bt, "@[\n    bm_one+0\n    main+") || !strings.Contains(bt, "@k[]: 1\n") {
+			t.Errorf("bpftrace printed no bm_one stack and no empty kstack:\n%s", bt)
+		}
+		if bt != pc {
+			t.Errorf("run printed\n%s\nbpftrace\n%s", pc, bt)
+		}
+	})
 	// The tool as the importer's testdata has it (bpftrace's current
 	// syscount.bt, which 0.17 cannot run) prints as 0.17's does.
 	t.Run("syscount", func(t *testing.T) {
