@@ -170,3 +170,14 @@ func TestStackKeys(t *testing.T) {
 		}
 	}
 }
+
+// -f json names a stack key by the same text, escaped: bpftrace 0.17
+// printed this line for a tracepoint's @kc[kstack(2), comm].
+func TestStackKeysJSON(t *testing.T) {
+	m := Map{Name: "@kc", Kind: Count, Keyed: true, Entries: []MapEntry{
+		{Key: []any{Stack{"perf_syscall_enter+475", "syscall_trace_enter+384"}, "python3"}, Value: 3}}}
+	want := `{"type": "map", "data": {"@kc": {"\n    perf_syscall_enter+475\n    syscall_trace_enter+384\n,python3": 3}}}` + "\n"
+	if got := m.JSON(0); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
