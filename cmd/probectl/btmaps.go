@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/bttext"
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec/bpftrace"
 )
@@ -444,6 +445,9 @@ func (r *probeRun) btDue(ctx context.Context) {
 // btStack is a stack key's frames as bpftrace prints them: func+off,
 // the offset in decimal, or the address in hex where no symbol covers it
 // (bpftrace shows neither the module nor the file). A lost stack has none.
+// A symbol is named by the ELF file a process maps, anyone's: one that
+// does not print (a newline, an escape sequence) is Go-quoted, where
+// bpftrace would write it raw, so that no frame passes for another line.
 func btStack(s *runtime.Stack) bttext.Stack {
 	if s.Err != "" {
 		return bttext.Stack{}
@@ -454,7 +458,7 @@ func btStack(s *runtime.Stack) bttext.Stack {
 			out = append(out, fmt.Sprintf("0x%x", f.Addr))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s+%d", f.Symbol, f.Offset))
+		out = append(out, fmt.Sprintf("%s+%d", termtext.Printable(f.Symbol), f.Offset))
 	}
 	return out
 }
