@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/probectl/probectl/internal/bttext"
+	"github.com/probectl/probectl/internal/termtext"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec/bpftrace"
 )
@@ -213,6 +214,9 @@ func (b *btOutput) entry(bm *bpftrace.Map, role string, e runtime.Entry) bttext.
 	var out bttext.MapEntry
 	for i, f := range e.Key {
 		v := f.Value
+		if s, ok := v.(*runtime.Stack); ok {
+			v = btStack(s)
+		}
 		if s, ok := v.(string); ok && i < len(bm.Keys) && (bm.Keys[i] == "ksym" || bm.Keys[i] == "usym") {
 			v = symbolName(s)
 		}
@@ -436,6 +440,27 @@ func (r *probeRun) btDue(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// btStack is a stack key's frames as bpftrace prints them: func+off,
+// the offset in decimal, or the address in hex where no symbol covers it
+// (bpftrace shows neither the module nor the file). A lost stack has none.
+// A symbol is named by the ELF file a process maps, anyone's: one that
+// does not print (a newline, an escape sequence) is Go-quoted, where
+// bpftrace would write it raw, so that no frame passes for another line.
+func btStack(s *runtime.Stack) bttext.Stack {
+	if s.Err != "" {
+		return bttext.Stack{}
+	}
+	out := make(bttext.Stack, 0, len(s.Frames))
+	for _, f := range s.Frames {
+		if f.Symbol == "" {
+			out = append(out, fmt.Sprintf("0x%x", f.Addr))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s+%d", termtext.Printable(f.Symbol), f.Offset))
+	}
+	return out
 }
 
 // symbolName is a ksym's or usym's text as bpftrace prints it: the

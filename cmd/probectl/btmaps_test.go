@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/runtime"
 	"github.com/probectl/probectl/spec/bpftrace"
@@ -296,6 +297,28 @@ func TestRunMapsAsBpftrace(t *testing.T) {
 			t.Errorf("run printed\n%s\nbpftrace\n%s", pc, bt)
 		}
 	})
+	// A stack key prints as bpftrace prints it: a newline, a frame a line
+	// (func+off), "]"; a kernel stack of a uprobe, which the kernel does
+	// not record, as an empty key. The workload is built static with frame
+	// pointers: every frame is its own, the same for both. Three frames:
+	// the fourth, a return address into static libc's frame that has no
+	// frame pointer, is the zero-size __do_global_dtors_aux, which
+	// probectl's symbols name and bpftrace's (bcc's) print in hex.
+	t.Run("stacks", func(t *testing.T) {
+		static := path + "-static"
+		if out, err := exec.Command("gcc", "-static", "-O1", "-fno-omit-frame-pointer", "-o", static, "testdata/btmaps/work.c").CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		prog := begin + `uprobe:%[2]s:bm_one /pid == %[1]d/ { @[ustack(3)] = count(); @k[kstack] = count(); @u2[ustack(2)] = count(); }`
+		bt := btLive(t, static, prog, "btmaps-ready", true)
+		pc := btLive(t, static, prog, "btmaps-ready", false)
+		if !strings.Contains(bt, "@[\n    bm_one+0\n    main+") || !strings.Contains(bt, "@k[]: 1\n") {
+			t.Errorf("bpftrace printed no bm_one stack and no empty kstack:\n%s", bt)
+		}
+		if bt != pc {
+			t.Errorf("run printed\n%s\nbpftrace\n%s", pc, bt)
+		}
+	})
 	// The tool as the importer's testdata has it (bpftrace's current
 	// syscount.bt, which 0.17 cannot run) prints as 0.17's does.
 	t.Run("syscount", func(t *testing.T) {
@@ -352,6 +375,32 @@ func TestBtOutputClearEachInterval(t *testing.T) {
 		"@c[x]: 0\n@c[y]: 0\n@c[z]: 0\n" // zeroed: the keys stay
 	if out.String() != want {
 		t.Errorf("printed\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
+// A stack key's frames come from the ELF files a process maps, anyone's:
+// a symbol that does not print is quoted, so that no frame forges a row
+// ("]: 999") or writes an escape sequence; a frame without a symbol is
+// its address; stacks lost for different reasons are one key, @[], as
+// bpftrace prints them.
+func TestBtOutputHostileStackSymbol(t *testing.T) {
+	imp := bpftrace.Run{Maps: []bpftrace.Map{{Name: "@", Kind: "count", Keyed: true, Keys: []string{"ustack"},
+		Parts: []bpftrace.MapPart{{Probe: "user.p", Aggregation: "u"}}}}}
+	b := newBtOutput(imp, false)
+	n1, n2, n3 := int64(1), int64(2), int64(4)
+	evil := &runtime.Stack{User: true, Frames: []symbols.Frame{{Symbol: "f\n]: 999\n@[\x1b[2J", Offset: 3}, {Addr: 0x4015e0}, {Symbol: "main", Offset: 17}}}
+	read := func() []runtime.ProbeResult {
+		return []runtime.ProbeResult{{Address: "user.p", Aggregations: []runtime.AggregationResult{{Name: "u", Entries: []runtime.Entry{
+			{Key: runtime.OrderedKey{{Name: "stack", Value: evil}}, Value: &n1},
+			{Key: runtime.OrderedKey{{Name: "stack", Value: &runtime.Stack{User: true, ID: -14, Err: "no user stack"}}}, Value: &n2},
+			{Key: runtime.OrderedKey{{Name: "stack", Value: &runtime.Stack{User: true, ID: -17, Err: "stack lost: hash collision in the stack map"}}}, Value: &n3},
+		}}}}}
+	}
+	var out strings.Builder
+	b.finish(&out, read, 0)
+	want := "\n\n@[\n    \"f\\n]: 999\\n@[\\x1b[2J\"+3\n    0x4015e0\n    main+17\n]: 1\n@[]: 6\n"
+	if out.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
 	}
 }
 

@@ -36,7 +36,7 @@ type Map struct {
 
 // MapEntry is one key's value.
 type MapEntry struct {
-	Key []any // the key's parts: int64, uint64 or string; none for a scalar
+	Key []any // the key's parts: int64, uint64, string or Stack; none for a scalar
 	// Value is a count's, sum's, min's or max's value.
 	Value int64
 	// Count and Total are an avg's or a stats' observations and their sum.
@@ -205,9 +205,37 @@ func (m Map) sorted(top int) []MapEntry {
 	return es
 }
 
+// Stack is a kstack or ustack key part as bpftrace 0.17 prints it: its
+// frames, innermost first, each its function and the offset in decimal
+// ("vfs_read+18") or, where no symbol covers the address, the address in
+// hex ("0x4015e0"). A stack the kernel did not record (none to take, a
+// full stack map, a collision) has none: bpftrace prints it as an empty
+// key part (@[]: 2), its lookup having failed.
+type Stack []string
+
+// text is the stack as a key part: a newline, then each frame on a line
+// of its own indented by four spaces, as bpftrace's default stack mode.
+func (s Stack) text() string {
+	if len(s) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte('\n')
+	for _, f := range s {
+		b.WriteString("    " + f + "\n")
+	}
+	return b.String()
+}
+
 func keyLess(a, b []any) bool {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		x, y := a[i], b[i]
+		if s, ok := x.(Stack); ok {
+			x = s.text()
+		}
+		if s, ok := y.(Stack); ok {
+			y = s.text()
+		}
 		sx, xs := x.(string)
 		sy, ys := y.(string)
 		switch {
@@ -239,7 +267,7 @@ func intOf(v any) int64 {
 }
 
 // keyText is a key's parts as bpftrace prints them (an integer as a
-// signed 64-bit number), joined by sep between open and close; "" for a
+// signed 64-bit number, a stack as Stack says), joined by sep between open and close; "" for a
 // scalar.
 func keyText(key []any, sep, open, close string) string {
 	if len(key) == 0 {
@@ -247,8 +275,12 @@ func keyText(key []any, sep, open, close string) string {
 	}
 	parts := make([]string, len(key))
 	for i, k := range key {
-		if s, ok := k.(string); ok {
-			parts[i] = s
+		switch k := k.(type) {
+		case string:
+			parts[i] = k
+			continue
+		case Stack:
+			parts[i] = k.text()
 			continue
 		}
 		parts[i] = strconv.FormatInt(intOf(k), 10)

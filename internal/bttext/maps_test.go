@@ -144,3 +144,40 @@ func compareLines(t *testing.T, got, want string) {
 		}
 	}
 }
+
+// A stack key part prints in the layout bpftrace 0.17 printed for a
+// uprobe's @[ustack(3)] and @k[kstack] (the kernel records no kernel
+// stack there) and a tracepoint's @kc[kstack(2), comm]: a newline, a
+// frame a line indented by four spaces; a lost stack as nothing. The
+// side-by-side test is cmd/probectl's TestRunMapsAsBpftrace/stacks.
+func TestStackKeys(t *testing.T) {
+	st := Stack{"bm_one+0", "main+242", "__libc_start_call_main+100"}
+	for _, c := range []struct {
+		m    Map
+		want string
+	}{
+		{Map{Name: "@", Kind: Count, Keyed: true, Entries: []MapEntry{{Key: []any{st}, Value: 1}}},
+			"@[\n    bm_one+0\n    main+242\n    __libc_start_call_main+100\n]: 1\n"},
+		{Map{Name: "@k", Kind: Count, Keyed: true, Entries: []MapEntry{{Key: []any{Stack{}}, Value: 2}}},
+			"@k[]: 2\n"},
+		{Map{Name: "@kc", Kind: Count, Keyed: true, Entries: []MapEntry{
+			{Key: []any{Stack{"vfs_read+5", "ksys_read+103"}, "cat"}, Value: 3},
+			{Key: []any{Stack{"0xffffffff81000010"}, "sh"}, Value: 3}}},
+			"@kc[\n    0xffffffff81000010\n, sh]: 3\n@kc[\n    vfs_read+5\n    ksys_read+103\n, cat]: 3\n"},
+	} {
+		if got := c.m.Text(0); got != c.want {
+			t.Errorf("%s: got\n%q\nwant\n%q", c.m.Name, got, c.want)
+		}
+	}
+}
+
+// -f json names a stack key by the same text, escaped: bpftrace 0.17
+// printed this line for a tracepoint's @kc[kstack(2), comm].
+func TestStackKeysJSON(t *testing.T) {
+	m := Map{Name: "@kc", Kind: Count, Keyed: true, Entries: []MapEntry{
+		{Key: []any{Stack{"perf_syscall_enter+475", "syscall_trace_enter+384"}, "python3"}, Value: 3}}}
+	want := `{"type": "map", "data": {"@kc": {"\n    perf_syscall_enter+475\n    syscall_trace_enter+384\n,python3": 3}}}` + "\n"
+	if got := m.JSON(0); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
