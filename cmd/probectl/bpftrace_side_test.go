@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probectl/probectl/internal/bttext"
 	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/spec/bpftrace"
 )
@@ -303,18 +302,10 @@ func sideHeader(t *testing.T, tool string) []string {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	var b strings.Builder
-	for _, p := range imp.Begin {
-		args := make([]any, len(p.Args))
-		for i, a := range p.Args {
-			args[i] = a
-		}
-		b.WriteString(bttext.Printf(p.Format, args...))
-	}
-	if b.Len() == 0 {
+	if imp.BeginText == "" {
 		return nil
 	}
-	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(imp.BeginText, "\n"), "\n")
 }
 
 // sideWork builds testdata/btside/work.c as bs-wPID (a comm of this test
