@@ -51,7 +51,7 @@ func (b *btOutput) steps(w io.Writer, steps []bpftrace.Step, read func() []runti
 		case "printf":
 			b.printf(w, bttext.Printf(s.Format, s.Args...))
 		case "time":
-			b.printf(w, strftime(s.Format, time.Now()))
+			b.printf(w, bttext.Strftime(s.Format, time.Now()))
 		case "print":
 			if m, ok := b.mapNamed(s.Map, current()); ok {
 				b.print(w, m, s.Top, s.Div)
@@ -319,64 +319,6 @@ func btKey(k []any) string {
 	var b strings.Builder
 	for _, p := range k {
 		fmt.Fprintf(&b, "%T:%v\x00", p, p)
-	}
-	return b.String()
-}
-
-// strftime formats t as C's strftime does for the conversions bpftrace
-// programs use with time(): %H %M %S %Y %m %d %y %e %j %a %b %p %T %D
-// %F %Z %z %s and %%; another is printed as written.
-func strftime(format string, t time.Time) string {
-	var b strings.Builder
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' || i+1 == len(format) {
-			b.WriteByte(format[i])
-			continue
-		}
-		i++
-		switch format[i] {
-		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
-		case 'M':
-			fmt.Fprintf(&b, "%02d", t.Minute())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
-		case 'Y':
-			fmt.Fprintf(&b, "%d", t.Year())
-		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
-		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
-		case 'e':
-			fmt.Fprintf(&b, "%2d", t.Day())
-		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
-		case 'a':
-			b.WriteString(t.Format("Mon"))
-		case 'b':
-			b.WriteString(t.Format("Jan"))
-		case 'p':
-			b.WriteString(t.Format("PM"))
-		case 'T':
-			b.WriteString(t.Format("15:04:05"))
-		case 'D':
-			b.WriteString(t.Format("01/02/06"))
-		case 'F':
-			b.WriteString(t.Format("2006-01-02"))
-		case 'Z':
-			b.WriteString(t.Format("MST"))
-		case 'z':
-			b.WriteString(t.Format("-0700"))
-		case 's':
-			fmt.Fprintf(&b, "%d", t.Unix())
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(format[i])
-		}
 	}
 	return b.String()
 }

@@ -404,22 +404,6 @@ func TestBtOutputHostileStackSymbol(t *testing.T) {
 	}
 }
 
-// strftime formats as C's strftime: date(1) formats through it.
-func TestStrftimeAsDate(t *testing.T) {
-	if _, err := exec.LookPath("date"); err != nil {
-		testenv.Absent(t, "date is not installed")
-	}
-	format := "%H:%M:%S %Y-%m-%d %y %e %j %a %b %p %T %D %F %Z %z %s %%"
-	now := time.Unix(time.Now().Unix(), 0)
-	out, err := exec.Command("date", "-d", "@"+strconv.FormatInt(now.Unix(), 10), "+"+format).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strftime(format, now)+"\n", string(out); got != want {
-		t.Errorf("strftime %q\ndate     %q", got, want)
-	}
-}
-
 // A ksym's or usym's text prints as the symbol's name alone, as bpftrace
 // prints it.
 func TestSymbolName(t *testing.T) {
