@@ -5,7 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"testing"
+
+	"github.com/probectl/probectl/bpf"
+	"github.com/probectl/probectl/compiler"
+	"github.com/probectl/probectl/spec"
 )
 
 // usdtWork holds testdata/usdt.c built static for each architecture of
@@ -25,6 +30,7 @@ func TestKernelUSDT(t *testing.T) {
 		t.Skip("the kernel matrix runs it on the workloads make usdt-work builds; the host runs TestUSDT")
 	}
 	requireRoot(t)
+	f := liveFacts(t)
 	for opt, attach := range map[string]string{"O0": "uprobe", "O2": "auto"} {
 		t.Run(opt, func(t *testing.T) {
 			name := "usdt-" + goruntime.GOARCH + "-" + opt
@@ -38,7 +44,30 @@ func TestKernelUSDT(t *testing.T) {
 			if err := os.WriteFile(bin, b, 0o755); err != nil {
 				t.Fatal(err)
 			}
+			if !f.Helpers.AttachCookie {
+				// 5.10: the sites' arguments differ, and they are told
+				// apart by the attach cookie (5.15): the plan refuses.
+				refusedWithoutCookies(t, f, bin)
+				return
+			}
 			checkUSDTWork(t, bin, attach)
 		})
 	}
+}
+
+// refusedWithoutCookies checks that the USDT workload's spec is refused
+// at plan on a kernel without bpf_get_attach_cookie, for that reason.
+func refusedWithoutCookies(t *testing.T, f *bpf.Facts, bin string) {
+	t.Helper()
+	cfg, diags := spec.Parse(map[string][]byte{"test.hcl": []byte(strings.ReplaceAll(usdtWorkSpec, "BIN", bin))})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, diags = compiler.Compile(cfg, f)
+	for _, d := range diags {
+		if d.Summary == "No attach cookies" {
+			return
+		}
+	}
+	t.Fatalf("%s lacks attach cookies, and the USDT spec was not refused for it: %v", f.Label(), diags)
 }
