@@ -48,6 +48,13 @@ func TestKernelImportedUndump(t *testing.T) {
 	}
 	w := workspace(t)
 	s, err := kapply(t, w, out)
+	if err != nil && !f.Perf.Link && strings.Contains(err.Error(), "cannot pin") {
+		// 5.10: no BPF links on perf events (5.15): apply refuses the
+		// kprobes it cannot keep, before loading anything.
+		leakFree(t, w, nil)
+		t.Logf("%s: apply refused, as it must: %v", f.Label(), err)
+		return
+	}
 	if err != nil {
 		t.Fatalf("apply on %s: %v", f.Label(), err)
 	}
