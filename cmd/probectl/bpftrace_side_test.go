@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,15 +323,8 @@ func sideHeader(t *testing.T, tool string) []string {
 // process's own) once per test.
 func sideWork(t *testing.T) (path, comm string) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc (the side-by-side tests need it; .ci/run installs it)")
-	}
 	comm = fmt.Sprintf("bs-w%d", os.Getpid()%1000000)
-	path = filepath.Join(t.TempDir(), comm)
-	if out, err := exec.Command("gcc", "-O0", "-o", path, "testdata/btside/work.c", "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return path, comm
+	return buildWorkload(t, comm, "-O0", "testdata/btside/work.c", "-lpthread"), comm
 }
 
 // doWork runs the workload's work and returns its pid.
@@ -346,51 +337,17 @@ func doWork(t *testing.T, path string, args ...string) int {
 // it printed as it worked; it exits when the test ends.
 func doWorkSaid(t *testing.T, path string, args ...string) (int, []string) {
 	t.Helper()
-	cmd := exec.Command(path, args...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(stdout)
-	var pid int
-	if l, _ := r.ReadString('\n'); !strings.HasPrefix(l, "ready ") {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("workload %v: said %q, not ready", args, l)
-	} else {
-		fmt.Sscanf(l, "ready %d", &pid)
-	}
-	io.WriteString(stdin, "go\n")
-	var said []string
-	for {
-		l, err := r.ReadString('\n')
-		if l == "done\n" {
-			break
-		}
-		if err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("workload %v: %v after %q, not done", args, err, said)
-		}
-		said = append(said, strings.TrimSuffix(l, "\n"))
-	}
+	w := startWorkload(t, -1, exec.Command(path, args...))
+	said := w.work(t)
 	// The process lives until the test ends: bpftrace names a user
 	// address from the process's maps when it prints the line.
 	t.Cleanup(func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
+		w.stdin.Close()
+		if err := w.cmd.Wait(); err != nil {
 			t.Errorf("workload %v: %v", args, err)
 		}
 	})
-	return pid, said
+	return w.pid, said
 }
 
 // repeat is n copies of rows, in order.
@@ -547,12 +504,9 @@ func sslWork(t *testing.T) (path, cert, key, comm string) {
 	if _, err := os.Stat("/usr/include/openssl/ssl.h"); err != nil {
 		testenv.Absent(t, "OpenSSL's headers are not installed (libssl-dev)")
 	}
-	dir := t.TempDir()
 	comm = fmt.Sprintf("bs-s%d", os.Getpid()%1000000)
-	path = filepath.Join(dir, comm)
-	if out, err := exec.Command("gcc", "-O0", "-o", path, "testdata/btside/ssl.c", "-lssl", "-lcrypto").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	path = buildWorkload(t, comm, "-O0", "testdata/btside/ssl.c", "-lssl", "-lcrypto")
+	dir := filepath.Dir(path)
 	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	if out, err := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
 		"-subj", "/CN=btside", "-keyout", key, "-out", cert, "-days", "1").CombinedOutput(); err != nil {

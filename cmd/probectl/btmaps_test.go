@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,67 +31,7 @@ func btWork(t *testing.T) string {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Fatal("gcc (the side-by-side tests build their workload with it; .ci/run installs it)")
 	}
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("bm-w%d", os.Getpid()%1000000))
-	if out, err := exec.Command("gcc", "-O1", "-o", path, "testdata/btmaps/work.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return path
-}
-
-// btProc is one run of the workload: started, waiting to be told to work.
-type btProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-	pid   int
-}
-
-func startBtWork(t *testing.T, path string, args ...string) *btProc {
-	t.Helper()
-	cmd := exec.Command(path, args...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
-	if !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("workload: no ready line (%q, %v)", line, err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
-	return &btProc{cmd: cmd, stdin: stdin, out: out, pid: pid}
-}
-
-// workStay tells a workload started with "stay" to work and waits until
-// it has; it lives on until end.
-func (p *btProc) workStay(t *testing.T) {
-	t.Helper()
-	io.WriteString(p.stdin, "go\n")
-	if line, err := p.out.ReadString('\n'); line != "done\n" {
-		t.Fatalf("workload: no done line (%q, %v)", line, err)
-	}
-}
-
-func (p *btProc) end(t *testing.T) {
-	t.Helper()
-	p.stdin.Close()
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("workload: %v", err)
-	}
+	return buildWorkload(t, fmt.Sprintf("bm-w%d", os.Getpid()%1000000), "-O1", "testdata/btmaps/work.c")
 }
 
 // btLive is btOne for a workload that lives while the maps print (its
@@ -101,7 +40,7 @@ func (p *btProc) end(t *testing.T) {
 // comes), the workload done long before.
 func btLive(t *testing.T, path, prog, ready string, bpftrace bool) string {
 	t.Helper()
-	w := startBtWork(t, path, "stay")
+	w := startWorkload(t, -1, exec.Command(path, "stay"))
 	defer w.end(t)
 	src := fmt.Sprintf(prog, w.pid, path) + " interval:s:6 { exit(); }"
 	if bpftrace {
@@ -116,7 +55,7 @@ func btLive(t *testing.T, path, prog, ready string, bpftrace bool) string {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		got := untilReady(t, bufio.NewReader(out), ready, "text", func() { w.workStay(t) })
+		got := untilReady(t, bufio.NewReader(out), ready, "text", func() { w.work(t) })
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("bpftrace: %v", err)
 		}
@@ -130,21 +69,11 @@ func btLive(t *testing.T, path, prog, ready string, bpftrace bool) string {
 		pw.Close()
 		done <- code
 	}()
-	got := untilReady(t, bufio.NewReader(pr), ready, "text", func() { w.workStay(t) })
+	got := untilReady(t, bufio.NewReader(pr), ready, "text", func() { w.work(t) })
 	if code := <-done; code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, got, errOut.String())
 	}
 	return strings.TrimSuffix(got, "\nDetached and removed every probe.\n")
-}
-
-// work tells the workload to work, and reaps it: a -p run ends when it
-// has exited.
-func (p *btProc) work(t *testing.T) {
-	t.Helper()
-	io.WriteString(p.stdin, "go\n")
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("workload: %v", err)
-	}
 }
 
 // btSide runs prog (%[1]d in it is the workload's pid, %[2]s its path) with the installed
@@ -163,7 +92,7 @@ func btSide(t *testing.T, path, prog, ready, format string) (bt, pc string) {
 // stdout, bpftrace's first line and all.
 func btOne(t *testing.T, path, prog, ready, format string, bpftrace bool) string {
 	t.Helper()
-	w := startBtWork(t, path)
+	w := startWorkload(t, -1, exec.Command(path))
 	src := fmt.Sprintf(prog, w.pid, path)
 	if bpftrace {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -177,7 +106,7 @@ func btOne(t *testing.T, path, prog, ready, format string, bpftrace bool) string
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		got := untilReady(t, bufio.NewReader(out), ready, format, func() { w.work(t) })
+		got := untilReady(t, bufio.NewReader(out), ready, format, func() { w.workExit(t) })
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("bpftrace: %v", err)
 		}
@@ -191,7 +120,7 @@ func btOne(t *testing.T, path, prog, ready, format string, bpftrace bool) string
 		pw.Close()
 		done <- code
 	}()
-	got := untilReady(t, bufio.NewReader(pr), ready, format, func() { w.work(t) })
+	got := untilReady(t, bufio.NewReader(pr), ready, format, func() { w.workExit(t) })
 	if code := <-done; code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, got, errOut.String())
 	}

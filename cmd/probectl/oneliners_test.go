@@ -29,15 +29,8 @@ func buildOLWork(t *testing.T) olWork {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF")
 	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc (the one-liner tests need it; .ci/run installs it)")
-	}
 	comm := fmt.Sprintf("btol-%d", os.Getpid()%1000000)
-	path := filepath.Join(t.TempDir(), comm)
-	out, err := exec.Command("gcc", "-static", "-O1", "-fno-omit-frame-pointer", "-o", path, "testdata/oneliners/olwork.c").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	path := buildWorkload(t, comm, "-static", "-O1", "-fno-omit-frame-pointer", "testdata/oneliners/olwork.c")
 	return olWork{path, comm}
 }
 
@@ -45,25 +38,7 @@ func buildOLWork(t *testing.T) olWork {
 // pid; the caller continues it (SIGCONT) and waits for it.
 func (w olWork) start(t *testing.T, mode string, n int) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(w.path, mode, strconv.Itoa(n))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("workload: no ready line (%q)", line)
-	}
+	cmd := startWorkload(t, -1, exec.Command(w.path, mode, strconv.Itoa(n))).cmd
 	// Stopped: /proc/PID/stat's state is T.
 	for {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))

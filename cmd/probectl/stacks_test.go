@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -40,20 +39,12 @@ func buildStackWork(t *testing.T, prefix string) (path, comm string) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF")
 	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatal("gcc (the stack and symbol tests need it; .ci/run installs it)")
-	}
 	comm = fmt.Sprintf("%s-w%d", prefix, os.Getpid()%1000000)
-	path = filepath.Join(t.TempDir(), comm)
 	// A build id of its own: the user's build-id index (and any copy of
 	// this test running beside it) must not name another build's file.
 	// 20 bytes, as the kernel's stack map reports build ids.
 	id := fmt.Sprintf("-Wl,--build-id=0x%016x%08x%016x", time.Now().UnixNano(), os.Getpid(), rand.Uint64())
-	out, err := exec.Command("gcc", "-O0", "-fno-omit-frame-pointer", id, "-o", path, "testdata/stacks/work.c").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return path, comm
+	return buildWorkload(t, comm, "-O0", "-fno-omit-frame-pointer", id, "testdata/stacks/work.c"), comm
 }
 
 // stkCLI runs probectl in a workspace of the test's own.
@@ -107,60 +98,11 @@ func runWorkOn(t *testing.T, cpu int, path string, args ...string) {
 // returns is called, which waits for its exit.
 func startWork(t *testing.T, cpu int, path string, args ...string) (exit func()) {
 	t.Helper()
-	cmd := exec.Command(path, args...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The child inherits the CPUs of the thread that forks it: pinned
-	// from its first instruction.
-	goruntime.LockOSThread()
-	var old unix.CPUSet
-	if cpu >= 0 {
-		if err := unix.SchedGetaffinity(0, &old); err != nil {
-			t.Fatal(err)
-		}
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = cmd.Start()
-	if cpu >= 0 {
-		if err := unix.SchedSetaffinity(0, &old); err != nil {
-			t.Fatal(err)
-		}
-	}
-	goruntime.UnlockOSThread()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready ") {
-		t.Fatalf("workload: no ready line")
-	}
-	io.WriteString(stdin, "go\n")
-	if !lines.Scan() || lines.Text() != "done" {
-		t.Fatalf("workload: no done line (%q)", lines.Text())
-	}
+	w := startWorkload(t, cpu, exec.Command(path, args...))
+	w.work(t)
 	return func() {
 		t.Helper()
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("workload: %v", err)
-		}
+		w.end(t)
 	}
 }
 

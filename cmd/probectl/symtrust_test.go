@@ -64,36 +64,7 @@ func startNobody(t *testing.T, path string, args ...string) (*exec.Cmd, func()) 
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	return cmd, startReady(t, cmd)
-}
-
-func startReady(t *testing.T, cmd *exec.Cmd) func() {
-	t.Helper()
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop := func() {
-		stdin.Close()
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}
-	t.Cleanup(stop)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ready ") {
-		t.Fatalf("%s: no ready line (%q, %v)", cmd.Path, line, err)
-	}
-	return stop
+	return cmd, startWorkload(t, -1, cmd).kill
 }
 
 // Defect 4: root's program exits; a file of uid nobody's claims its build
