@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/probectl/probectl/internal/bttext"
 	"github.com/probectl/probectl/spec"
 )
 
@@ -44,37 +45,16 @@ func conversions(format string) []conversion {
 	return out
 }
 
-// beginText is what a printf in BEGIN of string literals prints: its
-// conversions (%s, %-10s...) filled with them, as C's printf does.
+// beginText is what a printf in BEGIN of string literals prints: the
+// format filled with them as bpftrace's printf fills it (bttext.Printf,
+// the one that prints run's printf lines too: %% before the last
+// conversion prints %, after it as written).
 func beginText(format string, args []Expr) string {
-	var b strings.Builder
-	next := 0
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' {
-			b.WriteByte(format[i])
-			continue
-		}
-		if i+1 < len(format) && format[i+1] == '%' {
-			b.WriteByte('%')
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(format) && strings.IndexByte("-+ #0123456789.lhzj", format[j]) >= 0 {
-			j++
-		}
-		if j >= len(format) {
-			b.WriteString(format[i:])
-			break
-		}
-		flags := strings.Trim(format[i+1:j], "lhzj")
-		if next < len(args) {
-			b.WriteString(fmt.Sprintf("%"+flags+"s", args[next].(*Str).Val))
-		}
-		next++
-		i = j
+	vals := make([]any, len(args))
+	for i, a := range args {
+		vals[i] = a.(*Str).Val
 	}
-	return b.String()
+	return bttext.Printf(format, vals...)
 }
 
 func (c *ctx) printf(call *Call) {
