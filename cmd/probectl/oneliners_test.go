@@ -103,10 +103,28 @@ func runOneLiner(t *testing.T, w olWork, ol oneLiner) (out []string, stderr stri
 				t.Fatalf("workload: %v", err)
 			}
 			work = nil
+			if endsOnCtrlC(ol) {
+				// Ctrl-C, as a user ends run once the workload is done:
+				// what it did is in the maps (and the event buffer, which
+				// run drains), so waiting out -duration adds nothing.
+				// run's signal.NotifyContext holds SIGINT since before
+				// "Running"; no test of this package runs beside this one
+				// (none is t.Parallel), so no other run takes it.
+				if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	code = <-done
 	return out, errOut.String(), code
+}
+
+// endsOnCtrlC: run of ol ends at Ctrl-C once its workload is done, not
+// by itself (exit(), an interval's exit, a -duration of the one-liner's
+// own) or at -c's command's exit.
+func endsOnCtrlC(ol oneLiner) bool {
+	return !strings.Contains(ol.prog, "exit()") && !slices.Contains(ol.args, "-duration") && !withC(ol.args)
 }
 
 // TestRunOneLiners runs 30 one-liners of bpftrace's one-liner tutorial
