@@ -12,7 +12,7 @@ ARCHES   := amd64 arm64
 KERNELS  ?= linux-5.10-amd64 linux-6.1-amd64 linux-6.12-amd64 linux-7.2-amd64 linux-5.10-arm64 linux-6.12-arm64 linux-7.2-arm64
 VMTESTS  ?= TestKernel
 
-.PHONY: hooks all build static test check unit unit-lab unit-all unit-short kubelab k8s-generate vmtest usdt-work vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
+.PHONY: hooks all build static test check unit unit-lab unit-all unit-short kubelab k8s-generate vmtest vmbuild usdt-work vmfetch tracepoints routes-table routes-scale vet lint fmt-check demo fuzz bench dashboards clean
 
 all: build
 
@@ -51,33 +51,40 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) run $(STATICCHECK) ./...
 
-fmt-check:
+# probectl fmt -check runs the binary make build builds: its compile is
+# the one static's build of the host's arch (and make demo) reuses from
+# the build cache (go run would compile without -trimpath: all of it
+# again, 2 to 3 minutes cold).
+fmt-check: build
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out" >&2; exit 1; fi
-	@CGO_ENABLED=0 $(GO) run ./cmd/probectl fmt -check examples examples/bpftrace examples/usdt
+	@$(BINDIR)/probectl fmt -check examples examples/bpftrace examples/usdt
 
 # The test command: everything on the host, then the kernel matrix. Each
 # phase announces itself and says how long it took. What only waits on
-# the network or builds caches starts at once in the background (its
-# output in $(TESTLOGS)): the kube lab's build (kubelab) and the kernels'
-# download (vmfetch). The phases that need them wait for them: unit-lab
-# for the lab, vmtest for the kernels; unit (the packages whose tests do
-# not start the lab) runs before, beside the lab's build.
-TEST_PHASES := fmt-check vet lint static unit wait-kubelab unit-lab wait-vmfetch vmtest
+# the network or builds caches starts in the background (its output in
+# $(TESTLOGS)): at once the kube lab's build (kubelab) and the kernels'
+# download (vmfetch); after lint the static builds (static) and the
+# kernel matrix's test binaries (vmbuild), beside unit, whose -p 1 runs
+# leave a core idle while tests wait on their probes. A bg-X phase starts
+# make X in the background, wait-X waits for it (its log's tail printed
+# when it failed): unit-lab needs the lab, vmtest the kernels.
+TEST_PHASES := fmt-check vet lint bg-static bg-vmbuild unit wait-static wait-kubelab unit-lab wait-vmbuild wait-vmfetch vmtest
 TESTLOGS    ?= bin/test-logs
 test:
 	@mkdir -p $(TESTLOGS); \
 	background() { \
 		( s=$$(date +%s); $(MAKE) --no-print-directory $$1 >$(TESTLOGS)/$$1.log 2>&1; rc=$$?; \
 		  echo "== make $$1 (background): $$( [ $$rc = 0 ] && echo done || echo FAILED) after $$(( $$(date +%s) - s ))s"; exit $$rc ) & \
+		eval "pid_$$1=$$!"; \
 		echo "== make $$1: started in the background (log: $(TESTLOGS)/$$1.log)"; \
 	}; \
-	background kubelab; lab=$$!; background vmfetch; kernels=$$!; \
+	background kubelab; background vmfetch; \
 	for t in $(TEST_PHASES); do \
 		start=$$(date +%s); echo "== make $$t"; \
 		case $$t in \
-		wait-kubelab) wait $$lab || { tail -n 30 $(TESTLOGS)/kubelab.log >&2; false; } ;; \
-		wait-vmfetch) wait $$kernels || { tail -n 30 $(TESTLOGS)/vmfetch.log >&2; false; } ;; \
+		bg-*) background $${t#bg-} ;; \
+		wait-*) n=$${t#wait-}; eval "p=\$$pid_$$n"; wait $$p || { tail -n 30 $(TESTLOGS)/$$n.log >&2; false; } ;; \
 		*) $(MAKE) --no-print-directory $$t ;; \
 		esac || { echo "== make $$t failed after $$(( $$(date +%s) - start ))s" >&2; exit 1; }; \
 		echo "== make $$t: $$(( $$(date +%s) - start ))s"; \
@@ -159,6 +166,14 @@ usdt-work:
 		case $$arch in amd64) cc=$(USDT_CC_amd64) ;; arm64) cc=$(USDT_CC_arm64) ;; esac; \
 		$$cc -$$opt -static -isystem bin/usdt-include -o $(USDT_WORK)/usdt-$$arch-$$opt runtime/testdata/usdt.c || exit 1; \
 	done; done
+
+# The kernel matrix's test binaries (the runtime package's, for each
+# arch of KERNELS, as vmtest builds them), built into the build cache
+# ahead of vmtest: make test runs this beside unit.
+vmbuild: usdt-work
+	@mkdir -p bin/vmbuild; for arch in $(USDT_ARCHES); do \
+		CGO_ENABLED=0 GOARCH=$$arch $(GO) test $(TESTFLAGS) -c -o bin/vmbuild/runtime-$$arch.test ./runtime || exit 1; \
+	done
 
 vmfetch:
 	CGO_ENABLED=0 $(GO) build -o bin/vmexec ./cmd/vmexec
