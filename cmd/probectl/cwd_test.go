@@ -92,3 +92,44 @@ probe "tracepoint" "loopscwd" {
 		t.Errorf("the workload's opens:\n%s\nwant:\n%s\nall of it:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(out, "\n"))
 	}
 }
+
+// opensnoop.bt as bpftrace ships it (its getcwd and printcwd loops are
+// the value cwd): the workload chdirs into a directory on a tmpfs mounted
+// for the test and opens four relative paths and two absolute ones. Six
+// lines, exactly bpftrace's: the relative ones with the directory's full
+// path before them, across the mount; nope with fd -1 and errno 2.
+func TestRunImportedOpensnoop(t *testing.T) {
+	path, comm := buildOpenWork(t, "osn")
+	dir := openWorkDir(t)
+	out := runWhileWorking(t, "../../spec/bpftrace/testdata/tools/opensnoop.bt", path, []string{"open", dir}, "-duration", "5s", "-interval", "0")
+	var got []string
+	pid := ""
+	for _, l := range out {
+		f := strings.Fields(l)
+		if len(f) < 5 || f[1] != comm {
+			continue
+		}
+		if pid == "" {
+			pid = f[0]
+		}
+		got = append(got, l)
+	}
+	var want []string
+	for _, o := range []struct {
+		fd, errno int
+		name      string
+		relative  bool
+	}{
+		{3, 0, "r0", true}, {3, 0, "r1", true}, {3, 0, "r2", true}, {-1, 2, "nope", true},
+		{3, 0, "/dev/null", false}, {3, 0, dir + "/r0", false},
+	} {
+		cwd := ""
+		if o.relative {
+			cwd = dir + "/"
+		}
+		want = append(want, fmt.Sprintf("%-6s %-16s %4d %3d %s%s", pid, comm, o.fd, o.errno, cwd, o.name))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("opensnoop printed, of the workload (%d lines, want %d):\n%s\nwant:\n%s\nall of it:\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(out, "\n"))
+	}
+}
