@@ -84,7 +84,7 @@ func (p *parser) forStmt() (Stmt, error) {
 // printing, or a diagnostic.
 func (c *ctx) forLoop(s *For) {
 	if s.Map != "" {
-		c.t.fail(s.Pos, "Unsupported for loop over a map", fmt.Sprintf("for $kv : %s has no equivalent: a spec's handler is straight-line code. To print the map, print(%s) in END does.", s.Map, s.Map))
+		c.t.fail(s.Pos, "Unsupported for loop over a map", fmt.Sprintf("for $kv : @%s has no equivalent: a spec's handler is straight-line code. To print the map, print(@%s) in END does.", s.Map, s.Map))
 		return
 	}
 	from, to := c.expr(s.From), c.expr(s.To)
@@ -96,14 +96,14 @@ func (c *ctx) forLoop(s *For) {
 		c.t.fail(s.To.At(), "Unbounded for loop", "A for loop's bounds must be constants (after macros and getopt's defaults): "+to.text+" is not.")
 		return
 	}
-	if m, ok := c.cwdWalk(s); ok {
+	if m, ok := c.cwdWalk(s); ok && c.onlyWalking(s, m, false) {
 		if c.t.cwdMaps == nil {
 			c.t.cwdMaps = map[string]bool{}
 		}
 		c.t.cwdMaps[m] = true
 		return
 	}
-	if c.cwdPrint(s) {
+	if c.onlyWalking(s, "", true) && c.cwdPrint(s) {
 		return
 	}
 	c.t.fail(s.Pos, "Unsupported for loop", "A for loop has an equivalent only as bpftrace's walk of the task's working directory (opensnoop's getcwd and printcwd: the value cwd). A spec's handler is straight-line code with conditions: write the loop's steps out, or compute the value it computes with a built-in value.")
@@ -138,6 +138,38 @@ func walkStmts(list []Stmt, f func(Stmt)) {
 			walkStmts(s.Body, f)
 		}
 	}
+}
+
+// onlyWalking reports whether a loop's body does nothing but what a walk
+// of the working directory (or, printing, its printing) does: $variables,
+// ifs, break and continue, the store into the walk's map m (printing:
+// printf, and delete of a walk's map). Anything else in it would be lost.
+func (c *ctx) onlyWalking(s *For, m string, printing bool) bool {
+	ok := true
+	walkStmts(s.Body, func(st Stmt) {
+		switch st := st.(type) {
+		case *If, *LoopJump:
+		case *Assign:
+			if ref, isMap := st.LHS.(*MapRef); isMap && (printing || c.mapName(ref) != m) {
+				ok = false
+			}
+		case *ExprStmt:
+			call, isCall := st.X.(*Call)
+			switch {
+			case !printing || !isCall:
+				ok = false
+			case call.Name == "printf":
+			case call.Name == "delete" && len(call.Args) > 0:
+				ref, isMap := call.Args[0].(*MapRef)
+				ok = ok && isMap && c.t.cwdMaps[c.mapName(ref)]
+			default:
+				ok = false
+			}
+		default:
+			ok = false
+		}
+	})
+	return ok
 }
 
 // cwdWalk recognises opensnoop's getcwd: a loop that stores
