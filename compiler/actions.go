@@ -116,7 +116,7 @@ func (g *gen) layoutAggregation(a *spec.Action, n int) {
 	})
 }
 
-// sharedMaps adds join's work area when the probe joins, and the tables
+// sharedMaps adds join's work area when the probe joins (or walks cwd), and the tables
 // the probe uses: their maps are the tables', shared.
 func (g *gen) sharedMaps() {
 	used, joins := g.tablesUsed()
@@ -151,6 +151,9 @@ func (g *gen) tablesUsed() (used map[*spec.Table]bool, joins bool) {
 			case *spec.Has:
 				used[x.Table] = true
 			case *spec.Join:
+				joins = true
+			}
+			if usesCwd(x) {
 				joins = true
 			}
 		})

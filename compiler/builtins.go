@@ -59,6 +59,7 @@ var builtinCodes = map[string]builtinCode{
 	"container": {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeContainer},
 	"node":      {emit: helper(asm.FnGetCurrentCgroupId), decode: compiled.DecodeNode},
 	"comm":      {text: (*gen).comm, key: KeyComm},
+	"cwd":       {text: (*gen).cwdText, key: KeyPath},
 	"func":      {emit: func(g *gen, _ *spec.Var) { g.funcCookie() }, key: KeyFunc, cookie: func(g *gen) bool { return !g.oneFunction() }},
 	"event":     {emit: (*gen).eventValue, key: KeyEvent, cookie: (*gen).eventsByCookie},
 	"ret":       {emit: (*gen).retValue},

@@ -71,6 +71,7 @@ type gen struct {
 	retRead *leaf
 	retDecl btf.Type
 	paths   map[string]*access
+	cwd     *cwdLayout // cwd's offsets, resolved once
 	// usdtArgs are the specifiers of each USDT argument the probe reads
 	// (by N of argN), one per site (checkUSDTArg).
 	usdtArgs map[int][]bpf.USDTArg

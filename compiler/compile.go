@@ -224,6 +224,10 @@ func (u *unit) layoutTables(cfg *spec.Config, out *Output, failed bool) {
 		if l := u.layout(t); l != nil {
 			out.Tables = append(out.Tables, l)
 		} else if !failed && !u.diags.HasErrors() {
+			if d := filledBySkipped(cfg, out, t); d != nil {
+				u.diags = append(u.diags, d)
+				continue
+			}
 			u.diags = append(u.diags, diagf(t.DeclRange, "Table type unknown",
 				"What %q holds cannot be told on the target from its uses: store a value whose type is plain (an integer, str(...), comm).", t.Name))
 		}

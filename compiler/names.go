@@ -89,6 +89,7 @@ const (
 	KeyString                = compiled.KeyString
 	KeyBytes                 = compiled.KeyBytes
 	KeyArgv                  = compiled.KeyArgv
+	KeyPath                  = compiled.KeyPath
 	KeyBuf                   = compiled.KeyBuf
 	KeyKStack                = compiled.KeyKStack
 	KeyUStack                = compiled.KeyUStack

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/hashicorp/hcl/v2"
@@ -234,4 +235,25 @@ func kindOf(t spec.Type) KeyKind {
 		return KeyBytes
 	}
 	return KeyInt
+}
+
+// filledBySkipped is the error for table t when only optional probes the
+// target leaves out store into it: the probes left reading it would read
+// nothing, for the reason those were left out (the reason's summary).
+func filledBySkipped(cfg *spec.Config, out *Output, t *spec.Table) *hcl.Diagnostic {
+	for _, s := range out.Skipped {
+		for _, p := range cfg.Probes {
+			if p.Addr != s.Address {
+				continue
+			}
+			for _, a := range p.Actions() {
+				if a.Kind == spec.Store && a.Table == t {
+					summary, _, _ := strings.Cut(s.Why, ": ")
+					return diagf(t.DeclRange, summary,
+						"Only %s stores into %q, and the target leaves it out (it is optional): %s", p.Addr, t.Name, s.Why)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -64,6 +64,9 @@ func (g *gen) resolveRead(x spec.Expr) (spec.Type, bool) {
 		if b := spec.LookupBuiltin(x.Name); b != nil && b.Path != nil {
 			return g.pathType(x, b), true
 		}
+		if x.Name == "cwd" {
+			return g.cwdType(x), true
+		}
 		return x.Type(), true
 	case *spec.EntryRef:
 		for _, f := range g.p.Entry.Save {

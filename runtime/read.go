@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -643,6 +644,8 @@ func (n keyNames) decodeField(f compiled.KeyField, b []byte) any {
 		return string(raw)
 	case compiled.KeyArgv:
 		return decodeArgv(raw)
+	case compiled.KeyPath:
+		return decodePath(raw)
 	case compiled.KeyBuf:
 		return decodeBuf(raw)
 	case compiled.KeyBytes:
@@ -683,6 +686,20 @@ func decodeBuf(raw []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// decodePath turns the NUL-separated names of raw, leaf first (cwd's
+// walk), into a path from the root: "/" when there are none.
+func decodePath(raw []byte) string {
+	var parts []string
+	for _, s := range bytes.Split(raw, []byte{0}) {
+		if len(s) == 0 {
+			break
+		}
+		parts = append(parts, string(s))
+	}
+	slices.Reverse(parts)
+	return "/" + strings.Join(parts, "/")
 }
 
 // decodeArgv joins the NUL-separated arguments of raw with spaces, up to

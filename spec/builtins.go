@@ -179,6 +179,11 @@ var builtinList = slices.Concat([]*Builtin{
 }, podEntries(), []*Builtin{
 	{Name: "comm", Type: TypeComm, Helper: "bpf_get_current_comm",
 		Doc: "the task's name, 16 bytes", Bpftrace: "comm"},
+	{Name: "cwd", Type: StringType(CwdSize),
+		Refused: map[bpf.Kind]Refusal{bpf.KindUser: {"cwd is for kernel data",
+			"cwd walks the current task's working directory through the kernel's BTF: {kinds} probes have it."}},
+		Doc:      fmt.Sprintf("the task's working directory, its full path across mounts (at most %d components; task.fs.pwd walked)", CwdDepth),
+		Bpftrace: "curtask->fs->pwd", BpftraceHint: "cwd: the task's working directory as a path (task.fs.pwd walked up to the root)"},
 	{Name: "func", Type: TypeInt, NonNegative: true, Named: true,
 		Refused: map[bpf.Kind]Refusal{
 			bpf.KindProfile: noFunction,

@@ -42,6 +42,9 @@ func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) []string {
 			out = append(out, bttext.Strftime(l.Time, rec.Wall))
 			continue
 		}
+		if l.When > 0 && (l.When > len(rec.Fields) || fmt.Sprint(rec.Fields[l.When-1].Value) == "0") {
+			continue
+		}
 		args := make([]any, len(l.Fields))
 		for i, f := range l.Fields {
 			switch {
@@ -55,6 +58,11 @@ func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord) []string {
 		}
 		for i, p := range l.Prefixes {
 			args[i] = p + fmt.Sprint(args[i])
+		}
+		for _, i := range l.Dirs {
+			if args[i] == "/" {
+				args[i] = ""
+			}
 		}
 		for _, i := range l.Symbols {
 			if s, ok := args[i].(string); ok {

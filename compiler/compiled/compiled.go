@@ -64,6 +64,7 @@ const (
 	KeyString KeyKind = "string" // text, NUL-terminated
 	KeyBytes  KeyKind = "bytes"  // a byte array, shown in hex
 	KeyArgv   KeyKind = "argv"   // strings one after another, each ended by a NUL: shown joined by spaces
+	KeyPath   KeyKind = "path"   // a path's names, leaf first, each ended by a NUL: shown as /root/../leaf
 	KeyBuf    KeyKind = "buf"    // buf(): the length read (8 bytes), then the bytes, shown as bpftrace's %r
 	// KeyKStack is a kernel stack: the id (8 bytes, negative: no stack, the
 	// errno) of a stack in the probe's stack trace map KeyField.StackMap.

@@ -104,6 +104,11 @@ func (c *ctx) printf(call *Call) {
 		return
 	}
 	line := Print{Format: f.Val}
+	if len(call.Args) == 1 && c.event != nil {
+		// Text alone, on the line the event prints (printcwd's "/").
+		c.linePrint(call.Pos, &line, nil)
+		return
+	}
 	var ev *action
 	defer func() {
 		if ev != nil {
@@ -160,7 +165,14 @@ func (c *ctx) printf(call *Call) {
 // "syscalls:sys_enter_fsync"; not of a user probe, whose probe names the
 // binary too).
 type Print struct {
-	Format   string
+	Format string
+	// When is 1 + the index of the event's field that says whether the
+	// printf's conditions held (an if inside the probe, after the line
+	// began: bpftrace prints on the same line); 0: it always prints.
+	When int
+	// Dirs are the conversions that print a working directory as
+	// opensnoop's printcwd does: nothing for the root, else the path.
+	Dirs     []int
 	Fields   []int
 	Time     string
 	Symbols  []int

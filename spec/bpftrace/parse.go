@@ -414,7 +414,7 @@ func (p *parser) block() ([]Stmt, error) {
 		}
 		out = append(out, s)
 		if !p.is("}") {
-			if _, isIf := s.(*If); !isIf {
+			if _, isIf := s.(*If); !isIf && !isLoop(s) {
 				if _, skip := s.(*Unsupported); !skip {
 					if err := p.expect(";"); err != nil {
 						return nil, err
@@ -455,15 +455,17 @@ func (p *parser) stmt() (Stmt, error) {
 				return nil, errAt(at, "Unsupported return value", "A probe's return with a value has no equivalent.")
 			}
 			return &Return{Pos: at}, nil
-		case "for", "while", "unroll":
+		case "for":
+			return p.forStmt()
+		case "break", "continue":
+			what := p.tok.text
+			return &LoopJump{Pos: at, What: what}, p.next()
+		case "while", "unroll":
 			what := p.tok.text
 			if err := p.skipBlock(); err != nil {
 				return nil, err
 			}
 			return &Unsupported{Pos: at, What: what + " loop"}, nil
-		case "break", "continue":
-			what := p.tok.text
-			return &Unsupported{Pos: at, What: what}, p.next()
 		case "let":
 			if err := p.next(); err != nil {
 				return nil, err

@@ -453,6 +453,10 @@ var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": t
 
 func (c *ctx) stmt(s Stmt) {
 	switch s := s.(type) {
+	case *For:
+		c.forLoop(s)
+	case *LoopJump:
+		c.t.fail(s.Pos, "Unsupported "+s.What, s.What+" outside a for loop the importer translates has no equivalent.")
 	case *Unsupported:
 		c.t.fail(s.Pos, "Unsupported "+s.What, fmt.Sprintf("A %s has no equivalent: a probe's handler here is straight-line code, with conditions but no loops.", s.What))
 	case *Assign:

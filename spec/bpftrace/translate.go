@@ -133,6 +133,9 @@ type translator struct {
 	beginText strings.Builder
 	beginExit bool
 	forRun    bool
+	// cwdMaps are the maps a walk of the working directory filled (the
+	// value cwd stands for them).
+	cwdMaps map[string]bool
 }
 
 // MaxExpansions bounds the macros a program expands (each may expand

@@ -86,6 +86,9 @@ func (c *ctx) exprOf(e Expr) hx {
 		}
 		c.t.fail(e.Pos, "Unsupported operator "+e.Op, fmt.Sprintf("Unary %s has no equivalent: kernel data is read through its fields (p.field), not through a pointer's address.", e.Op))
 	case *Binary:
+		if x, ok := c.firstByte(e); ok {
+			return x
+		}
 		return c.binop(e.Pos, e.Op, c.expr(e.X), c.expr(e.Y))
 	case *Cond:
 		cond := c.expr(e.C).boolean()

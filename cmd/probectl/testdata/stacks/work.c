@@ -16,9 +16,13 @@
  *                       samples are as many)
  *   work deep SECONDS   the same, 40 levels deep (stacks of more than
  *                       30 frames)
+ *   work open DIR       chdir to DIR, then openat (and close) r0, r1, r2,
+ *                       nope (ENOENT), /dev/null and DIR/r0: four
+ *                       relative paths, two absolute (cwd, opensnoop)
  *
  * It prints "ready PID" and waits for a line on stdin before working, then
  * "done", and exits when stdin closes. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +109,7 @@ int main(int argc, char **argv) {
 	char line[16];
 	if (!fgets(line, sizeof line, stdin))
 		return 1;
-	long n = atol(argv[2]);
+	long n = strcmp(argv[1], "open") == 0 ? 0 : atol(argv[2]);
 	if (strcmp(argv[1], "burn") == 0) {
 		struct timespec start, now;
 		clock_gettime(CLOCK_MONOTONIC, &start);
@@ -147,6 +151,17 @@ int main(int argc, char **argv) {
 		for (long i = 0; i < n; i++)
 			if (write(fd, mixed, sizeof mixed - 1) != sizeof mixed - 1 || write(fd, all, sizeof all) != sizeof all)
 				return 1;
+	} else if (strcmp(argv[1], "open") == 0) {
+		if (chdir(argv[2]) != 0)
+			return 1;
+		char abs[4096];
+		snprintf(abs, sizeof abs, "%s/r0", argv[2]);
+		const char *names[] = {"r0", "r1", "r2", "nope", "/dev/null", abs};
+		for (int i = 0; i < 6; i++) {
+			long fd = syscall(SYS_openat, AT_FDCWD, names[i], O_RDONLY);
+			if (fd >= 0)
+				close(fd);
+		}
 	} else if (strcmp(argv[1], "nap") == 0) {
 		/* The system calls themselves: glibc's nanosleep calls
 		 * clock_nanosleep. */
