@@ -245,7 +245,7 @@ fuzz:
 # A part that fails does not stop the others; make bench then fails.
 KPERHIT_KERNELS ?= linux-7.2-amd64 linux-6.12-amd64
 BENCH_LOG ?= bin/bench.log
-BENCH_PARTS ?= bench/startup.sh bench/perhit.sh bench/tproutes.sh bench/scale.sh bench/plan1k.sh bench/apply1k.sh bench/stacks.sh bench/kperhit.sh
+BENCH_PARTS ?= bench/startup.sh bench/perhit.sh bench/tproutes.sh bench/scale.sh bench/plan1k.sh bench/apply1k.sh bench/contend.sh bench/stacks.sh bench/kperhit.sh
 bench:
 	@mkdir -p $(dir $(BENCH_LOG)); : > $(BENCH_LOG); fail=""; \
 	$(GO) test -run='^$$' -bench=. -benchmem ./compiler 2>&1 | tee -a $(BENCH_LOG); \

@@ -109,8 +109,12 @@ func (g *gen) layoutAggregation(a *spec.Action, n int) {
 		agg.LinearMin, agg.LinearMax, agg.LinearStep = a.Min, a.Max, a.Step
 	}
 	g.out.Aggregations = append(g.out.Aggregations, agg)
+	typ := ebpf.PerCPUHash
+	if agg.Kind.SharedValue() {
+		typ = ebpf.Hash
+	}
 	g.out.Maps = append(g.out.Maps, &Map{
-		Ref: agg.MapRef, Name: mapName(a.Name), Type: ebpf.PerCPUHash,
+		Ref: agg.MapRef, Name: mapName(a.Name), Type: typ,
 		KeySize: uint32(agg.KeySize), ValueSize: uint32(ValueSize(a.Kind)), MaxEntries: uint32(a.MaxKeys),
 		Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
 	})
@@ -166,7 +170,8 @@ func (g *gen) tablesUsed() (used map[*spec.Table]bool, joins bool) {
 	return used, joins
 }
 
-// ValueSize is the size of an aggregation's per-CPU value: min and max keep
+// ValueSize is the size of an aggregation's value (per CPU for min and
+// max, compiled.AggregationKind.SharedValue): min and max keep
 // a "seen" word after the value, because inserting a key zeroes the other
 // CPUs' values and 0 must not win a min; a histogram's bucket keeps the
 // sum of its observations after its count.
@@ -335,7 +340,11 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	}
 	lookup(insert)
 	g.e.Mark(found)
-	g.modify(a, val, skip)
+	if agg.Kind.SharedValue() {
+		g.addShared(a, val)
+	} else {
+		g.modify(a, val, skip)
+	}
 	g.e.Emit(asm.Ja.Label(skip))
 
 	g.e.Mark(insert)
@@ -389,6 +398,26 @@ func (g *gen) modify(a *spec.Action, val int16, skip string) {
 		)
 	default:
 		g.e.Emit(asm.Add.Reg(asm.R1, asm.R2), asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord))
+	}
+}
+
+// addShared adds the observation at val to the value R0 points at, one
+// that every CPU adds to (compiled.AggregationKind.SharedValue): a 64-bit
+// atomic add of each word, BPF_STX|BPF_ATOMIC|BPF_DW with imm BPF_ADD,
+// which is BPF_XADD (every kernel, JITed on amd64 and arm64); no fetch
+// form (5.12+). A histogram's bucket adds its count and its sum.
+func (g *gen) addShared(a *spec.Action, val int16) {
+	if a.Kind == spec.Count {
+		g.e.Emit(asm.Mov.Imm(asm.R1, 1))
+	} else {
+		g.e.Emit(asm.LoadMem(asm.R1, asm.RFP, val, asm.DWord))
+	}
+	g.e.Emit(asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0))
+	if a.IsHistogram() {
+		g.e.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, val+8, asm.DWord),
+			asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 8),
+		)
 	}
 }
 

@@ -98,15 +98,11 @@ func runKernelValue(t *testing.T, facts *bpf.Facts, fn, x string, args ...uint64
 	if _, err := coll.Programs[key].Run(&ebpf.RunOptions{Context: ctx}); err != nil {
 		t.Fatalf("%s: run: %v", x, err)
 	}
-	var perCPU []int64
-	if err := coll.Maps[p.Aggregations[0].MapRef].Lookup(uint64(0), &perCPU); errors.Is(err, ebpf.ErrKeyNotExist) {
+	total, err := aggTotal(coll.Maps[p.Aggregations[0].MapRef], uint64(0))
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return 0
 	} else if err != nil {
 		t.Fatal(err)
-	}
-	var total int64
-	for _, v := range perCPU {
-		total += v
 	}
 	return total
 }

@@ -69,15 +69,11 @@ func runRecord(t *testing.T, src string, fd int64, buf []byte, count int64, n in
 			continue
 		}
 		key := make([]byte, a.KeySize)
-		var perCPU []int64
-		if err := coll.Maps[a.MapRef].Lookup(key, &perCPU); errors.Is(err, ebpf.ErrKeyNotExist) {
+		total, err := aggTotal(coll.Maps[a.MapRef], key)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return 0
 		} else if err != nil {
 			t.Fatal(err)
-		}
-		var total int64
-		for _, v := range perCPU {
-			total += v
 		}
 		return total
 	}
@@ -286,17 +282,14 @@ func TestFieldTextRun(t *testing.T) {
 		}
 	}
 	agg := out.Probes[0].Aggregations[0]
-	var key []byte
-	var perCPU [][]byte
-	it := coll.Maps[agg.MapRef].Iterate()
 	n := 0
-	for it.Next(&key, &perCPU) {
+	err = aggEach(coll.Maps[agg.MapRef], func(key []byte, values [][]byte) {
 		n++
 		comm := string(key[agg.Key[0].Offset : agg.Key[0].Offset+6])
 		pth := string(key[agg.Key[1].Offset : agg.Key[1].Offset+9])
 		addr := key[agg.Key[2].Offset : agg.Key[2].Offset+4]
 		var total uint64
-		for _, v := range perCPU {
+		for _, v := range values {
 			total += binary.LittleEndian.Uint64(v)
 		}
 		if comm != "worker" || pth != "/tmp/file" || fmt.Sprint(addr) != "[10 0 0 7]" || total != 4 {
@@ -305,8 +298,49 @@ func TestFieldTextRun(t *testing.T) {
 		if agg.Key[1].Size != spec.DefaultStrSize || key[agg.Key[1].Offset+9] != 0 {
 			t.Errorf("the path's slot is %d bytes, NUL after it %d", agg.Key[1].Size, key[agg.Key[1].Offset+9])
 		}
+	})
+	if err != nil || n != 1 {
+		t.Errorf("%d keys (%v), want 1", n, err)
 	}
-	if n != 1 {
-		t.Errorf("%d keys, want 1", n)
+}
+
+// aggTotal adds up key's first word in an aggregation's map over its
+// values: one per CPU in a per-CPU hash, one shared by every CPU in a
+// plain hash (compiled.AggregationKind.SharedValue). A missing key is
+// ebpf.ErrKeyNotExist.
+func aggTotal(m *ebpf.Map, key any) (int64, error) {
+	var total int64
+	if m.Type() == ebpf.Hash {
+		var v []byte
+		err := m.Lookup(key, &v)
+		if err == nil {
+			total = int64(binary.LittleEndian.Uint64(v))
+		}
+		return total, err
 	}
+	var per [][]byte
+	err := m.Lookup(key, &per)
+	for _, v := range per {
+		total += int64(binary.LittleEndian.Uint64(v))
+	}
+	return total, err
+}
+
+// aggEach calls fn with every key of an aggregation's map and its values
+// (one per CPU, or the one shared: aggTotal).
+func aggEach(m *ebpf.Map, fn func(key []byte, values [][]byte)) error {
+	var key []byte
+	it := m.Iterate()
+	if m.Type() == ebpf.Hash {
+		var v []byte
+		for it.Next(&key, &v) {
+			fn(key, [][]byte{v})
+		}
+		return it.Err()
+	}
+	var per [][]byte
+	for it.Next(&key, &per) {
+		fn(key, per)
+	}
+	return it.Err()
 }

@@ -71,11 +71,8 @@ func TestUsymKeepsStartTime(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	var k []byte
-	var v []int64
-	it := coll.Maps[p.Aggregations[0].MapRef].Iterate()
 	n := 0
-	for it.Next(&k, &v) {
+	err = aggEach(coll.Maps[p.Aggregations[0].MapRef], func(k []byte, _ [][]byte) {
 		n++
 		if len(k) < 16 {
 			t.Fatalf("key %x: want 16 bytes at least", k)
@@ -92,8 +89,8 @@ func TestUsymKeepsStartTime(t *testing.T) {
 		if _, ok := symbols.ProcessOf(slot).Running(); !ok {
 			t.Errorf("this process, as recorded, is not running")
 		}
-	}
-	if err := it.Err(); err != nil || n != 1 {
+	})
+	if err != nil || n != 1 {
 		t.Errorf("%d keys (%v), want 1", n, err)
 	}
 }

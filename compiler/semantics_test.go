@@ -370,15 +370,11 @@ func runProbe(t *testing.T, facts *bpf.Facts, src, comm string, n int) (*Program
 			t.Fatalf("run: %v", err)
 		}
 	}
-	var perCPU []int64
-	if err := coll.Maps[p.Aggregations[0].MapRef].Lookup(uint64(0), &perCPU); errors.Is(err, ebpf.ErrKeyNotExist) {
+	total, err := aggTotal(coll.Maps[p.Aggregations[0].MapRef], uint64(0))
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return p.Programs[0], 0
 	} else if err != nil {
 		t.Fatal(err)
-	}
-	var total int64
-	for _, v := range perCPU {
-		total += v
 	}
 	return p.Programs[0], total
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,4 +165,110 @@ func TestManyApplyRollsBackAtProbe700(t *testing.T) {
 		}
 		leakFree(t, w, nil)
 	}
+}
+
+// Counts, sums and histograms keep one value per key that every CPU adds
+// to atomically (compiled.AggregationKind.SharedValue), max one per CPU:
+// 300 processes started at once and exiting on every CPU, each a key of
+// its own inserted as it exits, are all counted, exactly, none dropped
+// (on-demand maps once refused such inserts: counts came out short).
+func TestSharedCountsExactUnder300Processes(t *testing.T) {
+	requireRoot(t)
+	const procs = 300
+	comm := fmt.Sprintf("pcx%d", os.Getpid())
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		testenv.Absent(t, "no true(1) to run: %v", err)
+	}
+	bin, err := os.ReadFile(truePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := filepath.Join(t.TempDir(), comm)
+	if err := os.WriteFile(kid, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := workspace(t)
+	s, _ := apply(t, w, fmt.Sprintf(`probe "tracepoint" "exits" {
+  event = "sched:sched_process_exit"
+  on_entry {
+    count "by_pid" {
+      when = comm == %[1]q
+      by   = [args.pid]
+    }
+    count "all" { when = comm == %[1]q }
+    sum "pids" {
+      when  = comm == %[1]q
+      value = args.pid
+    }
+    hist "pid_hist" {
+      when  = comm == %[1]q
+      value = args.pid
+    }
+    max "pid_max" {
+      when  = comm == %[1]q
+      value = args.pid
+    }
+  }
+}`, comm))
+	cmds := make([]*exec.Cmd, procs)
+	for i := range cmds {
+		cmds[i] = exec.Command(kid)
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pidSum, pidMax int64
+	pids := map[string]bool{}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		pid := int64(c.Process.Pid)
+		pidSum += pid
+		pidMax = max(pidMax, pid)
+		pids[fmt.Sprint(pid)] = true
+	}
+	read := func(name string) runtime.AggregationResult {
+		ar := aggregation(t, w, s, "tracepoint.exits", name)
+		if ar.Dropped != 0 {
+			t.Errorf("%s: %d keys dropped, want 0", name, ar.Dropped)
+		}
+		return ar
+	}
+	byPid := values(read("by_pid"))
+	for pid := range pids {
+		if byPid[pid] != 1 {
+			t.Errorf("by_pid[%s] = %d, want 1", pid, byPid[pid])
+		}
+	}
+	if len(byPid) != procs {
+		t.Errorf("by_pid has %d keys, want %d", len(byPid), procs)
+	}
+	if got := values(read("all")); got[""] != procs || len(got) != 1 {
+		t.Errorf("all = %v, want %d", got, procs)
+	}
+	if got := values(read("pids")); got[""] != pidSum || len(got) != 1 {
+		t.Errorf("pids = %v, want %d", got, pidSum)
+	}
+	if got := values(read("pid_max")); got[""] != pidMax || len(got) != 1 {
+		t.Errorf("pid_max = %v, want %d", got, pidMax)
+	}
+	hist := read("pid_hist")
+	var count uint64
+	for _, e := range hist.Entries {
+		for _, b := range e.Buckets {
+			count += b.Count
+		}
+		if e.Sum == nil || *e.Sum != pidSum {
+			t.Errorf("pid_hist sum = %v, want %d", e.Sum, pidSum)
+		}
+	}
+	if len(hist.Entries) != 1 || count != procs {
+		t.Errorf("pid_hist: %d entries, %d observations; want 1, %d", len(hist.Entries), count, procs)
+	}
+	if _, _, err := w.Destroy(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	leakFree(t, w, nil)
 }

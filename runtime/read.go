@@ -482,8 +482,10 @@ func (g *aggGroup) entry(agg *compiled.Aggregation, hist bool) Entry {
 // batchSize is how many keys one batch lookup asks for.
 const batchSize = 512
 
-// eachEntry calls fn with every key of a per-CPU map and its per-CPU
-// values, in batches (BPF_MAP_LOOKUP_BATCH: a few system calls for
+// eachEntry calls fn with every key of an aggregation's map and its values:
+// one per CPU from a per-CPU hash, the one shared value from a plain hash
+// (compiled.AggregationKind.SharedValue; the map's type decides, so a
+// state written before reads as ever). It reads in batches (BPF_MAP_LOOKUP_BATCH: a few system calls for
 // thousands of keys, where iterating costs two per key). Where the kernel
 // has no batch lookup for the map, or a hash bucket holds more keys than a
 // batch, it iterates key by key. key and per are valid only during fn.
@@ -494,6 +496,14 @@ func eachEntry(m *ebpf.Map, fn func(key []byte, per [][]byte)) error {
 	}
 	// Start over, key by key: nothing was passed to fn yet.
 	var key []byte
+	if !perCPU(m.Type()) {
+		var value []byte
+		iter := m.Iterate()
+		for iter.Next(&key, &value) {
+			fn(key, [][]byte{value})
+		}
+		return iter.Err()
+	}
 	var per [][]byte
 	iter := m.Iterate()
 	for iter.Next(&key, &per) {
@@ -502,15 +512,22 @@ func eachEntry(m *ebpf.Map, fn func(key []byte, per [][]byte)) error {
 	return iter.Err()
 }
 
+// perCPU reports whether a map of type t keeps one value per CPU.
+func perCPU(t ebpf.MapType) bool {
+	return t == ebpf.PerCPUHash || t == ebpf.PerCPUArray || t == ebpf.LRUCPUHash
+}
+
 // eachBatch reads m in batches. It returns done=false, having called fn for
 // nothing, when the kernel cannot batch this map.
 func eachBatch(m *ebpf.Map, fn func(key []byte, per [][]byte)) (done bool, err error) {
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		return false, nil
-	}
 	keySize, valueSize := int(m.KeySize()), int(m.ValueSize())
-	stride := (valueSize + 7) &^ 7
+	cpus, stride := 1, valueSize // a plain map's values are packed
+	if perCPU(m.Type()) {
+		if cpus, err = ebpf.PossibleCPU(); err != nil {
+			return false, nil
+		}
+		stride = (valueSize + 7) &^ 7 // each CPU's value 8-byte aligned
+	}
 	n := min(batchSize, max(int(m.MaxEntries()), 1))
 	// The batch counts its keys by the length of the slice: one element per
 	// key and one per CPU's value, written in place (no copy).

@@ -328,6 +328,18 @@ const (
 // the last 8 bytes of its key.
 func (k AggregationKind) IsHistogram() bool { return k == AggHist || k == AggLHist }
 
+// SharedValue reports whether an aggregation of kind k keeps one value per
+// key in a plain hash map, which every CPU adds to with an atomic add,
+// rather than one value per CPU in a per-CPU hash map. Counts, sums and
+// histogram buckets (a count and a sum) only add, and a preallocated plain
+// hash is made in a tenth of the time of a per-CPU one (issue 22: apply of
+// many probes). Min and max compare before they store, which an atomic add
+// cannot do: they stay per-CPU. This decides the layout; readers go by the
+// type of the map they read, so that states written before read as ever.
+func (k AggregationKind) SharedValue() bool {
+	return k == AggCount || k == AggSum || k.IsHistogram()
+}
+
 // LinearBuckets is the number of in-range buckets of an lhist from lo to
 // hi in steps of step (hi > lo, step > 0): the last one may be partial.
 // It computes without overflow for any int64 bounds, and saturates.
