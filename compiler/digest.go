@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/probectl/probectl/bpf"
@@ -31,17 +32,21 @@ func showsKeys(p *Probe, sp *spec.Probe) bool {
 	return false
 }
 
-// opNames is asm.OpCode.String of every opcode, which builds its text
-// anew each time (a fifth of the bytes planning a large spec allocated):
-// an OpCode is a byte, so a table beats a map.
-var opNames = func() (t [256]string) {
-	for i := range t {
-		t[i] = asm.OpCode(i).String()
-	}
-	return t
-}()
+// opNames caches asm.OpCode.String, which builds its text anew each time
+// (a fifth of the bytes planning a large spec allocated): an OpCode is a
+// byte, so a table beats a map. Each entry is filled when its opcode is
+// first named, not at package init: a program uses a few dozen of the 256,
+// and building them all cost every command's start-up 676 allocations.
+var opNames [256]atomic.Pointer[string]
 
-func opName(op asm.OpCode) string { return opNames[op] }
+func opName(op asm.OpCode) string {
+	if s := opNames[op].Load(); s != nil {
+		return *s
+	}
+	s := op.String()
+	opNames[op].Store(&s)
+	return s
+}
 
 // digest is a hash of everything that makes the probe's kernel objects:
 // programs, maps, functions and attach families (sp is the probe as

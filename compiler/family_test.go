@@ -21,7 +21,7 @@ import (
 // TestAttachersCoverFamilies holds each to an attacher.
 func TestFamilyConformance(t *testing.T) {
 	costed := map[Family]bool{}
-	for _, k := range routeCosts.Kernels {
+	for _, k := range routeCosts().Kernels {
 		for fam := range k.Families {
 			costed[fam] = true
 		}

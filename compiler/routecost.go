@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/probectl/probectl/bpf"
 )
@@ -69,23 +70,28 @@ type AttachCost struct {
 	Extrapolated bool    `json:"extrapolated,omitempty"`
 }
 
-var routeCosts = func() RouteCosts {
+// routeCosts decodes the embedded table when first needed: only kernel
+// routes (the choice of a family, the plan's estimate) read it, and
+// decoding it took a millisecond of every command's start-up when it ran
+// at package init.
+var routeCosts = sync.OnceValue(func() *RouteCosts {
 	var t RouteCosts
 	if err := json.Unmarshal(routeCostJSON, &t); err != nil {
 		panic("compiler/routecost.json: " + err.Error())
 	}
-	return t
-}()
+	return &t
+})
 
 // RouteCostTable returns the embedded table.
-func RouteCostTable() RouteCosts { return routeCosts }
+func RouteCostTable() RouteCosts { return *routeCosts() }
 
 // costsFor finds the measurements for f's kernel: the same version and
 // arch, else the nearest measured version of the arch (nearest says so).
 func costsFor(f *bpf.Facts) (k *KernelCost, nearest bool) {
 	best, bestD := -1, math.MaxInt
-	for i := range routeCosts.Kernels {
-		c := &routeCosts.Kernels[i]
+	t := routeCosts()
+	for i := range t.Kernels {
+		c := &t.Kernels[i]
 		if c.Arch != f.Arch {
 			continue
 		}
@@ -97,7 +103,7 @@ func costsFor(f *bpf.Facts) (k *KernelCost, nearest bool) {
 	if best < 0 {
 		return nil, false
 	}
-	return &routeCosts.Kernels[best], bestD != 0
+	return &t.Kernels[best], bestD != 0
 }
 
 // attachMS estimates the attach + detach time of fam for n functions:
