@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -73,14 +74,20 @@ func TestKernelBPFtraceExamplesApply(t *testing.T) {
 				}
 			}
 			w := workspace(t)
+			start := time.Now()
 			k := khold(t, w, out)
+			attached := time.Since(start)
 			var routes []string
 			for _, p := range out.Probes {
 				routes = append(routes, p.Address.String()+" via "+string(p.Route))
 			}
 			t.Logf("%s: %s", f.Label(), strings.Join(routes, ", "))
 			applied++
+			start = time.Now()
 			k.done(t)
+			// Where a slow kernel's time goes (fentry's detach waits
+			// for RCU grace periods, one link at a time): the log only.
+			t.Logf("apply %s, destroy %s", attached.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		})
 	}
 	if applied == 0 {

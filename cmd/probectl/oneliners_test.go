@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -87,14 +88,23 @@ func runOneLiner(t *testing.T, w olWork, ol oneLiner) (out []string, stderr stri
 	pr, pw := io.Pipe()
 	done := make(chan int)
 	var errOut bytes.Buffer
+	ended := make(chan struct{})
 	go func() {
 		code := run(args, pw, &errOut)
+		close(ended)
 		pw.Close()
 		done <- code
 	}()
 	lines := bufio.NewScanner(pr)
+	// A program without a workload (BEGIN alone) ends at Ctrl-C too,
+	// once it has printed its first wanted line.
+	begin := ol.mode == "" && ol.fails == nil && len(ol.want) > 0 && endsOnCtrlC(ol)
 	for lines.Scan() {
 		out = append(out, lines.Text())
+		if begin && regexp.MustCompile(ol.want[0]).MatchString(lines.Text()) {
+			begin = false
+			go ctrlC(ended)
+		}
 		if work != nil && strings.HasPrefix(lines.Text(), "Running ") {
 			if err := work.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
@@ -107,17 +117,29 @@ func runOneLiner(t *testing.T, w olWork, ol oneLiner) (out []string, stderr stri
 				// Ctrl-C, as a user ends run once the workload is done:
 				// what it did is in the maps (and the event buffer, which
 				// run drains), so waiting out -duration adds nothing.
-				// run's signal.NotifyContext holds SIGINT since before
-				// "Running"; no test of this package runs beside this one
-				// (none is t.Parallel), so no other run takes it.
-				if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-					t.Fatal(err)
-				}
+				go ctrlC(ended)
 			}
 		}
 	}
 	code = <-done
 	return out, errOut.String(), code
+}
+
+// ctrlC sends this process SIGINT every 50 ms until ended is closed:
+// run prints "Running" just before its signal.NotifyContext holds
+// SIGINT, so the first may come before it does (TestRunOneLiners holds
+// SIGINT too: the process never dies of it). No test of this package
+// runs beside the one-liners (none is t.Parallel), so no other run
+// takes it.
+func ctrlC(ended chan struct{}) {
+	for {
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+		select {
+		case <-ended:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // endsOnCtrlC: run of ol ends at Ctrl-C once its workload is done, not
@@ -138,6 +160,9 @@ func endsOnCtrlC(ol oneLiner) bool {
 // tests (a disk's requests are not ours to count here).
 func TestRunOneLiners(t *testing.T) {
 	w := buildOLWork(t)
+	held := make(chan os.Signal, 1)
+	signal.Notify(held, os.Interrupt) // ctrlC's SIGINT never ends the test process
+	defer signal.Stop(held)
 	c := w.comm
 	for _, ol := range []oneLiner{
 		{name: "hello world", prog: `BEGIN { printf("hello world\n"); }`,

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"github.com/probectl/probectl/internal/testenv"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,22 +266,9 @@ probe "user" "call" {
 }
 `, path, comm))
 	const n = 57
-	cmd := exec.Command(path, "call", fmt.Sprint(n))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ready ") {
-		t.Fatal("workload: no ready line")
-	}
-	io.WriteString(stdin, "go\n")
-	if !lines.Scan() || lines.Text() != "done" {
-		t.Fatalf("workload: no done line (%q)", lines.Text())
-	}
+	wk := startWorkload(t, -1, exec.Command(path, "call", fmt.Sprint(n)))
+	wk.work(t)
+	cmd := wk.cmd
 	pid := cmd.Process.Pid
 	started, err := symbols.StartTime(pid)
 	if err != nil {
@@ -331,10 +316,7 @@ probe "user" "call" {
 	if fn, stack := read(); fn != "stk_target ["+comm+"]" || len(stack) == 0 || stack[0].Symbol != "stk_call" {
 		t.Fatalf("while the process runs: fn %q, stack %+v; want stk_target [%s], stk_call first", fn, stack, comm)
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	wk.end(t)
 	// A process is told from the pid's next owner by its start time in
 	// clock ticks (what /proc/PID/stat gives): one that started, ran and
 	// exited within a tick is not told from a process started in that

@@ -91,6 +91,11 @@ func buildInitrd(k Kernel, tmp, testBin string, args []string) (string, error) {
 // qemuArgs boots vmlinuz with initrd on a machine of arch.
 func qemuArgs(arch, vmlinuz, initrd string) []string {
 	cmdline := "quiet panic=-1 oops=panic"
+	// PROBECTL_VM_CMDLINE adds kernel parameters (to try one on a kernel
+	// of the matrix without a change here).
+	if extra := strings.TrimSpace(os.Getenv("PROBECTL_VM_CMDLINE")); extra != "" {
+		cmdline += " " + extra
+	}
 	// Two vCPUs interleaved on one host thread: multi-threaded TCG races
 	// the kernel's live text patching (ftrace, jump labels), and a guest
 	// then trips over a stale int3 (seen on 7.2 amd64 in __schedule).
