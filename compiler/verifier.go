@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -15,7 +16,8 @@ import (
 )
 
 // verifierInsn matches a verifier log line about one instruction: "42: (79) r1 = ...".
-var verifierInsn = regexp.MustCompile(`^(\d+): \(`)
+// Compiled when a rejection is first read, not at every command's start.
+var verifierInsn = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+): \(`) })
 
 // VerifierLines is how many of the verifier's last lines a diagnostic quotes.
 const VerifierLines = 8
@@ -36,7 +38,7 @@ func VerifierDiagnostic(cfg *spec.Config, p *Probe, prog *Program, err error) *h
 	}
 	insn := -1
 	for i := len(log) - 1; i >= 0; i-- {
-		if m := verifierInsn.FindStringSubmatch(log[i]); m != nil {
+		if m := verifierInsn().FindStringSubmatch(log[i]); m != nil {
 			insn, _ = strconv.Atoi(m[1])
 			break
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/probectl/probectl/bpf"
@@ -115,11 +116,12 @@ func Workspace(node string, ps *v1alpha1.ProbeSet) string {
 }
 
 // workspaceName is what Workspace makes.
-var workspaceName = regexp.MustCompile(`^k8s-[a-z0-9_-]{1,42}-[0-9a-f]{12}$`)
+// Compiled when first used: every command would pay for it at start.
+var workspaceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^k8s-[a-z0-9_-]{1,42}-[0-9a-f]{12}$`) })
 
 // IsWorkspace says whether name is a ProbeSet's workspace, as Workspace
 // names them: the node agent removes no other.
-func IsWorkspace(name string) bool { return workspaceName.MatchString(name) }
+func IsWorkspace(name string) bool { return workspaceName().MatchString(name) }
 
 // Publish creates or updates the node's NodeFacts: the facts, the
 // kernel's BTF identity, and the binaries PublishBinaries and the
