@@ -167,11 +167,12 @@ func TestManyApplyRollsBackAtProbe700(t *testing.T) {
 	}
 }
 
-// Counts, sums and histograms keep one value per key that every CPU adds
-// to atomically (compiled.AggregationKind.SharedValue), max one per CPU:
-// 300 processes started at once and exiting on every CPU, each a key of
-// its own inserted as it exits, are all counted, exactly, none dropped
-// (on-demand maps once refused such inserts: counts came out short).
+// Keyed counts, sums and histograms keep one value per key that every CPU
+// adds to atomically (compiled.Aggregation.SharedValue); max and those
+// without by keep one per CPU: 300 processes started at once and exiting
+// on every CPU, each a key of its own inserted as it exits, are all
+// counted, exactly, in either layout, none dropped (on-demand maps once
+// refused such inserts: counts came out short).
 func TestSharedCountsExactUnder300Processes(t *testing.T) {
 	requireRoot(t)
 	const procs = 300
@@ -199,9 +200,19 @@ func TestSharedCountsExactUnder300Processes(t *testing.T) {
     count "all" { when = comm == %[1]q }
     sum "pids" {
       when  = comm == %[1]q
+      by    = [comm]
+      value = args.pid
+    }
+    sum "pids_all" {
+      when  = comm == %[1]q
       value = args.pid
     }
     hist "pid_hist" {
+      when  = comm == %[1]q
+      by    = [comm]
+      value = args.pid
+    }
+    hist "pid_hist_all" {
       when  = comm == %[1]q
       value = args.pid
     }
@@ -248,24 +259,29 @@ func TestSharedCountsExactUnder300Processes(t *testing.T) {
 	if got := values(read("all")); got[""] != procs || len(got) != 1 {
 		t.Errorf("all = %v, want %d", got, procs)
 	}
-	if got := values(read("pids")); got[""] != pidSum || len(got) != 1 {
-		t.Errorf("pids = %v, want %d", got, pidSum)
+	if got := values(read("pids")); got[comm] != pidSum || len(got) != 1 {
+		t.Errorf("pids = %v, want %s: %d", got, comm, pidSum)
+	}
+	if got := values(read("pids_all")); got[""] != pidSum || len(got) != 1 {
+		t.Errorf("pids_all = %v, want %d", got, pidSum)
 	}
 	if got := values(read("pid_max")); got[""] != pidMax || len(got) != 1 {
 		t.Errorf("pid_max = %v, want %d", got, pidMax)
 	}
-	hist := read("pid_hist")
-	var count uint64
-	for _, e := range hist.Entries {
-		for _, b := range e.Buckets {
-			count += b.Count
+	for _, name := range []string{"pid_hist", "pid_hist_all"} {
+		hist := read(name)
+		var count uint64
+		for _, e := range hist.Entries {
+			for _, b := range e.Buckets {
+				count += b.Count
+			}
+			if e.Sum == nil || *e.Sum != pidSum {
+				t.Errorf("%s sum = %v, want %d", name, e.Sum, pidSum)
+			}
 		}
-		if e.Sum == nil || *e.Sum != pidSum {
-			t.Errorf("pid_hist sum = %v, want %d", e.Sum, pidSum)
+		if len(hist.Entries) != 1 || count != procs {
+			t.Errorf("%s: %d entries, %d observations; want 1, %d", name, len(hist.Entries), count, procs)
 		}
-	}
-	if len(hist.Entries) != 1 || count != procs {
-		t.Errorf("pid_hist: %d entries, %d observations; want 1, %d", len(hist.Entries), count, procs)
 	}
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
