@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/runtime"
 )
@@ -287,4 +288,48 @@ func TestSharedCountsExactUnder300Processes(t *testing.T) {
 		t.Fatal(err)
 	}
 	leakFree(t, w, nil)
+}
+
+// Aggregation maps that states written before keep are per-CPU hashes of
+// counts; the readers go by the map's type: a count in a per-CPU map (the
+// layout of those states; the program still adds atomically, which a
+// per-CPU value takes too) reads exactly as in a plain one.
+func TestReadPerCPUCountOfEarlierStates(t *testing.T) {
+	requireRoot(t)
+	src := `probe "tracepoint" "old" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    count "opens" {
+      when = comm == "pcruntime"
+      by   = [comm]
+    }
+  }
+}`
+	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.PerCPUHash} {
+		t.Run(typ.String(), func(t *testing.T) {
+			w := workspace(t)
+			out := compile(t, src)
+			m := out.Probes[0].Maps[0]
+			if m.Ref != out.Probes[0].Aggregations[0].MapRef || m.Type != ebpf.Hash {
+				t.Fatalf("map %s %s, want the aggregation's, a plain hash", m.Ref, m.Type)
+			}
+			m.Type = typ
+			s, err := w.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, err = w.Apply(s, out, runtime.Diff(s, out, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runWork(t, n)
+			if got := values(aggregation(t, w, s, "tracepoint.old", "opens")); got[workComm] != n || len(got) != 1 {
+				t.Errorf("opens = %v, want %s: %d", got, workComm, n)
+			}
+			if _, _, err := w.Destroy(s, nil); err != nil {
+				t.Fatal(err)
+			}
+			leakFree(t, w, nil)
+		})
+	}
 }
