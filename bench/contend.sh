@@ -27,7 +27,9 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-gcc -O2 -static -o "$tmp/bench_getppid" bench/getppid.c
+# A comm of its own: other runs of bench/perhit.sh count bench_getppid too.
+comm="contend$$"
+gcc -O2 -static -o "$tmp/$comm" bench/getppid.c
 CGO_ENABLED=0 go build -o "$tmp/probectl" ./cmd/probectl
 CGO_ENABLED=0 go build -o "$tmp/refload" ./bench/refload
 clang -O2 -g -target bpf -I"/usr/include/$(gcc -dumpmachine)" -c bench/reference/tp_count.bpf.c -o "$tmp/tp_count.o"
@@ -43,10 +45,10 @@ work() { # one call (it inserts the key: the reference's insert race drops
 	# a hit, probectl's looks again), then P workers of N calls each, on
 	# CPUs 0..P-1 when taskset is there
 	local i pids=()
-	"$tmp/bench_getppid" 1 >/dev/null
+	"$tmp/$comm" 1 >/dev/null
 	for i in $(seq 0 $((P - 1))); do
-		if command -v taskset >/dev/null; then taskset -c "$((i % $(nproc)))" "$tmp/bench_getppid" "$N" >/dev/null &
-		else "$tmp/bench_getppid" "$N" >/dev/null &
+		if command -v taskset >/dev/null; then taskset -c "$((i % $(nproc)))" "$tmp/$comm" "$N" >/dev/null &
+		else "$tmp/$comm" "$N" >/dev/null &
 		fi
 		pids+=($!)
 	done
@@ -57,7 +59,7 @@ sysctl -q -w kernel.bpf_stats_enabled=1
 for _ in $(seq "$ROUNDS"); do
 	"$tmp/probectl" apply -auto-approve "$tmp/tp.hcl" >/dev/null
 	work
-	got=$("$tmp/probectl" show -json | jq '[.probes[].aggregations[].entries[] | select(.key.comm == "bench_getppid") | .value] | add')
+	got=$("$tmp/probectl" show -json | jq --arg c "$comm" '[.probes[].aggregations[].entries[] | select(.key.comm == $c) | .value] | add')
 	[ "$got" = "$want" ] || { echo "COUNT MISMATCH: probectl counted $got, want $want" >&2; exit 1; }
 	pins=$("$tmp/probectl" status -json | jq -r '.probes[].pin_dir')
 	"$tmp/refload" -runtime $(find $pins -name 'prog_*') | awk '{print $2 / $3}' >> "$tmp/pc"
@@ -68,7 +70,7 @@ for _ in $(seq "$ROUNDS"); do
 	for _ in $(seq 100); do grep -q attached "$tmp/ref.out" && break; sleep 0.05; done
 	work
 	kill -INT "$ref"; wait "$ref"; ref=
-	got=$(awk '$1 == "bench_getppid" {print $2}' "$tmp/ref.out")
+	got=$(awk -v c="$comm" '$1 == c {print $2}' "$tmp/ref.out")
 	[ "$got" = "$want" ] || { echo "COUNT MISMATCH: reference counted $got, want $want" >&2; exit 1; }
 	grep '^runtime' "$tmp/ref.out" | awk '{print $2 / $3}' >> "$tmp/ref"
 done

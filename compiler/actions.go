@@ -110,12 +110,12 @@ func (g *gen) layoutAggregation(a *spec.Action, n int) {
 	}
 	g.out.Aggregations = append(g.out.Aggregations, agg)
 	typ := ebpf.PerCPUHash
-	if agg.Kind.SharedValue() {
+	if agg.SharedValue() {
 		typ = ebpf.Hash
 	}
 	g.out.Maps = append(g.out.Maps, &Map{
 		Ref: agg.MapRef, Name: mapName(a.Name), Type: typ,
-		KeySize: uint32(agg.KeySize), ValueSize: uint32(ValueSize(a.Kind)), MaxEntries: uint32(a.MaxKeys),
+		KeySize: uint32(agg.KeySize), ValueSize: uint32(ValueSize(a.Kind)), MaxEntries: uint32(agg.MapEntries()),
 		Purpose: fmt.Sprintf("%s %q", a.Kind, a.Name),
 	})
 }
@@ -171,7 +171,7 @@ func (g *gen) tablesUsed() (used map[*spec.Table]bool, joins bool) {
 }
 
 // ValueSize is the size of an aggregation's value (per CPU for min and
-// max, compiled.AggregationKind.SharedValue): min and max keep
+// max, compiled.Aggregation.SharedValue): min and max keep
 // a "seen" word after the value, because inserting a key zeroes the other
 // CPUs' values and 0 must not win a min; a histogram's bucket keeps the
 // sum of its observations after its count.
@@ -340,7 +340,7 @@ func (g *gen) update(a *spec.Action, agg *Aggregation, skip string) {
 	}
 	lookup(insert)
 	g.e.Mark(found)
-	if agg.Kind.SharedValue() {
+	if agg.SharedValue() {
 		g.addShared(a, val)
 	} else {
 		g.modify(a, val, skip)
@@ -402,7 +402,7 @@ func (g *gen) modify(a *spec.Action, val int16, skip string) {
 }
 
 // addShared adds the observation at val to the value R0 points at, one
-// that every CPU adds to (compiled.AggregationKind.SharedValue): a 64-bit
+// that every CPU adds to (compiled.Aggregation.SharedValue): a 64-bit
 // atomic add of each word, BPF_STX|BPF_ATOMIC|BPF_DW with imm BPF_ADD,
 // which is BPF_XADD (every kernel, JITed on amd64 and arm64); no fetch
 // form (5.12+). A histogram's bucket adds its count and its sum.

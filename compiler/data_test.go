@@ -306,7 +306,7 @@ func TestFieldTextRun(t *testing.T) {
 
 // aggTotal adds up key's first word in an aggregation's map over its
 // values: one per CPU in a per-CPU hash, one shared by every CPU in a
-// plain hash (compiled.AggregationKind.SharedValue). A missing key is
+// plain hash (compiled.Aggregation.SharedValue). A missing key is
 // ebpf.ErrKeyNotExist.
 func aggTotal(m *ebpf.Map, key any) (int64, error) {
 	var total int64
@@ -319,11 +319,13 @@ func aggTotal(m *ebpf.Map, key any) (int64, error) {
 		return total, err
 	}
 	var per [][]byte
-	err := m.Lookup(key, &per)
+	if err := m.Lookup(key, &per); err != nil {
+		return 0, err
+	}
 	for _, v := range per {
 		total += int64(binary.LittleEndian.Uint64(v))
 	}
-	return total, err
+	return total, nil
 }
 
 // aggEach calls fn with every key of an aggregation's map and its values

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/runtime"
 )
@@ -167,11 +168,12 @@ func TestManyApplyRollsBackAtProbe700(t *testing.T) {
 	}
 }
 
-// Counts, sums and histograms keep one value per key that every CPU adds
-// to atomically (compiled.AggregationKind.SharedValue), max one per CPU:
-// 300 processes started at once and exiting on every CPU, each a key of
-// its own inserted as it exits, are all counted, exactly, none dropped
-// (on-demand maps once refused such inserts: counts came out short).
+// Keyed counts, sums and histograms keep one value per key that every CPU
+// adds to atomically (compiled.Aggregation.SharedValue); max and those
+// without by keep one per CPU: 300 processes started at once and exiting
+// on every CPU, each a key of its own inserted as it exits, are all
+// counted, exactly, in either layout, none dropped (on-demand maps once
+// refused such inserts: counts came out short).
 func TestSharedCountsExactUnder300Processes(t *testing.T) {
 	requireRoot(t)
 	const procs = 300
@@ -199,9 +201,19 @@ func TestSharedCountsExactUnder300Processes(t *testing.T) {
     count "all" { when = comm == %[1]q }
     sum "pids" {
       when  = comm == %[1]q
+      by    = [comm]
+      value = args.pid
+    }
+    sum "pids_all" {
+      when  = comm == %[1]q
       value = args.pid
     }
     hist "pid_hist" {
+      when  = comm == %[1]q
+      by    = [comm]
+      value = args.pid
+    }
+    hist "pid_hist_all" {
       when  = comm == %[1]q
       value = args.pid
     }
@@ -248,27 +260,76 @@ func TestSharedCountsExactUnder300Processes(t *testing.T) {
 	if got := values(read("all")); got[""] != procs || len(got) != 1 {
 		t.Errorf("all = %v, want %d", got, procs)
 	}
-	if got := values(read("pids")); got[""] != pidSum || len(got) != 1 {
-		t.Errorf("pids = %v, want %d", got, pidSum)
+	if got := values(read("pids")); got[comm] != pidSum || len(got) != 1 {
+		t.Errorf("pids = %v, want %s: %d", got, comm, pidSum)
+	}
+	if got := values(read("pids_all")); got[""] != pidSum || len(got) != 1 {
+		t.Errorf("pids_all = %v, want %d", got, pidSum)
 	}
 	if got := values(read("pid_max")); got[""] != pidMax || len(got) != 1 {
 		t.Errorf("pid_max = %v, want %d", got, pidMax)
 	}
-	hist := read("pid_hist")
-	var count uint64
-	for _, e := range hist.Entries {
-		for _, b := range e.Buckets {
-			count += b.Count
+	for _, name := range []string{"pid_hist", "pid_hist_all"} {
+		hist := read(name)
+		var count uint64
+		for _, e := range hist.Entries {
+			for _, b := range e.Buckets {
+				count += b.Count
+			}
+			if e.Sum == nil || *e.Sum != pidSum {
+				t.Errorf("%s sum = %v, want %d", name, e.Sum, pidSum)
+			}
 		}
-		if e.Sum == nil || *e.Sum != pidSum {
-			t.Errorf("pid_hist sum = %v, want %d", e.Sum, pidSum)
+		if len(hist.Entries) != 1 || count != procs {
+			t.Errorf("%s: %d entries, %d observations; want 1, %d", name, len(hist.Entries), count, procs)
 		}
-	}
-	if len(hist.Entries) != 1 || count != procs {
-		t.Errorf("pid_hist: %d entries, %d observations; want 1, %d", len(hist.Entries), count, procs)
 	}
 	if _, _, err := w.Destroy(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	leakFree(t, w, nil)
+}
+
+// Aggregation maps that states written before keep are per-CPU hashes of
+// counts; the readers go by the map's type: a count in a per-CPU map (the
+// layout of those states; the program still adds atomically, which a
+// per-CPU value takes too) reads exactly as in a plain one.
+func TestReadPerCPUCountOfEarlierStates(t *testing.T) {
+	requireRoot(t)
+	src := `probe "tracepoint" "old" {
+  event = "syscalls:sys_enter_openat"
+  on_entry {
+    count "opens" {
+      when = comm == "pcruntime"
+      by   = [comm]
+    }
+  }
+}`
+	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.PerCPUHash} {
+		t.Run(typ.String(), func(t *testing.T) {
+			w := workspace(t)
+			out := compile(t, src)
+			m := out.Probes[0].Maps[0]
+			if m.Ref != out.Probes[0].Aggregations[0].MapRef || m.Type != ebpf.Hash {
+				t.Fatalf("map %s %s, want the aggregation's, a plain hash", m.Ref, m.Type)
+			}
+			m.Type = typ
+			s, err := w.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, err = w.Apply(s, out, runtime.Diff(s, out, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runWork(t, n)
+			if got := values(aggregation(t, w, s, "tracepoint.old", "opens")); got[workComm] != n || len(got) != 1 {
+				t.Errorf("opens = %v, want %s: %d", got, workComm, n)
+			}
+			if _, _, err := w.Destroy(s, nil); err != nil {
+				t.Fatal(err)
+			}
+			leakFree(t, w, nil)
+		})
+	}
 }

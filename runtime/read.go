@@ -484,7 +484,7 @@ const batchSize = 512
 
 // eachEntry calls fn with every key of an aggregation's map and its values:
 // one per CPU from a per-CPU hash, the one shared value from a plain hash
-// (compiled.AggregationKind.SharedValue; the map's type decides, so a
+// (compiled.Aggregation.SharedValue; the map's type decides, so a
 // state written before reads as ever). It reads in batches (BPF_MAP_LOOKUP_BATCH: a few system calls for
 // thousands of keys, where iterating costs two per key). Where the kernel
 // has no batch lookup for the map, or a hash bucket holds more keys than a

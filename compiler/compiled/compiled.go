@@ -328,18 +328,6 @@ const (
 // the last 8 bytes of its key.
 func (k AggregationKind) IsHistogram() bool { return k == AggHist || k == AggLHist }
 
-// SharedValue reports whether an aggregation of kind k keeps one value per
-// key in a plain hash map, which every CPU adds to with an atomic add,
-// rather than one value per CPU in a per-CPU hash map. Counts, sums and
-// histogram buckets (a count and a sum) only add, and a preallocated plain
-// hash is made in a tenth of the time of a per-CPU one (issue 22: apply of
-// many probes). Min and max compare before they store, which an atomic add
-// cannot do: they stay per-CPU. This decides the layout; readers go by the
-// type of the map they read, so that states written before read as ever.
-func (k AggregationKind) SharedValue() bool {
-	return k == AggCount || k == AggSum || k.IsHistogram()
-}
-
 // LinearBuckets is the number of in-range buckets of an lhist from lo to
 // hi in steps of step (hi > lo, step > 0): the last one may be partial.
 // It computes without overflow for any int64 bounds, and saturates.
@@ -383,6 +371,41 @@ type Aggregation struct {
 	// sum of its observations (16 bytes): a scrape serves _sum. States
 	// written before it keep only counts.
 	HistSum bool `json:"hist_sum,omitempty"`
+}
+
+// SharedValue reports whether the aggregation keeps one value per key in a
+// plain hash map, which every CPU adds to with an atomic add, rather than
+// one value per CPU in a per-CPU hash map: a count, sum or histogram with
+// keys of its own (by). A preallocated plain hash is made in a tenth of
+// the time of a per-CPU one (issue 22: apply of many probes), but CPUs
+// that hit one key at once share its cache line (bench/contend.sh). Min
+// and max compare before they store, which an atomic add cannot do; an
+// aggregation without by has few keys (one, or its buckets: MapEntries),
+// cheap to make per CPU and hit from every CPU: these stay per-CPU. This
+// decides the layout; readers go by the type of the map they read, so
+// that states written before read as ever.
+func (a *Aggregation) SharedValue() bool {
+	return (a.Kind == AggCount || a.Kind == AggSum || a.Kind.IsHistogram()) && len(a.Key) > 0
+}
+
+// Log2Buckets is how many buckets a log2 histogram has at most: negative
+// values, zero, and 2+floor(log2(v)) for the positive ones.
+const Log2Buckets = 65
+
+// MapEntries is the size of the aggregation's map: MaxKeys, or fewer when
+// it has no by and so at most one key, or a histogram's buckets.
+func (a *Aggregation) MapEntries() int {
+	if len(a.Key) > 0 {
+		return a.MaxKeys
+	}
+	n := int64(1)
+	switch a.Kind {
+	case AggHist:
+		n = Log2Buckets
+	case AggLHist:
+		n = LinearBuckets(a.LinearMin, a.LinearMax, a.LinearStep) + 2 // and the two open ends
+	}
+	return int(min(n, int64(a.MaxKeys)))
 }
 
 // Monotonic reports whether the aggregation only grows while it is
