@@ -68,7 +68,7 @@ var layers = map[string][]string{
 	"bpf/symbols":            {"bpf"},
 	"spec":                   {"bpf"},
 	"spec/spectest":          {"spec"},
-	"spec/bpftrace":          {"spec", "bpf"},
+	"spec/bpftrace":          {"spec", "bpf", "internal/bttext"},
 	"compiler/internal/emit": {},
 	"compiler/compiled":      {"bpf", "bpf/sys"},
 	"compiler":               {"spec", "compiler/compiled", "compiler/internal/emit", "bpf", "bpf/symbols"},

@@ -11,7 +11,8 @@
 // its bpftrace name and the spec aggregations holding it (Maps), and the
 // printing steps of BEGIN, END and interval probes (Steps).
 //
-// Package bpftrace imports spec (to check what it writes) and bpf (the
-// perf events software: and hardware: probes name), and never loads
+// Package bpftrace imports spec (to check what it writes), bpf (the
+// perf events software: and hardware: probes name) and internal/bttext
+// (the files cat may read), and never loads
 // anything into a kernel.
 package bpftrace

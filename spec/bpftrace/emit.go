@@ -178,9 +178,11 @@ func (c *ctx) printf(call *Call) {
 // Prefixes are, by conversion, what bpftrace prints before the field's
 // value: probe is the family and the event ("tracepoint:" and
 // "syscalls:sys_enter_fsync"; not of a user probe, whose probe names the
-// binary too).
+// binary too). Cat, alone, is a cat(PATH) statement: the file printed as
+// it is when the event prints (bttext.Cat).
 type Print struct {
 	Format   string
+	Cat      string
 	Fields   []int
 	Time     string
 	Symbols  []int

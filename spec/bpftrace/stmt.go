@@ -783,6 +783,8 @@ func (c *ctx) call(call *Call) {
 			return
 		}
 		c.delete(call)
+	case "cat":
+		c.cat(call)
 	case "exit":
 		c.exited = true
 		if c.family == "BEGIN" {
@@ -863,15 +865,6 @@ func (c *ctx) delete(call *Call) {
 	c.deletes = append(c.deletes, a)
 }
 
-// catRefusal is why cat() stays out: bpftrace reads the file in user
-// space as each event prints. probectl applies as root and its events
-// reach whoever reads the workspace (a tenant's too), so a file a spec
-// names would be read with root's rights and handed on: /etc/shadow as
-// easily as /proc/loadavg. No list of safe files is kept either: what a
-// file under /proc shows depends on who reads it.
-const catRefusal = "a file the spec names would be read as root and printed to whoever reads the events, " +
-	"so probectl reads no files; read the file beside the run (cat /proc/loadavg)"
-
 // missingFunctions are bpftrace's functions without an equivalent.
 var missingFunctions = map[string]string{
 	"bswap":         "there is no byte swap of a given width; ntohs(x) and ntohl(x) take 16 or 32 bits from network order",
@@ -882,7 +875,6 @@ var missingFunctions = map[string]string{
 	"signal":        "probes observe only: they send no signals",
 	"override":      "probes observe only: they change no return value",
 	"system":        "probectl runs no commands",
-	"cat":           catRefusal,
 	"strncmp":       "strings compare whole (==, !=) or by prefix (starts_with)",
 	"strcontains":   "strings compare whole (==, !=) or by prefix (starts_with)",
 	"len":           "there is no length of a map or a stack",

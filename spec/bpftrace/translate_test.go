@@ -277,8 +277,12 @@ probe "tracepoint" "sys_exit_capset" {
 func TestImportRefuses(t *testing.T) {
 	for _, tc := range []struct{ bt, want, detail string }{
 		{"kprobe:f { @x = hist(rand); }", "1:22 Unsupported rand", ""},
-		{"kprobe:f { cat(\"/etc/shadow\"); }", "1:12 Unsupported cat()", ""},
-		{"kprobe:f { printf(\"x\\n\"); cat(\"/proc/loadavg\"); }", "1:27 Unsupported cat()", ""},
+		{"kprobe:f { printf(\"x\\n\"); cat(\"/etc/shadow\"); }", "1:31 Refused cat() of \"/etc/shadow\"", "/proc/loadavg, /proc/uptime"},
+		{"kprobe:f { printf(\"x\\n\"); cat(\"/proc/../etc/passwd\"); }", "1:31 Refused cat() of \"/proc/../etc/passwd\"", "as root"},
+		{"kprobe:f { printf(\"x\\n\"); cat(\"/proc/%d/maps\", pid); }", "1:27 Unsupported cat()", "one path"},
+		{"kprobe:f { cat(\"/proc/loadavg\"); }", "1:12 Unsupported cat() without a printf", ""},
+		{"kprobe:f { printf(\"x\\n\"); if (pid == 1) { cat(\"/proc/loadavg\"); } }", "1:43 Unsupported cat() without a printf", ""},
+		{"BEGIN { cat(\"/proc/loadavg\"); }\nkprobe:f { @n = count(); }", "1:9 Unsupported cat() in BEGIN", ""},
 		{"kprobe:f {\n  for $i : 0..3 { @x = count(); }\n}", "2:3 Unsupported for loop", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { if (@x[tid]) { @x[tid] = 2; @n = count(); } }", "2:46 Unsupported condition on a changed map", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @n[@x[tid]] = count(); }", "2:35 Read after delete", ""},

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunCat runs a tracepoint program that prints /proc/loadavg with
+// cat() after a printf, as oomkill.bt does: each of the workload's 3
+// getppid calls prints its line and then the file as the kernel formats
+// it, read when the event printed; a path outside the allowlist stops
+// run before anything attaches.
+func TestRunCat(t *testing.T) {
+	w := buildOLWork(t)
+	ol := oneLiner{
+		prog: `tracepoint:syscalls:sys_enter_getppid /comm == "{comm}"/ { printf("getppid %d, loadavg: ", pid); cat("/proc/loadavg"); }`,
+		mode: "getppid", n: 3,
+		check: countLines(`^getppid [0-9]+, loadavg: [0-9]+\.[0-9]{2} [0-9]+\.[0-9]{2} [0-9]+\.[0-9]{2} [0-9]+/[0-9]+ [0-9]+$`, 3),
+	}
+	out, stderr, code := runOneLiner(t, w, ol)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, strings.Join(out, "\n"), stderr)
+	}
+	ol.check(t, out)
+	t.Logf("run printed:\n%s", strings.Join(out, "\n"))
+
+	bad := oneLiner{prog: `tracepoint:syscalls:sys_enter_getppid { printf("x "); cat("/etc/shadow"); }`}
+	out, stderr, code = runOneLiner(t, w, bad)
+	if code != 1 || !strings.Contains(stderr, `Refused cat() of "/etc/shadow"`) || !strings.Contains(stderr, "-e:1:59: error:") {
+		t.Fatalf("run of cat(/etc/shadow): exit %d, stdout %q, stderr:\n%s", code, out, stderr)
+	}
+}
