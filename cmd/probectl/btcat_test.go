@@ -30,3 +30,21 @@ func TestRunCat(t *testing.T) {
 		t.Fatalf("run of cat(/etc/shadow): exit %d, stdout %q, stderr:\n%s", code, out, stderr)
 	}
 }
+
+// TestRunProbeExit runs exit() in a tracepoint probe, after its printf:
+// of the workload's 5 getppid calls exactly the first prints, and the
+// run stops there (within -duration's 60s: it ends at the exit), as
+// bpftrace stops at the first event that calls exit().
+func TestRunProbeExit(t *testing.T) {
+	w := buildOLWork(t)
+	ol := oneLiner{
+		prog: `tracepoint:syscalls:sys_enter_getppid /comm == "{comm}"/ { printf("getppid %d\n", pid); exit(); }`,
+		mode: "getppid", n: 5, args: []string{"-duration", "60s"},
+		check: countLines(`^getppid [0-9]+$`, 1),
+	}
+	out, stderr, code := runOneLiner(t, w, ol)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, strings.Join(out, "\n"), stderr)
+	}
+	ol.check(t, out)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/probectl/probectl/internal/bttext"
@@ -15,6 +16,9 @@ import (
 // does), any other through the events printer. With -json every record
 // goes to the printer.
 func (r *probeRun) record(rec *runtime.EventRecord) error {
+	if r.exited.Load() {
+		return nil // after a probe's exit(), as bpftrace stops printing
+	}
 	lines, ok := r.o.prints[[2]string{rec.Probe, rec.Name}]
 	if !ok || r.o.asJSON || rec.Type != runtime.RecordEvent {
 		return r.pr.Record(rec)
@@ -25,6 +29,7 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 		var b strings.Builder
 		for i, t := range text {
 			switch {
+			case lines[i].Exit:
 			case lines[i].Cat == "":
 				b.WriteString(bttext.PrintfJSON(t))
 			case t != "":
@@ -34,6 +39,10 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 		text = []string{b.String()}
 	}
 	_, err := fmt.Fprint(r.cmd.OutOrStdout(), strings.Join(text, ""))
+	if slices.ContainsFunc(lines, func(l bpftrace.Print) bool { return l.Exit }) {
+		r.exited.Store(true)
+		r.exit()
+	}
 	return err
 }
 
@@ -46,6 +55,10 @@ func (r *probeRun) record(rec *runtime.EventRecord) error {
 func printfLines(lines []bpftrace.Print, rec *runtime.EventRecord, errs io.Writer) []string {
 	var out []string
 	for _, l := range lines {
+		if l.Exit {
+			out = append(out, "")
+			continue
+		}
 		if l.Cat != "" {
 			text, err := bttext.Cat(l.Cat)
 			if err != nil {

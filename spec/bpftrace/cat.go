@@ -34,3 +34,17 @@ func (c *ctx) cat(call *Call) {
 	c.printed(c.event, Print{Cat: s.Val})
 	c.t.note("cat(%q) is read by probectl run as each event prints; the spec's events do not carry the file.", s.Val)
 }
+
+// probeExit translates exit() in a probe after a printf: the event that
+// printf makes carries it (Print.Exit), and probectl run stops once it
+// printed that event, printing nothing after it, as bpftrace stops at the
+// first event that calls exit(). An applied spec has no exit: import
+// notes it.
+func (c *ctx) probeExit(call *Call) {
+	w, _ := c.when()
+	if c.event == nil || c.event.attrs[0].v != w {
+		c.t.fail(call.Pos, "Unsupported exit", "exit() in a probe has an equivalent after a printf under the same condition: probectl run stops once that event printed. Without one, a spec runs until it is destroyed (probectl run -duration stops after a time).")
+	}
+	c.printed(c.event, Print{Exit: true})
+	c.t.note("exit() stops probectl run after the first event that calls it; an applied spec runs until it is destroyed.")
+}

@@ -179,10 +179,13 @@ func (c *ctx) printf(call *Call) {
 // value: probe is the family and the event ("tracepoint:" and
 // "syscalls:sys_enter_fsync"; not of a user probe, whose probe names the
 // binary too). Cat, alone, is a cat(PATH) statement: the file printed as
-// it is when the event prints (bttext.Cat).
+// it is when the event prints (bttext.Cat). Exit, alone, is exit() after
+// the event's printfs: the run stops once the event printed, and prints
+// nothing after it.
 type Print struct {
 	Format   string
 	Cat      string
+	Exit     bool
 	Fields   []int
 	Time     string
 	Symbols  []int

@@ -794,7 +794,7 @@ func (c *ctx) call(call *Call) {
 			c.step(Step{Op: "exit"})
 			return
 		}
-		c.t.fail(call.Pos, "Unsupported exit", "exit() has no equivalent: a spec runs until it is destroyed (probectl run -duration stops after a time).")
+		c.probeExit(call)
 	default:
 		if printing && call.Name == "system" {
 			c.t.fail(call.Pos, "Unsupported "+call.Name, call.Name+"() has no equivalent: probectl runs no commands and reads no files.")
