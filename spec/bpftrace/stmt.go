@@ -797,7 +797,7 @@ func (c *ctx) call(call *Call) {
 		c.probeExit(call)
 	default:
 		if printing && call.Name == "system" {
-			c.t.fail(call.Pos, "Unsupported "+call.Name, call.Name+"() has no equivalent: probectl runs no commands and reads no files.")
+			c.t.fail(call.Pos, "Unsupported "+call.Name, call.Name+"() has no equivalent: probectl runs no commands.")
 		}
 		if why, ok := missingFunctions[call.Name]; ok {
 			c.t.fail(call.Pos, "Unsupported "+call.Name+"()", fmt.Sprintf("%s() has no equivalent: %s.", call.Name, why))
@@ -870,7 +870,6 @@ var missingFunctions = map[string]string{
 	"bswap":         "there is no byte swap of a given width; ntohs(x) and ntohl(x) take 16 or 32 bits from network order",
 	"sizeof":        "types are the kernel's BTF, read at plan time, not a value",
 	"reg":           "registers are read as arg0..arg5 only",
-	"kaddr":         "a kernel variable is not read by name",
 	"uaddr":         "a user variable is not read by name",
 	"signal":        "probes observe only: they send no signals",
 	"override":      "probes observe only: they change no return value",
