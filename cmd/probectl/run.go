@@ -266,6 +266,8 @@ type probeRun struct {
 	st       *runtime.EventStream // nil when no probe emits events
 	wg       sync.WaitGroup
 	stopping atomic.Bool
+	exited   atomic.Bool        // a probe's exit() printed: nothing after it prints (btprint.go)
+	exit     context.CancelFunc // ends the run at a probe's exit()
 	drained  bool
 	last     []runtime.ProbeResult // the results the last interval showed
 	btFired  []time.Time           // when each interval probe last ran (btmaps.go)
@@ -296,6 +298,8 @@ func runProbes(cmd *cobra.Command, cfg *spec.Config, out *compiler.Output, o run
 	r.announce(out.Skipped)
 	ctx, stop := o.context()
 	defer stop()
+	ctx, r.exit = context.WithCancel(ctx)
+	defer r.exit()
 	if o.beginExit {
 		stop() // BEGIN's exit(): the results, as they are, and out
 	}
@@ -444,7 +448,7 @@ func (r *probeRun) drain() error {
 	_ = r.sess.Detach()
 	r.stopping.Store(true)
 	r.wg.Wait()
-	if r.st != nil {
+	if r.st != nil && !r.exited.Load() {
 		return r.st.ReadBuffered(r.pr.Record)
 	}
 	return nil

@@ -13,6 +13,7 @@
 //
 // Package bpftrace imports spec (to check what it writes), bpf (the
 // perf events software: and hardware: probes name) and internal/bttext
-// (BEGIN's printf text, as run prints printf), and never loads
+// (BEGIN's printf text, as run prints printf, and the files cat may
+// read), and never loads
 // anything into a kernel.
 package bpftrace

@@ -163,9 +163,14 @@ func (c *ctx) printf(call *Call) {
 // Prefixes are, by conversion, what bpftrace prints before the field's
 // value: probe is the family and the event ("tracepoint:" and
 // "syscalls:sys_enter_fsync"; not of a user probe, whose probe names the
-// binary too).
+// binary too). Cat, alone, is a cat(PATH) statement: the file printed as
+// it is when the event prints (bttext.Cat). Exit, alone, is exit() after
+// the event's printfs: the run stops once the event printed, and prints
+// nothing after it.
 type Print struct {
 	Format string
+	Cat    string
+	Exit   bool
 	// When is 1 + the index of the event's field that says whether the
 	// printf's conditions held (an if inside the probe, after the line
 	// began: bpftrace prints on the same line); 0: it always prints.

@@ -787,6 +787,8 @@ func (c *ctx) call(call *Call) {
 			return
 		}
 		c.delete(call)
+	case "cat":
+		c.cat(call)
 	case "exit":
 		c.exited = true
 		if c.family == "BEGIN" {
@@ -796,10 +798,10 @@ func (c *ctx) call(call *Call) {
 			c.step(Step{Op: "exit"})
 			return
 		}
-		c.t.fail(call.Pos, "Unsupported exit", "exit() has no equivalent: a spec runs until it is destroyed (probectl run -duration stops after a time).")
+		c.probeExit(call)
 	default:
 		if printing && call.Name == "system" {
-			c.t.fail(call.Pos, "Unsupported "+call.Name, call.Name+"() has no equivalent: probectl runs no commands and reads no files.")
+			c.t.fail(call.Pos, "Unsupported "+call.Name, call.Name+"() has no equivalent: probectl runs no commands.")
 		}
 		if why, ok := missingFunctions[call.Name]; ok {
 			c.t.fail(call.Pos, "Unsupported "+call.Name+"()", fmt.Sprintf("%s() has no equivalent: %s.", call.Name, why))
@@ -867,26 +869,15 @@ func (c *ctx) delete(call *Call) {
 	c.deletes = append(c.deletes, a)
 }
 
-// catRefusal is why cat() stays out: bpftrace reads the file in user
-// space as each event prints. probectl applies as root and its events
-// reach whoever reads the workspace (a tenant's too), so a file a spec
-// names would be read with root's rights and handed on: /etc/shadow as
-// easily as /proc/loadavg. No list of safe files is kept either: what a
-// file under /proc shows depends on who reads it.
-const catRefusal = "a file the spec names would be read as root and printed to whoever reads the events, " +
-	"so probectl reads no files; read the file beside the run (cat /proc/loadavg)"
-
 // missingFunctions are bpftrace's functions without an equivalent.
 var missingFunctions = map[string]string{
 	"bswap":         "there is no byte swap of a given width; ntohs(x) and ntohl(x) take 16 or 32 bits from network order",
 	"sizeof":        "types are the kernel's BTF, read at plan time, not a value",
 	"reg":           "registers are read as arg0..arg5 only",
-	"kaddr":         "a kernel variable is not read by name",
 	"uaddr":         "a user variable is not read by name",
 	"signal":        "probes observe only: they send no signals",
 	"override":      "probes observe only: they change no return value",
 	"system":        "probectl runs no commands",
-	"cat":           catRefusal,
 	"strncmp":       "strings compare whole (==, !=) or by prefix (starts_with)",
 	"strcontains":   "strings compare whole (==, !=) or by prefix (starts_with)",
 	"len":           "there is no length of a map or a stack",

@@ -442,6 +442,9 @@ func (c *ctx) callValue(e *Call) hx {
 		}
 		return x
 	}
+	if e.Name == "kaddr" {
+		c.kaddr(e)
+	}
 	if c.special() && e.Name != "getopt" {
 		c.t.fail(e.Pos, "Unsupported "+e.Name+"() in "+c.family, fmt.Sprintf("%s() in %s has no equivalent: %s only prints here.", e.Name, c.family, c.family))
 	}

@@ -1,0 +1,43 @@
+package bpftrace
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// maxSymbolLen is the longest kernel symbol: the kernel's KSYM_NAME_LEN
+// (512 since 6.1) less its terminating NUL.
+const maxSymbolLen = 511
+
+// kaddr checks kaddr("SYMBOL"): a name that could be a kernel symbol, at
+// its line and column if not, and then stops the import: a kernel
+// variable read by name (its address resolved at apply, against KASLR)
+// has no equivalent yet.
+func (c *ctx) kaddr(e *Call) {
+	if len(e.Args) != 1 {
+		c.t.fail(e.Pos, "Invalid kaddr()", "kaddr takes one kernel symbol's name, a string literal: kaddr(\"avenrun\").")
+	}
+	s, ok := c.raw(e.Args[0]).(*Str)
+	if !ok {
+		c.t.fail(e.Args[0].At(), "Invalid kaddr()", "kaddr's symbol is a string literal: kaddr(\"avenrun\").")
+	}
+	if !kernelSymbol(s.Val) {
+		c.t.fail(e.Args[0].At(), "Invalid kernel symbol "+strconv.Quote(s.Val),
+			fmt.Sprintf("A kernel symbol is letters, digits, _ and . (not first a digit), at most %d bytes, as /proc/kallsyms names them: kaddr(\"avenrun\").", maxSymbolLen))
+	}
+	c.t.fail(e.Pos, "Unsupported kaddr()", fmt.Sprintf("kaddr(%q) has no equivalent: a kernel variable is not read by name yet.", s.Val))
+}
+
+// kernelSymbol says whether name could name a kernel symbol.
+func kernelSymbol(name string) bool {
+	if name == "" || len(name) > maxSymbolLen || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for i := range len(name) {
+		b := name[i]
+		if !(b == '_' || b == '.' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9') {
+			return false
+		}
+	}
+	return true
+}
