@@ -206,7 +206,10 @@ func (r *kernelRoutes) noTrampolineWhy() string {
 }
 
 // auto is the rule attach = "auto" follows: fprobe first, trampolines
-// where fprobe is missing, legacy kprobes below that.
+// where fprobe is missing, legacy kprobes below that. Trampolines attach
+// through each function's BTF, which compiler copies (name.isra.0) lack:
+// a match with copies takes kprobes, which attach to any symbol, rather
+// than a refusal of what the user did not name.
 func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
 	switch {
 	case r.haveMulti && !r.exit:
@@ -215,6 +218,8 @@ func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
 		return r.session(""), nil
 	case r.haveMulti:
 		return r.multi("no kprobe.session (6.10): "), nil
+	case r.haveTrampoline && r.km.copies() > 0 && r.haveLegacy:
+		return r.legacy(sprintf("no fprobe, and %d of the functions are compiler copies, without the BTF trampolines attach through: ", r.km.copies())), nil
 	case r.haveTrampoline && r.exit && r.haveFsession:
 		return r.fsession("no fprobe (CONFIG_FPROBE off): "), nil
 	case r.haveTrampoline:

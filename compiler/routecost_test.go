@@ -137,3 +137,36 @@ func TestCostNearestKernel(t *testing.T) {
 		t.Errorf("plan text %q does not say the table is another kernel's", s)
 	}
 }
+
+// Where auto would take trampolines (no fprobe: arm64 before 6.14), a glob
+// that matches compiler copies takes legacy kprobes, which attach to any
+// symbol, and the reason says why; without copies it stays on trampolines.
+func TestAutoCopiesTakeKprobes(t *testing.T) {
+	for _, c := range []struct {
+		functions []string
+		route     compiler.Route
+	}{
+		{[]string{"vfs_read", "vfs_write"}, compiler.RouteTrampoline},
+		{[]string{"vfs_read", "vfs_statfs.part.0.isra.0", "vfs_write"}, compiler.RouteKprobe},
+	} {
+		f := mustProfile(t, "linux-6.12-arm64")
+		f.Functions = c.functions
+		out := compileText(t, f, `probe "kernel" "p" {
+  functions = ["vfs_*"]
+  on_entry {
+    count "calls" { by = [func] }
+  }
+  on_exit {
+    count "rets" {}
+  }
+}
+`)
+		p := out.Probes[0]
+		if p.Route != c.route {
+			t.Errorf("%v: route %v (%s), want %v", c.functions, p.Route, p.Reason, c.route)
+		}
+		if c.route == compiler.RouteKprobe && !strings.Contains(p.Reason, "1 of the functions are compiler copies") {
+			t.Errorf("reason %q does not say the copies chose kprobes", p.Reason)
+		}
+	}
+}

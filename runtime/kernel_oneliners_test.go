@@ -202,16 +202,13 @@ func sumValues(res map[string]runtime.AggregationResult) int64 {
 
 // refusedOneLiner is why the plan refuses a one-liner on this kernel, when
 // the refusal is what the kernel lacks: attach cookies (5.15) for func over
-// a glob, or, where kernel functions go through trampolines (6.1), the BTF
-// of the compiler copies (vfs_kern_mount.part.0) a vfs_* glob matches. ""
-// for any other error.
+// a glob. "" for any other error: a vfs_* glob that matches compiler copies
+// where kernel functions go through trampolines (6.1, 6.12 on arm64) takes
+// kprobes and must run.
 func refusedOneLiner(name string, f *bpf.Facts, diags hcl.Diagnostics) string {
 	for _, d := range diags {
-		switch {
-		case d.Summary == "No attach cookies" && !f.Helpers.AttachCookie:
+		if d.Summary == "No attach cookies" && !f.Helpers.AttachCookie {
 			return d.Summary
-		case d.Summary == "Function has no BTF" && name == "README: vfs functions" && strings.Contains(d.Detail, "fentry/fexit"):
-			return d.Summary + ": " + d.Detail
 		}
 	}
 	return ""
