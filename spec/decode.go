@@ -315,6 +315,9 @@ func (d *decoder) probeAddress(b *hcl.Block) *Probe {
 		return nil
 	}
 	p := &Probe{Addr: bpf.Address{Kind: kind, Name: name}, DeclRange: b.DefRange, AttachRange: b.DefRange, Attach: "auto"}
+	if body, ok := b.Body.(*hclsyntax.Body); ok {
+		p.BodyRange = body.SrcRange
+	}
 	if kind == bpf.KindProfile {
 		p.PerfEvent = "auto"
 	}

@@ -1,0 +1,131 @@
+package compiler
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf/asm"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/probectl/probectl/compiler/internal/emit"
+)
+
+// The code cache: probes whose bodies read alike (same file, same kind,
+// the same text from { to }), on the same route and families, with the
+// same entry storage, functions, events and map layout, compile to the
+// same instructions. The first of them (the leader) is generated; each
+// other (a follower) gets a copy of its programs, relocated: the program
+// names and the first comment name the follower, and every origin (the
+// spec range an instruction came from, which verifier errors point at)
+// is moved by the distance between the two bodies. A large spec of
+// copied probes spends its codegen once per distinct body.
+//
+// Left to their own codegen: probes with events (a record's layout id is
+// in the code, and it digests the probe's address), a leader whose
+// codegen reported anything or changed the probe's output other than by
+// adding programs, and one with an origin outside its body other than
+// its header.
+
+// codeKey is what makes a probe's code, or "" when the probe is left to
+// its own codegen. It is read after layoutMaps.
+func (g *gen) codeKey() string {
+	body := g.p.BodyRange
+	src, ok := g.u.sources[body.Filename]
+	if !g.u.cache || !ok || body.Start.Byte >= body.End.Byte || body.End.Byte > len(src) || len(g.out.Events) > 0 {
+		return ""
+	}
+	var b strings.Builder
+	field := func(s string) { b.WriteString(strconv.Quote(s)); b.WriteByte(' ') }
+	field(body.Filename)
+	field(string(g.p.Addr.Kind))
+	field(string(g.d.route))
+	for _, f := range g.d.families {
+		field(string(f))
+	}
+	fmt.Fprintf(&b, "session=%t fsession=%t storage=%v entry=%d\n", g.d.session, g.d.fsession, g.storage, g.out.EntryData.Size)
+	fmt.Fprintf(&b, "functions=%q tracepoints=%q event=%q usdt=%q sites=%d\n", g.out.Functions, g.out.Tracepoints, g.out.Event, g.out.USDT, len(g.out.Sites))
+	for _, m := range g.out.Maps {
+		fmt.Fprintf(&b, "map %q %q %v %d %d %d %d\n", m.Ref, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags)
+	}
+	fmt.Fprintf(&b, "stats=%+v deferred=%q\n", g.out.Stats, g.out.Deferred)
+	b.Write(src[body.Start.Byte:body.End.Byte])
+	return b.String()
+}
+
+// outShape is what a probe's codegen may change of its output besides
+// its programs: a leader whose codegen changes it is not copied.
+type outShape struct{ maps, deferred, podWhen, aggs, shared, tables int }
+
+func (g *gen) shape() outShape {
+	o := g.out
+	return outShape{len(o.Maps), len(o.Deferred), len(o.PodWhen), len(o.Aggregations), len(o.Shared), len(o.Tables)}
+}
+
+// leaderCode is what a leader hands its followers: its programs, and the
+// text of them that the digest hashes.
+type leaderCode struct {
+	g        *gen
+	programs []*Program
+	text     []byte
+}
+
+// buildLeader generates the leader's programs and says whether they may
+// be copied.
+func (g *gen) buildLeader() *leaderCode {
+	before := g.shape()
+	g.programs()
+	if len(g.diags) > 0 || g.shape() != before || len(g.out.Programs) != len(g.d.families) {
+		return nil
+	}
+	for _, prog := range g.out.Programs {
+		if len(prog.Instructions) == 0 || prog.Instructions[0].Source() == nil ||
+			prog.Instructions[0].Source().String() != programComment(prog.Family, prog.Role, g) {
+			return nil
+		}
+		for i := range prog.Instructions {
+			if r, ok := emit.Origin(&prog.Instructions[i]).(hcl.Range); ok && r != g.p.DeclRange && !within(r, g.p.BodyRange) {
+				return nil
+			}
+		}
+	}
+	return &leaderCode{g: g, programs: g.out.Programs, text: programsText(g.out.Programs)}
+}
+
+// within reports whether r lies in body, of the same file.
+func within(r, body hcl.Range) bool {
+	return r.Filename == body.Filename && r.Start.Byte >= body.Start.Byte && r.End.Byte <= body.End.Byte
+}
+
+// copyCode gives g copies of the leader's programs, relocated to g.
+func (g *gen) copyCode(l *leaderCode) {
+	from, to := l.g.p.BodyRange, g.p.BodyRange
+	move := func(p hcl.Pos) hcl.Pos {
+		if p.Line == from.Start.Line {
+			p.Column += to.Start.Column - from.Start.Column
+		}
+		p.Line += to.Start.Line - from.Start.Line
+		p.Byte += to.Start.Byte - from.Start.Byte
+		return p
+	}
+	relocate := func(r hcl.Range) hcl.Range {
+		if r == l.g.p.DeclRange {
+			return g.p.DeclRange
+		}
+		return hcl.Range{Filename: to.Filename, Start: move(r.Start), End: move(r.End)}
+	}
+	for _, lp := range l.programs {
+		prog := *lp
+		prog.Name = programName(g.p.Addr.Name, prog.Role)
+		prog.Instructions = make(asm.Instructions, len(lp.Instructions))
+		for i, ins := range lp.Instructions {
+			if r, ok := emit.Origin(&ins).(hcl.Range); ok {
+				emit.SetOrigin(&ins, relocate(r))
+			}
+			prog.Instructions[i] = ins
+		}
+		prog.Instructions[0] = prog.Instructions[0].WithSource(asm.Comment(programComment(prog.Family, prog.Role, g)))
+		g.out.Programs = append(g.out.Programs, &prog)
+	}
+	g.codeText = l.text
+	g.u.copied.Add(1)
+}
