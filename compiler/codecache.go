@@ -1,9 +1,7 @@
 package compiler
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf/asm"
 	"github.com/hashicorp/hcl/v2"
@@ -34,22 +32,43 @@ func (g *gen) codeKey() string {
 	if !g.u.cache || !ok || body.Start.Byte >= body.End.Byte || body.End.Byte > len(src) || len(g.out.Events) > 0 {
 		return ""
 	}
-	var b strings.Builder
-	field := func(s string) { b.WriteString(strconv.Quote(s)); b.WriteByte(' ') }
+	// Built without fmt: a key per probe is a large spec's hot path.
+	var b []byte
+	field := func(s string) { b = append(strconv.AppendQuote(b, s), ' ') }
+	number := func(n int) { b = append(strconv.AppendInt(b, int64(n), 10), ' ') }
 	field(body.Filename)
 	field(string(g.p.Addr.Kind))
 	field(string(g.d.route))
+	number(len(g.d.families))
 	for _, f := range g.d.families {
 		field(string(f))
 	}
-	fmt.Fprintf(&b, "session=%t fsession=%t storage=%v entry=%d\n", g.d.session, g.d.fsession, g.storage, g.out.EntryData.Size)
-	fmt.Fprintf(&b, "functions=%q tracepoints=%q event=%q usdt=%q sites=%d\n", g.out.Functions, g.out.Tracepoints, g.out.Event, g.out.USDT, len(g.out.Sites))
-	for _, m := range g.out.Maps {
-		fmt.Fprintf(&b, "map %q %q %v %d %d %d %d\n", m.Ref, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags)
+	b = append(strconv.AppendBool(append(strconv.AppendBool(b, g.d.session), ' '), g.d.fsession), ' ')
+	field(string(g.storage))
+	number(g.out.EntryData.Size)
+	for _, list := range [][]string{g.out.Functions, g.out.Tracepoints, g.out.Deferred} {
+		number(len(list))
+		for _, s := range list {
+			field(s)
+		}
 	}
-	fmt.Fprintf(&b, "stats=%+v deferred=%q\n", g.out.Stats, g.out.Deferred)
-	b.Write(src[body.Start.Byte:body.End.Byte])
-	return b.String()
+	field(g.out.Event)
+	field(g.out.USDT)
+	number(len(g.out.Sites))
+	st := g.out.Stats
+	for _, n := range []int{st.EventsDropped, st.EntryHits, st.ExitHits, st.Size, len(g.out.Maps)} {
+		number(n)
+	}
+	for _, m := range g.out.Maps {
+		field(m.Ref)
+		field(m.Name)
+		for _, n := range []uint32{uint32(m.Type), m.KeySize, m.ValueSize, m.MaxEntries, m.Flags} {
+			number(int(n))
+		}
+	}
+	b = append(b, '\n')
+	b = append(b, src[body.Start.Byte:body.End.Byte]...)
+	return string(b)
 }
 
 // outShape is what a probe's codegen may change of its output besides
