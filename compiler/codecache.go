@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/cilium/ebpf/asm"
@@ -86,6 +87,14 @@ type leaderCode struct {
 	g        *gen
 	programs []*Program
 	text     []byte
+	// origins are each program's instructions that have an origin.
+	origins [][]origin
+}
+
+// origin is an instruction's index and the spec range it came from.
+type origin struct {
+	i   int
+	rng hcl.Range
 }
 
 // buildLeader generates the leader's programs and says whether they may
@@ -96,18 +105,28 @@ func (g *gen) buildLeader() *leaderCode {
 	if len(g.diags) > 0 || g.shape() != before || len(g.out.Programs) != len(g.d.families) {
 		return nil
 	}
+	l := &leaderCode{g: g, programs: g.out.Programs}
 	for _, prog := range g.out.Programs {
 		if len(prog.Instructions) == 0 || prog.Instructions[0].Source() == nil ||
 			prog.Instructions[0].Source().String() != programComment(prog.Family, prog.Role, g) {
 			return nil
 		}
+		var origins []origin
 		for i := range prog.Instructions {
-			if r, ok := emit.Origin(&prog.Instructions[i]).(hcl.Range); ok && r != g.p.DeclRange && !within(r, g.p.BodyRange) {
+			o := emit.Origin(&prog.Instructions[i])
+			if o == nil {
+				continue
+			}
+			r, ok := o.(hcl.Range)
+			if !ok || r != g.p.DeclRange && !within(r, g.p.BodyRange) {
 				return nil
 			}
+			origins = append(origins, origin{i, r})
 		}
+		l.origins = append(l.origins, origins)
 	}
-	return &leaderCode{g: g, programs: g.out.Programs, text: programsText(g.out.Programs)}
+	l.text = programsText(g.out.Programs)
+	return l
 }
 
 // within reports whether r lies in body, of the same file.
@@ -132,15 +151,12 @@ func (g *gen) copyCode(l *leaderCode) {
 		}
 		return hcl.Range{Filename: to.Filename, Start: move(r.Start), End: move(r.End)}
 	}
-	for _, lp := range l.programs {
+	for k, lp := range l.programs {
 		prog := *lp
 		prog.Name = programName(g.p.Addr.Name, prog.Role)
-		prog.Instructions = make(asm.Instructions, len(lp.Instructions))
-		for i, ins := range lp.Instructions {
-			if r, ok := emit.Origin(&ins).(hcl.Range); ok {
-				emit.SetOrigin(&ins, relocate(r))
-			}
-			prog.Instructions[i] = ins
+		prog.Instructions = slices.Clone(lp.Instructions)
+		for _, o := range l.origins[k] {
+			emit.SetOrigin(&prog.Instructions[o.i], relocate(o.rng))
 		}
 		prog.Instructions[0] = prog.Instructions[0].WithSource(asm.Comment(programComment(prog.Family, prog.Role, g)))
 		g.out.Programs = append(g.out.Programs, &prog)
