@@ -178,6 +178,12 @@ type elfBinary struct {
 	// serves every probe of it.
 	sorted     []string
 	sortedOnce sync.Once
+	// refusals memoizes refusal by function, so that the probes of one
+	// binary read each function's first bytes once per compile; codeReads
+	// counts the reads (what tests count).
+	refusalsMu sync.Mutex
+	refusals   map[string]string
+	codeReads  int
 }
 
 // openBinary reads the function symbols of an ELF file at path under
@@ -251,11 +257,22 @@ func (b *elfBinary) refusal(name string) string {
 	if b.Machine != elf.EM_X86_64 {
 		return ""
 	}
-	code := b.code(name)
-	if why := x86UprobeRefusal(code); why != "" {
-		return fmt.Sprintf("its first instruction, %s, %s", x86Instruction(code), why)
+	b.refusalsMu.Lock()
+	defer b.refusalsMu.Unlock()
+	if why, ok := b.refusals[name]; ok {
+		return why
 	}
-	return ""
+	code := b.code(name)
+	b.codeReads++
+	why := ""
+	if refused := x86UprobeRefusal(code); refused != "" {
+		why = fmt.Sprintf("its first instruction, %s, %s", x86Instruction(code), refused)
+	}
+	if b.refusals == nil {
+		b.refusals = map[string]string{}
+	}
+	b.refusals[name] = why
+	return why
 }
 
 // code returns the bytes a function starts with: as many as an x86

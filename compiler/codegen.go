@@ -94,6 +94,9 @@ type gen struct {
 	podRefs map[compiled.PodMatch]string
 	// funcIndex holds the index of each function named in func == NAME.
 	funcIndex map[string]int
+	// codeText is the digest's text of the programs when they are a
+	// leader's copies (codecache.go), nil to build it.
+	codeText []byte
 }
 
 func (g *gen) errorf(rng hcl.Range, summary, detail string, args ...any) {
@@ -132,8 +135,8 @@ func entryStorage(p *spec.Probe, d decision) Storage {
 	return StorageNone
 }
 
-// build emits every program for decision d and lays out the maps.
-func (g *gen) build(d decision) {
+// build lays out the probe's entry data and maps, for its programs.
+func (g *gen) build() {
 	p := g.p
 	size := 0
 	if _, exit := handlers(p); exit {
@@ -150,10 +153,12 @@ func (g *gen) build(d decision) {
 	}
 
 	g.layoutMaps()
-	if g.diags.HasErrors() {
-		return
-	}
-	for _, fam := range d.families {
+}
+
+// programs emits every program of the probe's decision, once its maps
+// are laid out (build).
+func (g *gen) programs() {
+	for _, fam := range g.d.families {
 		fi, ok := fam.Info()
 		if !ok {
 			panic(fmt.Sprintf("compiler: link family %q has no entry in the family table", fam))
@@ -186,10 +191,15 @@ func programName(name string, role Role) string {
 	return name + suffix
 }
 
+// programComment is the source comment of a program's first instruction.
+func programComment(family Family, role Role, g *gen) string {
+	return fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr)
+}
+
 func (g *gen) program(fi FamilyInfo, body func()) {
 	role, family := fi.Role, fi.Family
 	g.e, g.ctx, g.sizes = &emit.Emitter{LongJumps: g.facts.ISAv4}, fi.Context, nil
-	g.e.At(fmt.Sprintf("%s %s program of %s", family, role, g.p.Addr), g.p.DeclRange)
+	g.e.At(programComment(family, role, g), g.p.DeclRange)
 	g.e.Emit(asm.Mov.Reg(regCtx, asm.R1))
 	if g.u.policy.Tenant() != "" {
 		g.tenantFilter(role)

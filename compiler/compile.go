@@ -25,7 +25,7 @@ import (
 // functions and events; then the types of every expression on the target
 // (tables are laid out from all their uses, in every probe); then code.
 func Compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
-	out, diags := compile(cfg, facts)
+	out, diags, _ := compileUnit(cfg, facts, true)
 	return out, inLineOrder(diags)
 }
 
@@ -42,15 +42,23 @@ func inLineOrder(diags hcl.Diagnostics) hcl.Diagnostics {
 	return diags
 }
 
-func compile(cfg *spec.Config, facts *bpf.Facts) (*Output, hcl.Diagnostics) {
+// compileUnit is Compile, with the code cache (codecache.go) on or off,
+// and the unit it compiled in.
+func compileUnit(cfg *spec.Config, facts *bpf.Facts, cache bool) (*Output, hcl.Diagnostics, *unit) {
+	u := &unit{facts: facts, policy: cfg.Policy, files: newFiles(), cache: cache, sources: cfg.Sources}
+	defer u.files.close()
+	out, diags := u.compile(cfg)
+	return out, diags, u
+}
+
+func (u *unit) compile(cfg *spec.Config) (*Output, hcl.Diagnostics) {
+	facts := u.facts
 	out := &Output{Facts: facts, Scope: ScopeOf(cfg.Policy.Tenant())}
 	var diags hcl.Diagnostics
 	regs, err := bpf.RegsFor(facts.Arch)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported target", Detail: err.Error() + "."}}
 	}
-	u := &unit{facts: facts, policy: cfg.Policy, files: newFiles()}
-	defer u.files.close()
 	diags = u.prepareAll(cfg, regs, out)
 	if diags.HasErrors() {
 		return nil, diags
@@ -196,18 +204,67 @@ func (u *unit) prepareAll(cfg *spec.Config, regs bpf.Regs, out *Output) hcl.Diag
 // buildAll builds every probe's programs and digest, the probes shared
 // out among the CPUs: by now the unit's tables are laid out, so what a
 // build reads of the unit (layouts, policy, the event buffer) no longer
-// changes, and each build writes only its own gen.
+// changes, and each build writes only its own gen. It goes in three
+// rounds: every probe's maps and its code key; the code of the first
+// probe of each key (and of those without one); the others' copies of
+// it (codecache.go), and every digest.
 func (u *unit) buildAll() {
+	keys := make([]string, len(u.gens))
+	u.eachGen(len(u.gens), func(k int) {
+		g := u.gens[k]
+		g.build()
+		if !g.diags.HasErrors() {
+			keys[k] = g.codeKey()
+		}
+	})
+	first := map[string]int{}
+	var own, copies []int // gens generated, gens copied
+	for k, key := range keys {
+		if _, seen := first[key]; key != "" && seen {
+			copies = append(copies, k)
+			continue
+		}
+		if key != "" {
+			first[key] = k
+		}
+		own = append(own, k)
+	}
+	leaders := make([]*leaderCode, len(u.gens))
+	u.eachGen(len(own), func(i int) {
+		k := own[i]
+		g := u.gens[k]
+		switch {
+		case g.diags.HasErrors():
+		case keys[k] != "":
+			leaders[k] = g.buildLeader()
+		default:
+			g.programs()
+		}
+	})
+	u.eachGen(len(copies), func(i int) {
+		g := u.gens[copies[i]]
+		if l := leaders[first[keys[copies[i]]]]; l != nil {
+			g.copyCode(l)
+		} else {
+			g.programs()
+		}
+	})
+	u.eachGen(len(u.gens), func(k int) {
+		g := u.gens[k]
+		if !g.diags.HasErrors() {
+			g.out.Digest = digest(g.out, g.p, g.codeText)
+		}
+	})
+}
+
+// eachGen runs f(0..n-1) on every CPU.
+func (u *unit) eachGen(n int, f func(int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(goruntime.GOMAXPROCS(0), len(u.gens)) {
+	for range min(goruntime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
-			for k := int(next.Add(1) - 1); k < len(u.gens); k = int(next.Add(1) - 1) {
-				g := u.gens[k]
-				g.build(g.d)
-				if !g.diags.HasErrors() {
-					g.out.Digest = digest(g.out, g.p)
-				}
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				f(k)
 			}
 		})
 	}

@@ -52,7 +52,8 @@ func opName(op asm.OpCode) string {
 // programs, maps, functions and attach families (sp is the probe as
 // written). Two compilations with the same digest need no change in the
 // kernel.
-func digest(p *Probe, sp *spec.Probe) string {
+// text is programsText(p.Programs), or nil to build it.
+func digest(p *Probe, sp *spec.Probe, text []byte) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	what := []any{p.Address.String(), p.Route, p.Attach, p.Patterns, p.Exclude, p.Functions, p.Binary, p.PID, p.Event, p.EntryData}
@@ -92,9 +93,19 @@ func digest(p *Probe, sp *spec.Probe) string {
 	if p.Buffer != nil {
 		_ = enc.Encode([]string{"events", p.Buffer.Digest})
 	}
-	var line []byte
-	for _, prog := range p.Programs {
-		fmt.Fprintf(h, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)
+	if text == nil {
+		text = programsText(p.Programs)
+	}
+	h.Write(text)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// programsText is what the digest hashes of the programs: each one's
+// role, family, types, and every instruction as text.
+func programsText(progs []*Program) []byte {
+	var text, line []byte
+	for _, prog := range progs {
+		text = fmt.Appendf(text, "%s %s %v %v %v\n", prog.Role, prog.Family, prog.Type, prog.AttachType, prog.PerFunction)
 		for _, ins := range prog.Instructions {
 			// The text of fmt's "%v %d %d %d %d %s %s %s\n", built without
 			// fmt: this loop is most of planning a large spec.
@@ -105,10 +116,10 @@ func digest(p *Probe, sp *spec.Probe) string {
 			line = append(strconv.AppendInt(line, int64(ins.Offset), 10), ' ')
 			line = append(strconv.AppendInt(line, ins.Constant, 10), ' ')
 			line = append(append(append(append(append(line, ins.Reference()...), ' '), ins.Symbol()...), ' '), name...)
-			h.Write(append(line, '\n'))
+			text = append(append(text, line...), '\n')
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return text
 }
 
 // servedAs adds to the digest how a scrape serves the aggregation, where

@@ -21,7 +21,10 @@
 //
 // A compile reads each file of the planning host once (files.go): a user
 // binary's symbols by its path and its identity, a library's ld.so.cache
-// lookup; what it read is closed at the compile's end.
+// lookup; what it read is closed at the compile's end. It generates the
+// code of each distinct probe body once (codecache.go): probes whose
+// bodies read alike get copies of the first one's programs, moved to their
+// own names and spec ranges.
 //
 // Its output is defined in package compiled (which the compiler's names
 // alias), free of spec and HCL. Its instruction emitter is

@@ -46,6 +46,18 @@ func TestFilesReadOnce(t *testing.T) {
 	if diags := u.prepareAll(cfg, regs, out); diags.HasErrors() {
 		t.Fatal(diags)
 	}
+	checked := 0
+	// What the kernel would refuse of malloc and free: their first bytes
+	// read once each, not once per probe.
+	for _, o := range fs.byPath {
+		checked++
+		if o.bin != nil && o.bin.codeReads != 2 {
+			t.Errorf("%d reads of libc's functions' first bytes for %d probes of 2 functions, want 2", o.bin.codeReads, n)
+		}
+	}
+	if checked == 0 {
+		t.Error("no binary read")
+	}
 	fs.close()
 	if len(u.gens) != n {
 		t.Fatalf("%d probes prepared, want %d", len(u.gens), n)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/hashicorp/hcl/v2"
@@ -43,6 +44,12 @@ type unit struct {
 	buffer *EventBuffer
 	// files is what the compile reads of the host's files, once each.
 	files *files
+	// cache turns the code cache on (codecache.go); sources are the spec
+	// files' text, by name, which its keys read; copied counts the probes
+	// whose code it copied.
+	cache   bool
+	sources map[string][]byte
+	copied  atomic.Int64
 }
 
 // collectUses records where g uses tables.

@@ -31,6 +31,10 @@ type Config struct {
 type Probe struct {
 	Addr      bpf.Address
 	DeclRange hcl.Range
+	// BodyRange is the block's body, from its { to its }; zero when the
+	// file is not in HCL's native syntax. Two probes whose bodies read
+	// alike compile to the same code (the compiler's code cache).
+	BodyRange hcl.Range
 
 	// kernel and user probes
 	Functions      []Pattern

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -87,7 +90,11 @@ func expandPath(p string) ([]string, error) {
 
 // Parse decodes and checks spec files given by name and content. Tables
 // are shared by every probe of the set, whichever file declares them.
-func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
+func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) { return parseSet(files, true) }
+
+// parseSet is Parse; apart lets it decode a file's probes on every CPU
+// (decodeApart).
+func parseSet(files map[string][]byte, apart bool) (*Config, hcl.Diagnostics) {
 	cfg := &Config{Sources: files}
 	all, labels := tables{}, labelSets{}
 	parsedFiles, diags := parseFiles(cfg, files, all, labels)
@@ -100,7 +107,7 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 		bodies = append(bodies, pf.content)
 	}
 	inferTables(all, bodies)
-	diags = append(diags, decodeProbes(cfg, parsedFiles)...)
+	diags = append(diags, decodeProbes(cfg, parsedFiles, !apart || len(all) > 0 || len(labels) > 0)...)
 	diags = append(diags, checkSharedStacks(cfg)...)
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
@@ -170,14 +177,57 @@ func parseFiles(cfg *Config, files map[string][]byte, all tables, labels labelSe
 	return parsedFiles, diags
 }
 
+// decodeApartMin is the fewest probe blocks in a file worth decoding on
+// every CPU.
+const decodeApartMin = 64
+
+// decodedProbe is a probe block decoded apart, with its diagnostics.
+type decodedProbe struct {
+	p     *Probe
+	diags hcl.Diagnostics
+}
+
+// decodeApart decodes a file's probe blocks on every CPU, each with a
+// decoder of its own (the file's, its diagnostics apart), in block order;
+// nil — decode them in turn — for a file of few blocks, or with inTurn:
+// when the spec set has tables or labels blocks (a probe's decoding
+// counts its uses of them).
+func decodeApart(pf parsedFile, inTurn bool) []decodedProbe {
+	if inTurn || len(pf.probes) < decodeApartMin {
+		return nil
+	}
+	out := make([]decodedProbe, len(pf.probes))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), 8) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(pf.probes); k = int(next.Add(1) - 1) {
+				dec := *pf.dec
+				dec.diags = nil
+				out[k].p = dec.probe(pf.probes[k])
+				out[k].diags = dec.diags
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // decodeProbes decodes every file's probes into cfg, refusing a second
 // probe at an address, and returns each file's diagnostics.
-func decodeProbes(cfg *Config, parsedFiles []parsedFile) hcl.Diagnostics {
+func decodeProbes(cfg *Config, parsedFiles []parsedFile, inTurn bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	seen := map[bpf.Address]*Probe{}
 	for _, pf := range parsedFiles {
-		for _, b := range pf.probes {
-			p := pf.dec.probe(b)
+		decoded := decodeApart(pf, inTurn)
+		for i, b := range pf.probes {
+			var p *Probe
+			if decoded != nil {
+				p = decoded[i].p
+				pf.dec.diags = append(pf.dec.diags, decoded[i].diags...)
+			} else {
+				p = pf.dec.probe(b)
+			}
 			if p == nil {
 				continue
 			}
@@ -315,6 +365,9 @@ func (d *decoder) probeAddress(b *hcl.Block) *Probe {
 		return nil
 	}
 	p := &Probe{Addr: bpf.Address{Kind: kind, Name: name}, DeclRange: b.DefRange, AttachRange: b.DefRange, Attach: "auto"}
+	if body, ok := b.Body.(*hclsyntax.Body); ok {
+		p.BodyRange = body.SrcRange
+	}
 	if kind == bpf.KindProfile {
 		p.PerfEvent = "auto"
 	}

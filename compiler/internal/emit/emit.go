@@ -17,6 +17,11 @@ type originKey struct{}
 // [Emitter.Origin], or nil.
 func Origin(ins *asm.Instruction) any { return ins.Metadata.Get(originKey{}) }
 
+// SetOrigin replaces the origin of ins (a copy of an emitted instruction
+// moved to another place in the spec); the instruction it was copied from
+// keeps its own.
+func SetOrigin(ins *asm.Instruction, origin any) { ins.Metadata.Set(originKey{}, origin) }
+
 // OriginAt returns the origin of the construct that emitted the instruction
 // at index i: that of the nearest tagged instruction at or before it.
 func OriginAt(insns asm.Instructions, i int) any {
