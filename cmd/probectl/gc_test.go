@@ -2,44 +2,54 @@ package main
 
 import (
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"testing"
 )
 
 // TestOneShotGC runs commands in this process and reads back the GC
-// percent each left: a one-shot command raises it to oneShotGCPercent, a
-// long-running one keeps Go's default, and a GOGC the user set wins.
+// percent and memory limit each left: a one-shot command raises them to
+// oneShotGCPercent and oneShotMemoryLimit, a long-running one keeps Go's
+// defaults, and a GOGC or GOMEMLIMIT the user set wins.
 func TestOneShotGC(t *testing.T) {
-	if v, set := os.LookupEnv("GOGC"); set {
-		os.Unsetenv("GOGC")
-		t.Cleanup(func() { os.Setenv("GOGC", v) })
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v, set := os.LookupEnv(env); set {
+			os.Unsetenv(env)
+			t.Cleanup(func() { os.Setenv(env, v) })
+		}
 	}
-	orig := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	origPercent, origLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(origPercent); debug.SetMemoryLimit(origLimit) })
 
 	dir := t.TempDir()
 	cases := []struct {
-		args []string
-		gogc string
-		want int
+		args       []string
+		env, value string
+		percent    int
+		limit      int64
 	}{
-		{[]string{"version"}, "", oneShotGCPercent},
-		{[]string{"-state-dir", dir, "-workspace", "start3-gc", "state", "list"}, "", oneShotGCPercent},
+		{[]string{"version"}, "", "", oneShotGCPercent, oneShotMemoryLimit},
+		{[]string{"-state-dir", dir, "-workspace", "start3-gc", "state", "list"}, "", "", oneShotGCPercent, oneShotMemoryLimit},
 		// Fails at once (no workspace) but after the command started:
 		// long-running (events -follow), untouched.
-		{[]string{"-state-dir", dir, "-workspace", "start3-gc", "events"}, "", 100},
-		{[]string{"version"}, "150", 100},
+		{[]string{"-state-dir", dir, "-workspace", "start3-gc", "events"}, "", "", 100, math.MaxInt64},
+		{[]string{"version"}, "GOGC", "150", 100, math.MaxInt64},
+		{[]string{"version"}, "GOMEMLIMIT", "1GiB", 100, math.MaxInt64},
 	}
 	for _, c := range cases {
 		debug.SetGCPercent(100)
-		if c.gogc != "" {
-			os.Setenv("GOGC", c.gogc)
+		debug.SetMemoryLimit(math.MaxInt64)
+		if c.env != "" {
+			os.Setenv(c.env, c.value)
 		}
 		run(c.args, io.Discard, io.Discard)
-		os.Unsetenv("GOGC")
-		if got := debug.SetGCPercent(100); got != c.want {
-			t.Errorf("probectl %v (GOGC=%q) left the GC percent at %d, want %d", c.args, c.gogc, got, c.want)
+		if c.env != "" {
+			os.Unsetenv(c.env)
+		}
+		percent, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
+		if percent != c.percent || limit != c.limit {
+			t.Errorf("probectl %v (%s=%q) left the GC at %d%% within %d, want %d%% within %d", c.args, c.env, c.value, percent, limit, c.percent, c.limit)
 		}
 	}
 }

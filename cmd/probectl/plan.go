@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/compiler"
@@ -147,7 +145,6 @@ func (o *planOptions) run(cmd *cobra.Command, g *globals, args []string) error {
 // the running kernel, the diff against the workspace's state. With -out
 // it saves the plan.
 func runPlan(cmd *cobra.Command, g *globals, o *planOptions, args []string) (err error) {
-	planGC()
 	replace, err := parseAddresses(o.replace)
 	if err != nil {
 		return err
@@ -187,28 +184,6 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, args []string) (err
 		cmd.Printf("\nSaved the plan to %s. Apply it with: probectl apply %s\n", o.outFile, o.outFile)
 	}
 	return nil
-}
-
-// Plan's garbage collector: a plan is a short-lived process that
-// allocates much and keeps little (the HCL tokens, the instructions
-// before they are copied), so it collects when the heap has grown five
-// times over what was live (planGCPercent) rather than twice, within a
-// soft limit (planMemoryLimit) that a huge spec set meets first. Planning
-// 1,000 mixed probes (bench/plan1k.sh) takes about 0.82 of the CPU it
-// takes under Go's default, and about 15 MiB more at its peak.
-const (
-	planGCPercent   = 400
-	planMemoryLimit = 256 << 20
-)
-
-// planGC sets plan's garbage collector, unless GOGC or GOMEMLIMIT says
-// otherwise.
-func planGC() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	debug.SetGCPercent(planGCPercent)
-	debug.SetMemoryLimit(planMemoryLimit)
 }
 
 // diffLive plans out against the workspace's state: the probes at
