@@ -29,7 +29,7 @@ $1 == "RATIO" && NF == 7 {
 }
 function line(k, met) {
 	met = (op[k] == "<" ? med[k] < goal[k] : med[k] <= goal[k])
-	printf "  %-40s %8.3f (%.3f-%.3f)   goal %s %-8s %s\n", k, med[k], lo[k], hi[k], op[k], goal[k], (met ? "met" : "NOT MET")
+	printf "  %-46s %8.3f (%.3f-%.3f)   goal %s %-8s %s\n", k, med[k], lo[k], hi[k], op[k], goal[k], (met ? "met" : "NOT MET")
 	goals++
 	if (!met) bad++
 }
@@ -39,7 +39,7 @@ END {
 		k = order[i]
 		if (got[k]) { line(k); continue }
 		if (nper[k]) { for (j = 1; j <= nper[k]; j++) line(per[k, j]); continue }
-		printf "  %-40s %-22s   goal %s %-8s not measured\n", k, "-", op[k], goal[k]
+		printf "  %-46s %-22s   goal %s %-8s not measured\n", k, "-", op[k], goal[k]
 		goals++; miss++
 	}
 	for (i = 1; i <= nextra; i++) line(extra[i])
