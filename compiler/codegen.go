@@ -421,20 +421,18 @@ func (g *gen) sessionBody() {
 		g.entryArea = g.e.Alloc(8)
 		g.e.At("entry data: the session cookie", g.p.Exit.DeclRange)
 		g.e.Emit(
-			emit.StoreImm64(asm.RFP, g.entryArea, 0),
 			asm.Mov.Reg(asm.R1, regCtx),
 			bpf.KfuncCall("bpf_session_cookie"),
-			asm.JEq.Imm(asm.R0, 0, "cookie_done"),
+			asm.JEq.Imm(asm.R0, 0, "no_entry"), // never: the entry half ran
 			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 			asm.StoreMem(asm.RFP, g.entryArea, asm.R1, asm.DWord),
 		)
-		g.e.Mark("cookie_done")
 	case StorageMap:
 		g.fetchSlot()
 	}
 	g.exitHandler()
 	g.ret(0)
-	if g.storage == StorageMap {
+	if g.storage != StorageNone {
 		g.e.Mark("no_entry")
 		g.ret(0)
 	}
@@ -542,13 +540,22 @@ func (g *gen) entrySize() int {
 }
 
 // saveArea zeroes a stack area, evaluates on_entry's save into it, and
-// returns its offset.
+// returns its offset. A word that a save field's store writes whole (an
+// integer's) is not zeroed first.
 func (g *gen) saveArea() int16 {
 	size := g.entrySize()
 	g.e.Origin(g.p.Entry.DeclRange)
 	area := g.e.Alloc(size)
+	whole := map[int]bool{}
+	for _, f := range g.p.Entry.Save {
+		if g.storesWord(f.Value) {
+			whole[g.entryFields[f.Name]] = true
+		}
+	}
 	for off := 0; off < size; off += 8 {
-		g.e.Emit(emit.StoreImm64(asm.RFP, area+int16(off), 0))
+		if !whole[off] {
+			g.e.Emit(emit.StoreImm64(asm.RFP, area+int16(off), 0))
+		}
 	}
 	for _, f := range g.p.Entry.Save {
 		g.measure(f.Range, func() {

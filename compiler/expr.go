@@ -326,11 +326,14 @@ func (g *gen) operate(x *spec.Binary, done string) {
 		g.e.Mark(done)
 		return
 	}
-	left := g.e.Alloc(8)
-	g.e.Emit(asm.StoreMem(asm.RFP, left, asm.R0, asm.DWord))
-	g.expr(x.R)
+	if !g.operandInR1(x.R) {
+		left := g.e.Alloc(8)
+		g.e.Emit(asm.StoreMem(asm.RFP, left, asm.R0, asm.DWord))
+		g.expr(x.R)
+		g.e.Origin(x.Range())
+		g.e.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.RFP, left, asm.DWord))
+	}
 	g.e.Origin(x.Range())
-	g.e.Emit(asm.Mov.Reg(asm.R1, asm.R0), asm.LoadMem(asm.R0, asm.RFP, left, asm.DWord))
 	// R0 = left, R1 = right.
 	if op, ok := alus[x.Op]; ok {
 		g.e.Emit(op.Reg(asm.R0, asm.R1))
@@ -348,6 +351,35 @@ func (g *gen) operate(x *spec.Binary, done string) {
 		return
 	}
 	g.signedDivMod(x.Op == spec.OpMod)
+}
+
+// operandInR1 loads a right operand that needs no helper and no scratch
+// register (a literal, an entry field) straight into R1, leaving the left
+// operand in R0 where it is, and reports whether it did: the others are
+// evaluated into R0 while the left one waits on the stack.
+func (g *gen) operandInR1(r spec.Expr) bool {
+	var v int64
+	switch r := r.(type) {
+	case *spec.IntLit:
+		v = r.Value
+	case *spec.BoolLit:
+		if r.Value {
+			v = 1
+		}
+	case *spec.EntryRef:
+		g.e.Origin(r.Range())
+		g.e.Emit(asm.LoadMem(asm.R1, asm.RFP, g.entryArea+int16(g.entryFields[r.Name]), asm.DWord))
+		return true
+	default:
+		return false
+	}
+	g.e.Origin(r.Range())
+	if v >= math.MinInt32 && v <= math.MaxInt32 {
+		g.e.Emit(asm.Mov.Imm(asm.R1, int32(v)))
+	} else {
+		g.e.Emit(asm.LoadImm(asm.R1, v, asm.DWord))
+	}
+	return true
 }
 
 // signedDivMod computes R0 / R1 or R0 % R1 with C's signed semantics (the

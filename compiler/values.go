@@ -37,6 +37,16 @@ func (g *gen) zero(p place, size int) {
 	}
 }
 
+// storesWord reports whether store writes all of x's slot as one 8-byte
+// word: an integer (or bool) value, evaluated into R0 and stored whole.
+func (g *gen) storesWord(x spec.Expr) bool {
+	if _, ok := x.(*spec.Display); ok {
+		return false
+	}
+	t := g.typeOf(x)
+	return !t.IsStack() && t.Kind != spec.KindString && t.Kind != spec.KindBytes && slotSize(t) == 8
+}
+
 // store evaluates x into the slot at p, size bytes (slotSize of its type,
 // or larger: a table's or a key's slot for the longest string it holds).
 func (g *gen) store(x spec.Expr, p place, size int) {
