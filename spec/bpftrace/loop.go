@@ -137,6 +137,10 @@ func (c *ctx) forLoop(s *For) {
 	c.t.fail(s.Pos, "Unsupported for loop", fmt.Sprintf("A for loop has an equivalent as its steps written out (at most %d, with no break or continue) or as bpftrace's walk of the task's working directory (opensnoop's getcwd and printcwd: the value cwd). A spec's handler is straight-line code with conditions: write the loop's steps out, or compute the value it computes with a built-in value.", MaxUnroll))
 }
 
+// MaxLoopSteps bounds the loop steps a program writes out in all, nested
+// loops' included (each step of an outer loop writes the inner out again).
+const MaxLoopSteps = 256
+
 // MaxUnroll is the most steps a for loop is written out in: a $variable
 // an if sets in each step is a conditional over all the steps before, so
 // the text doubles per step.
@@ -160,6 +164,10 @@ func (c *ctx) unrolled(s *For, lo, hi int64) bool {
 		return false
 	}
 	for i := lo; i < hi; i++ {
+		c.t.steps++
+		if c.t.steps > MaxLoopSteps {
+			c.t.fail(s.Pos, "Too many loop steps", fmt.Sprintf("A program writes out at most %d loop steps in all, nested loops' included: make the loops shorter or fewer.", MaxLoopSteps))
+		}
 		if s.Var.Name != "" { // unroll(N) has none
 			c.vars[s.Var.Name] = &varVal{x: atom(strconv.FormatInt(i, 10), kInt, s.Var.Name), set: true}
 		}
