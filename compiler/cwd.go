@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"strings"
+
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/probectl/probectl/compiler/internal/emit"
@@ -37,16 +39,15 @@ type cwdLayout struct {
 	unavailable bool  // an error was reported
 }
 
-// cwdFields are the fields the walk reads: struct, member path, and where
-// the offset goes.
-func (l *cwdLayout) fields() []struct {
+// cwdField is a field the walk reads: its struct, its member path, and
+// where its offset goes.
+type cwdField struct {
 	st, member string
 	off        *int32
-} {
-	return []struct {
-		st, member string
-		off        *int32
-	}{
+}
+
+func (l *cwdLayout) fields() []cwdField {
+	return []cwdField{
 		{"task_struct", "fs", &l.taskFS},
 		{"fs_struct", "pwd", &l.fsPwd},
 		{"path", "mnt", &l.pathMnt},
@@ -106,7 +107,7 @@ func (r *resolver) memberOffset(st, path string) (int32, bool) {
 	}
 	var off btf.Bits
 	text := "struct " + st
-	for _, name := range splitDots(path) {
+	for _, name := range strings.Split(path, ".") {
 		comp := btf.UnderlyingType(t)
 		m, at, found := member(comp, name)
 		if !found || !isComposite(comp) {
@@ -118,18 +119,6 @@ func (r *resolver) memberOffset(st, path string) (int32, bool) {
 		text += "." + name
 	}
 	return int32(off / 8), true
-}
-
-func splitDots(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '.' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }
 
 // usesCwd reports whether x is cwd, which reads through the shared work

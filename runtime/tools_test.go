@@ -381,7 +381,8 @@ func histTotal(ar runtime.AggregationResult) (total uint64) {
 }
 
 // opensnoop: one event per open, openat and openat2 of the workload, with
-// the path as given (relative, too long), the descriptor or the errno.
+// the working directory (the workload's, which it chdirs into), the path
+// as given (relative, too long), the descriptor or the errno.
 func TestToolOpensnoop(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
@@ -395,9 +396,13 @@ func TestToolOpensnoop(t *testing.T) {
 	log := collectEvents(t, w, s, "tracepoint.open_exit")
 	calls := wl.run()
 	long := strings.Repeat("n", 255) // 300 bytes given, str(..., 256) keeps 255 and the NUL
+	cwd, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want, wantCalls []string
 	ev := func(fd, err int, path string) {
-		want = append(want, fmt.Sprintf("open: pid=%d, comm=%s, fd=%d, err=%d, path=%s", wl.pid, name, fd, err, path))
+		want = append(want, fmt.Sprintf("open: pid=%d, comm=%s, fd=%d, err=%d, cwd=%s, path=%s", wl.pid, name, fd, err, cwd, path))
 	}
 	if goruntime.GOARCH == "amd64" { // open(2) exists on x86-64 only
 		ev(3, 0, "exists")

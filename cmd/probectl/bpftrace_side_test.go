@@ -214,7 +214,7 @@ func startBoth(t *testing.T, tool string, asJSON bool) (b, p *sideProgram) {
 	}
 	dir := t.TempDir()
 	old := filepath.Join(dir, tool+".bt")
-	if err := os.WriteFile(old, []byte(bpftrace017(string(src))), 0o644); err != nil {
+	if err := os.WriteFile(old, []byte(rewrite017(t, tool, src)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// bpftrace's BEGIN runs once every probe is attached: its first line

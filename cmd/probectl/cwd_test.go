@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -132,4 +134,63 @@ func TestRunImportedOpensnoop(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("opensnoop printed, of the workload (%d lines, want %d):\n%s\nwant:\n%s\nall of it:\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(out, "\n"))
 	}
+}
+
+// rewrite017 is the tool in bpftrace 0.17's dialect: bpftrace017's, or
+// testdata/btside/TOOL-0.17.bt, a rewrite by hand where regular
+// expressions do not reach (opensnoop's macros and loops), with
+// @MOUNT_MNT@ replaced by offsetof(struct mount, mnt) on the host.
+func rewrite017(t *testing.T, tool string, src []byte) string {
+	t.Helper()
+	hand, err := os.ReadFile(filepath.Join("testdata/btside", tool+"-0.17.bt"))
+	if errors.Is(err, os.ErrNotExist) {
+		return bpftrace017(string(src))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatalf("kernel BTF: %v", err)
+	}
+	var mount *btf.Struct
+	if err := kernel.TypeByName("mount", &mount); err != nil {
+		t.Fatalf("struct mount: %v", err)
+	}
+	for _, m := range mount.Members {
+		if m.Name == "mnt" {
+			return strings.ReplaceAll(string(hand), "@MOUNT_MNT@", fmt.Sprint(m.Offset/8))
+		}
+	}
+	t.Fatal("struct mount has no mnt")
+	return ""
+}
+
+// opensnoop side by side: bpftrace 0.17 runs the rewrite by hand
+// (testdata/btside/opensnoop-0.17.bt), probectl run the tool as it is;
+// the static workload chdirs into a directory on a tmpfs mounted for the
+// test and opens four relative and two absolute paths. Both print the
+// same six rows: the relative ones after the directory's full path.
+func TestSideOpensnoop(t *testing.T) {
+	path, comm := buildOpenWork(t, "bso")
+	dir := openWorkDir(t)
+	runSide(t, sideTool{tool: "opensnoop",
+		mine: func(row string) bool {
+			f := strings.Fields(row)
+			return len(f) == 5 && f[1] == comm
+		},
+		work: func(t *testing.T) []string {
+			pid := doWork(t, path, "open", dir)
+			var want []string
+			for _, o := range []struct {
+				fd, errno int
+				path      string
+			}{
+				{3, 0, dir + "/r0"}, {3, 0, dir + "/r1"}, {3, 0, dir + "/r2"}, {-1, 2, dir + "/nope"},
+				{3, 0, "/dev/null"}, {3, 0, dir + "/r0"},
+			} {
+				want = append(want, fmt.Sprintf("%-6d %-16s %4d %3d %s", pid, comm, o.fd, o.errno, o.path))
+			}
+			return want
+		}})
 }

@@ -6,10 +6,10 @@
 # (the kernel has copied it in by then, so its page is present), emits the
 # event and deletes the key. fd is -1 and err the errno when the call fails.
 #
-# Differs from opensnoop.bt: a relative path is shown as the caller gave
-# it, up to 256 bytes; opensnoop.bt prefixes it with the current directory,
-# walked up through struct dentry and struct mount with BTF. open(2) exists
-# on x86-64 only: for arm64 (plan -target linux-7.2-arm64), sys_enter_open
+# cwd is the caller's working directory, its full path across mounts: what
+# opensnoop.bt walks up through struct dentry and struct mount with BTF to
+# print before a relative path (here a field of its own, beside the path as
+# the caller gave it, up to 256 bytes). open(2) exists on x86-64 only: for arm64 (plan -target linux-7.2-arm64), sys_enter_open
 # and sys_exit_open are errors that say so; remove them from both lists.
 
 table "filename" {
@@ -38,6 +38,7 @@ probe "tracepoint" "open_exit" {
         comm = comm
         fd   = args.ret >= 0 ? args.ret : -1
         err  = args.ret >= 0 ? 0 : -args.ret
+        cwd  = cwd
         path = str(filename[tid], 256)
       }
     }

@@ -6,10 +6,13 @@
 // header and comments. What has no equivalent in a spec stops the import
 // with a diagnostic at the .bt file's line and column that names the
 // construct and what is missing: never a spec that measures something
-// else. For probectl run, ImportRun also says what prints as bpftrace
-// would print it: each event's printfs (Prints), each aggregated map by
-// its bpftrace name and the spec aggregations holding it (Maps), and the
-// printing steps of BEGIN, END and interval probes (Steps).
+// else. A spec's handler has no loops: a short for loop (or unroll) is
+// written out step by step, and the walk of the working directory that
+// opensnoop writes as loops becomes the value cwd (loop.go). For probectl
+// run, ImportRun also says what prints as bpftrace would print it: each
+// event's printfs (Prints), each aggregated map by its bpftrace name and
+// the spec aggregations holding it (Maps), and the printing steps of
+// BEGIN, END and interval probes (Steps).
 //
 // Package bpftrace imports spec (to check what it writes), bpf (the
 // perf events software: and hardware: probes name) and internal/bttext

@@ -52,6 +52,17 @@ func TestImportBounded(t *testing.T) {
 	if len(diags) != 1 || diags[0].Summary != "Too many macro expansions" {
 		t.Errorf("doubling macros: %v", diags)
 	}
+	// Loops nested 12 deep, 8 steps each: 8^12 steps unless bounded.
+	b.Reset()
+	b.WriteString("kprobe:f { $x = 0;")
+	for i := 0; i < 12; i++ {
+		b.WriteString(" for $i" + itoa(i) + " : 0..8 {")
+	}
+	b.WriteString(" $x = 1;" + strings.Repeat(" }", 12) + " @x = hist($x); }")
+	_, diags = Import("t.bt", []byte(b.String()))
+	if len(diags) != 1 || diags[0].Summary != "Too many loop steps" {
+		t.Errorf("nested loops: %v", diags)
+	}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

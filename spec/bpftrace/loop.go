@@ -80,6 +80,29 @@ func (p *parser) forStmt() (Stmt, error) {
 	return s, nil
 }
 
+// unrollStmt parses unroll(N) { ... }, the "unroll" at the token: a for
+// loop of N steps without a variable.
+func (p *parser) unrollStmt() (Stmt, error) {
+	s := &For{Pos: p.tok.pos, Var: &Var{Pos: p.tok.pos}, From: &Num{Pos: p.tok.pos, Text: "0"}}
+	if err := p.next(); err != nil {
+		return nil, err
+	}
+	if err := p.expect("("); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.To, err = p.expr(); err != nil {
+		return nil, err
+	}
+	if err := p.expect(")"); err != nil {
+		return nil, err
+	}
+	if s.Body, err = p.block(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // forLoop translates a for loop: the working directory's walk, or its
 // printing, or a diagnostic.
 func (c *ctx) forLoop(s *For) {
@@ -88,11 +111,13 @@ func (c *ctx) forLoop(s *For) {
 		return
 	}
 	from, to := c.expr(s.From), c.expr(s.To)
-	if _, ok := constValue(from); !ok {
+	lo, ok := constValue(from)
+	if !ok {
 		c.t.fail(s.From.At(), "Unbounded for loop", "A for loop's bounds must be constants (after macros and getopt's defaults): "+from.text+" is not.")
 		return
 	}
-	if _, ok := constValue(to); !ok {
+	hi, ok := constValue(to)
+	if !ok {
 		c.t.fail(s.To.At(), "Unbounded for loop", "A for loop's bounds must be constants (after macros and getopt's defaults): "+to.text+" is not.")
 		return
 	}
@@ -106,7 +131,51 @@ func (c *ctx) forLoop(s *For) {
 	if c.onlyWalking(s, "", true) && c.cwdPrint(s) {
 		return
 	}
-	c.t.fail(s.Pos, "Unsupported for loop", "A for loop has an equivalent only as bpftrace's walk of the task's working directory (opensnoop's getcwd and printcwd: the value cwd). A spec's handler is straight-line code with conditions: write the loop's steps out, or compute the value it computes with a built-in value.")
+	if c.unrolled(s, lo, hi) {
+		return
+	}
+	c.t.fail(s.Pos, "Unsupported for loop", fmt.Sprintf("A for loop has an equivalent as its steps written out (at most %d, with no break or continue) or as bpftrace's walk of the task's working directory (opensnoop's getcwd and printcwd: the value cwd). A spec's handler is straight-line code with conditions: write the loop's steps out, or compute the value it computes with a built-in value.", MaxUnroll))
+}
+
+// MaxLoopSteps bounds the loop steps a program writes out in all, nested
+// loops' included (each step of an outer loop writes the inner out again).
+const MaxLoopSteps = 256
+
+// MaxUnroll is the most steps a for loop is written out in: a $variable
+// an if sets in each step is a conditional over all the steps before, so
+// the text doubles per step.
+const MaxUnroll = 8
+
+// unrolled writes a loop out, its body once per step with $i the step's
+// number: when it has at most MaxUnroll steps and no break or continue
+// (which would make each later step's statements conditional on every
+// earlier one's).
+func (c *ctx) unrolled(s *For, lo, hi int64) bool {
+	if hi-lo > MaxUnroll {
+		return false
+	}
+	jumps := false
+	walkStmts(s.Body, func(st Stmt) {
+		if _, ok := st.(*LoopJump); ok {
+			jumps = true
+		}
+	})
+	if jumps {
+		return false
+	}
+	for i := lo; i < hi; i++ {
+		c.t.steps++
+		if c.t.steps > MaxLoopSteps {
+			c.t.fail(s.Pos, "Too many loop steps", fmt.Sprintf("A program writes out at most %d loop steps in all, nested loops' included: make the loops shorter or fewer.", MaxLoopSteps))
+		}
+		if s.Var.Name != "" { // unroll(N) has none
+			c.vars[s.Var.Name] = &varVal{x: atom(strconv.FormatInt(i, 10), kInt, s.Var.Name), set: true}
+		}
+		if c.stmts(s.Body) {
+			c.t.fail(s.Pos, "Unsupported return in a loop", "A return inside a for loop has no equivalent here.")
+		}
+	}
+	return true
 }
 
 // constValue is the integer a translated bound is, through u64() and

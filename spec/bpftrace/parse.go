@@ -460,7 +460,9 @@ func (p *parser) stmt() (Stmt, error) {
 		case "break", "continue":
 			what := p.tok.text
 			return &LoopJump{Pos: at, What: what}, p.next()
-		case "while", "unroll":
+		case "unroll":
+			return p.unrollStmt()
+		case "while":
 			what := p.tok.text
 			if err := p.skipBlock(); err != nil {
 				return nil, err

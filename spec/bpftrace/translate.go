@@ -116,6 +116,7 @@ type translator struct {
 	notes      []string
 	pending    []string // comments for the next probe
 	expansions int
+	steps      int // loop steps written out (MaxLoopSteps)
 	// optional: config missing_probes = ignore or warn; every probe may
 	// be missing.
 	optional bool
@@ -182,6 +183,7 @@ func (t *translator) run() (err *Error) {
 	t.beginText.Reset()
 	t.beginExit = false
 	t.expansions = 0
+	t.steps = 0
 	t.begin, t.end, t.intervals = nil, nil, nil
 	for _, m := range t.maps {
 		m.uses, m.begin, m.elseUse = nil, nil, false

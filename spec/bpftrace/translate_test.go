@@ -174,6 +174,34 @@ probe "tracepoint" "block_rq_issue" {
     }
   }
 }`},
+		{"a for loop of constant bounds is written out, $i each step's number", `
+kprobe:vfs_read {
+  $s = 0;
+  for $i : 0..2 {
+    if (arg2 > $i * 100) { $s += 1; }
+  }
+  @steps = hist($s);
+}`, `probe "kernel" "vfs_read" {
+  functions = ["vfs_read"]
+  on_entry {
+    hist "steps" {
+      value = arg2 > 1 * 100 ? (arg2 > 0 * 100 ? 0 + 1 : 0) + 1 : arg2 > 0 * 100 ? 0 + 1 : 0
+    }
+  }
+}`},
+		{"unroll(N) writes its block out N times", `
+kprobe:vfs_read {
+  $s = arg2;
+  unroll(2) { $s = $s >> 1; }
+  @q = hist($s);
+}`, `probe "kernel" "vfs_read" {
+  functions = ["vfs_read"]
+  on_entry {
+    hist "q" {
+      value = shr(shr(arg2, 1), 1)
+    }
+  }
+}`},
 		{"macros expand; getopt is its default; uprobes and profiles", `
 macro enabled() { getopt("enabled", true) }
 macro bump(@m, k) { @m[k] = count(); }
@@ -283,12 +311,17 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { cat(\"/proc/loadavg\"); }", "1:12 Unsupported cat() without a printf", ""},
 		{"kprobe:f { printf(\"x\\n\"); if (pid == 1) { cat(\"/proc/loadavg\"); } }", "1:43 Unsupported cat() without a printf", ""},
 		{"BEGIN { cat(\"/proc/loadavg\"); }\nkprobe:f { @n = count(); }", "1:9 Unsupported cat() in BEGIN", ""},
-		{"kprobe:f {\n  for $i : 0..3 { @x = count(); }\n}", "2:3 Unsupported for loop", "working directory"},
+		{"kprobe:f {\n  for $i : 0..9 { @x = count(); }\n}", "2:3 Unsupported for loop", "working directory"},
+		{"kprobe:f {\n  for $i : 0..3 { if (arg0 == $i) { break; } @x = count(); }\n}", "2:3 Unsupported for loop", "no break"},
 		{"kprobe:f {\n  for $i : 0..arg0 { @x = count(); }\n}", "2:15 Unbounded for loop", "constants"},
 		{"kprobe:f { @m[1] = 1; for $kv : @m { @x = count(); } }", "1:23 Unsupported for loop over a map", "print(@m)"},
 		{"kprobe:f { break; }", "1:12 Unsupported break", ""},
-		{"tracepoint:a:b {\n  $d = curtask.fs.pwd.dentry;\n  for $j : 0..3 { @p[tid, $j] = str($d.d_name.name); @n = count(); $d = $d.d_parent; }\n}", "3:3 Unsupported for loop", ""},
+		{"tracepoint:a:b {\n  $d = curtask.fs.pwd.dentry;\n  for $j : 0..35 { @p[tid, $j] = str($d.d_name.name); @n = count(); $d = $d.d_parent; }\n}", "3:3 Unsupported for loop", ""},
 		{"kprobe:f { for $i : 0..3 { continue; } }", "1:12 Unsupported for loop", ""},
+		{"kprobe:f { for $i : 0..2 { return; } }", "1:12 Unsupported return in a loop", ""},
+		{"kprobe:f { unroll(20) { $x = 1; } @n = count(); }", "1:12 Unsupported for loop", ""},
+		{"kprobe:f { unroll(arg0) { $x = 1; } }", "1:19 Unbounded for loop", ""},
+		{"kprobe:f { unroll 3 { } }", "1:19 Syntax error", ""},
 		{"kprobe:f { for $i 0..3 { } }", "1:19 Syntax error", ""},
 		{"kprobe:f { for $i : 0 3 { } }", "1:23 Syntax error", ""},
 		{"kprobe:f { for i : 0..3 { } }", "1:16 Syntax error", "$variable"},
