@@ -101,7 +101,6 @@ func Parse(files map[string][]byte) (*Config, hcl.Diagnostics) {
 	}
 	inferTables(all, bodies)
 	diags = append(diags, decodeProbes(cfg, parsedFiles)...)
-	diags = append(diags, checkSharedStacks(cfg)...)
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
 		diags = append(diags, checkEvents(cfg)...)

@@ -289,7 +289,6 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { @n[$1] = count(); }", "1:15 Unsupported positional parameter", ""},
 		{"kprobe:f { exit(); }", "1:12 Unsupported exit", ""},
 		{"kprobe:f { @n[af_unknown] = count(); }", "1:15 Unknown name af_unknown", "upper case"},
-		{"kprobe:f { @s[tid] = kstack; }\nkretprobe:g { @n[@s[tid]] = count(); }", "1:22 Unsupported stack in a shared map", ""},
 		{"BEGIN { printf(\"hi\\n\"); }", "1:1 Nothing to measure", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @x[tid] = 2; }", "2:35 Store after delete", ""},
 		{"kprobe:f { @n[bswap(arg0)] = count(); }", "1:15 Unsupported bswap()", ""},
