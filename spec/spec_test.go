@@ -112,4 +112,3 @@ func TestDiagnosticDetails(t *testing.T) {
 		}
 	}
 }
-
