@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -200,16 +201,41 @@ func tableStackMaps(values []spec.Type, users int, f *bpf.Facts) []*Map {
 	return maps
 }
 
-// tableStackRefs are the refs of the stack maps the probe's tables give it.
+// tableStackRefs are the refs of the stack maps the probe's tables give
+// it. Two tables that give the probe stack maps of one ref are refused:
+// the probe has one map of a ref, so one table's ids would be read in the
+// other's map.
 func (g *gen) tableStackRefs() map[string]bool {
 	refs := map[string]bool{}
+	by := map[string]string{}
 	used, _ := g.tablesUsed()
+	var names []string
 	for t := range used {
-		if l := g.u.layout(t); l != nil {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for t := range used {
+			if t.Name != name {
+				continue
+			}
+			l := g.u.layout(t)
+			if l == nil {
+				continue
+			}
 			for _, m := range l.Maps {
-				if m.Type == ebpf.StackTrace || isStackRef(m.Ref) {
-					refs[m.Ref] = true
+				if !isStackRef(m.Ref) || refs[m.Ref] && by[m.Ref] == name {
+					continue
 				}
+				if other, ok := by[m.Ref]; ok {
+					if isLongRef(m.Ref) {
+						continue // said for its short map
+					}
+					g.errorf(g.p.DeclRange, "Stacks of two tables",
+						"This probe uses %q and %q, both keeping stacks of %s that other probes share: a probe reads one map of them. Keep the stacks in one table (an object value: value = { a = kstack, b = ... }), or use one of the tables in this probe.", other, name, m.Ref)
+					continue
+				}
+				refs[m.Ref], by[m.Ref] = true, name
 			}
 		}
 	}

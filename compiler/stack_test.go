@@ -186,3 +186,46 @@ probe "tracepoint" "b" {
 		}
 	}
 }
+
+// TestStacksOfTwoTables: a probe given stack maps of one ref by two tables
+// is refused, once, naming both: it has one map of the ref.
+func TestStacksOfTwoTables(t *testing.T) {
+	src := `table "s1" {}
+table "s2" {}
+probe "tracepoint" "a" {
+  event = "sched:sched_switch"
+  on_entry {
+    store "s1" {
+      key   = [cpu]
+      value = kstack
+    }
+    store "s2" {
+      key   = [tid]
+      value = kstack
+    }
+  }
+}
+probe "tracepoint" "b" {
+  event = "sched:sched_wakeup"
+  on_entry {
+    count "n" { by = [s1[cpu], s2[tid]] }
+  }
+}
+`
+	cfg, diags := spec.Parse(map[string][]byte{"s.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	facts, _ := bpf.Profile("linux-6.1-amd64")
+	_, diags = Compile(cfg, facts)
+	var got []string
+	for _, d := range diags {
+		if d.Summary == "Stacks of two tables" {
+			got = append(got, fmt.Sprintf("%d: %s", d.Subject.Start.Line, d.Detail))
+		}
+	}
+	// Both probes use both tables: each is refused once.
+	if len(got) != 2 || !strings.Contains(got[0], `"s1" and "s2"`) || !strings.Contains(got[0], "kstack_127") {
+		t.Errorf("got %q, want one refusal per probe naming s1, s2 and kstack_127", got)
+	}
+}
