@@ -80,6 +80,7 @@ func TestKernelOneLiners(t *testing.T) {
 			func(t *testing.T, res map[string]runtime.AggregationResult, _ []*runtime.EventRecord) {
 				for _, ar := range res {
 					v := values(ar)
+					t.Logf("vfs_read %d, vfs_write %d, vfs_open %d of %d functions counted", v["vfs_read"], v["vfs_write"], v["vfs_open"], len(v))
 					if v["vfs_read"] != reads || v["vfs_write"] != writes || v["vfs_open"] != opens+2 {
 						t.Errorf("vfs_read %d, vfs_write %d, vfs_open %d; want %d, %d, %d: %v", v["vfs_read"], v["vfs_write"], v["vfs_open"], reads, writes, opens+2, v)
 					}
@@ -121,6 +122,9 @@ func TestKernelOneLiners(t *testing.T) {
 					return
 				}
 				t.Fatal(diags)
+			}
+			for _, p := range out.Probes {
+				t.Logf("%s: %s on %s: %s", f.Label(), p.Address, p.Route, p.Reason)
 			}
 			w := namedWorkspace(t, "btone-ol")
 			s, err := kapply(t, w, out)
