@@ -65,6 +65,9 @@ func TestKernelBiostacks(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
+	if err := f.LoadTracepoints([]string{"block:block_io_start", "block:block_rq_issue"}); err != nil {
+		t.Fatal(err)
+	}
 	out, diags := compiler.Compile(cfg, f)
 	if _, err := f.Tracepoint("block:block_io_start"); errors.Is(err, bpf.ErrNoTracepoint) {
 		if len(diags) == 0 || diags[0].Summary != "Tracepoint not found" || !strings.Contains(fmt.Sprint(diags), "block_io_start") {
