@@ -142,8 +142,8 @@ func TestKernelBiostacks(t *testing.T) {
 // load).
 func loopDevice(t *testing.T) string {
 	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR, 0)
-	if err != nil {
-		if err := unix.Mknod("/dev/bstack-loop-control", unix.S_IFCHR|0o600, int(unix.Mkdev(10, 237))); err == nil {
+	if err != nil { // no devtmpfs node: make one (misc 10:237)
+		if err = unix.Mknod("/dev/bstack-loop-control", unix.S_IFCHR|0o600, int(unix.Mkdev(10, 237))); err == nil {
 			ctl, err = unix.Open("/dev/bstack-loop-control", unix.O_RDWR, 0)
 		}
 		if err != nil {
