@@ -206,10 +206,9 @@ func (r *kernelRoutes) noTrampolineWhy() string {
 }
 
 // auto is the rule attach = "auto" follows: fprobe first, trampolines
-// where fprobe is missing, legacy kprobes below that. Trampolines attach
-// through each function's BTF, which compiler copies (name.isra.0) lack:
-// a match with copies takes kprobes, which attach to any symbol, rather
-// than a refusal of what the user did not name.
+// where fprobe is missing, legacy kprobes below that, and legacy kprobes
+// instead of trampolines for functions some of which lack BTF
+// (copiesOnKprobes).
 func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
 	switch {
 	case r.haveMulti && !r.exit:
@@ -218,8 +217,8 @@ func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
 		return r.session(""), nil
 	case r.haveMulti:
 		return r.multi("no kprobe.session (6.10): "), nil
-	case r.haveTrampoline && r.km.copies() > 0 && r.haveLegacy:
-		return r.legacy(sprintf("no fprobe, and %d of the functions are compiler copies, without the BTF trampolines attach through: ", r.km.copies())), nil
+	case r.copiesOnKprobes():
+		return r.legacy(fmt.Sprintf("no fprobe, and %d of the functions are compiler copies, without the BTF fentry/fexit attach through: ", r.km.copies())), nil
 	case r.haveTrampoline && r.exit && r.haveFsession:
 		return r.fsession("no fprobe (CONFIG_FPROBE off): "), nil
 	case r.haveTrampoline:
@@ -229,6 +228,18 @@ func (r *kernelRoutes) auto() (decision, *hcl.Diagnostic) {
 	}
 	return decision{}, diagf(r.p.DeclRange, "No route to kernel functions",
 		"The target (%s) has neither fprobe, fentry/fexit nor kprobes, so kernel functions cannot be probed there.", r.f.Label())
+}
+
+// copiesOnKprobes says auto takes legacy kprobes where it would take
+// trampolines: the functions matched include compiler copies
+// (vfs_kern_mount.part.0 in kprobe:vfs_*), which have no BTF, so a
+// trampoline cannot attach them. The whole probe moves, not the copies
+// alone: one route per probe keeps one program type, one link kind and
+// one plan line for it, and a kprobe runs every function the glob
+// matched, copies included, so the counts are those of the functions
+// matched. attach = "fentry" still refuses the copies (withoutBTF).
+func (r *kernelRoutes) copiesOnKprobes() bool {
+	return r.haveTrampoline && r.haveLegacy && r.km.copies() > 0
 }
 
 // fprobe says which fprobe backend the multi routes run on.

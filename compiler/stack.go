@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -130,12 +132,128 @@ func stackElemBytes(m *Map) int64 {
 	return slab
 }
 
+// stackMapsOf are the stack maps of a kind and depth of stack on the
+// target, sized as a probe other than a profile sizes them: one map, or
+// with stacks stored by content a short and a long one.
+func stackMapsOf(t spec.Type, f *bpf.Facts) []*Map {
+	user := t.Kind == spec.KindUStack
+	ref := stackMapRef(t)
+	byContent, how := stacksByContent(f)
+	what := fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
+	if user {
+		what = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
+	}
+	depths := []int{t.Size}
+	if short := stackShortFrames(user); byContent && t.Size > short {
+		depths = []int{short, t.Size}
+	}
+	var maps []*Map
+	for i, depth := range depths {
+		m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4,
+			ValueSize: uint32(depth * StackFrameSize(user)), Purpose: what + ", " + how}
+		switch {
+		case byContent:
+			m.Type, m.KeySize, m.Flags = ebpf.Hash, 8, flagNoPrealloc
+		case user:
+			m.Flags = flagBuildID
+		}
+		if len(depths) > 1 {
+			if i == 0 {
+				m.Purpose += fmt.Sprintf("; those of %d frames or fewer", depth)
+			} else {
+				m.Ref, m.Name = stackLongRef(ref), mapName("probectl."+ref[:1]+"stkl")
+				m.Purpose += fmt.Sprintf("; those of more than %d frames", depths[0])
+			}
+		}
+		m.MaxEntries = uint32(min(max(stackMapBytes/stackElemBytes(m), 1024), 16384))
+		maps = append(maps, m)
+	}
+	return maps
+}
+
+// Stacks shared through a table. A stack stored in a table that several
+// probes use is read by a probe that did not take it (bpftrace's
+// biostacks: @reqstack[$key] = kstack at block_io_start, a histogram by
+// @reqstack[$key] at block_rq_issue). Its id or hash then names frames in
+// the table's stack map of its kind and depth (tableStackMaps), made and
+// kept with the table like its other maps, which every probe using the
+// table is given in place of a stack map of its own of that ref: the ids
+// of one probe mean the same in all of them, on any kernel.
+
+// tableStackMaps are the stack maps a table keeps for the stacks of
+// values, when probes other than one use it.
+func tableStackMaps(values []spec.Type, users int, f *bpf.Facts) []*Map {
+	if users < 2 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var maps []*Map
+	for _, t := range values {
+		if !t.IsStack() || seen[stackMapRef(t)] {
+			continue
+		}
+		seen[stackMapRef(t)] = true
+		for _, m := range stackMapsOf(t, f) {
+			m.Purpose += "; shared by the probes that use the table"
+			maps = append(maps, m)
+		}
+	}
+	return maps
+}
+
+// tableStackRefs are the refs of the stack maps the probe's tables give
+// it. Two tables that give the probe stack maps of one ref are refused:
+// the probe has one map of a ref, so one table's ids would be read in the
+// other's map.
+func (g *gen) tableStackRefs() map[string]bool {
+	refs := map[string]bool{}
+	by := map[string]string{}
+	used, _ := g.tablesUsed()
+	var names []string
+	for t := range used {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for t := range used {
+			if t.Name != name {
+				continue
+			}
+			l := g.u.layout(t)
+			if l == nil {
+				continue
+			}
+			for _, m := range l.Maps {
+				if !isStackRef(m.Ref) || refs[m.Ref] && by[m.Ref] == name {
+					continue
+				}
+				if other, ok := by[m.Ref]; ok {
+					if isLongRef(m.Ref) {
+						continue // said for its short map
+					}
+					g.errorf(g.p.DeclRange, "Stacks of two tables",
+						"This probe uses %q and %q, both keeping stacks of %s that other probes share: a probe reads one map of them. Keep the stacks in one table (an object value: value = { a = kstack, b = ... }), or use one of the tables in this probe.", other, name, m.Ref)
+					continue
+				}
+				refs[m.Ref], by[m.Ref] = true, name
+			}
+		}
+	}
+	return refs
+}
+
+// isStackRef says ref names a stack map (stackMapRef, stackLongRef).
+func isStackRef(ref string) bool {
+	return strings.HasPrefix(ref, "kstack_") || strings.HasPrefix(ref, "ustack_")
+}
+
 // stackMaps adds a stack map for every kind and depth of stack the probe
-// takes, and with stacks stored by content the scratch buffer of each.
+// takes, but those its tables give it (tableStackMaps), and with stacks
+// stored by content the scratch buffer of each.
 func (g *gen) stackMaps() {
 	seen := map[string]bool{}
-	byContent, how := stacksByContent(g.facts)
-	var maps []*Map
+	given := g.tableStackRefs()
+	var maps, all []*Map
 	for _, x := range g.exprs() {
 		spec.Walk(x, func(x spec.Expr) {
 			s, ok := x.(*spec.Stack)
@@ -148,50 +266,30 @@ func (g *gen) stackMaps() {
 				return
 			}
 			seen[ref] = true
-			what := fmt.Sprintf("kernel stacks, %d frames deep at most", t.Size)
-			if s.User {
-				what = fmt.Sprintf("user stacks, %d frames deep at most, as build ids and file offsets", t.Size)
-			}
-			depths := []int{t.Size}
-			if short := stackShortFrames(s.User); byContent && t.Size > short {
-				depths = []int{short, t.Size}
-			}
-			for i, depth := range depths {
-				m := &Map{Ref: ref, Name: mapName("probectl." + ref[:1] + "stk"), Type: ebpf.StackTrace, KeySize: 4,
-					ValueSize: uint32(depth * StackFrameSize(s.User)), Purpose: what + ", " + how}
-				switch {
-				case byContent:
-					m.Type, m.KeySize, m.Flags = ebpf.Hash, 8, flagNoPrealloc
-				case s.User:
-					m.Flags = flagBuildID
+			for _, m := range stackMapsOf(t, g.facts) {
+				all = append(all, m)
+				if !given[m.Ref] {
+					maps = append(maps, m)
 				}
-				if len(depths) > 1 {
-					if i == 0 {
-						m.Purpose += fmt.Sprintf("; those of %d frames or fewer", depth)
-					} else {
-						m.Ref, m.Name = stackLongRef(ref), mapName("probectl."+ref[:1]+"stkl")
-						m.Purpose += fmt.Sprintf("; those of more than %d frames", depths[0])
-					}
-				}
-				m.MaxEntries = uint32(min(max(stackMapBytes/stackElemBytes(m), 1024), 16384))
-				maps = append(maps, m)
 			}
 		})
 	}
 	if len(maps) > 0 && g.p.Addr.Kind == bpf.KindProfile {
 		g.sizeProfileStacks(maps)
 	}
-	for _, m := range maps {
-		worst := int64(m.MaxEntries) * stackElemBytes(m)
-		if m.Type == ebpf.StackTrace {
-			m.Purpose += fmt.Sprintf("; %d stacks, %s preallocated", m.MaxEntries, stackBytes(worst))
-		} else {
-			m.Purpose += fmt.Sprintf("; %d stacks, %s when all are taken", m.MaxEntries, stackBytes(worst))
+	for _, m := range all {
+		if !given[m.Ref] {
+			worst := int64(m.MaxEntries) * stackElemBytes(m)
+			if m.Type == ebpf.StackTrace {
+				m.Purpose += fmt.Sprintf("; %d stacks, %s preallocated", m.MaxEntries, stackBytes(worst))
+			} else {
+				m.Purpose += fmt.Sprintf("; %d stacks, %s when all are taken", m.MaxEntries, stackBytes(worst))
+			}
+			g.out.Maps = append(g.out.Maps, m)
 		}
-		g.out.Maps = append(g.out.Maps, m)
 		if m.Type == ebpf.Hash && !isLongRef(m.Ref) {
 			size := m.ValueSize // the deepest stack of the kind and depth
-			for _, l := range maps {
+			for _, l := range all {
 				if l.Ref == stackLongRef(m.Ref) {
 					size = l.ValueSize
 				}

@@ -101,3 +101,131 @@ func TestStacksByContentFromLinux61(t *testing.T) {
 		}
 	}
 }
+
+// TestStackSharedByTable: a stack stored in a table another probe reads
+// (bpftrace's biostacks) is kept in the table's stack maps, which both
+// probes use in place of their own: the storing probe makes no stack map
+// of that ref (only its scratch buffer, stored by content), and the
+// reader's key field names the ref, so its ids mean the same there. On
+// 6.1 and later the table keeps a short and a long hash map, before a
+// stack trace map; a table one probe uses keeps none.
+func TestStackSharedByTable(t *testing.T) {
+	const src = `table "st" {}
+probe "tracepoint" "a" {
+  event = "sched:sched_switch"
+  on_entry {
+    store "st" {
+      key   = [cpu]
+      value = kstack
+    }
+  }
+}
+probe "tracepoint" "b" {
+  event = "sched:sched_wakeup"
+  on_entry {
+    count "n" { by = [st[cpu]] }
+  }
+}
+`
+	for _, c := range []struct {
+		kernel bpf.Version
+		shared bool
+		refs   []string // the table's stack maps
+		typ    ebpf.MapType
+	}{
+		{bpf.Version{Major: 6, Minor: 1}, true, []string{"kstack_127", "kstack_127_long"}, ebpf.Hash},
+		{bpf.Version{Major: 5, Minor: 15}, true, []string{"kstack_127"}, ebpf.StackTrace},
+		{bpf.Version{Major: 6, Minor: 1}, false, nil, ebpf.Hash},
+	} {
+		text := src
+		if !c.shared { // a alone reads it
+			text = strings.Replace(src, "value = kstack\n    }\n", "value = kstack\n    }\n    count \"m\" { by = [st[cpu]] }\n", 1)
+			text = strings.Replace(text, "count \"n\" { by = [st[cpu]] }", "count \"n\" { by = [cpu] }", 1)
+		}
+		cfg, diags := spec.Parse(map[string][]byte{"s.hcl": []byte(text)})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		facts, _ := bpf.Profile("linux-6.1-amd64")
+		facts.Kernel = c.kernel
+		out, diags := Compile(cfg, facts)
+		if diags.HasErrors() {
+			t.Fatalf("%v: %v", c.kernel, diags)
+		}
+		var refs []string
+		for _, m := range out.Tables[0].Maps {
+			if isStackRef(m.Ref) {
+				refs = append(refs, m.Ref)
+				if m.Type != c.typ {
+					t.Errorf("%v: table map %s is a %v, want a %v", c.kernel, m.Ref, m.Type, c.typ)
+				}
+			}
+		}
+		if fmt.Sprint(refs) != fmt.Sprint(c.refs) {
+			t.Errorf("%v shared=%v: the table's stack maps are %v, want %v", c.kernel, c.shared, refs, c.refs)
+		}
+		a, b := out.Probes[0], out.Probes[1]
+		for _, m := range a.Maps {
+			if c.shared && (m.Ref == "kstack_127" || m.Ref == "kstack_127_long") {
+				t.Errorf("%v: probe a makes %s, which the table gives it", c.kernel, m.Ref)
+			}
+		}
+		own := 0
+		for _, m := range a.Maps {
+			if m.Ref == "kstack_127" {
+				own++
+			}
+		}
+		if !c.shared && own != 1 {
+			t.Errorf("%v: probe a alone has %d kstack_127 maps, want 1", c.kernel, own)
+		}
+		if c.shared {
+			if f := b.Aggregations[0].Key[0]; f.Kind != KeyKStack || f.StackMap != "kstack_127" {
+				t.Errorf("%v: b's key field %+v, want a kernel stack of kstack_127", c.kernel, f)
+			}
+		}
+	}
+}
+
+// TestStacksOfTwoTables: a probe given stack maps of one ref by two tables
+// is refused, once, naming both: it has one map of the ref.
+func TestStacksOfTwoTables(t *testing.T) {
+	src := `table "s1" {}
+table "s2" {}
+probe "tracepoint" "a" {
+  event = "sched:sched_switch"
+  on_entry {
+    store "s1" {
+      key   = [cpu]
+      value = kstack
+    }
+    store "s2" {
+      key   = [tid]
+      value = kstack
+    }
+  }
+}
+probe "tracepoint" "b" {
+  event = "sched:sched_wakeup"
+  on_entry {
+    count "n" { by = [s1[cpu], s2[tid]] }
+  }
+}
+`
+	cfg, diags := spec.Parse(map[string][]byte{"s.hcl": []byte(src)})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	facts, _ := bpf.Profile("linux-6.1-amd64")
+	_, diags = Compile(cfg, facts)
+	var got []string
+	for _, d := range diags {
+		if d.Summary == "Stacks of two tables" {
+			got = append(got, fmt.Sprintf("%d: %s", d.Subject.Start.Line, d.Detail))
+		}
+	}
+	// Both probes use both tables: each is refused once.
+	if len(got) != 2 || !strings.Contains(got[0], `"s1" and "s2"`) || !strings.Contains(got[0], "kstack_127") {
+		t.Errorf("got %q, want one refusal per probe naming s1, s2 and kstack_127", got)
+	}
+}

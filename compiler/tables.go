@@ -134,13 +134,22 @@ func (u *unit) layout(t *spec.Table) *Table {
 		u.layouts[t] = nil
 		return nil
 	}
-	l := newTable(t, keys, values, names)
+	l := newTable(t, keys, values, names, tableStackMaps(values, u.probesUsing(t), u.facts))
 	u.layouts[t] = l
 	if u.slots == nil {
 		u.slots = map[*spec.Table][]spec.Type{}
 	}
 	u.slots[t] = values
 	return l
+}
+
+// probesUsing counts the probes that use table t.
+func (u *unit) probesUsing(t *spec.Table) int {
+	seen := map[*gen]bool{}
+	for _, use := range u.uses[t] {
+		seen[use.g] = true
+	}
+	return len(seen)
 }
 
 // valueNames are the names of a table's value fields: its objects'
@@ -211,7 +220,7 @@ func (u *unit) mergeSlot(g *gen, slot *spec.Type, x spec.Expr, what string) bool
 
 // newTable lays out table t from the types of its key parts and value
 // fields, with its maps and digest.
-func newTable(t *spec.Table, keys, values []spec.Type, names []string) *Table {
+func newTable(t *spec.Table, keys, values []spec.Type, names []string, stacks []*Map) *Table {
 	l := &Table{Address: bpf.Address{Kind: bpf.KindTable, Name: t.Name}, MaxKeys: t.MaxKeys, Objects: t.Fields != nil}
 	for i, kt := range keys {
 		l.Key = append(l.Key, KeyField{Name: fmt.Sprintf("key%d", i), Kind: kindOf(kt), Offset: l.KeySize, Size: slotSize(kt)})
@@ -227,6 +236,7 @@ func newTable(t *spec.Table, keys, values []spec.Type, names []string) *Table {
 		{Ref: tableStatsRef(t.Name), Name: "probectl.tstat", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1,
 			Purpose: "stores the full table could not take"},
 	}
+	l.Maps = append(l.Maps, stacks...)
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode([]any{l.Address.String(), l.Key, l.Value, l.MaxKeys, l.Maps})
 	l.Digest = hex.EncodeToString(h.Sum(nil))[:16]

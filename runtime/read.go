@@ -153,6 +153,15 @@ func (w *Workspace) ReadForScrape(probes []*ProbeState) []ProbeResult {
 func (w *Workspace) read(probes []*ProbeState, mode readMode) []ProbeResult {
 	out := make([]ProbeResult, len(probes))
 	syms := w.symbols()
+	var tables []*TableState // read once, for probes given stack maps by a table
+	for _, p := range probes {
+		if len(p.Tables) > 0 {
+			if s, err := w.State(); err == nil {
+				tables = s.Tables
+			}
+			break
+		}
+	}
 	parallel(len(probes), func(i int) {
 		p := probes[i]
 		d, err := w.probeDir(p)
@@ -161,7 +170,7 @@ func (w *Workspace) read(probes []*ProbeState, mode readMode) []ProbeResult {
 			return
 		}
 		defer d.close()
-		out[i] = readProbe(p, dirMaps(d, p), func() ([]uint64, error) { return dirStats(d, p) }, syms, mode)
+		out[i] = readProbe(p, w.withTableMaps(dirMaps(d, p), p, tables), func() ([]uint64, error) { return dirStats(d, p) }, syms, mode)
 	})
 	_ = syms.Save() // the build-id index is a cache: losing it loses nothing now
 	return out
@@ -200,6 +209,44 @@ func dirMaps(d *dir, p *ProbeState) mapSource {
 			return mp, func() { mp.Close() }, nil
 		}
 		return nil, nil, fmt.Errorf("%s: no map %s in the state", p.Address, ref)
+	}
+}
+
+// withTableMaps opens the maps of p from open, and a map p does not have
+// from the pins of a table p uses that has it: the stack maps a table
+// keeps for the probes that share its stacks (the compiler's
+// tableStackMaps).
+func (w *Workspace) withTableMaps(open mapSource, p *ProbeState, tables []*TableState) mapSource {
+	return func(ref string) (*ebpf.Map, func(), error) {
+		m, rel, err := open(ref)
+		if err == nil {
+			return m, rel, nil
+		}
+		for _, ts := range tables {
+			if !slices.Contains(p.Tables, ts.Address.Name) {
+				continue
+			}
+			for _, pin := range ts.Pins {
+				if pin.Ref != ref {
+					continue
+				}
+				d, derr := w.tableDir(ts)
+				if derr != nil {
+					return nil, nil, derr
+				}
+				defer d.close()
+				path, perr := d.procPath(pin.Pin)
+				if perr != nil {
+					return nil, nil, perr
+				}
+				tm, lerr := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+				if lerr != nil {
+					return nil, nil, fmt.Errorf("%s: open map %s: %w", ts.Address, pin.Name, lerr)
+				}
+				return tm, func() { tm.Close() }, nil
+			}
+		}
+		return nil, nil, err
 	}
 }
 

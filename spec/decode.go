@@ -108,7 +108,6 @@ func parseSet(files map[string][]byte, apart bool) (*Config, hcl.Diagnostics) {
 	}
 	inferTables(all, bodies)
 	diags = append(diags, decodeProbes(cfg, parsedFiles, !apart || len(all) > 0 || len(labels) > 0)...)
-	diags = append(diags, checkSharedStacks(cfg)...)
 	if !diags.HasErrors() {
 		diags = append(diags, checkTables(all)...)
 		diags = append(diags, checkEvents(cfg)...)

@@ -112,21 +112,3 @@ func TestDiagnosticDetails(t *testing.T) {
 		}
 	}
 }
-
-// A stack in a table another probe uses is refused without a target, and
-// the fix names what tells one probe's attachments apart: func for kernel
-// and user probes, event for tracepoints.
-func TestSharedStackFix(t *testing.T) {
-	for _, c := range []struct{ kind, where, want string }{
-		{"tracepoint", `event = "sched:sched_switch"`, "several events, told apart by event"},
-		{"kernel", `functions = ["vfs_read"]`, "several functions, told apart by func"},
-	} {
-		src := fmt.Sprintf("table \"st\" {}\nprobe %q \"a\" {\n  %s\n  on_entry {\n    store \"st\" {\n      key   = [tid]\n      value = kstack\n    }\n  }\n}\n", c.kind, c.where) +
-			"probe \"tracepoint\" \"b\" {\n  event = \"sched:sched_wakeup\"\n  on_entry {\n    count \"n\" { by = [st[tid]] }\n  }\n}\n"
-		_, diags := spec.Parse(map[string][]byte{"s.hcl": []byte(src)})
-		if len(diags) != 1 || diags[0].Summary != "Stack in a table" || !strings.Contains(diags[0].Detail, c.want) ||
-			diags[0].Subject.Start.Line != 7 {
-			t.Errorf("%s: %v\nwant one \"Stack in a table\" on line 7 saying %q", c.kind, diags, c.want)
-		}
-	}
-}

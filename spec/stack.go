@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/hashicorp/hcl/v2"
@@ -177,77 +176,4 @@ func (d *decoder) checkProfile(p *Probe, b *hcl.Block, content *hcl.BodyContent)
 		d.errorf(period.NameRange, "Period of a clock event",
 			"period counts occurrences, and event = %q counts time: give the time between samples as period_ns = 10000000, or a frequency (frequency = 99).", p.PerfEvent)
 	}
-}
-
-// checkSharedStacks reports stacks stored in a table that another probe
-// uses: a stack is an id in the stack map of the probe that took it, and
-// means nothing in another probe's.
-func checkSharedStacks(cfg *Config) hcl.Diagnostics {
-	users := tableUsers(cfg.Probes)
-	var diags hcl.Diagnostics
-	for _, p := range cfg.Probes {
-		for _, a := range p.Actions() {
-			if a.Kind != Store || a.Table == nil {
-				continue
-			}
-			var other *Probe
-			for _, q := range users[a.Table] {
-				if q != p {
-					other = q
-					break
-				}
-			}
-			if other == nil {
-				continue
-			}
-			xs := []Expr{a.Value} // a stack as a key is refused by itself (tableKey)
-			for _, f := range a.Fields {
-				xs = append(xs, f.Value)
-			}
-			for _, x := range xs {
-				if x == nil || isInvalid(x) || !x.Type().IsStack() {
-					continue
-				}
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Stack in a table",
-					Detail: fmt.Sprintf("A stack is an id in the stack map of the probe that takes it, and %s uses %q too: its stack ids would mean nothing there. Keep the table to one probe%s, key an aggregation by the stack (by = [%s]), or save it for on_exit (save = { s = %s }).",
-						other.Addr, a.Table.Name, oneProbeHow[p.Addr.Kind], x.Text(), x.Text()),
-					Subject: x.Range().Ptr()})
-			}
-		}
-	}
-	return diags
-}
-
-// oneProbeHow says how one probe of a kind does the work of several.
-var oneProbeHow = map[bpf.Kind]string{
-	bpf.KindKernel:     " (one probe can attach several functions, told apart by func)",
-	bpf.KindUser:       " (one probe can attach several functions, told apart by func)",
-	bpf.KindTracepoint: " (one probe can attach several events, told apart by event)",
-}
-
-// tableUsers lists, for each table, the probes that use it (store, delete,
-// a read or has), each once, in the probes' order.
-func tableUsers(probes []*Probe) map[*Table][]*Probe {
-	users := map[*Table][]*Probe{}
-	add := func(t *Table, p *Probe) {
-		if t != nil && !slices.Contains(users[t], p) {
-			users[t] = append(users[t], p)
-		}
-	}
-	for _, p := range probes {
-		for _, a := range p.Actions() {
-			add(a.Table, p)
-		}
-		for _, x := range p.Exprs() {
-			Walk(x, func(x Expr) {
-				switch x := x.(type) {
-				case *TableRead:
-					add(x.Table, p)
-				case *Has:
-					add(x.Table, p)
-				}
-			})
-		}
-	}
-	return users
 }

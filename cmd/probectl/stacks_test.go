@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/probectl/probectl/bpf"
 	"github.com/probectl/probectl/bpf/symbols"
 	"github.com/probectl/probectl/internal/flamegraph/flamegraphtest"
+	"github.com/probectl/probectl/internal/testenv"
 	"github.com/probectl/probectl/internal/views"
 	"github.com/probectl/probectl/runtime"
 	"golang.org/x/sys/unix"
@@ -237,25 +239,7 @@ func TestStackBiostacks(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to load BPF")
 	}
-	dir := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Type == unix.TMPFS_MAGIC {
-		t.Fatalf("%s is on tmpfs: direct I/O needs a block device (set TMPDIR)", dir)
-	}
-	dd, err := exec.LookPath("dd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	comm := fmt.Sprintf("stk-d%d", os.Getpid()%1000000)
-	bin := filepath.Join(dir, comm)
-	if b, err := os.ReadFile(dd); err != nil {
-		t.Fatal(err)
-	} else if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, comm := directWriter(t)
 	src, err := os.ReadFile("../../examples/bpftrace/biostacks.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -265,12 +249,6 @@ func TestStackBiostacks(t *testing.T) {
 		t.Fatalf("biostacks.hcl: %q does not occur once", queued)
 	}
 	spec := strings.Replace(string(src), queued, fmt.Sprintf(`when  = event == "block:block_bio_queue" && comm == %q`, comm), 1)
-	// Run it once before counting: its pages and its libraries' come into
-	// the page cache, or a page fault of the counted run reads them from
-	// the disk, one bio more under its comm.
-	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
-		t.Fatalf("%s --version: %v\n%s", bin, err, out)
-	}
 	c := newStkCLI(t)
 	c.apply(spec)
 	const writes = 200
@@ -334,6 +312,141 @@ func TestStackBiostacks(t *testing.T) {
 			t.Errorf("a stack that is not a write's bio submission: %v", syms)
 		}
 	}
+}
+
+// directWriter copies dd under a name of the test's own (comm), in a
+// temporary directory on a block device, and runs it once: its pages and
+// its libraries' come into the page cache, or a page fault of the counted
+// run reads them from the disk, one bio more under its comm.
+func directWriter(t *testing.T) (dir, bin, comm string) {
+	dir = t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		t.Fatalf("%s is on tmpfs: direct I/O needs a block device (set TMPDIR)", dir)
+	}
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm = fmt.Sprintf("stk-d%d", os.Getpid()%1000000)
+	bin = filepath.Join(dir, comm)
+	if b, err := os.ReadFile(dd); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
+		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	}
+	return dir, bin, comm
+}
+
+// bpftrace's tools/biostacks.bt, imported unmodified but for a filter on
+// the test's own dd where the stack is taken: block_io_start stores the
+// stack in @reqstack, a table block_rq_issue reads to key its histogram,
+// so the stack is taken in one probe and read in another (the table's
+// stack maps). 200 direct writes of 4 KiB are 200 requests, each started
+// from the write system call and each issued once: the histograms of the
+// write's stacks count 200 in all (less the issues the kernel skipped,
+// whose request stays in @reqts). Needs block:block_io_start (Linux 6.5).
+func TestStackBiostacksImported(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF")
+	}
+	if _, err := os.Stat("/sys/kernel/tracing/events/block/block_io_start"); errors.Is(err, os.ErrNotExist) {
+		testenv.Absent(t, "the kernel has no block:block_io_start tracepoint (Linux 6.5)")
+	}
+	dir, bin, comm := directWriter(t)
+	c := newStkCLI(t)
+	src := c.must("import", "../../spec/bpftrace/testdata/tools/biostacks.bt")
+	const start = "  event = \"block:block_io_start\"\n\n  on_entry {\n"
+	if strings.Count(src, start) != 1 {
+		t.Fatalf("the imported biostacks has not one %q:\n%s", start, src)
+	}
+	src = strings.Replace(src, start, start+fmt.Sprintf("    when = comm == %q\n", comm), 1)
+	c.apply(src)
+	const writes = 200
+	out, err := exec.Command(bin, "if=/dev/zero", "of="+filepath.Join(dir, "io"), "bs=4096", fmt.Sprint("count=", writes), "oflag=direct").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dd: %v\n%s", err, out)
+	}
+	type entry struct {
+		Key     map[string][]map[string]any `json:"key"`
+		Buckets []struct{ Count int64 }     `json:"buckets"`
+	}
+	var res struct {
+		Probes []struct {
+			Address      string `json:"address"`
+			Aggregations []struct {
+				Entries []entry `json:"entries"`
+			} `json:"aggregations"`
+		} `json:"probes"`
+		Tables []struct {
+			Address string            `json:"address"`
+			Entries []json.RawMessage `json:"entries"`
+		} `json:"tables"`
+	}
+	var total, left int64
+	var entries []entry
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		js := c.must("show", "-json")
+		if err := json.Unmarshal([]byte(js), &res); err != nil {
+			t.Fatalf("%v\n%s", err, js)
+		}
+		total, left, entries = 0, 0, nil
+		for _, p := range res.Probes {
+			for _, a := range p.Aggregations {
+				entries = append(entries, a.Entries...)
+			}
+		}
+		for _, e := range entries {
+			for _, b := range e.Buckets {
+				total += b.Count
+			}
+		}
+		for _, tb := range res.Tables {
+			if strings.HasSuffix(tb.Address, "reqts") {
+				left = int64(len(tb.Entries))
+			}
+		}
+		if total >= writes || time.Now().After(deadline) {
+			break
+		}
+	}
+	var status struct {
+		Probes []struct{ Missed int64 } `json:"probes"`
+	}
+	if err := json.Unmarshal([]byte(c.must("status", "-json")), &status); err != nil {
+		t.Fatal(err)
+	}
+	var missed int64
+	for _, p := range status.Probes {
+		missed += p.Missed
+	}
+	if total+left != writes || left > missed {
+		t.Errorf("%d I/Os measured and %d left in @reqts, want %d in all; the kernel skipped %d runs", total, left, writes, missed)
+	}
+	if len(entries) == 0 {
+		t.Fatal("no stacks")
+	}
+	for _, e := range entries {
+		if len(e.Key) != 1 {
+			t.Fatalf("a key of %d fields, want the stack: %v", len(e.Key), e.Key)
+		}
+		for name, frames := range e.Key {
+			var syms []string
+			for _, f := range frames {
+				syms = append(syms, fmt.Sprint(f["symbol"]))
+			}
+			if !slices.Contains(syms, "vfs_write") || !slices.Contains(syms, "blk_account_io_start") && !slices.Contains(syms, "blk_mq_submit_bio") {
+				t.Errorf("%s: a stack that is not a write's request: %v", name, syms)
+			}
+		}
+	}
+	t.Logf("%d writes: %d measured in %d stacks, %d left", writes, total, len(entries), left)
 }
 
 // tcpdrop (examples/bpftrace/tcpdrop.hcl): a socket filter that takes

@@ -566,9 +566,6 @@ func (c *ctx) mapAssign(s *Assign, ref *MapRef) {
 	if val.kind == kBool {
 		val = val.integer()
 	}
-	if val.kind == kStack && m.shared {
-		c.t.fail(s.RHS.At(), "Unsupported stack in a shared map", fmt.Sprintf("@%s keeps a stack for another probe: a stack here is an id in the stack map of the probe that takes it, meaningless in another; count or save it where it is taken.", name))
-	}
 	m.val = val.kind
 	if c.t.pass == 1 {
 		m.storePointee(val)

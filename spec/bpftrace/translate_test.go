@@ -340,7 +340,6 @@ func TestImportRefuses(t *testing.T) {
 		{"kprobe:f { @n[*kaddr(arg0)] = count(); }", "1:22 Invalid kaddr()", "string literal"},
 		{"kprobe:f { printf(\"x\\n\"); if (pid == 1) { exit(); } }", "1:43 Unsupported exit", "same condition"},
 		{"kprobe:f { @n[af_unknown] = count(); }", "1:15 Unknown name af_unknown", "upper case"},
-		{"kprobe:f { @s[tid] = kstack; }\nkretprobe:g { @n[@s[tid]] = count(); }", "1:22 Unsupported stack in a shared map", ""},
 		{"BEGIN { printf(\"hi\\n\"); }", "1:1 Nothing to measure", ""},
 		{"tracepoint:a:b { @x[tid] = 1; }\ntracepoint:a:c { delete(@x, tid); @x[tid] = 2; }", "2:35 Store after delete", ""},
 		{"kprobe:f { @n[bswap(arg0)] = count(); }", "1:15 Unsupported bswap()", ""},

@@ -1,10 +1,10 @@
 # TARGET: linux-6.1-amd64
 # FUNCTIONS: lookup_fast.constprop.0 vfs_read vfs_statfs.part.0.isra.0 vfs_write
-# attach = "auto" takes kprobes for copies (TestAutoCopiesTakeKprobes);
-# a probe that insists on fentry is refused at the pattern.
+# attach = "fentry" refuses compiler copies; auto takes kprobes for them
+# (compiler's copiesOnKprobes).
 probe "kernel" "vfs" {
-  attach    = "fentry"
   functions = ["vfs_*"] # ERROR: Function has no BTF
+  attach    = "fentry"
   on_entry {
     count "c" {
       by = [func]
@@ -13,15 +13,14 @@ probe "kernel" "vfs" {
 }
 
 probe "kernel" "lookup" {
-  attach    = "fentry"
   functions = ["vfs_read", "lookup_fast.constprop.0"] # ERROR: Function has no BTF
+  attach    = "fentry"
   on_entry {
     count "c" {}
   }
 }
 
 probe "kernel" "excluded" {
-  attach    = "fentry"
   functions = ["vfs_*"]
   exclude   = ["*.*"]
   on_entry {
