@@ -37,7 +37,7 @@ probe "profile" "tick" {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if plan := c.must("plan", file); !strings.Contains(plan, "every 10000000 ns on one CPU") {
+	if plan := c.must("plan", file); !strings.Contains(plan, "every 10000000 ns on one CPU") || !strings.Contains(plan, "perf_event (1 link)") {
 		t.Fatalf("the plan does not say one CPU:\n%s", plan)
 	}
 	c.must("apply", "-auto-approve", file)

@@ -3,11 +3,9 @@ package bpftrace
 import (
 	"fmt"
 	"strconv"
-)
 
-// maxSymbolLen is the longest kernel symbol: the kernel's KSYM_NAME_LEN
-// (512 since 6.1) less its terminating NUL.
-const maxSymbolLen = 511
+	"github.com/probectl/probectl/spec"
+)
 
 // kaddr checks kaddr("SYMBOL"): a name that could be a kernel symbol, at
 // its line and column if not, and then stops the import: a kernel
@@ -21,23 +19,9 @@ func (c *ctx) kaddr(e *Call) {
 	if !ok {
 		c.t.fail(e.Args[0].At(), "Invalid kaddr()", "kaddr's symbol is a string literal: kaddr(\"avenrun\").")
 	}
-	if !kernelSymbol(s.Val) {
+	if !spec.KernelSymbol(s.Val) {
 		c.t.fail(e.Args[0].At(), "Invalid kernel symbol "+strconv.Quote(s.Val),
-			fmt.Sprintf("A kernel symbol is letters, digits, _ and . (not first a digit), at most %d bytes, as /proc/kallsyms names them: kaddr(\"avenrun\").", maxSymbolLen))
+			fmt.Sprintf("A kernel symbol is letters, digits, _ and . (not first a digit), at most %d bytes, as /proc/kallsyms names them: kaddr(\"avenrun\").", spec.MaxSymbolLen))
 	}
 	c.t.fail(e.Pos, "Unsupported kaddr()", fmt.Sprintf("kaddr(%q) has no equivalent: a kernel variable is not read by name yet.", s.Val))
-}
-
-// kernelSymbol says whether name could name a kernel symbol.
-func kernelSymbol(name string) bool {
-	if name == "" || len(name) > maxSymbolLen || name[0] >= '0' && name[0] <= '9' {
-		return false
-	}
-	for i := range len(name) {
-		b := name[i]
-		if !(b == '_' || b == '.' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9') {
-			return false
-		}
-	}
-	return true
 }
