@@ -7,11 +7,11 @@ import (
 	"github.com/probectl/probectl/spec"
 )
 
-// kaddr checks kaddr("SYMBOL"): a name that could be a kernel symbol, at
-// its line and column if not, and then stops the import: a kernel
-// variable read by name (its address resolved at apply, against KASLR)
-// has no equivalent yet.
-func (c *ctx) kaddr(e *Call) {
+// kaddr translates kaddr("SYMBOL"), checked at its line and column: a
+// kernel variable's address, which the runtime reads from /proc/kallsyms
+// at apply. Only a probe that runs in the kernel reads it: an interval
+// probe calling it is a one-CPU timer (probe.go).
+func (c *ctx) kaddr(e *Call) hx {
 	if len(e.Args) != 1 {
 		c.t.fail(e.Pos, "Invalid kaddr()", "kaddr takes one kernel symbol's name, a string literal: kaddr(\"avenrun\").")
 	}
@@ -23,5 +23,8 @@ func (c *ctx) kaddr(e *Call) {
 		c.t.fail(e.Args[0].At(), "Invalid kernel symbol "+strconv.Quote(s.Val),
 			fmt.Sprintf("A kernel symbol is letters, digits, _ and . (not first a digit), at most %d bytes, as /proc/kallsyms names them: kaddr(\"avenrun\").", spec.MaxSymbolLen))
 	}
-	c.t.fail(e.Pos, "Unsupported kaddr()", fmt.Sprintf("kaddr(%q) has no equivalent: a kernel variable is not read by name yet.", s.Val))
+	if c.special() {
+		c.t.fail(e.Pos, "Unsupported kaddr() in "+c.family, fmt.Sprintf("kaddr(%q) in %s has no equivalent: %s only prints here; an interval probe reads kernel variables.", s.Val, c.family, c.family))
+	}
+	return hx{text: "kaddr(" + strconv.Quote(s.Val) + ")", prec: precAtom, kind: kInt, kaddr: true, name: identName(s.Val)}
 }
