@@ -1,18 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/probectl/probectl/internal/testenv"
 )
 
 // TestRunKaddrInterval runs an interval probe reading a kernel variable
 // through kaddr and *: it runs in the kernel, a timer on one CPU, and
 // prints the kernel's notes' first two u64, exactly /sys/kernel/notes's
 // first 16 bytes (%ld: %d prints 32 bits, as bpftrace 0.17 does), once:
-// exit() stops the run after its first event.
+// exit() stops the run after its first event; bpftrace 0.17 prints the
+// same line.
 func TestRunKaddrInterval(t *testing.T) {
 	notes, err := os.ReadFile("/sys/kernel/notes")
 	if err != nil || len(notes) < 16 {
@@ -31,6 +37,24 @@ func TestRunKaddrInterval(t *testing.T) {
 	}
 	ol.check(t, out)
 	t.Logf("run printed:\n%s", strings.Join(out, "\n"))
+
+	// Side by side: bpftrace 0.17 runs the same program and prints the
+	// same line.
+	bt, err := exec.LookPath("bpftrace")
+	if err != nil {
+		testenv.Absent(t, "no bpftrace to compare with: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bt, "-e", ol.prog)
+	var stderrBT strings.Builder
+	cmd.Stderr = &stderrBT
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v\n%s%s", err, got, stderrBT.String())
+	}
+	countLines("^"+want+"$", 1)(t, strings.Split(string(got), "\n"))
+	t.Logf("bpftrace printed:\n%s", got)
 }
 
 // TestRunLoadsTool runs bpftrace's loads.bt: its interval probe reads
