@@ -72,7 +72,7 @@ func LookupPerfEvent(name string) (PerfEvent, bool) {
 	return PerfEvent{}, false
 }
 
-// Sampler says what a profile probe samples on every CPU: Event, and
+// Sampler says what a profile probe samples on every CPU (or one): Event, and
 // either Frequency (Hz), PeriodNS (a clock event's) or Period (every
 // Period occurrences of a counting event).
 type Sampler struct {
@@ -80,6 +80,9 @@ type Sampler struct {
 	Frequency int64  `json:"frequency,omitempty"`
 	PeriodNS  int64  `json:"period_ns,omitempty"`
 	Period    int64  `json:"period,omitempty"`
+	// OneCPU: the event is opened on the first online CPU only, a timer
+	// that fires once per period rather than once per CPU.
+	OneCPU bool `json:"one_cpu,omitempty"`
 }
 
 // attr is the perf_event_attr of the sampler.

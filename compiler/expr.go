@@ -35,6 +35,10 @@ func (g *gen) expr(x spec.Expr) {
 		g.expr(x.X)
 		g.e.Origin(x.Range())
 		g.e.Emit(asm.HostTo(asm.BE, asm.R0, map[int]asm.Size{16: asm.Half, 32: asm.Word}[x.Bits]))
+	case *spec.KernelRead:
+		g.expr(x.X)
+		g.e.Origin(x.Range())
+		g.kernelU64()
 	case *spec.Unary:
 		g.unary(x)
 	case *spec.Binary:
@@ -60,6 +64,8 @@ func (g *gen) value(x spec.Expr) {
 		g.imm(x.Value)
 	case *spec.KernelConst:
 		g.imm(g.consts[x]) // 0, a placeholder, when resolved at apply
+	case *spec.KernelAddr:
+		g.kaddr(x.Symbol)
 	case *spec.BoolLit:
 		v := int64(0)
 		if x.Value {

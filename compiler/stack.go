@@ -532,7 +532,7 @@ const bpfNoExist = 1
 // whether cycles sample, so the plan says it needs a PMU, and where the
 // machine has none for it the kernel refuses it at apply.
 func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, error) {
-	s := &bpf.Sampler{Event: p.PerfEvent, Frequency: p.Frequency, PeriodNS: p.PeriodNS, Period: p.Period}
+	s := &bpf.Sampler{Event: p.PerfEvent, Frequency: p.Frequency, PeriodNS: p.PeriodNS, Period: p.Period, OneCPU: p.OneCPU}
 	why := ""
 	switch ev, _ := bpf.LookupPerfEvent(p.PerfEvent); {
 	case p.PerfEvent == "auto":
@@ -573,8 +573,12 @@ func chooseProfileRoute(p *spec.Probe, f *bpf.Facts) (decision, *bpf.Sampler, er
 	if !f.Perf.Link {
 		return decision{}, nil, fmt.Errorf("profile probes attach with BPF links on perf events (Linux 5.15), which the target (%s) lacks", f.Label())
 	}
+	where := "every CPU"
+	if s.OneCPU {
+		where = "one CPU"
+	}
 	return decision{route: RouteProfile, families: []Family{FamilyPerfEvent},
-		reason: fmt.Sprintf("perf_event: %s %s on every CPU (%s)", s.Event, s.Rate(), why)}, s, nil
+		reason: fmt.Sprintf("perf_event: %s %s on %s (%s)", s.Event, s.Rate(), where, why)}, s, nil
 }
 
 // storeProcess stores at p the process an address of user memory belongs

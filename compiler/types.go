@@ -106,6 +106,8 @@ func (g *gen) resolveOp(x spec.Expr) spec.Type {
 		return g.resolveStartsWith(x)
 	case *spec.ByteSwap:
 		return g.numericOf(x, x.X)
+	case *spec.KernelRead:
+		return g.numericOf(x, x.X)
 	case *spec.IntCast:
 		return g.numericOf(x, x.X)
 	case *spec.Display:

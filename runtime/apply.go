@@ -527,6 +527,9 @@ func (w *Workspace) load(l *live, kernelBTF *btf.Spec) error {
 	if err := fillStart(p, coll); err != nil {
 		return &LoadError{Probe: p, Err: err}
 	}
+	if err := fillKaddr(p, coll); err != nil {
+		return &LoadError{Probe: p, Err: err}
+	}
 	return loadFsessions(p, coll, l.shared, fsessions, kernelBTF)
 }
 

@@ -85,6 +85,11 @@ type Probe struct {
 	// maps holds (stack_entries); 0: sized by the compiler.
 	StackEntries      int64
 	StackEntriesRange hcl.Range
+	// OneCPU: the probe samples on one CPU only, the first online one,
+	// not on every CPU: a timer that runs its body once per period, as
+	// bpftrace's interval probes do (one_cpu = true).
+	OneCPU      bool
+	OneCPURange hcl.Range
 
 	Entry *Handler
 	Exit  *Handler

@@ -263,7 +263,7 @@ var fileSchema = &hcl.BodySchema{
 var probeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "functions"}, {Name: "exclude"}, {Name: "attach"}, {Name: "prefer"}, {Name: "entry_data_size"},
-		{Name: "binary"}, {Name: "usdt"}, {Name: "pid"}, {Name: "event"}, {Name: "optional"}, {Name: "frequency"}, {Name: "period_ns"}, {Name: "period"}, {Name: "stack_entries"},
+		{Name: "binary"}, {Name: "usdt"}, {Name: "pid"}, {Name: "event"}, {Name: "optional"}, {Name: "frequency"}, {Name: "period_ns"}, {Name: "period"}, {Name: "stack_entries"}, {Name: "one_cpu"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "on_entry"}, {Type: "on_exit"}},
 }
@@ -290,7 +290,7 @@ var kindAttrs = map[bpf.Kind]map[string]bool{
 	bpf.KindKernel:     {"functions": true, "exclude": false, "attach": false, "prefer": false, "entry_data_size": false, "optional": false},
 	bpf.KindUser:       {"binary": true, "functions": false, "usdt": false, "exclude": false, "attach": false, "entry_data_size": false, "pid": false, "optional": false},
 	bpf.KindTracepoint: {"event": true, "attach": false, "optional": false},
-	bpf.KindProfile:    {"frequency": false, "period_ns": false, "period": false, "event": false, "stack_entries": false},
+	bpf.KindProfile:    {"frequency": false, "period_ns": false, "period": false, "event": false, "stack_entries": false, "one_cpu": false},
 }
 
 // Attach families a probe may insist on, by kind.

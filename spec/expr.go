@@ -154,6 +154,24 @@ type KernelConst struct {
 	Field  string // offsetof's member path
 }
 
+// KernelAddr is kaddr("SYMBOL"): the address of a kernel variable, as
+// /proc/kallsyms names it. The kernel's addresses move at each boot
+// (KASLR), so the runtime reads it at apply, as root, into the probe's
+// kaddr map (compiled.KaddrMapRef); apply refuses a symbol kallsyms lacks
+// or hides.
+type KernelAddr struct {
+	exprBase
+	Symbol string
+}
+
+// KernelRead is kernel_u64(ADDR): the 8 bytes of kernel memory at ADDR,
+// read with bpf_probe_read_kernel (0 where unreadable), as bpftrace's
+// *ADDR reads a kaddr.
+type KernelRead struct {
+	exprBase
+	X Expr
+}
+
 // BoolLit is true or false.
 type BoolLit struct {
 	exprBase
@@ -345,6 +363,8 @@ func operands(e Expr) []Expr {
 	case *StartsWith:
 		return []Expr{e.X}
 	case *ByteSwap:
+		return []Expr{e.X}
+	case *KernelRead:
 		return []Expr{e.X}
 	case *TableRead:
 		return e.Key

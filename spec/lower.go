@@ -754,7 +754,7 @@ func (s *scope) choice(e *hclsyntax.ConditionalExpr, c, t, f Expr) Expr {
 var Functions = map[string]Op{"band": OpBAnd, "bor": OpBOr, "bxor": OpBXor, "shl": OpShl, "shr": OpShr, "bnot": OpBNot}
 
 // builtins are the other functions, for messages.
-const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, user_cast, enum_value, offsetof, buf, kstack, ustack, " +
+const builtins = "band, bor, bxor, shl, shr, bnot, str, user_str, kernel_str, join, starts_with, has, ntohs, ntohl, htons, htonl, cast, user_cast, enum_value, offsetof, kaddr, kernel_u64, buf, kstack, ustack, " +
 	"u8, u16, u32, u64, s8, s16, s32, s64, hex(\"0x..\"), and in by keys and event fields errno_name, signal_name, syscall_name, inet, inet6, hex, cgroup_path, labels, ksym, usym"
 
 // lowerer returns the lowering of a function that is not a bit operation
@@ -779,6 +779,10 @@ func lowerer(name string) func(*scope, *hclsyntax.FunctionCallExpr) Expr {
 		return (*scope).stackCall
 	case "enum_value", "offsetof":
 		return (*scope).kernelConst
+	case "kaddr":
+		return (*scope).kaddr
+	case "kernel_u64":
+		return (*scope).kernelU64
 	}
 	return nil
 }

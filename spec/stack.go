@@ -128,6 +128,9 @@ func (d *decoder) profileAttr(p *Probe, attr *hcl.Attribute) {
 		if n, ok := d.intAttr(attr, MinStackEntries, MaxStackEntries); ok {
 			p.StackEntries = n
 		}
+	case "one_cpu":
+		p.OneCPURange = attr.Expr.Range()
+		p.OneCPU = d.boolAttr(attr)
 	case "event":
 		p.PerfEventRange = attr.Expr.Range()
 		if s, ok := d.stringAttr(attr); ok {

@@ -931,3 +931,53 @@ func buildIDOf(path string) string {
 // and the processes whose maps it keeps: beyond, it forgets them all and
 // reads again what it needs.
 var maxCachedFiles = 4096
+
+// KernelAddresses reads from /proc/kallsyms the addresses of the named
+// kernel symbols (variables or functions, the first of a name listed
+// twice), for kaddr. A name kallsyms lacks is an error naming it; so is
+// one it lists at 0, an address hidden (kptr_restrict, or not root).
+func KernelAddresses(names []string) (map[string]uint64, error) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return kernelAddresses(f, names)
+}
+
+func kernelAddresses(r io.Reader, names []string) (map[string]uint64, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	found := map[string]uint64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || !want[fields[2]] {
+			continue
+		}
+		if _, seen := found[fields[2]]; seen {
+			continue
+		}
+		addr, err := strconv.ParseUint(fields[0], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/kallsyms: %s: bad address %q", fields[2], fields[0])
+		}
+		found[fields[2]] = addr
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		addr, ok := found[n]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("kernel symbol %q is not in /proc/kallsyms: this kernel has no such variable", n)
+		case addr == 0:
+			return nil, fmt.Errorf("kernel symbol %q: /proc/kallsyms hides its address (kptr_restrict, or not root): run as root with kernel.kptr_restrict at 0 or 1", n)
+		}
+	}
+	return found, nil
+}

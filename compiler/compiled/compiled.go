@@ -262,7 +262,14 @@ type Map struct {
 	// load with the kernel's monotonic clock (bpf_ktime_get_ns), which
 	// elapsed counts from.
 	Start bool `json:",omitempty"`
+	// Symbols marks the kaddr map (KaddrMapRef): its one value is the
+	// addresses of these kernel symbols, a u64 each in order, written at
+	// load from /proc/kallsyms (the kernel's addresses move at boot).
+	Symbols []string `json:",omitempty"`
 }
+
+// KaddrMapRef is the ref of a probe's kaddr map (Map.Symbols).
+const KaddrMapRef = "kaddr"
 
 // StartMapRef is the ref of a probe's start map (Map.Start).
 const StartMapRef = "start"

@@ -270,6 +270,9 @@ func (p *Probe) LinkCount() *int {
 		fi, _ := fam.Info()
 		switch {
 		case fi.Kind == bpf.KindProfile:
+			if p.Sampler != nil && p.Sampler.OneCPU {
+				return &[]int{1}[0]
+			}
 			return nil // one per online CPU, counted at apply
 		case fi.Kind == bpf.KindTracepoint:
 			n += max(len(p.Tracepoints), 1) // one link per event

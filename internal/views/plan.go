@@ -266,6 +266,9 @@ func linksText(c *compiled.Change) string {
 	if c.Links != nil {
 		return plural(*c.Links, "link")
 	}
+	if c.Sampler != nil && c.Sampler.OneCPU {
+		return "one, on the first online CPU"
+	}
 	if c.Sampler != nil {
 		return "one per online CPU"
 	}

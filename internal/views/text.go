@@ -36,5 +36,8 @@ func Plural(n int, word string) string { return plural(n, word) }
 
 // samplerText says what a profile probe samples.
 func samplerText(s *bpf.Sampler) string {
+	if s.OneCPU {
+		return fmt.Sprintf("%s %s on one CPU", s.Event, s.Rate())
+	}
 	return fmt.Sprintf("%s %s on every CPU", s.Event, s.Rate())
 }

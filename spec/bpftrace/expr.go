@@ -56,7 +56,10 @@ type hx struct {
 	arg  *hx
 	// placeholder: bpftrace's ntop(0), giving a variable its type only.
 	placeholder bool
-	stored      bool // read from a table
+	// kaddr: a kernel variable's address (kaddr("avenrun") + 8), which *
+	// reads a u64 at (kernel_u64).
+	kaddr  bool
+	stored bool // read from a table
 	// pointee is the struct a pointer points to, when the tracepoint's
 	// format names it (args.rqtp: "struct __kernel_timespec"); user: in
 	// the process's memory (a system call's argument).

@@ -3,17 +3,15 @@ package bpftrace
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/probectl/probectl/spec"
 )
 
-// maxSymbolLen is the longest kernel symbol: the kernel's KSYM_NAME_LEN
-// (512 since 6.1) less its terminating NUL.
-const maxSymbolLen = 511
-
-// kaddr checks kaddr("SYMBOL"): a name that could be a kernel symbol, at
-// its line and column if not, and then stops the import: a kernel
-// variable read by name (its address resolved at apply, against KASLR)
-// has no equivalent yet.
-func (c *ctx) kaddr(e *Call) {
+// kaddr translates kaddr("SYMBOL"), checked at its line and column: a
+// kernel variable's address, which the runtime reads from /proc/kallsyms
+// at apply. Only a probe that runs in the kernel reads it: an interval
+// probe calling it is a one-CPU timer (probe.go).
+func (c *ctx) kaddr(e *Call) hx {
 	if len(e.Args) != 1 {
 		c.t.fail(e.Pos, "Invalid kaddr()", "kaddr takes one kernel symbol's name, a string literal: kaddr(\"avenrun\").")
 	}
@@ -21,23 +19,12 @@ func (c *ctx) kaddr(e *Call) {
 	if !ok {
 		c.t.fail(e.Args[0].At(), "Invalid kaddr()", "kaddr's symbol is a string literal: kaddr(\"avenrun\").")
 	}
-	if !kernelSymbol(s.Val) {
+	if !spec.KernelSymbol(s.Val) {
 		c.t.fail(e.Args[0].At(), "Invalid kernel symbol "+strconv.Quote(s.Val),
-			fmt.Sprintf("A kernel symbol is letters, digits, _ and . (not first a digit), at most %d bytes, as /proc/kallsyms names them: kaddr(\"avenrun\").", maxSymbolLen))
+			fmt.Sprintf("A kernel symbol is letters, digits, _ and . (not first a digit), at most %d bytes, as /proc/kallsyms names them: kaddr(\"avenrun\").", spec.MaxSymbolLen))
 	}
-	c.t.fail(e.Pos, "Unsupported kaddr()", fmt.Sprintf("kaddr(%q) has no equivalent: a kernel variable is not read by name yet.", s.Val))
-}
-
-// kernelSymbol says whether name could name a kernel symbol.
-func kernelSymbol(name string) bool {
-	if name == "" || len(name) > maxSymbolLen || name[0] >= '0' && name[0] <= '9' {
-		return false
+	if c.special() {
+		c.t.fail(e.Pos, "Unsupported kaddr() in "+c.family, fmt.Sprintf("kaddr(%q) in %s has no equivalent: %s only prints here; an interval probe reads kernel variables.", s.Val, c.family, c.family))
 	}
-	for i := range len(name) {
-		b := name[i]
-		if !(b == '_' || b == '.' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9') {
-			return false
-		}
-	}
-	return true
+	return hx{text: "kaddr(" + strconv.Quote(s.Val) + ")", prec: precAtom, kind: kInt, kaddr: true, name: identName(s.Val)}
 }

@@ -171,6 +171,19 @@ func (t *translator) probe(p *Probe) {
 		targets = append(targets, t.target(a))
 	}
 	fam := targets[0].family
+	if fam == "interval" && callsKaddr(p) {
+		// A body that reads kernel variables runs in the kernel, as
+		// bpftrace's interval probes do: a cpu-clock timer on one CPU,
+		// the interval its period.
+		tg := &targets[0]
+		d, err := time.ParseDuration(intervalOf(p.Attach[0].Text))
+		if err != nil || d.Nanoseconds() < spec.MinPeriodNS || d.Nanoseconds() > spec.MaxPeriodNS {
+			t.fail(tg.pos, "Unsupported interval", fmt.Sprintf("%q reads kernel variables every %s: a timer in the kernel fires every %d ns to %d s.", p.Attach[0].Text, intervalOf(p.Attach[0].Text), spec.MinPeriodNS, int64(spec.MaxPeriodNS/1e9)))
+		}
+		tg.family, tg.name = "profile", "interval"
+		tg.attrs = []kv{{"event", quote(bpf.EventCPUClock)}, {"period_ns", strconv.FormatInt(d.Nanoseconds(), 10)}, {"one_cpu", "true"}}
+		fam = "profile"
+	}
 	for _, tg := range targets[1:] {
 		if tg.family != fam && probeKinds[tg.family] != probeKinds[fam] {
 			t.fail(tg.pos, "Mixed probe types", fmt.Sprintf("%s and %s in one probe: here each kind is a probe of its own; write the block once per kind.", fam, tg.family))
@@ -280,6 +293,15 @@ func (t *translator) probe(p *Probe) {
 		c.stmts(p.Body)
 		c.flush()
 	}
+}
+
+// callsKaddr says whether the probe's filter or body calls kaddr.
+func callsKaddr(p *Probe) bool {
+	body := p.Body
+	if p.Filter != nil {
+		body = append([]Stmt{&ExprStmt{X: p.Filter}}, body...)
+	}
+	return callsFunc(body, "kaddr")
 }
 
 func list(items []string) string {

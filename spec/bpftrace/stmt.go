@@ -388,11 +388,31 @@ func forks(before, thenV, elseV map[string]*varVal, rest []Stmt) bool {
 // usesVar says whether the statements read $name.
 func usesVar(list []Stmt, name string) bool {
 	found := false
+	walkExprs(list, func(e Expr) {
+		if v, ok := e.(*Var); ok && v.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+// callsFunc says whether the statements call function name.
+func callsFunc(list []Stmt, name string) bool {
+	found := false
+	walkExprs(list, func(e Expr) {
+		if c, ok := e.(*Call); ok && c.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+// walkExprs calls f on every expression of the statements, outer first.
+func walkExprs(list []Stmt, f func(Expr)) {
 	var expr func(e Expr)
 	expr = func(e Expr) {
+		f(e)
 		switch e := e.(type) {
-		case *Var:
-			found = found || e.Name == name
 		case *MapRef:
 			for _, k := range e.Keys {
 				expr(k)
@@ -444,7 +464,6 @@ func usesVar(list []Stmt, name string) bool {
 		}
 	}
 	stmts(list)
-	return found
 }
 
 func same(a, b *varVal) bool { return a.x.text == b.x.text && a.set == b.set && a.stale == b.stale }

@@ -333,7 +333,9 @@ func TestImportRefuses(t *testing.T) {
 		{"usdt:/bin/x { @n = count(); }", "1:1 Invalid attach point", ""},
 		{"kprobe:f { @n[$1] = count(); }", "1:15 Unsupported positional parameter", ""},
 		{"kprobe:f { exit(); }", "1:12 Unsupported exit", "after a printf"},
-		{"kprobe:f { @n[*kaddr(\"avenrun\")] = count(); }", "1:16 Unsupported kaddr()", "not read by name"},
+		{"END { $a = kaddr(\"avenrun\"); printf(\"x\\n\"); }\nkprobe:f { @n = count(); }", "1:12 Unsupported kaddr() in END", "an interval probe reads kernel variables"},
+		{"kprobe:f { @n[*arg0] = count(); }", "1:15 Unsupported operator *", ""},
+		{"interval:s:20 { printf(\"%d\\n\", *kaddr(\"avenrun\")); }", "1:1 Unsupported interval", "10000 ns to 10 s"},
 		{"kprobe:f { @n[*kaddr(\"aven run;\")] = count(); }", "1:22 Invalid kernel symbol \"aven run;\"", "letters, digits"},
 		{"interval:s:1 { $a = kaddr(\"9lives\"); printf(\"%d\\n\", *$a); }\nkprobe:f { @n = count(); }", "1:27 Invalid kernel symbol \"9lives\"", "/proc/kallsyms"},
 		{"kprobe:f { @n[*kaddr(\"\\n\")] = count(); }", "1:22 Invalid kernel symbol \"\\n\"", ""},
@@ -442,6 +444,34 @@ func TestImportPerfEvents(t *testing.T) {
 		if !strings.Contains(string(out), tc.want) {
 			t.Errorf("%s: the spec lacks\n%s\n in\n%s", tc.bt, tc.want, out)
 		}
+	}
+}
+
+// TestImportKaddr: an interval probe reading kernel variables by kaddr
+// runs in the kernel, a cpu-clock timer on one CPU every interval, and *
+// of a kaddr (plus or minus an offset) reads a u64 there; an interval
+// probe without kaddr still only prints.
+func TestImportKaddr(t *testing.T) {
+	for _, tc := range []struct{ bt, want string }{
+		{`interval:s:1 { $a = kaddr("avenrun"); printf("%d %d\n", *$a, *($a + 8)); }`, `probe "profile" "interval" {
+  event     = "cpu-clock"
+  period_ns = 1000000000
+  one_cpu   = true`},
+		{`interval:ms:250 { printf("%d\n", *(kaddr("avenrun") + 16) >> 11); }`, `shr(kernel_u64(kaddr("avenrun") + 16), 11)`},
+		{`kprobe:f { @[*kaddr("jiffies")] = count(); }`, `by = [kernel_u64(kaddr("jiffies"))]`},
+	} {
+		out, diags := Import("one.bt", []byte(tc.bt))
+		if diags.HasErrors() {
+			t.Errorf("%s: %v", tc.bt, diags)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: the spec lacks\n%s\n in\n%s", tc.bt, tc.want, out)
+		}
+	}
+	out, diags := Import("one.bt", []byte(`kprobe:f { @n = count(); } interval:s:1 { print(@n); }`))
+	if diags.HasErrors() || strings.Contains(string(out), "one_cpu") {
+		t.Errorf("an interval probe that only prints became a timer: %v\n%s", diags, out)
 	}
 }
 

@@ -83,6 +83,11 @@ func (c *ctx) exprOf(e Expr) hx {
 			return x
 		case "~":
 			return hx{text: "bnot(" + x.integer().text + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+		case "*":
+			if x.kaddr {
+				// *ADDR of a kaddr: bpftrace reads a u64 there.
+				return hx{text: "kernel_u64(" + x.text + ")", prec: precAtom, kind: kInt, reads: x.reads, name: x.name}
+			}
 		}
 		c.t.fail(e.Pos, "Unsupported operator "+e.Op, fmt.Sprintf("Unary %s has no equivalent: kernel data is read through its fields (p.field), not through a pointer's address.", e.Op))
 	case *Binary:
@@ -218,11 +223,12 @@ func (c *ctx) binop(p Pos, op string, x, y hx) hx {
 		return hx{text: x.paren(prec+1) + " " + op + " " + y.paren(prec+1), prec: prec, kind: kBool, reads: reads,
 			neg: x.paren(prec+1) + " " + negated[op] + " " + y.paren(prec+1)}
 	}
+	addr := op == "+" && (x.kaddr || y.kaddr) || op == "-" && x.kaddr && !y.kaddr
 	x, y = x.integer(), y.integer()
 	if x.kind == kStr || y.kind == kStr {
 		c.t.fail(p, "Unsupported string arithmetic", op+" of a string has no equivalent.")
 	}
-	return hx{text: x.paren(prec) + " " + op + " " + y.paren(prec+1), prec: prec, kind: kInt, reads: reads, name: x.name}
+	return hx{text: x.paren(prec) + " " + op + " " + y.paren(prec+1), prec: prec, kind: kInt, reads: reads, name: x.name, kaddr: addr}
 }
 
 func (c *ctx) ident(e *Ident) hx {
@@ -443,7 +449,7 @@ func (c *ctx) callValue(e *Call) hx {
 		return x
 	}
 	if e.Name == "kaddr" {
-		c.kaddr(e)
+		return c.kaddr(e)
 	}
 	if c.special() && e.Name != "getopt" {
 		c.t.fail(e.Pos, "Unsupported "+e.Name+"() in "+c.family, fmt.Sprintf("%s() in %s has no equivalent: %s only prints here.", e.Name, c.family, c.family))
