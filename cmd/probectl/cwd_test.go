@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
+	"github.com/probectl/probectl/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +20,7 @@ import (
 func buildOpenWork(t *testing.T, prefix string) (path, comm string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF")
+		testenv.Absent(t, "needs root to load BPF")
 	}
 	comm = fmt.Sprintf("%s-w%d", prefix, os.Getpid()%1000000)
 	path = filepath.Join(t.TempDir(), comm)

@@ -354,7 +354,7 @@ func directWriter(t *testing.T) (dir, bin, comm string) {
 // whose request stays in @reqts). Needs block:block_io_start (Linux 6.5).
 func TestStackBiostacksImported(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF")
+		testenv.Absent(t, "needs root to load BPF")
 	}
 	if _, err := os.Stat("/sys/kernel/tracing/events/block/block_io_start"); errors.Is(err, os.ErrNotExist) {
 		testenv.Absent(t, "the kernel has no block:block_io_start tracepoint (Linux 6.5)")
