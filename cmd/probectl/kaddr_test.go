@@ -174,30 +174,7 @@ probe "profile" "notes" {
 }
 `)
 	c.must("apply", "-auto-approve", file)
-	var res struct {
-		Probes []struct {
-			Aggregations []struct {
-				Entries []struct {
-					Key   map[string]uint64 `json:"key"`
-					Value int64             `json:"value"`
-				} `json:"entries"`
-			} `json:"aggregations"`
-		} `json:"probes"`
-	}
-	for i := 0; ; i++ {
-		out := c.must("show", "-json")
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		if len(res.Probes) == 1 && len(res.Probes[0].Aggregations) == 1 && len(res.Probes[0].Aggregations[0].Entries) > 0 {
-			break
-		}
-		if i == 600 {
-			t.Fatalf("no sample in 60 s:\n%s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e := res.Probes[0].Aggregations[0].Entries
+	e, _ := waitAggregation[uint64](t, c)
 	if len(e) != 1 {
 		t.Fatalf("want one key, the same bytes each sample: %+v", e)
 	}

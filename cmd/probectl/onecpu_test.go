@@ -41,39 +41,57 @@ probe "profile" "tick" {
 		t.Fatalf("the plan does not say one CPU:\n%s", plan)
 	}
 	c.must("apply", "-auto-approve", file)
+	_, out := waitAggregation[int64](t, c)
+	t.Logf("%s", out)
+	time.Sleep(500 * time.Millisecond)
+	e, out := oneAggregation[int64](t, c)
+	if len(e) != 1 || e[0].Key["cpu"] != int64(cpus[0]) {
+		t.Fatalf("one_cpu sampled on CPUs other than cpu%d (online %v):\n%s", cpus[0], cpus, out)
+	}
+	t.Logf("%d ticks, all on cpu%d (online %v)", e[0].Value, cpus[0], cpus)
+}
+
+// showEntry is one entry of a show -json aggregation, its key's fields
+// decoded as K.
+type showEntry[K any] struct {
+	Key   map[string]K `json:"key"`
+	Value int64        `json:"value"`
+}
+
+// oneAggregation reads show -json of c's workspace: the entries of its one
+// probe's one aggregation, and show's text; nil entries when the probe has
+// none yet.
+func oneAggregation[K any](t *testing.T, c *stkCLI) ([]showEntry[K], string) {
+	t.Helper()
 	var res struct {
 		Probes []struct {
 			Aggregations []struct {
-				Entries []struct {
-					Key   map[string]int64 `json:"key"`
-					Value int64            `json:"value"`
-				} `json:"entries"`
+				Entries []showEntry[K] `json:"entries"`
 			} `json:"aggregations"`
 		} `json:"probes"`
 	}
-	// Wait for samples (not a timing assert: only until some arrive).
+	out := c.must("show", "-json")
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(res.Probes) != 1 || len(res.Probes[0].Aggregations) != 1 {
+		return nil, out
+	}
+	return res.Probes[0].Aggregations[0].Entries, out
+}
+
+// waitAggregation polls oneAggregation until the probe has entries (a
+// sample arrived; not a timing assert: 60 s is a bound for a stuck run).
+func waitAggregation[K any](t *testing.T, c *stkCLI) ([]showEntry[K], string) {
+	t.Helper()
 	for i := 0; ; i++ {
-		out := c.must("show", "-json")
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		if len(res.Probes) == 1 && len(res.Probes[0].Aggregations) == 1 && len(res.Probes[0].Aggregations[0].Entries) > 0 {
-			t.Logf("%s", out)
-			break
+		e, out := oneAggregation[K](t, c)
+		if len(e) > 0 {
+			return e, out
 		}
 		if i == 600 {
 			t.Fatalf("no sample in 60 s:\n%s", out)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
-	out := c.must("show", "-json")
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	e := res.Probes[0].Aggregations[0].Entries
-	if len(e) != 1 || e[0].Key["cpu"] != int64(cpus[0]) {
-		t.Fatalf("one_cpu sampled on CPUs other than cpu%d (online %v):\n%s", cpus[0], cpus, out)
-	}
-	t.Logf("%d ticks, all on cpu%d (online %v)", e[0].Value, cpus[0], cpus)
 }
