@@ -22,7 +22,9 @@ type DenyClass string
 // of those), and tracepoint fields that are strings in the record. It
 // trusts BTF's pointer types: a parameter or field declared __user is a
 // plain pointer in BTF without type tags (GCC-built kernels), so reading
-// it as kernel memory still reads where a process pointed it.
+// it as kernel memory still reads where a process pointed it. kaddr (a
+// kernel variable's address) and kernel_u64 (8 bytes at any address) are
+// refused outright.
 const RawAddress DenyClass = "raw-address"
 
 // The classes a tenant's specs are put under ([TenantPolicy]), besides
@@ -55,7 +57,7 @@ type DenyClassDoc struct {
 
 // DenyClasses lists the classes, each with what it refuses.
 var DenyClasses = []DenyClassDoc{
-	{RawAddress, "reading kernel memory at an address that is not kernel data typed by BTF"},
+	{RawAddress, "reading kernel memory at an address that is not kernel data typed by BTF, kaddr and kernel_u64"},
 	{KernelStack, "kernel call stacks (kstack): kernel addresses"},
 	{KernelData, "the current task's kernel data (task.FIELD, ppid), which leads to other tasks'"},
 	{NodeWide, "probes that run for whatever task a CPU runs: kernel functions, tracepoints outside syscalls:* and raw_syscalls:*, profiles"},
@@ -224,6 +226,21 @@ func rawAddress(p *Probe, x Expr) *hcl.Diagnostic {
 	var addr Expr
 	var what string
 	switch x := x.(type) {
+	case *KernelAddr:
+		rng := x.Range()
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Raw address denied", Subject: &rng,
+			Detail: fmt.Sprintf("kaddr(%q) is a kernel address (it defeats KASLR) and leads kernel_u64 to any kernel variable: the policy (-deny %s) refuses it. "+
+				"Read kernel data by name instead: args.NAME, task and their fields (or drop -deny %s).", x.Symbol, RawAddress, RawAddress)}
+	case *KernelRead:
+		viaKaddr := false
+		Walk(x.X, func(y Expr) {
+			_, ok := y.(*KernelAddr)
+			viaKaddr = viaKaddr || ok
+		})
+		if viaKaddr {
+			return nil // refused at the kaddr
+		}
+		return DenyRawAddress("kernel_u64", x.X, "an address that is not kernel data typed by BTF")
 	case *KernelPath:
 		if x.Root != RootCast || x.Space == SpaceUser {
 			return nil // user_cast reads user memory
@@ -260,7 +277,7 @@ func rawAddress(p *Probe, x Expr) *hcl.Diagnostic {
 }
 
 // DenyRawAddress is the diagnostic of policy RawAddress at addr, the
-// address fn ("cast", "str", "kernel_str") reads kernel memory at; why
+// address fn ("cast", "str", "kernel_str", "kernel_u64") reads kernel memory at; why
 // says what addr is.
 func DenyRawAddress(fn string, addr Expr, why string) *hcl.Diagnostic {
 	rng := addr.Range()

@@ -30,6 +30,7 @@ func TestDenyRawAddress(t *testing.T) {
 		{fmt.Sprintf(kernel, `str(arg1)`), `arg1`, "str"},
 		{fmt.Sprintf(kernel, `kernel_str(cpu * 4096)`), `cpu * 4096`, "kernel_str"},
 		{fmt.Sprintf(kernel, `buf(arg1, 8)`), `arg1`, "buf"},
+		{fmt.Sprintf(kernel, `kernel_u64(arg1 + 16)`), `arg1 + 16`, "kernel_u64"},
 		{fmt.Sprintf(tracepoint, "sched:sched_switch", `cast(args.prev_pid, "struct task_struct").pid`), `args.prev_pid`, "cast"},
 		{fmt.Sprintf(tracepoint, "sched:sched_switch", `str(pid)`), `pid`, "str"},
 		{fmt.Sprintf(tracepoint, "syscalls:sys_enter_openat", `kernel_str(args.filename + 16)`), `args.filename + 16`, "kernel_str"},
@@ -104,7 +105,7 @@ func TestParsePolicy(t *testing.T) {
 		t.Error("the zero Policy denies raw-address")
 	}
 	_, err := spec.ParsePolicy("raw-address,raw")
-	want := `no such class "raw"; the classes: raw-address (reading kernel memory at an address that is not kernel data typed by BTF), kernel-stack (`
+	want := `no such class "raw"; the classes: raw-address (reading kernel memory at an address that is not kernel data typed by BTF, kaddr and kernel_u64), kernel-stack (`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("ParsePolicy(raw): %v, want %q...", err, want)
 	}

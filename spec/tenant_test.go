@@ -30,6 +30,9 @@ func TestTenantPolicy(t *testing.T) {
 		{fmt.Sprintf(sys, "sched:sched_switch", "pid"), `"sched:sched_switch"`, "Node-wide probe denied", "node-wide", 2},
 		{fmt.Sprintf(sys, "block:*", "pid"), `"block:*"`, "Node-wide probe denied", "node-wide", 2},
 		{fmt.Sprintf(user, "kernel_str(arg0)"), "arg0", "Raw address denied", "raw-address", 5},
+		{fmt.Sprintf(user, "kernel_u64(arg0)"), "arg0", "Raw address denied", "raw-address", 5},
+		{fmt.Sprintf(user, `kernel_u64(kaddr("init_task") + 8)`), `kaddr("init_task")`, "Raw address denied", "raw-address", 5},
+		{fmt.Sprintf(sys, "syscalls:sys_enter_read", `kaddr("avenrun")`), `kaddr("avenrun")`, "Raw address denied", "raw-address", 4},
 		{kernel, `probe "kernel" "k"`, "Node-wide probe denied", "node-wide", 1},
 		{profile, `probe "profile" "p"`, "Node-wide probe denied", "node-wide", 1},
 	}
