@@ -228,7 +228,7 @@ func rawAddress(p *Probe, x Expr) *hcl.Diagnostic {
 	switch x := x.(type) {
 	case *KernelAddr:
 		rng := x.Range()
-		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Raw address denied", Subject: &rng,
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: denySummary[RawAddress], Subject: &rng,
 			Detail: fmt.Sprintf("kaddr(%q) is a kernel address (it defeats KASLR) and leads kernel_u64 to any kernel variable: the policy (-deny %s) refuses it. "+
 				"Read kernel data by name instead: args.NAME, task and their fields (or drop -deny %s).", x.Symbol, RawAddress, RawAddress)}
 	case *KernelRead:
@@ -277,8 +277,8 @@ func rawAddress(p *Probe, x Expr) *hcl.Diagnostic {
 }
 
 // DenyRawAddress is the diagnostic of policy RawAddress at addr, the
-// address fn ("cast", "str", "kernel_str", "kernel_u64") reads kernel memory at; why
-// says what addr is.
+// address fn ("cast", "str", "kernel_str", "kernel_u64") reads kernel
+// memory at; why says what addr is.
 func DenyRawAddress(fn string, addr Expr, why string) *hcl.Diagnostic {
 	rng := addr.Range()
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Raw address denied", Subject: &rng,
